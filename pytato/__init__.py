@@ -1,0 +1,79 @@
+"""pytato: lazy, numpy-like array computations compiled to loopy/OpenCL.
+
+The public names are re-exported here; see the documentation of each
+submodule for details.
+"""
+
+from __future__ import annotations
+
+from pytato import scalar_expr, tags, transform
+from pytato.array import (
+    AbstractResultWithNamedArrays,
+    AdvancedIndexInContiguousAxes,
+    AdvancedIndexInNoncontiguousAxes,
+    Array,
+    Axis,
+    AxisPermutation,
+    BasicIndex,
+    Concatenate,
+    DataWrapper,
+    DictOfNamedArrays,
+    Einsum,
+    IndexLambda,
+    NamedArray,
+    Placeholder,
+    ReductionDescriptor,
+    Reshape,
+    Roll,
+    SizeParam,
+    Stack,
+    make_data_wrapper,
+    make_dict_of_named_arrays,
+    make_placeholder,
+    make_size_param,
+)
+from pytato.diagnostic import PytatoError
+from pytato.frontend.elementwise import (
+    add,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
+    divide,
+    equal,
+    floor_divide,
+    greater,
+    greater_equal,
+    left_shift,
+    less,
+    less_equal,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    maximum,
+    minimum,
+    multiply,
+    negative,
+    not_equal,
+    power,
+    remainder,
+    right_shift,
+    subtract,
+    true_divide,
+)
+from pytato.tags import Tag, UniqueTag
+from pytato.transform import (
+    Mapper,
+)
+
+# {{{ front end (creation, math, reductions, shape ops, indexing, linalg)
+# }}}
+
+# {{{ targets
+# }}}
+
+# {{{ transforms, analysis, visualization
+# }}}
+
+# {{{ calls, loopy interop, sparse, distributed
+# }}}

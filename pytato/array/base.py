@@ -1,0 +1,610 @@
+"""The :class:`Array` base class, axes, and the machinery shared by all nodes.
+
+Nodes are frozen dataclasses. At construction each node computes, once:
+
+* a *skeleton* of its equality-relevant fields in which every child array is
+  replaced by a :class:`_ChildRef`;
+* the tuple of its child arrays (:func:`get_children`);
+* its hash, from the skeleton and the children's (already cached) hashes;
+* the inputs (placeholders, size parameters, named data) of its subgraph, so
+  that two different inputs under one name are reported where they meet.
+
+Equality is structural and iterative, so 10^5-deep graphs compare without
+recursion. Pickling flattens the graph (see :meth:`Array.__reduce__`).
+
+.. autoclass:: Axis
+.. autoclass:: ReductionDescriptor
+.. autoclass:: Array
+.. autodata:: ShapeComponent
+.. autodata:: ShapeType
+.. autofunction:: get_children
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import KW_ONLY, dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+
+import numpy as np
+from constantdict import constantdict
+from pytools.tag import Tag, UniqueTag
+
+from pytato.diagnostic import NameClashError, NonUniqueTagError
+
+
+if TYPE_CHECKING:
+    from typing import Self
+
+ShapeComponent: TypeAlias = "int | Array"
+"""An integer, or a 0-d integer :class:`Array` affine in size parameters."""
+
+ShapeType: TypeAlias = "tuple[ShapeComponent, ...]"
+
+
+# {{{ tag helpers
+
+def normalize_tags(tags: Tag | Iterable[Tag] | None) -> frozenset[Tag]:
+    """Turn a tag, an iterable of tags or None into a frozenset of tags."""
+    if tags is None:
+        return frozenset()
+    if isinstance(tags, Tag):
+        return frozenset([tags])
+    result = frozenset(tags)
+    for t in result:
+        if not isinstance(t, Tag):
+            raise TypeError(f"tags must be instances of pytools.tag.Tag, got {t!r}")
+    return result
+
+
+def check_unique_tags(tags: frozenset[Tag], what: str = "array") -> frozenset[Tag]:
+    """Raise :class:`~pytato.diagnostic.NonUniqueTagError` if *tags* holds two
+    :class:`~pytools.tag.UniqueTag` instances of one unique-tag family."""
+    seen: dict[type, Tag] = {}
+    for t in tags:
+        if not isinstance(t, UniqueTag):
+            continue
+        family = _unique_family(type(t))
+        if family in seen and seen[family] != t:
+            raise NonUniqueTagError(
+                f"{what}: conflicting unique tags {seen[family]!r} and {t!r} "
+                f"(both of unique tag type '{family.__name__}')")
+        seen[family] = t
+    return tags
+
+
+def _unique_family(cls: type) -> type:
+    """The most general base class of *cls* that directly derives from
+    :class:`UniqueTag`."""
+    for base in cls.__mro__:
+        if UniqueTag in base.__bases__:
+            return base
+    return cls
+
+
+class _TaggableMixin:
+    tags: frozenset[Tag]
+
+    def _with_new_tags(self, tags: frozenset[Tag]) -> Self:
+        return dataclasses.replace(self, tags=tags)  # type: ignore[type-var]
+
+    def tagged(self, tags: Tag | Iterable[Tag]) -> Self:
+        """Return a copy of *self* with *tags* added. Raises
+        :class:`~pytato.diagnostic.NonUniqueTagError` if two unique tags of
+        one type result."""
+        new = normalize_tags(tags)
+        if new <= self.tags:
+            return self
+        return self._with_new_tags(check_unique_tags(self.tags | new,
+                                                     type(self).__name__))
+
+    def without_tags(self, tags: Tag | Iterable[Tag],
+                     verify_existence: bool = True) -> Self:
+        """Return a copy of *self* without *tags*."""
+        rm = normalize_tags(tags)
+        if verify_existence and not rm <= self.tags:
+            raise ValueError(f"tags {set(rm - self.tags)} are not present")
+        if not rm & self.tags:
+            return self
+        return self._with_new_tags(self.tags - rm)
+
+    def tags_of_type(self, tag_t: type) -> frozenset[Any]:
+        """The tags of *self* that are instances of *tag_t*."""
+        return frozenset(t for t in self.tags if isinstance(t, tag_t))
+
+    def tags_not_of_type(self, tag_t: type) -> frozenset[Tag]:
+        """The tags of *self* that are not instances of *tag_t*."""
+        return frozenset(t for t in self.tags if not isinstance(t, tag_t))
+
+# }}}
+
+
+@dataclass(frozen=True)
+class Axis(_TaggableMixin):
+    """Metadata of one axis of an array.
+
+    .. attribute:: tags
+    """
+
+    tags: frozenset[Tag] = frozenset()
+
+
+@dataclass(frozen=True)
+class ReductionDescriptor(_TaggableMixin):
+    """Metadata of one reduction (an index summed over, say).
+
+    .. attribute:: tags
+    """
+
+    tags: frozenset[Tag] = frozenset()
+
+
+# {{{ skeletons: structure with child arrays factored out
+
+@dataclass(frozen=True)
+class _ChildRef:
+    index: int
+
+
+class _Identity:
+    """Wraps an object compared by identity (concrete data)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: Any) -> None:
+        self.obj = obj
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Identity) and other.obj is self.obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __reduce__(self) -> Any:
+        return (_Identity, (self.obj,))
+
+
+_ATOMIC = (int, float, complex, str, bool, bytes, type(None), np.dtype,
+           np.generic, frozenset, slice, Tag, Axis, ReductionDescriptor)
+
+
+class GraphNode:
+    """Marker base of everything a graph mapper visits: arrays and results
+    with named arrays (e.g. calls)."""
+
+    __slots__ = ()
+
+
+def _flatten(value: Any, kids: list[Array]) -> Any:
+    """Return a hashable skeleton of *value*; append child nodes to *kids*."""
+    if isinstance(value, GraphNode):
+        kids.append(value)
+        return _ChildRef(len(kids) - 1)
+    if isinstance(value, _ATOMIC):
+        return value
+    if isinstance(value, tuple):
+        return tuple(_flatten(v, kids) for v in value)
+    if isinstance(value, Mapping):
+        return ("__mapping__", tuple(
+            (k, _flatten(v, kids)) for k, v in value.items()))
+    if dataclasses.is_dataclass(value) and getattr(value, "_pt_flatten", False):
+        return ("__dc__", type(value), tuple(
+            _flatten(getattr(value, f.name), kids)
+            for f in dataclasses.fields(value)))
+    return value
+
+
+def _unflatten(skel: Any, kids: list[Array] | tuple[Array, ...]) -> Any:
+    if isinstance(skel, _ChildRef):
+        return kids[skel.index]
+    if isinstance(skel, tuple):
+        if len(skel) == 2 and skel[0] == "__mapping__":
+            return constantdict({k: _unflatten(v, kids) for k, v in skel[1]})
+        if len(skel) == 3 and skel[0] == "__dc__":
+            return skel[1](*(_unflatten(v, kids) for v in skel[2]))
+        return tuple(_unflatten(v, kids) for v in skel)
+    return skel
+
+# }}}
+
+
+def get_children(ary: Array) -> tuple[Array, ...]:
+    """The arrays *ary* directly depends on (incl. those in its shape)."""
+    return ary._pt_kids
+
+
+def _merge_inputs(kids: Iterable[Array], own: Array | None) -> Mapping[str, Any]:
+    """Merge the name-to-input maps of *kids* (and *own*), raising
+    :class:`~pytato.diagnostic.NameClashError` on conflicting inputs."""
+    best: Mapping[str, Any] | None = None
+    others: list[Mapping[str, Any]] = []
+    for k in kids:
+        m = k._pt_inputs  # type: ignore[attr-defined]
+        if not m or m is best:
+            continue
+        if best is None or len(m) > len(best):
+            if best is not None:
+                others.append(best)
+            best = m
+        else:
+            others.append(m)
+    if own is not None:
+        others.append({own.name: own})  # type: ignore[attr-defined]
+    if best is None:
+        best = {}
+    result: dict[str, Any] | None = None
+    for m in others:
+        if m is best:
+            continue
+        for name, inp in m.items():
+            have = (result if result is not None else best).get(name)
+            if have is None:
+                if result is None:
+                    result = dict(best)
+                result[name] = inp
+            elif have is not inp and have != inp:
+                raise NameClashError(
+                    f"two different inputs are named '{name}' in one graph: "
+                    f"{_short(have)} and {_short(inp)}")
+    return best if result is None else result
+
+
+def _short(ary: Any) -> str:
+    return (f"{type(ary).__name__}(shape={getattr(ary, 'shape', None)}, "
+            f"dtype={getattr(ary, 'dtype', None)})")
+
+
+def array_dataclass(cls: type) -> type:
+    """Decorator for node classes: a frozen dataclass keeping the structural
+    ``__eq__``/``__hash__`` of :class:`Array`."""
+    return dataclass(frozen=True, eq=False, repr=False)(cls)
+
+
+class DerivedShapeMixin:
+    """For nodes whose shape is computed from their children (once)."""
+
+    @property
+    def shape(self) -> ShapeType:
+        return self._pt_shape  # type: ignore[attr-defined,no-any-return]
+
+
+# {{{ Array
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Array(GraphNode, _TaggableMixin):
+    r"""Abstract base class of lazily evaluated array expressions.
+
+    Arrays are immutable, hashable and compare structurally (``==`` is graph
+    equality; use :func:`pytato.equal` for element-wise comparison).
+
+    .. attribute:: shape
+    .. attribute:: dtype
+    .. attribute:: axes
+
+        A tuple of :class:`Axis`, one per dimension.
+
+    .. attribute:: tags
+
+        A :class:`frozenset` of :class:`~pytools.tag.Tag`.
+
+    .. attribute:: non_equality_tags
+
+        Tags that do not take part in equality or hashing (e.g.
+        :class:`~pytato.tags.CreatedAt`).
+
+    .. autoattribute:: ndim
+    .. autoattribute:: size
+    .. autoattribute:: T
+    .. automethod:: tagged
+    .. automethod:: without_tags
+    .. automethod:: tags_of_type
+    .. automethod:: with_tagged_axis
+    .. automethod:: named
+    .. automethod:: astype
+    .. automethod:: reshape
+    .. automethod:: transpose
+    .. automethod:: copy
+    """
+
+    _: KW_ONLY
+    axes: tuple[Axis, ...] = None  # type: ignore[assignment]
+    tags: frozenset[Tag] = frozenset()
+    non_equality_tags: frozenset[Tag] = field(default=frozenset())
+
+    _mapper_method: ClassVar[str]
+    #: Fields that hold data not compared structurally (by identity).
+    _identity_fields: ClassVar[frozenset[str]] = frozenset()
+    #: Whether this node is an input that registers a name.
+    _is_named_input: ClassVar[bool] = False
+
+    # {{{ construction-time caches
+
+    def __post_init__(self) -> None:
+        self._pt_validate()
+        setattr_ = object.__setattr__
+        if not isinstance(self.tags, frozenset):
+            setattr_(self, "tags", normalize_tags(self.tags))
+        if not isinstance(self.non_equality_tags, frozenset):
+            setattr_(self, "non_equality_tags",
+                     normalize_tags(self.non_equality_tags))
+        kids: list[Array] = []
+        skel_fields = []
+        for f in dataclasses.fields(self):
+            if f.name == "non_equality_tags" or not f.compare:
+                continue
+            value = getattr(self, f.name)
+            if f.name in self._identity_fields:
+                skel_fields.append(_Identity(value))
+            elif f.name == "axes" and value is None:
+                skel_fields.append(None)
+            else:
+                skel_fields.append(_flatten(value, kids))
+        skel = tuple(skel_fields)
+        setattr_(self, "_pt_kids", tuple(kids))
+        setattr_(self, "_pt_skel", skel)
+        shape = self._pt_compute_shape()
+        if self.axes is None:
+            setattr_(self, "axes", tuple(Axis() for _ in shape))
+        elif len(self.axes) != len(shape):
+            raise ValueError(
+                f"{type(self).__name__}: got {len(self.axes)} axes for an array "
+                f"of {len(shape)} dimensions")
+        setattr_(self, "_pt_shape", shape)
+        setattr_(self, "_pt_hash", hash((type(self).__name__, skel, self.axes,
+                                         *(hash(k) for k in kids))))
+        setattr_(self, "_pt_inputs", _merge_inputs(
+            kids, self if self._is_named_input else None))
+
+    def _pt_validate(self) -> None:
+        """Hook for cheap per-node invariants (run before caching)."""
+
+    def _pt_compute_shape(self) -> ShapeType:
+        return self.shape  # type: ignore[attr-defined,no-any-return]
+
+    # }}}
+
+    # {{{ identity, equality, pickling
+
+    def __hash__(self) -> int:
+        return self._pt_hash  # type: ignore[attr-defined,no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Array):
+            return False
+        from pytato.equality import EqualityComparer
+        return EqualityComparer()(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __reduce__(self) -> Any:
+        from pytato.array.pickling import reduce_array
+        return reduce_array(self)
+
+    def copy(self, **kwargs: Any) -> Self:
+        """Return a copy of *self* with the fields in *kwargs* replaced."""
+        return dataclasses.replace(self, **kwargs)
+
+    def __repr__(self) -> str:
+        from pytato.stringifier import array_repr
+        return array_repr(self)
+
+    # }}}
+
+    # {{{ properties
+
+    # ``shape`` and ``dtype`` are fields or properties of each node class.
+
+    @property
+    def ndim(self) -> int:
+        """The number of dimensions."""
+        return len(self.shape)
+
+    @property
+    def size(self) -> ShapeComponent:
+        """The number of elements (an int or a symbolic size)."""
+        from pytato.array.shape import shape_product
+        return shape_product(self.shape)
+
+    @property
+    def T(self) -> Array:  # noqa: N802
+        """The transpose."""
+        from pytato.frontend.shape_ops import transpose
+        return transpose(self)
+
+    @property
+    def real(self) -> Array:
+        from pytato.frontend.math import real
+        return real(self)
+
+    @property
+    def imag(self) -> Array:
+        from pytato.frontend.math import imag
+        return imag(self)
+
+    def conj(self) -> Array:
+        """The complex conjugate."""
+        from pytato.frontend.math import conj
+        return conj(self)
+
+    conjugate = conj
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        n = self.shape[0]
+        if not isinstance(n, int):
+            raise TypeError("len() of an array with a symbolic first dimension")
+        return n
+
+    def __bool__(self) -> bool:
+        from pytato.diagnostic import UnsupportedOperationError
+        raise UnsupportedOperationError(
+            "the truth value of a lazy pytato array is unknown at graph "
+            "construction; use pytato.any/pytato.all or evaluate it first")
+
+    def __iter__(self) -> Any:
+        from pytato.diagnostic import UnsupportedOperationError
+        raise UnsupportedOperationError("lazy pytato arrays cannot be iterated")
+
+    __array_priority__ = 10**6  # make numpy defer to our reflected operators
+
+    # }}}
+
+    # {{{ tagging
+
+    def with_tagged_axis(self, iaxis: int, tags: Tag | Iterable[Tag]) -> Self:
+        """Return a copy of *self* with axis *iaxis* tagged with *tags*."""
+        from pytato.array.shape import normalize_axis
+        iaxis = normalize_axis(iaxis, self.ndim, "iaxis")
+        new_axes = (*self.axes[:iaxis], self.axes[iaxis].tagged(tags),
+                    *self.axes[iaxis + 1:])
+        return dataclasses.replace(self, axes=new_axes)
+
+    def named(self, name: str) -> Array:
+        """Return *self* tagged with :class:`~pytato.tags.Named` *name*."""
+        from pytato.tags import Named
+        return self.tagged(Named(name))
+
+    # }}}
+
+    # {{{ numpy-like interface
+
+    def __getitem__(self, idx: Any) -> Array:
+        from pytato.frontend.indexing import index
+        return index(self, idx)
+
+    def astype(self, dtype: Any) -> Array:
+        """Element-wise conversion to *dtype*."""
+        from pytato.frontend.math import astype
+        return astype(self, dtype)
+
+    def reshape(self, *shape: Any, order: str = "C") -> Array:
+        """Reshape to *shape* (which may contain one -1)."""
+        from pytato.frontend.shape_ops import reshape
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return reshape(self, shape, order=order)
+
+    def transpose(self, *axes: Any) -> Array:
+        """Permute axes (reverse them if none are given)."""
+        from pytato.frontend.shape_ops import transpose
+        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
+            axes = tuple(axes[0])
+        return transpose(self, axes or None)
+
+    def __abs__(self) -> Array:
+        from pytato.frontend.math import abs as pt_abs
+        return pt_abs(self)
+
+    def __neg__(self) -> Array:
+        from pytato.frontend.elementwise import negative
+        return negative(self)
+
+    def __pos__(self) -> Array:
+        return self
+
+    def __invert__(self) -> Array:
+        from pytato.frontend.elementwise import invert
+        return invert(self)
+
+    def __matmul__(self, other: Any) -> Array:
+        from pytato.frontend.linalg import matmul
+        return matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Array:
+        from pytato.frontend.linalg import matmul
+        return matmul(other, self)
+
+    def sum(self, axis: Any = None) -> Array:
+        from pytato.frontend.reductions import sum as pt_sum
+        return pt_sum(self, axis)
+
+    def max(self, axis: Any = None) -> Array:
+        from pytato.frontend.reductions import amax
+        return amax(self, axis)
+
+    def min(self, axis: Any = None) -> Array:
+        from pytato.frontend.reductions import amin
+        return amin(self, axis)
+
+    # }}}
+
+
+def _binary(op: str, reflected: bool = False) -> Any:
+    def method(self: Array, other: Any) -> Any:
+        from pytato.frontend import elementwise
+        if not elementwise.is_operand(other):
+            return NotImplemented
+        fn = getattr(elementwise, op)
+        return fn(other, self) if reflected else fn(self, other)
+    method.__name__ = f"__{'r' if reflected else ''}{op}__"
+    return method
+
+
+for _op, _name in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
+                   ("truediv", "true_divide"), ("floordiv", "floor_divide"),
+                   ("mod", "remainder"), ("pow", "power"),
+                   ("and", "bitwise_and"), ("or", "bitwise_or"),
+                   ("xor", "bitwise_xor"), ("lshift", "left_shift"),
+                   ("rshift", "right_shift")]:
+    setattr(Array, f"__{_op}__", _binary(_name))
+    setattr(Array, f"__r{_op}__", _binary(_name, reflected=True))
+
+for _op, _name in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
+                   ("ge", "greater_equal")]:
+    setattr(Array, f"__{_op}__", _binary(_name))
+
+# }}}
+
+
+def flatten_for_pickle(ary: Array) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    """Names and skeletons of the equality-relevant fields of *ary*."""
+    names = tuple(f.name for f in dataclasses.fields(ary)
+                  if f.name != "non_equality_tags" and f.compare)
+    return names, ary._pt_skel  # type: ignore[attr-defined]
+
+
+def unflatten(cls: type[Array], names: tuple[str, ...], skel: tuple[Any, ...],
+              kids: tuple[Array, ...], non_equality_tags: frozenset[Tag]) -> Array:
+    """Rebuild a node of type *cls* from its skeleton and children."""
+    kwargs = {}
+    for name, s in zip(names, skel, strict=True):
+        if isinstance(s, _Identity):
+            kwargs[name] = s.obj
+        else:
+            kwargs[name] = _unflatten(s, kids)
+    return cls(**kwargs, non_equality_tags=non_equality_tags)
+
+
+def topological_order(roots: Iterable[GraphNode]) -> list[GraphNode]:
+    """All nodes reachable from *roots*, children before parents, each once.
+
+    Iterative depth-first post-order following children in field order, so
+    the order is deterministic for a given graph structure.
+    """
+    order: list[GraphNode] = []
+    visited: set[int] = set()
+    keep_alive = []
+    for root in roots:
+        if id(root) in visited:
+            continue
+        stack: list[tuple[GraphNode, int]] = [(root, 0)]
+        visited.add(id(root))
+        keep_alive.append(root)
+        while stack:
+            node, i = stack[-1]
+            kids = node._pt_kids  # type: ignore[attr-defined]
+            if i < len(kids):
+                stack[-1] = (node, i + 1)
+                kid = kids[i]
+                if id(kid) not in visited:
+                    visited.add(id(kid))
+                    stack.append((kid, 0))
+            else:
+                stack.pop()
+                order.append(node)
+    return order

@@ -1,0 +1,118 @@
+"""Results with several named arrays.
+
+.. autoclass:: AbstractResultWithNamedArrays
+.. autoclass:: DictOfNamedArrays
+.. autoclass:: NamedArray
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from constantdict import constantdict
+from pytools.tag import Tag
+
+from pytato.array.base import (
+    Array,
+    DerivedShapeMixin,
+    GraphNode,
+    ShapeType,
+    _TaggableMixin,
+    array_dataclass,
+)
+
+
+class AbstractResultWithNamedArrays(GraphNode, Mapping[str, Array],
+                                    _TaggableMixin):
+    """A mapping from names to arrays that is the result of a computation
+    (a :class:`DictOfNamedArrays`, or a call's results). Deliberately has no
+    arithmetic."""
+
+    _mapper_method: ClassVar[str]
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class DictOfNamedArrays(AbstractResultWithNamedArrays):
+    """A mapping from valid Python identifiers to :class:`Array`\\ s.
+
+    .. attribute:: tags
+    """
+
+    _data: Mapping[str, Array]
+    tags: frozenset[Tag] = frozenset()
+
+    _mapper_method: ClassVar[str] = "map_dict_of_named_arrays"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self._data, constantdict):
+            object.__setattr__(self, "_data", constantdict(self._data))
+        object.__setattr__(self, "_pt_kids", tuple(self._data.values()))
+        object.__setattr__(self, "_pt_skel", (tuple(self._data), self.tags))
+        object.__setattr__(self, "_pt_hash", hash(
+            ("DictOfNamedArrays", tuple(self._data.items()), self.tags)))
+        from pytato.array.base import _merge_inputs
+        object.__setattr__(self, "_pt_inputs", _merge_inputs(self._pt_kids, None))
+
+    def __getitem__(self, name: str) -> Array:
+        return self._data[name]
+
+    def __reduce__(self) -> Any:
+        return (_make_dict_of_named_arrays, (dict(self._data), self.tags))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._data
+
+    def __hash__(self) -> int:
+        return self._pt_hash  # type: ignore[attr-defined,no-any-return]
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        return (isinstance(other, DictOfNamedArrays)
+                and self._pt_hash == other._pt_hash  # type: ignore[attr-defined]
+                and self.tags == other.tags
+                and dict(self._data) == dict(other._data))
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+    def __repr__(self) -> str:
+        return ("DictOfNamedArrays({"
+                + ", ".join(f"{k!r}: {v!r}" for k, v in self._data.items())
+                + "})")
+
+
+@array_dataclass
+class NamedArray(DerivedShapeMixin, Array):
+    """The array named :attr:`name` in the result container
+    :attr:`_container` (e.g. one output of a call)."""
+
+    _container: Any
+    name: str
+
+    _mapper_method: ClassVar[str] = "map_named_array"
+
+    def _pt_compute_shape(self) -> ShapeType:
+        return self._container._get_result_shape(self.name)
+
+    @property
+    def expr(self) -> Array:
+        return self._container[self.name]
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self._container._get_result_dtype(self.name)
+
+
+def _make_dict_of_named_arrays(data: dict[str, Array], tags: frozenset[Tag]
+                               ) -> DictOfNamedArrays:
+    return DictOfNamedArrays(data, tags=tags)

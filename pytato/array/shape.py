@@ -1,0 +1,205 @@
+"""Shapes: normalization, symbolic components, broadcasting.
+
+A shape component is an :class:`int` or a 0-d integer
+:class:`~pytato.array.Array` that is an affine expression in
+:class:`~pytato.array.SizeParam`\\ s.
+
+.. autofunction:: normalize_axis
+.. autofunction:: normalize_shape
+.. autofunction:: shape_component_to_expr
+.. autofunction:: shape_product
+.. autofunction:: broadcast_shapes
+.. autofunction:: are_shape_components_equal
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from pytato.diagnostic import AxisError, NonAffineShapeError, ShapeMismatchError
+from pytato.scalar_expr import is_integral_scalar, substitute
+
+
+if TYPE_CHECKING:
+    from pytato.array.base import Array, ShapeComponent, ShapeType
+
+
+def normalize_axis(axis: Any, ndim: int, argname: str = "axis") -> int:
+    """Return *axis* in ``range(ndim)``, accepting negative values; raise
+    :class:`~pytato.diagnostic.AxisError` naming *argname* otherwise."""
+    if not is_integral_scalar(axis):
+        raise AxisError(f"'{argname}' must be an integer, got {axis!r}")
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise AxisError(f"'{argname}'={axis} is out of bounds for an array "
+                        f"of dimension {ndim}")
+    return axis % ndim
+
+
+def normalize_axes(axes: Any, ndim: int, argname: str = "axis") -> tuple[int, ...]:
+    """Normalize *axes* (None, an int or a sequence of ints) to a sorted tuple
+    of distinct axes."""
+    if axes is None:
+        return tuple(range(ndim))
+    if is_integral_scalar(axes):
+        return (normalize_axis(axes, ndim, argname),)
+    result = tuple(normalize_axis(a, ndim, argname) for a in axes)
+    if len(set(result)) != len(result):
+        raise AxisError(f"repeated axis in '{argname}': {axes!r}")
+    return tuple(sorted(result))
+
+
+def shape_component_to_expr(c: ShapeComponent) -> Any:
+    """A :mod:`pymbolic` expression of *c* in size parameter names."""
+    from pytato.array.inputs import SizeParam
+    from pytato.array.lambdas import IndexLambda
+
+    if is_integral_scalar(c):
+        return int(c)  # type: ignore[arg-type]
+    if isinstance(c, SizeParam):
+        return prim.Variable(c.name)
+    if isinstance(c, IndexLambda) and c.shape == ():
+        return substitute(c.expr, {
+            name: shape_component_to_expr(b) for name, b in c.bindings.items()})
+    raise NonAffineShapeError(
+        f"shape component {c!r} is not an affine expression in size parameters")
+
+
+def _check_affine(expr: Any, what: str) -> None:
+    if is_integral_scalar(expr) or isinstance(expr, prim.Variable):
+        return
+    if isinstance(expr, prim.Sum):
+        for ch in expr.children:
+            _check_affine(ch, what)
+        return
+    if isinstance(expr, prim.Product):
+        nonconst = [ch for ch in expr.children if not is_integral_scalar(ch)]
+        if len(nonconst) > 1:
+            raise NonAffineShapeError(f"{what}: {expr} is not affine in size "
+                                      "parameters")
+        for ch in nonconst:
+            _check_affine(ch, what)
+        return
+    if isinstance(expr, (prim.FloorDiv, prim.Remainder)) and is_integral_scalar(
+            expr.denominator):
+        _check_affine(expr.numerator, what)
+        return
+    raise NonAffineShapeError(f"{what}: {expr} is not an affine expression in "
+                              "size parameters")
+
+
+def normalize_shape(shape: Any, argname: str = "shape") -> ShapeType:
+    """Check and normalize a user-supplied shape (an int, or a sequence of
+    ints and affine integer 0-d arrays)."""
+    from pytato.array.base import Array
+
+    if is_integral_scalar(shape) or isinstance(shape, Array):
+        shape = (shape,)
+    if not isinstance(shape, Sequence) and not isinstance(shape, np.ndarray):
+        raise TypeError(f"'{argname}' must be a sequence, got {shape!r}")
+    result: list[ShapeComponent] = []
+    for i, c in enumerate(shape):
+        if is_integral_scalar(c):
+            if c < 0:
+                raise ValueError(f"'{argname}'[{i}] is negative: {c}")
+            result.append(int(c))
+        elif isinstance(c, Array):
+            if c.shape != () or c.dtype.kind not in "iu":
+                raise NonAffineShapeError(
+                    f"'{argname}'[{i}] must be a 0-d integer array, got "
+                    f"shape={c.shape}, dtype={c.dtype}")
+            _check_affine(shape_component_to_expr(c), f"'{argname}'[{i}]")
+            result.append(c)
+        else:
+            raise TypeError(f"'{argname}'[{i}] must be an int or a size "
+                            f"expression, got {c!r}")
+    return tuple(result)
+
+
+def are_shape_components_equal(a: ShapeComponent, b: ShapeComponent) -> bool:
+    """Whether two shape components are (provably) equal."""
+    if is_integral_scalar(a) and is_integral_scalar(b):
+        return int(a) == int(b)  # type: ignore[arg-type]
+    if is_integral_scalar(a) or is_integral_scalar(b):
+        return False
+    if a == b:
+        return True
+    from pymbolic.mapper.distributor import DistributeMapper
+    ea = DistributeMapper()(shape_component_to_expr(a))
+    eb = DistributeMapper()(shape_component_to_expr(b))
+    diff = DistributeMapper()(ea - eb)
+    return bool(diff == 0)
+
+
+def are_shapes_equal(a: ShapeType, b: ShapeType) -> bool:
+    """Whether two shapes are (provably) equal."""
+    return len(a) == len(b) and all(
+        are_shape_components_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+def shape_product(shape: ShapeType) -> ShapeComponent:
+    """The product of the components of *shape*."""
+    result: Any = 1
+    for c in shape:
+        result = result * c
+    return result
+
+
+def is_one(c: ShapeComponent) -> bool:
+    return is_integral_scalar(c) and int(c) == 1  # type: ignore[arg-type]
+
+
+def broadcast_shapes(*shapes: ShapeType, argnames: Sequence[str] | None = None
+                     ) -> ShapeType:
+    """The numpy broadcast of *shapes*; raises
+    :class:`~pytato.diagnostic.ShapeMismatchError` naming the shapes."""
+    ndim = max((len(s) for s in shapes), default=0)
+    result: list[ShapeComponent] = []
+    for i in range(ndim):
+        comp: ShapeComponent = 1
+        for s in shapes:
+            j = i - (ndim - len(s))
+            if j < 0:
+                continue
+            c = s[j]
+            if is_one(c):
+                continue
+            if is_one(comp):
+                comp = c
+            elif not are_shape_components_equal(comp, c):
+                names = (f" of {', '.join(argnames)}" if argnames else "")
+                raise ShapeMismatchError(
+                    f"operands could not be broadcast together: shapes{names} "
+                    f"are {', '.join(str(_fmt_shape(s)) for s in shapes)}")
+        result.append(comp)
+    return tuple(result)
+
+
+def _fmt_shape(shape: ShapeType) -> str:
+    return "(" + ", ".join(str(shape_component_to_expr(c)) for c in shape) + (
+        ",)" if len(shape) == 1 else ")")
+
+
+def format_shape(shape: ShapeType) -> str:
+    """A readable rendering of *shape* (symbolic components by expression)."""
+    try:
+        return _fmt_shape(shape)
+    except NonAffineShapeError:
+        return repr(shape)
+
+
+def get_shape_after_broadcasting(arrays: Sequence[Array | Any]) -> ShapeType:
+    """Broadcast shape of arrays and scalars."""
+    from pytato.array.base import Array
+    return broadcast_shapes(*(a.shape for a in arrays if isinstance(a, Array)))
+
+
+def concrete_shape(shape: ShapeType, context: dict[str, int]) -> tuple[int, ...]:
+    """Evaluate a shape with the size parameter values in *context*."""
+    from pytato.scalar_expr import evaluate
+    return tuple(int(evaluate(shape_component_to_expr(c), context))
+                 for c in shape)

@@ -1,0 +1,99 @@
+"""The exception hierarchy of :mod:`pytato`.
+
+Every error raised for bad user input derives from :class:`PytatoError` and
+from the matching builtin exception (:class:`ValueError`, :class:`TypeError`,
+:class:`IndexError`), so code that catches the builtin keeps working.
+
+.. autoexception:: PytatoError
+.. autoexception:: ShapeMismatchError
+.. autoexception:: DTypeError
+.. autoexception:: AxisError
+.. autoexception:: EinsumSpecError
+.. autoexception:: ReshapeError
+.. autoexception:: NonAffineShapeError
+.. autoexception:: NameClashError
+.. autoexception:: NonUniqueTagError
+.. autoexception:: IndexOutOfBoundsError
+.. autoexception:: UnknownArgumentError
+.. autoexception:: MissingArgumentError
+.. autoexception:: ArgumentShapeError
+.. autoexception:: ArgumentDTypeError
+.. autoexception:: BoundArgumentError
+.. autoexception:: CannotBeLoweredToLoopyError
+.. autoexception:: UnsupportedOperationError
+.. autoexception:: DistributedError
+"""
+
+from __future__ import annotations
+
+
+class PytatoError(Exception):
+    """Base class of all errors raised by :mod:`pytato`."""
+
+
+class ShapeMismatchError(PytatoError, ValueError):
+    """Shapes that must agree (e.g. for broadcasting) do not."""
+
+
+class DTypeError(PytatoError, TypeError):
+    """A dtype is not supported for an operation."""
+
+
+class AxisError(PytatoError, ValueError, IndexError):
+    """An axis argument is out of range or repeated."""
+
+
+class EinsumSpecError(PytatoError, ValueError):
+    """An einsum subscript string is malformed or disagrees with operands."""
+
+
+class ReshapeError(PytatoError, ValueError):
+    """A reshape to a shape with a different number of elements."""
+
+
+class NonAffineShapeError(PytatoError, ValueError):
+    """A shape component is not an affine expression in size parameters."""
+
+
+class NameClashError(PytatoError, ValueError):
+    """Two different inputs use the same name in one graph."""
+
+
+class NonUniqueTagError(PytatoError, ValueError):
+    """A :class:`~pytools.tag.UniqueTag` of one type is given twice."""
+
+
+class IndexOutOfBoundsError(PytatoError, IndexError):
+    """A constant index is outside the bounds of the indexed axis."""
+
+
+class UnknownArgumentError(PytatoError, TypeError):
+    """An argument passed at call time is not an input of the program."""
+
+
+class MissingArgumentError(PytatoError, TypeError):
+    """An input of the program was not passed at call time."""
+
+
+class ArgumentShapeError(PytatoError, ValueError):
+    """An argument passed at call time has the wrong shape."""
+
+
+class ArgumentDTypeError(PytatoError, TypeError):
+    """An argument passed at call time has the wrong dtype."""
+
+
+class BoundArgumentError(PytatoError, ValueError):
+    """An argument already bound to the program was passed again."""
+
+
+class CannotBeLoweredToLoopyError(PytatoError, NotImplementedError):
+    """A graph node has no lowering to :mod:`loopy`."""
+
+
+class UnsupportedOperationError(PytatoError, TypeError):
+    """An operation that lazy arrays deliberately do not support."""
+
+
+class DistributedError(PytatoError, ValueError):
+    """A distributed partition is inconsistent across ranks."""

@@ -1,0 +1,272 @@
+"""Element-wise operations with numpy's broadcasting and dtype rules.
+
+Every element-wise operation builds one :class:`~pytato.array.IndexLambda`
+through :func:`elementwise`. Result dtypes (and dtype errors) are numpy 2's:
+they are found by applying the numpy ufunc to empty stand-ins of the
+operands (Python scalars stay weakly typed). Operands whose dtype differs
+from the operation's dtype are cast explicitly, so generated code computes
+in exactly the precision numpy would. Calls on scalars only compute eagerly.
+
+.. autofunction:: elementwise
+.. autofunction:: is_operand
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from pytato.array.base import Array
+from pytato.array.lambdas import IndexLambda
+from pytato.array.shape import broadcast_shapes, is_one
+from pytato.diagnostic import DTypeError
+from pytato.scalar_expr import SCALAR_CLASSES, TypeCast
+
+
+SCALAR_TYPES = (*SCALAR_CLASSES,)
+
+
+def is_operand(x: Any) -> bool:
+    """Whether *x* can take part in element-wise arithmetic with arrays."""
+    return isinstance(x, (Array, np.ndarray, *SCALAR_TYPES))
+
+
+def _as_operand(x: Any, argname: str) -> Any:
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, (bool, int, float, complex)):
+        return x
+    if isinstance(x, (np.generic)):
+        from pytato.array.constructors import check_dtype
+        check_dtype(x.dtype, argname)
+        return x
+    if isinstance(x, np.ndarray):
+        from pytato.array.constructors import make_data_wrapper
+        return make_data_wrapper(x)
+    raise TypeError(f"'{argname}' must be an array or a scalar, got "
+                    f"{type(x).__name__}")
+
+
+def _proxy(x: Any) -> Any:
+    if isinstance(x, Array):
+        return np.empty((0,), dtype=x.dtype)
+    return x
+
+
+def index_expr_for(ary: Array, name: str, out_ndim: int,
+                   out_shape: Sequence[Any] | None = None) -> Any:
+    """The expression reading *ary* (bound as *name*) broadcast to an output
+    of *out_ndim* axes indexed by ``_0, _1, ...``."""
+    if ary.ndim == 0:
+        return prim.Variable(name)
+    offset = out_ndim - ary.ndim
+    idx = []
+    for i, n in enumerate(ary.shape):
+        if is_one(n) and (out_shape is None or not is_one(out_shape[i + offset])):
+            idx.append(0)
+        else:
+            idx.append(prim.Variable(f"_{i + offset}"))
+    return prim.Subscript(prim.Variable(name), tuple(idx))
+
+
+def scalar_literal(x: Any, dtype: np.dtype[Any]) -> Any:
+    """*x* as a numpy scalar of *dtype*."""
+    return dtype.type(x)
+
+
+def elementwise(ufunc: Callable[..., Any] | None,
+                operands: Sequence[Any],
+                make_expr: Callable[..., Any],
+                *,
+                argnames: Sequence[str] | None = None,
+                op_dtype: str | np.dtype[Any] = "out",
+                out_dtype: np.dtype[Any] | None = None,
+                eager: Callable[..., Any] | None = None,
+                what: str = "operation") -> Any:
+    """Build the element-wise application of *make_expr* to *operands*.
+
+    :arg ufunc: the numpy function whose dtype rules (and errors) apply; it
+        also computes the result when all operands are scalars.
+    :arg make_expr: called with one scalar expression per operand (cast to
+        the operation dtype), returns the element expression.
+    :arg op_dtype: the dtype operands are cast to: ``"out"`` (the result
+        dtype), ``"common"`` (numpy's common type of the operands, e.g. for
+        comparisons), ``"none"`` (no cast) or a dtype.
+    :arg out_dtype: overrides the result dtype found through *ufunc*.
+    """
+    if argnames is None:
+        argnames = [f"x{i + 1}" for i in range(len(operands))]
+    operands = [_as_operand(x, n) for x, n in zip(operands, argnames, strict=True)]
+    arrays = [x for x in operands if isinstance(x, Array)]
+    if not arrays:
+        fn = eager or ufunc
+        assert fn is not None
+        return fn(*operands)
+
+    proxies = [_proxy(x) for x in operands]
+    try:
+        if out_dtype is None:
+            assert ufunc is not None
+            out_dtype = np.asarray(ufunc(*proxies)).dtype
+        if op_dtype == "out":
+            cast_dtype: np.dtype[Any] | None = out_dtype
+        elif op_dtype == "common":
+            cast_dtype = np.result_type(*proxies)
+        elif op_dtype == "none":
+            cast_dtype = None
+        else:
+            cast_dtype = np.dtype(op_dtype)
+    except (TypeError, ValueError) as e:
+        dtypes = ", ".join(
+            f"{n}: {x.dtype if isinstance(x, Array) else type(x).__name__}"
+            for x, n in zip(operands, argnames, strict=True))
+        raise DTypeError(f"{what} is not supported for operands of dtypes "
+                         f"({dtypes}): {e}") from None
+
+    out_shape = broadcast_shapes(
+        *(x.shape for x in arrays),
+        argnames=[n for x, n in zip(operands, argnames, strict=True)
+                  if isinstance(x, Array)])
+    out_ndim = len(out_shape)
+
+    bindings: dict[str, Array] = {}
+    name_of: dict[Array, str] = {}
+    exprs = []
+    for x in operands:
+        if isinstance(x, Array):
+            name = name_of.get(x)
+            if name is None:
+                name = f"_in{len(bindings)}"
+                name_of[x] = name
+                bindings[name] = x
+            e = index_expr_for(x, name, out_ndim, out_shape)
+            if cast_dtype is not None and x.dtype != cast_dtype:
+                e = TypeCast(cast_dtype, e)
+        else:
+            dt = cast_dtype if cast_dtype is not None else np.result_type(x)
+            e = scalar_literal(x, dt)
+        exprs.append(e)
+
+    return IndexLambda(make_expr(*exprs), out_shape, np.dtype(out_dtype),
+                       bindings)
+
+
+# {{{ arithmetic
+
+def _binop(ufunc: Any, make: Callable[[Any, Any], Any], what: str,
+           op_dtype: str = "out") -> Callable[[Any, Any], Any]:
+    def fn(x1: Any, x2: Any) -> Any:
+        return elementwise(ufunc, [x1, x2], make, argnames=["x1", "x2"],
+                           op_dtype=op_dtype, what=what)
+    fn.__name__ = ufunc.__name__
+    fn.__doc__ = f"Element-wise :func:`numpy.{ufunc.__name__}` of *x1* and *x2*."
+    return fn
+
+
+add = _binop(np.add, lambda a, b: prim.Sum((a, b)), "addition")
+subtract = _binop(np.subtract, lambda a, b: prim.Sum((a, prim.Product((-1, b)))),
+                  "subtraction")
+multiply = _binop(np.multiply, lambda a, b: prim.Product((a, b)), "multiplication")
+true_divide = _binop(np.true_divide, lambda a, b: prim.Quotient(a, b), "division")
+divide = true_divide
+floor_divide = _binop(np.floor_divide, lambda a, b: prim.FloorDiv(a, b),
+                      "floor division")
+remainder = _binop(np.remainder, lambda a, b: prim.Remainder(a, b), "remainder")
+mod = remainder
+power = _binop(np.power, lambda a, b: prim.Power(a, b), "power")
+bitwise_and = _binop(np.bitwise_and, lambda a, b: prim.BitwiseAnd((a, b)),
+                     "bitwise and")
+bitwise_or = _binop(np.bitwise_or, lambda a, b: prim.BitwiseOr((a, b)),
+                    "bitwise or")
+bitwise_xor = _binop(np.bitwise_xor, lambda a, b: prim.BitwiseXor((a, b)),
+                     "bitwise xor")
+left_shift = _binop(np.left_shift, lambda a, b: prim.LeftShift(a, b), "left shift")
+right_shift = _binop(np.right_shift, lambda a, b: prim.RightShift(a, b),
+                     "right shift")
+
+
+def _cmp(ufunc: Any, op: str) -> Callable[[Any, Any], Any]:
+    return _binop(ufunc, lambda a, b: prim.Comparison(a, op, b),
+                  f"comparison '{op}'", op_dtype="common")
+
+
+equal = _cmp(np.equal, "==")
+not_equal = _cmp(np.not_equal, "!=")
+less = _cmp(np.less, "<")
+less_equal = _cmp(np.less_equal, "<=")
+greater = _cmp(np.greater, ">")
+greater_equal = _cmp(np.greater_equal, ">=")
+
+
+def _logical(ufunc: Any, cls: Any) -> Callable[[Any, Any], Any]:
+    return _binop(ufunc, lambda a, b: cls((a, b)), ufunc.__name__,
+                  op_dtype="none")
+
+
+logical_and = _logical(np.logical_and, prim.LogicalAnd)
+logical_or = _logical(np.logical_or, prim.LogicalOr)
+
+
+def logical_xor(x1: Any, x2: Any) -> Any:
+    """Element-wise :func:`numpy.logical_xor`."""
+    return elementwise(np.logical_xor, [x1, x2],
+                       lambda a, b: prim.Comparison(prim.LogicalNot(a), "!=",
+                                                    prim.LogicalNot(b)),
+                       argnames=["x1", "x2"], op_dtype="none", what="logical_xor")
+
+
+def logical_not(x: Any) -> Any:
+    """Element-wise :func:`numpy.logical_not`."""
+    return elementwise(np.logical_not, [x], prim.LogicalNot, argnames=["x"],
+                       op_dtype="none", what="logical_not")
+
+
+def negative(x: Any) -> Any:
+    """Element-wise :func:`numpy.negative`."""
+    return elementwise(np.negative, [x], lambda a: prim.Product((-1, a)),
+                       argnames=["x"], what="negation")
+
+
+def invert(x: Any) -> Any:
+    """Element-wise :func:`numpy.invert` (logical not for booleans)."""
+    if isinstance(x, Array) and x.dtype.kind == "b":
+        return logical_not(x)
+    return elementwise(np.invert, [x], prim.BitwiseNot, argnames=["x"],
+                       what="bitwise inversion")
+
+
+def _isnan(e: Any) -> Any:
+    return prim.Call(prim.Variable("pytato.c99.isnan"), (e,))
+
+
+def _extremum(ufunc: Any, op: str) -> Callable[[Any, Any], Any]:
+    def fn(x1: Any, x2: Any) -> Any:
+        def make(a: Any, b: Any) -> Any:
+            return prim.If(prim.LogicalOr((prim.Comparison(a, op, b),
+                                           _isnan(a))), a, b)
+
+        def make_int(a: Any, b: Any) -> Any:
+            return prim.If(prim.Comparison(a, op, b), a, b)
+
+        probe = elementwise(ufunc, [x1, x2], make_int, argnames=["x1", "x2"],
+                            what=ufunc.__name__)
+        if not isinstance(probe, Array) or probe.dtype.kind not in "fc":
+            return probe
+        if probe.dtype.kind == "c":
+            raise DTypeError(f"{ufunc.__name__} of complex arrays is not "
+                             "supported")
+        return elementwise(ufunc, [x1, x2], make, argnames=["x1", "x2"],
+                           what=ufunc.__name__)
+    fn.__name__ = ufunc.__name__
+    fn.__doc__ = (f"Element-wise :func:`numpy.{ufunc.__name__}` (NaNs "
+                  "propagate).")
+    return fn
+
+
+maximum = _extremum(np.maximum, ">")
+minimum = _extremum(np.minimum, "<")
+
+# }}}

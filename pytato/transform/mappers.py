@@ -1,0 +1,277 @@
+"""Mapper base classes: the one way graph passes visit nodes.
+
+A mapper dispatches on the node type to ``map_<node>`` methods (named by
+each node class's ``_mapper_method``). Cached mappers visit each distinct
+node once, however many users it has. Calling a cached mapper without extra
+arguments first visits the graph bottom-up in topological order, so that the
+recursion of ``map_*`` methods into children always hits the cache: passes
+never recurse deeper than a few frames, whatever the graph's depth.
+
+.. autoclass:: Mapper
+.. autoclass:: CachedMapper
+.. autoclass:: CopyMapper
+.. autoclass:: CopyMapperWithExtraArgs
+.. autoclass:: CombineMapper
+.. autoclass:: WalkMapper
+.. autoclass:: CachedWalkMapper
+.. autoclass:: DependencyMapper
+.. autoclass:: InputGatherer
+.. autoclass:: SizeParamGatherer
+.. autofunction:: map_and_copy
+.. autofunction:: get_users
+.. autofunction:: topological_order
+.. autofunction:: copy_dict_of_named_arrays
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from typing import Any
+
+from pytato.array.base import (
+    Array,
+    GraphNode,
+    flatten_for_pickle,
+    get_children,
+    topological_order,
+    unflatten,
+)
+from pytato.array.inputs import InputArgumentBase, SizeParam
+from pytato.array.results import DictOfNamedArrays
+
+
+__all__ = [
+    "CachedMapper", "CachedWalkMapper", "CombineMapper", "CopyMapper",
+    "CopyMapperWithExtraArgs", "DependencyMapper", "InputGatherer", "Mapper",
+    "SizeParamGatherer", "WalkMapper", "copy_dict_of_named_arrays", "get_users",
+    "map_and_copy", "topological_order",
+]
+
+
+class UnsupportedNodeError(NotImplementedError):
+    """A mapper has no method for a node type."""
+
+
+class Mapper:
+    """Dispatches ``self.rec(expr, ...)`` to ``self.map_<node>(expr, ...)``.
+
+    Subclasses may define :meth:`map_array` as a fallback for every array
+    node type without a specific method.
+    """
+
+    def rec(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            method = getattr(self, expr._mapper_method)
+        except AttributeError:
+            if isinstance(expr, Array) and hasattr(self, "map_array"):
+                return self.map_array(expr, *args, **kwargs)
+            if not hasattr(expr, "_mapper_method"):
+                raise TypeError(f"{type(self).__name__} cannot map a "
+                                f"{type(expr).__name__}") from None
+            raise UnsupportedNodeError(
+                f"{type(self).__name__} does not support nodes of type "
+                f"{type(expr).__name__}") from None
+        return method(expr, *args, **kwargs)
+
+    def __call__(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.rec(expr, *args, **kwargs)
+
+
+class CachedMapper(Mapper):
+    """A :class:`Mapper` memoizing results per (structurally equal) node
+    and extra arguments."""
+
+    def __init__(self) -> None:
+        self._cache: dict[Hashable, Any] = {}
+
+    def get_cache_key(self, expr: Any, *args: Any, **kwargs: Any) -> Hashable:
+        if not args and not kwargs:
+            return expr
+        return (expr, args, tuple(sorted(kwargs.items())))
+
+    def rec(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
+        key = self.get_cache_key(expr, *args, **kwargs)
+        try:
+            return self._cache[key]
+        except KeyError:
+            result = Mapper.rec(self, expr, *args, **kwargs)
+            self._cache[key] = result
+            return result
+
+    def __call__(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
+        if not args and not kwargs and isinstance(expr, GraphNode):
+            for node in topological_order([expr]):
+                self.rec(node)
+        return self.rec(expr, *args, **kwargs)
+
+
+class CopyMapper(CachedMapper):
+    """Rebuilds the graph bottom-up; a node whose children are unchanged is
+    returned as is. Override ``map_<node>`` methods to transform nodes."""
+
+    def map_array(self, expr: Array) -> Array:
+        kids = get_children(expr)
+        new_kids = tuple(self.rec(k) for k in kids)
+        if all(a is b for a, b in zip(kids, new_kids, strict=True)):
+            return expr
+        names, skel = flatten_for_pickle(expr)
+        return unflatten(type(expr), names, skel, new_kids,
+                         expr.non_equality_tags)
+
+    def map_dict_of_named_arrays(self, expr: DictOfNamedArrays
+                                 ) -> DictOfNamedArrays:
+        new = {k: self.rec(v) for k, v in expr.items()}
+        if all(new[k] is v for k, v in expr.items()):
+            return expr
+        return DictOfNamedArrays(new, tags=expr.tags)
+
+
+class CopyMapperWithExtraArgs(CachedMapper):
+    """A :class:`CopyMapper` whose methods take extra arguments, passed on
+    unchanged to the children."""
+
+    def map_array(self, expr: Array, *args: Any, **kwargs: Any) -> Array:
+        kids = get_children(expr)
+        new_kids = tuple(self.rec(k, *args, **kwargs) for k in kids)
+        if all(a is b for a, b in zip(kids, new_kids, strict=True)):
+            return expr
+        names, skel = flatten_for_pickle(expr)
+        return unflatten(type(expr), names, skel, new_kids,
+                         expr.non_equality_tags)
+
+    def map_dict_of_named_arrays(self, expr: DictOfNamedArrays,
+                                 *args: Any, **kwargs: Any) -> DictOfNamedArrays:
+        return DictOfNamedArrays({k: self.rec(v, *args, **kwargs)
+                                  for k, v in expr.items()}, tags=expr.tags)
+
+
+class CombineMapper(CachedMapper):
+    """Combines the results of the children with :meth:`combine`."""
+
+    def combine(self, *args: Any) -> Any:
+        raise NotImplementedError
+
+    def map_array(self, expr: Array) -> Any:
+        return self.combine(*(self.rec(k) for k in get_children(expr)))
+
+    def map_dict_of_named_arrays(self, expr: DictOfNamedArrays) -> Any:
+        return self.combine(*(self.rec(v) for v in expr.values()))
+
+
+class WalkMapper(Mapper):
+    """Visits every node (once per path: use :class:`CachedWalkMapper` to
+    visit each node once). :meth:`visit` returning *False* skips the
+    node's children; :meth:`post_visit` runs after them."""
+
+    def visit(self, expr: Any, *args: Any, **kwargs: Any) -> bool:
+        return True
+
+    def post_visit(self, expr: Any, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def map_array(self, expr: Any, *args: Any, **kwargs: Any) -> None:
+        if not self.visit(expr, *args, **kwargs):
+            return
+        for k in get_children(expr):
+            self.rec(k, *args, **kwargs)
+        self.post_visit(expr, *args, **kwargs)
+
+    map_dict_of_named_arrays = map_array
+
+
+class CachedWalkMapper(WalkMapper):
+    """A :class:`WalkMapper` visiting each distinct node once."""
+
+    def __init__(self) -> None:
+        self._visited: set[Hashable] = set()
+
+    def get_cache_key(self, expr: Any, *args: Any, **kwargs: Any) -> Hashable:
+        if not args and not kwargs:
+            return id(expr)
+        return (id(expr), args, tuple(sorted(kwargs.items())))
+
+    def rec(self, expr: Any, *args: Any, **kwargs: Any) -> None:
+        key = self.get_cache_key(expr, *args, **kwargs)
+        if key in self._visited:
+            return
+        Mapper.rec(self, expr, *args, **kwargs)
+        self._visited.add(key)
+
+    def __call__(self, expr: Any, *args: Any, **kwargs: Any) -> None:
+        if not args and not kwargs and isinstance(expr, GraphNode):
+            # children before parents: each rec finds its children visited
+            order = topological_order([expr])
+            for node in order:
+                if id(node) in self._visited:
+                    continue
+                if self.visit(node):
+                    self.post_visit(node)
+                self._visited.add(id(node))
+            return
+        self.rec(expr, *args, **kwargs)
+
+
+class DependencyMapper:
+    """Returns the set of all nodes *expr* depends on (itself included),
+    in one linear traversal."""
+
+    def __call__(self, expr: Any) -> frozenset[Any]:
+        return frozenset(n for n in topological_order([expr])
+                         if isinstance(n, Array))
+
+
+class InputGatherer:
+    """Returns the set of :class:`~pytato.array.InputArgumentBase` nodes
+    *expr* depends on."""
+
+    def __call__(self, expr: Any) -> frozenset[InputArgumentBase]:
+        return frozenset(n for n in topological_order([expr])
+                         if isinstance(n, InputArgumentBase))
+
+
+class SizeParamGatherer:
+    """Returns the set of :class:`~pytato.array.SizeParam` nodes *expr*
+    depends on (also through shapes)."""
+
+    def __call__(self, expr: Any) -> frozenset[SizeParam]:
+        return frozenset(n for n in topological_order([expr])
+                         if isinstance(n, SizeParam))
+
+
+class _MapAndCopyMapper(CopyMapper):
+    def __init__(self, map_fn: Callable[[Any], Any]) -> None:
+        super().__init__()
+        self.map_fn = map_fn
+
+    def rec(self, expr: Any) -> Any:
+        key = expr
+        try:
+            return self._cache[key]
+        except KeyError:
+            result = self.map_fn(Mapper.rec(self, expr))
+            self._cache[key] = result
+            return result
+
+
+def map_and_copy(expr: Any, map_fn: Callable[[Any], Any]) -> Any:
+    """Copy the graph of *expr*, applying *map_fn* to each node after its
+    children have been copied."""
+    return _MapAndCopyMapper(map_fn)(expr)
+
+
+def get_users(expr: Any) -> dict[Any, set[Any]]:
+    """A mapping from each node of the graph of *expr* to its users."""
+    users: dict[Any, set[Any]] = {}
+    for node in topological_order([expr]):
+        users.setdefault(node, set())
+        for k in get_children(node):
+            users.setdefault(k, set()).add(node)
+    return users
+
+
+def copy_dict_of_named_arrays(source: DictOfNamedArrays,
+                              copy_mapper: CopyMapper) -> DictOfNamedArrays:
+    """Copy *source* with *copy_mapper*, sharing its cache across outputs."""
+    if not source:
+        return DictOfNamedArrays({}, tags=source.tags)
+    return copy_mapper(source)  # type: ignore[no-any-return]
