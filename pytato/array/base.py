@@ -328,6 +328,13 @@ class Array(GraphNode, _TaggableMixin):
         if not isinstance(self.non_equality_tags, frozenset):
             setattr_(self, "non_equality_tags",
                      normalize_tags(self.non_equality_tags))
+        shape = self._pt_compute_shape()
+        if self.axes is None:
+            setattr_(self, "axes", tuple(Axis() for _ in shape))
+        elif len(self.axes) != len(shape):
+            raise ValueError(
+                f"{type(self).__name__}: got {len(self.axes)} axes for an array "
+                f"of {len(shape)} dimensions")
         kids: list[Array] = []
         skel_fields = []
         for f in dataclasses.fields(self):
@@ -336,22 +343,13 @@ class Array(GraphNode, _TaggableMixin):
             value = getattr(self, f.name)
             if f.name in self._identity_fields:
                 skel_fields.append(_Identity(value))
-            elif f.name == "axes" and value is None:
-                skel_fields.append(None)
             else:
                 skel_fields.append(_flatten(value, kids))
         skel = tuple(skel_fields)
         setattr_(self, "_pt_kids", tuple(kids))
         setattr_(self, "_pt_skel", skel)
-        shape = self._pt_compute_shape()
-        if self.axes is None:
-            setattr_(self, "axes", tuple(Axis() for _ in shape))
-        elif len(self.axes) != len(shape):
-            raise ValueError(
-                f"{type(self).__name__}: got {len(self.axes)} axes for an array "
-                f"of {len(shape)} dimensions")
         setattr_(self, "_pt_shape", shape)
-        setattr_(self, "_pt_hash", hash((type(self).__name__, skel, self.axes,
+        setattr_(self, "_pt_hash", hash((type(self).__name__, skel,
                                          *(hash(k) for k in kids))))
         setattr_(self, "_pt_inputs", _merge_inputs(
             kids, self if self._is_named_input else None))
