@@ -1,0 +1,440 @@
+"""Tests of :mod:`pytato.target.loopy.launcher`."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+import pytest
+
+from pytato.target.loopy.launcher import (
+    KernelStatistics,
+    LauncherStatistics,
+    OpenClCopyDevice2Device,
+    OpenClCopyDevice2Host,
+    OpenClCopyHost2Device,
+    OpenClIterativeKernelLauncher,
+    OpenClKernelLauncher,
+    OpenClKernelListLauncher,
+    OpenClKernelParameterYielder,
+    OpenClParametrizedKernelLauncher,
+    launcher_from_kernels,
+)
+
+
+SOURCE = """
+__kernel void add_one(__global const float *x, __global float *a, int n)
+{
+    int i = get_global_id(0);
+    if (i < n) a[i] = x[i] + 1.0f;
+}
+
+__kernel void times_two(__global const float *a, __global float *b, int n)
+{
+    int i = get_global_id(0);
+    if (i < n) b[i] = 2.0f * a[i];
+}
+
+__kernel void scale(__global float *y, __global const float *x, float alpha)
+{
+    int i = get_global_id(0);
+    y[i] = alpha * x[i];
+}
+
+__kernel void write_param(__global int *out, __global int *counter,
+                          int p, int q)
+{
+    int k = atomic_inc(counter);
+    out[k] = 100 * p + q;
+}
+"""
+
+N = 1000
+PROFILING = cl.command_queue_properties.PROFILING_ENABLE
+OUT_OF_ORDER = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+
+
+@pytest.fixture(scope="module")
+def prg(cl_ctx: cl.Context) -> cl.Program:
+    return cl.Program(cl_ctx, SOURCE).build()
+
+
+@pytest.fixture
+def prof_queue(cl_ctx: cl.Context):
+    q = cl.CommandQueue(cl_ctx, properties=PROFILING)
+    yield q
+    q.finish()
+
+
+def _ooo_queue(ctx: cl.Context) -> cl.CommandQueue:
+    dev = ctx.devices[0]
+    if not dev.queue_properties & OUT_OF_ORDER:
+        pytest.skip("device does not support out-of-order queues")
+    try:
+        return cl.CommandQueue(ctx, properties=OUT_OF_ORDER | PROFILING)
+    except cl.Error as e:
+        pytest.skip(f"cannot create an out-of-order queue: {e}")
+
+
+def _host_x() -> np.ndarray:
+    return np.random.default_rng(7).random(N, dtype=np.float32)
+
+
+# {{{ statistics
+
+def test_kernel_statistics_merge() -> None:
+    a = KernelStatistics.from_durations([1.0, 3.0])
+    b = KernelStatistics.from_durations([0.5])
+    assert (a.count, a.total, a.min, a.max, a.mean) == (2, 4.0, 1.0, 3.0, 2.0)
+    a += b
+    assert (a.count, a.total, a.min, a.max) == (3, 4.5, 0.5, 3.0)
+    assert a.mean == pytest.approx(1.5)
+    assert b.count == 1  # unchanged
+    assert a + KernelStatistics() == a
+
+    empty = KernelStatistics()
+    assert empty.count == 0
+    assert math.isnan(empty.mean) and math.isnan(empty.min)
+
+    table = LauncherStatistics({"k1": a})
+    table += LauncherStatistics({"k1": b, "k2": b})
+    assert table["k1"].count == 4
+    assert table["k2"].count == 1
+    assert table.total.count == 5
+    text = str(table)
+    lines = text.splitlines()
+    assert lines[0].split() == ["name", "count", "total", "(ms)", "mean", "(us)",
+                                "min", "(us)", "max", "(us)"]
+    # sorted by total time, then the sum of all
+    assert lines[2].split()[:3] == ["k1", "4", f"{5.0e3:.3f}"]
+    assert lines[3].split()[:2] == ["k2", "1"]
+    assert lines[-1].split()[:2] == ["(total)", "5"]
+    assert str(LauncherStatistics()) == "(no kernel statistics)"
+
+
+def test_statistics_equal_event_profile_times(cl_ctx, prof_queue, prg) -> None:
+    x = cla.to_device(prof_queue, _host_x())
+    a = cla.empty_like(x)
+    launcher = OpenClKernelLauncher(
+        "add_one", cl.Kernel(prg, "add_one"), (x, a, np.int32(N)),
+        default_global_work_size=N, default_queue=prof_queue)
+
+    for _ in range(4):
+        evt = launcher()
+    assert isinstance(evt, cl.Event)
+    prof_queue.finish()
+
+    events = launcher.events
+    assert len(events) == 4
+    durations = [(e.profile.end - e.profile.start) * 1e-9 for e in events]
+
+    stats = launcher.statistics
+    assert list(stats) == ["add_one"]
+    st = stats["add_one"]
+    assert st.count == 4
+    assert st.total == pytest.approx(sum(durations), rel=1e-12, abs=0)
+    assert st.min == min(durations)
+    assert st.max == max(durations)
+    assert st.mean == pytest.approx(sum(durations) / 4)
+    # finished events were consumed, statistics are cumulative
+    assert launcher.events == ()
+    assert launcher.statistics["add_one"] == st
+
+    launcher()
+    prof_queue.finish()
+    (last,) = launcher.events
+    st2 = launcher.statistics["add_one"]
+    assert st2.count == 5
+    assert st2.total == pytest.approx(
+        sum(durations) + (last.profile.end - last.profile.start) * 1e-9)
+    assert "add_one" in str(launcher.statistics)
+
+    launcher.clear_statistics()
+    assert len(launcher.statistics) == 0
+    np.testing.assert_array_equal(a.get(), x.get() + 1)
+
+
+def test_no_events_without_profiling(queue, prg) -> None:
+    x = cla.to_device(queue, _host_x())
+    a = cla.empty_like(x)
+    launcher = OpenClKernelLauncher(
+        "add_one", cl.Kernel(prg, "add_one"), (x, a, np.int32(N)),
+        default_global_work_size=N)
+    launcher(queue).wait()
+    assert launcher.events == ()
+    assert len(launcher.statistics) == 0
+
+# }}}
+
+
+# {{{ parameters
+
+def _write_param_setup(queue, prg, n_out):
+    out = cla.zeros(queue, n_out, np.int32)
+    counter = cla.zeros(queue, 1, np.int32)
+    return out, counter
+
+
+def test_iterated_parameters_reach_kernel_in_order(cl_ctx, prof_queue, prg):
+    out, counter = _write_param_setup(prof_queue, prg, 16)
+    values = [5, 3, 8, 1]
+    launcher = OpenClIterativeKernelLauncher(
+        parameters_map={"p": (2, np.int32), "q": (3, np.int32)},
+        args_list=((0, out), (1, counter)),
+        iterated_parameters={
+            "p": OpenClKernelParameterYielder(lambda: iter(values))},
+        name="write_param", kernel=cl.Kernel(prg, "write_param"),
+        default_global_work_size=1, default_queue=prof_queue)
+    assert set(launcher.parameters) == {"q"}
+
+    launcher(q=np.int32(7))
+    # each call draws from a fresh iterator
+    evt = launcher(q=7)
+    evt.wait()
+    expected = [100 * v + 7 for v in values] * 2
+    np.testing.assert_array_equal(out.get()[:8], expected)
+    assert counter.get()[0] == 8
+    prof_queue.finish()
+    assert launcher.statistics["write_param"].count == 8
+
+
+def test_iterated_parameters_product(queue, prg):
+    out, counter = _write_param_setup(queue, prg, 8)
+    launcher = OpenClIterativeKernelLauncher(
+        {"p": (2, np.int32), "q": (3, np.int32)}, ((0, out), (1, counter)),
+        {"p": OpenClKernelParameterYielder(lambda: range(1, 3)),
+         "q": OpenClKernelParameterYielder(lambda: (10, 20, 30))},
+        name="write_param", kernel=cl.Kernel(prg, "write_param"),
+        default_global_work_size=(1,))
+    assert list(launcher.iter_parameters()) == [
+        (1, 10), (1, 20), (1, 30), (2, 10), (2, 20), (2, 30)]
+    launcher(queue).wait()
+    np.testing.assert_array_equal(out.get()[:6],
+                                  [110, 120, 130, 210, 220, 230])
+
+
+def test_parametrized_launcher_and_type_errors(queue, prg):
+    x = cla.to_device(queue, _host_x())
+    y = cla.empty_like(x)
+    launcher = OpenClParametrizedKernelLauncher(
+        {"y": (0, cl.Buffer), "alpha": (2, np.float32)}, ((1, x),),
+        name="scale", kernel=cl.Kernel(prg, "scale"),
+        default_global_work_size=N, default_queue=queue)
+    assert launcher.parameters == {"y": (cl.Buffer,),
+                                   "alpha": np.dtype(np.float32)}
+
+    launcher(y=y, alpha=np.float32(3)).wait()
+    np.testing.assert_allclose(y.get(), 3 * x.get(), rtol=1e-6)
+    launcher(y=y.base_data, alpha=0.5).wait()  # Python float fits float32
+    np.testing.assert_allclose(y.get(), 0.5 * x.get(), rtol=1e-6)
+
+    with pytest.raises(TypeError, match=r"'alpha'.*float32.*float64"):
+        launcher(y=y, alpha=np.float64(3))
+    with pytest.raises(TypeError, match=r"'alpha'"):
+        launcher(y=y, alpha="3")
+    with pytest.raises(TypeError, match=r"'y'.*Buffer.*ndarray"):
+        launcher(y=np.empty(N, np.float32), alpha=np.float32(1))
+    with pytest.raises(TypeError, match=r"missing parameters \['alpha'\]"):
+        launcher(y=y)
+    with pytest.raises(TypeError, match=r"unexpected parameters \['beta'\]"):
+        launcher(y=y, alpha=np.float32(1), beta=1)
+
+    with pytest.raises(TypeError, match=r"numpy scalar"):
+        OpenClKernelLauncher("add_one", cl.Kernel(prg, "add_one"),
+                             (x, y, N), default_global_work_size=N)
+    with pytest.raises(IndexError):
+        OpenClParametrizedKernelLauncher(
+            {"alpha": (5, np.float32)}, (), name="scale",
+            kernel=cl.Kernel(prg, "scale"))
+
+# }}}
+
+
+# {{{ lists and copies
+
+def test_list_launcher_matches_numpy(cl_ctx, prof_queue, prg):
+    x_host = _host_x()
+    result = np.empty_like(x_host)
+    x = cla.empty(prof_queue, N, np.float32)
+    a = cla.empty_like(x)
+    b = cla.empty_like(x)
+    n = np.int32(N)
+
+    add_one = OpenClKernelLauncher("add_one", cl.Kernel(prg, "add_one"),
+                                   (x, a, n), default_global_work_size=N)
+    times_two = OpenClKernelLauncher("times_two", cl.Kernel(prg, "times_two"),
+                                     (a, b, n), default_global_work_size=N)
+    lst = OpenClKernelListLauncher("pipeline", default_queue=prof_queue)
+    lst.push_copy_host_to_device("x", x_host, x)
+    lst += add_one
+    lst += [times_two, None]
+    lst.push_copy_device_to_host("b", b, result)
+    assert [ln.name for ln in lst] == [
+        "copy_h2d_x", "add_one", "times_two", "copy_d2h_b"]
+
+    for _ in range(3):
+        lst().wait()
+        np.testing.assert_array_equal(result, (x_host + 1) * 2)
+        result[:] = 0
+    prof_queue.finish()
+    stats = lst.statistics
+    assert set(stats) == {"copy_h2d_x", "add_one", "times_two", "copy_d2h_b"}
+    assert all(st.count == 3 for st in stats.values())
+    assert "times_two" in str(stats)
+
+    # nesting: a list pushed into a list is flattened
+    outer = OpenClKernelListLauncher("outer", default_queue=prof_queue)
+    outer += lst
+    assert len(outer) == 4
+    x_host2 = x_host[::-1].copy()
+    x_host[:] = x_host2  # the copy reads the (same) host array on each call
+    outer().wait()
+    np.testing.assert_array_equal(result, (x_host2 + 1) * 2)
+
+
+def test_launcher_from_kernels(queue, prg):
+    x = cla.to_device(queue, _host_x())
+    a = cla.empty_like(x)
+    b = cla.empty_like(x)
+    k1 = cl.Kernel(prg, "add_one")
+    k1.set_args(x.base_data, a.base_data, np.int32(N))
+    k2 = cl.Kernel(prg, "times_two")
+    k2.set_args(a.base_data, b.base_data, np.int32(N))
+    lst = launcher_from_kernels("two", [(k1, (N,), None), (k2, N)], queue)
+    assert isinstance(lst, OpenClKernelListLauncher)
+    assert [ln.name for ln in lst] == ["add_one", "times_two"]
+    lst().wait()
+    np.testing.assert_array_equal(b.get(), (x.get() + 1) * 2)
+
+
+def test_copies(queue):
+    host = np.arange(64, dtype=np.float64)
+    dev = cla.zeros(queue, 64, np.float64)
+    dev2 = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, size=host.nbytes)
+    back = np.zeros_like(host)
+
+    OpenClCopyHost2Device("h", host, dev, default_queue=queue)().wait()
+    np.testing.assert_array_equal(dev.get(), host)
+
+    # device to device with offsets: elements 8..23 of dev to 0..15 of dev2
+    d2d = OpenClCopyDevice2Device("d", dev, dev2, src_device_offset=8 * 8,
+                                  byte_count=16 * 8)
+    assert d2d.direction == "d2d" and d2d.nbytes == 128
+    d2d(queue).wait()
+    part = np.zeros(16, np.float64)
+    OpenClCopyDevice2Host("p", dev2, part)(queue).wait()
+    np.testing.assert_array_equal(part, host[8:24])
+
+    # host to device into an offset, and back from a Buffer
+    lst = OpenClKernelListLauncher("copies", default_queue=queue)
+    lst.push_copy_host_device("h", host[:4].copy(), dev2, dst_device_offset=32)
+    lst.push_copy_host_device("b", dev2, back)
+    assert [ln.direction for ln in lst] == ["h2d", "d2h"]
+    lst().wait()
+    np.testing.assert_array_equal(back[:4], host[8:12])
+    np.testing.assert_array_equal(back[4:8], host[:4])
+    np.testing.assert_array_equal(back[8:16], host[16:24])
+
+    with pytest.raises(ValueError, match="do not fit"):
+        OpenClCopyHost2Device("big", np.zeros(65), dev)
+    with pytest.raises(TypeError):
+        OpenClCopyDevice2Host("x", host, back)
+    with pytest.raises(TypeError, match="device memory"):
+        lst.push_copy_host_device("x", host, back)
+
+
+def test_empty_list_and_missing_size(queue, prg):
+    lst = OpenClKernelListLauncher("empty")
+    evt = lst(queue)
+    assert isinstance(evt, cl.Event)
+    evt.wait()
+    with pytest.raises(ValueError, match="no queue"):
+        lst()
+    no_size = OpenClKernelLauncher("add_one", cl.Kernel(prg, "add_one"))
+    with pytest.raises(ValueError, match="global work size"):
+        lst += no_size
+
+# }}}
+
+
+# {{{ out-of-order queues
+
+def test_out_of_order_queue(cl_ctx, prg):
+    q = _ooo_queue(cl_ctx)
+    x_host = _host_x()
+    result = np.empty_like(x_host)
+    x = cl.Buffer(cl_ctx, cl.mem_flags.READ_WRITE, size=x_host.nbytes)
+    a = cl.Buffer(cl_ctx, cl.mem_flags.READ_WRITE, size=x_host.nbytes)
+    b = cl.Buffer(cl_ctx, cl.mem_flags.READ_WRITE, size=x_host.nbytes)
+    n = np.int32(N)
+    lst = OpenClKernelListLauncher("ooo", default_queue=q)
+    lst.push_copy_host_to_device("x", x_host, x)
+    lst.push_kernels(
+        OpenClKernelLauncher("add_one", cl.Kernel(prg, "add_one"), (x, a, n),
+                             default_global_work_size=N),
+        OpenClKernelLauncher("times_two", cl.Kernel(prg, "times_two"),
+                             (a, b, n), default_global_work_size=N))
+    lst.push_copy_device_to_host("b", b, result)
+    user_evt = cl.UserEvent(cl_ctx)
+    evt = lst(wait_for=[user_evt])
+    assert evt.command_execution_status != cl.command_execution_status.COMPLETE
+    user_evt.set_status(cl.command_execution_status.COMPLETE)
+    evt.wait()
+    np.testing.assert_array_equal(result, (x_host + 1) * 2)
+
+    out = cla.zeros(q, 8, np.int32)
+    counter = cla.zeros(q, 1, np.int32)
+    q.finish()
+    it = OpenClIterativeKernelLauncher(
+        {"p": (2, np.int32), "q": (3, np.int32)}, ((0, out), (1, counter)),
+        {"p": OpenClKernelParameterYielder(lambda: range(4))},
+        name="write_param", kernel=cl.Kernel(prg, "write_param"),
+        default_global_work_size=1, default_queue=q)
+    barrier = it(q=np.int32(1))
+    assert isinstance(barrier, cl.Event)
+    barrier.wait()
+    # launches may run in any order on an out-of-order queue
+    assert sorted(out.get()[:4]) == [1, 101, 201, 301]
+    assert it(q=np.int32(2), enqueue_barrier=False) is None
+    q.finish()
+    assert sorted(out.get()[4:]) == [2, 102, 202, 302]
+    assert it.statistics["write_param"].count == 8
+
+# }}}
+
+
+def test_env_trace_and_profile(monkeypatch, caplog, prof_queue, prg):
+    x = cla.to_device(prof_queue, _host_x())
+    a = cla.empty_like(x)
+    launcher = OpenClKernelLauncher(
+        "add_one", cl.Kernel(prg, "add_one"), (x, a, np.int32(N)),
+        default_global_work_size=N, default_local_work_size=None,
+        default_queue=prof_queue)
+    other = OpenClKernelLauncher(
+        "other", cl.Kernel(prg, "add_one"), (x, a, np.int32(N)),
+        default_global_work_size=N, default_queue=prof_queue)
+    monkeypatch.setenv("PYTATO_TRACE_KERNELS", "1")
+    monkeypatch.setenv("PYTATO_PROFILE_KERNELS", "add_one,unknown")
+    with caplog.at_level(logging.INFO, logger="pytato.target.loopy.launcher"):
+        launcher()
+        other()
+    messages = [r.getMessage() for r in caplog.records]
+    assert any(m.startswith("enqueue add_one: global_size=(1000,)")
+               for m in messages)
+    assert any(m.startswith("enqueue other:") for m in messages)
+    assert any(m.startswith("profile add_one:") and m.endswith(" ms")
+               for m in messages)
+    assert not any(m.startswith("profile other") for m in messages)
+
+    caplog.clear()
+    monkeypatch.setenv("PYTATO_TRACE_KERNELS", "0")
+    monkeypatch.delenv("PYTATO_PROFILE_KERNELS")
+    with caplog.at_level(logging.INFO, logger="pytato.target.loopy.launcher"):
+        launcher()
+    assert not caplog.records
+
+
+# vim: foldmethod=marker
