@@ -125,6 +125,11 @@ class CopyMapper(CachedMapper):
             return expr
         return DictOfNamedArrays(new, tags=expr.tags)
 
+    def map_distributed_send(self, expr: Any) -> Any:
+        # a send (pytato.distributed) is not an array; only its data is mapped
+        data = self.rec(expr.data)
+        return expr if data is expr.data else expr.copy(data=data)
+
 
 class CopyMapperWithExtraArgs(CachedMapper):
     """A :class:`CopyMapper` whose methods take extra arguments, passed on
@@ -144,6 +149,10 @@ class CopyMapperWithExtraArgs(CachedMapper):
         return DictOfNamedArrays({k: self.rec(v, *args, **kwargs)
                                   for k, v in expr.items()}, tags=expr.tags)
 
+    def map_distributed_send(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
+        data = self.rec(expr.data, *args, **kwargs)
+        return expr if data is expr.data else expr.copy(data=data)
+
 
 class CombineMapper(CachedMapper):
     """Combines the results of the children with :meth:`combine`."""
@@ -156,6 +165,9 @@ class CombineMapper(CachedMapper):
 
     def map_dict_of_named_arrays(self, expr: DictOfNamedArrays) -> Any:
         return self.combine(*(self.rec(v) for v in expr.values()))
+
+    def map_distributed_send(self, expr: Any) -> Any:
+        return self.combine(self.rec(expr.data))
 
 
 class WalkMapper(Mapper):
@@ -177,6 +189,7 @@ class WalkMapper(Mapper):
         self.post_visit(expr, *args, **kwargs)
 
     map_dict_of_named_arrays = map_array
+    map_distributed_send = map_array
 
 
 class CachedWalkMapper(WalkMapper):
