@@ -66,7 +66,51 @@ from pytato.transform import (
     Mapper,
 )
 
+
 # {{{ front end (creation, math, reductions, shape ops, indexing, linalg)
+# isort: split
+from pytato.frontend.creation import (
+    arange,
+    eye,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    zeros,
+    zeros_like,
+)
+from pytato.frontend.math import (
+    abs,
+    arccos,
+    arcsin,
+    arctan,
+    arctan2,
+    astype,
+    ceil,
+    conj,
+    conjugate,
+    cos,
+    cosh,
+    exp,
+    floor,
+    imag,
+    isfinite,
+    isinf,
+    isnan,
+    log,
+    log10,
+    real,
+    reciprocal,
+    sign,
+    sin,
+    sinh,
+    sqrt,
+    square,
+    tan,
+    tanh,
+)
+from pytato.frontend.misc import pad, where
+from pytato.frontend.reductions import all, amax, amin, any, prod, sum
 # }}}
 
 # {{{ targets

@@ -10,6 +10,7 @@ from the matching builtin exception (:class:`ValueError`, :class:`TypeError`,
 .. autoexception:: AxisError
 .. autoexception:: EinsumSpecError
 .. autoexception:: ReshapeError
+.. autoexception:: EmptyReductionError
 .. autoexception:: NonAffineShapeError
 .. autoexception:: NameClashError
 .. autoexception:: NonUniqueTagError
@@ -49,6 +50,11 @@ class EinsumSpecError(PytatoError, ValueError):
 
 class ReshapeError(PytatoError, ValueError):
     """A reshape to a shape with a different number of elements."""
+
+
+class EmptyReductionError(PytatoError, ValueError):
+    """A reduction without an identity (maximum, minimum) over an empty
+    axis, with no initial value given."""
 
 
 class NonAffineShapeError(PytatoError, ValueError):

@@ -1,0 +1,69 @@
+"""Helpers shared by front-end modules that build
+:class:`~pytato.array.IndexLambda`\\ s by hand.
+
+.. autoclass:: BindingCollector
+.. autofunction:: cast_scalar
+.. autofunction:: is_scalar
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from pytato.array.base import Array, ShapeComponent
+from pytato.scalar_expr import SCALAR_CLASSES, is_integral_scalar
+
+
+def is_scalar(x: Any) -> bool:
+    """Whether *x* is a Python or numpy scalar (booleans included)."""
+    return isinstance(x, SCALAR_CLASSES)
+
+
+def cast_scalar(value: Any, dtype: np.dtype[Any]) -> Any:
+    """*value* converted to a scalar of *dtype* the way numpy fills arrays
+    (unsafe casting, so ``2.7 -> 2`` for integers; Python integers out of
+    range raise :class:`OverflowError`, as in numpy)."""
+    result = np.empty((), dtype)
+    with np.errstate(all="ignore"):
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            np.copyto(result, value, casting="unsafe")
+    return result[()]
+
+
+class BindingCollector:
+    """Collects the bindings of an :class:`~pytato.array.IndexLambda` being
+    built, giving each distinct array one name ``_in<k>``.
+
+    .. attribute:: bindings
+
+        The name-to-array mapping collected so far.
+
+    .. automethod:: bind
+    .. automethod:: shape_expr
+    """
+
+    def __init__(self) -> None:
+        self.bindings: dict[str, Array] = {}
+        self._names: dict[Array, str] = {}
+
+    def bind(self, ary: Array) -> str:
+        """The binding name of *ary*, adding it if it is new."""
+        name = self._names.get(ary)
+        if name is None:
+            name = f"_in{len(self.bindings)}"
+            self._names[ary] = name
+            self.bindings[name] = ary
+        return name
+
+    def shape_expr(self, c: ShapeComponent) -> Any:
+        """A scalar expression for the shape component *c*: an integer, or
+        the (bare) variable bound to the 0-d size array."""
+        if is_integral_scalar(c):
+            return int(c)  # type: ignore[arg-type]
+        assert isinstance(c, Array)
+        return prim.Variable(self.bind(c))

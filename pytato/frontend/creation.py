@@ -1,0 +1,271 @@
+"""Array creation: arrays whose elements are given by their indices alone.
+
+Every function returns an :class:`~pytato.array.IndexLambda` with a
+constant expression (in the output indices ``_0, _1, ...``) and no bindings;
+shapes may contain symbolic sizes (:class:`~pytato.array.SizeParam`\\ s
+and affine expressions of them).
+
+.. autofunction:: zeros
+.. autofunction:: ones
+.. autofunction:: full
+.. autofunction:: zeros_like
+.. autofunction:: ones_like
+.. autofunction:: full_like
+.. autofunction:: eye
+.. autofunction:: arange
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pymbolic.primitives as prim
+
+from pytato.array.base import Array, ShapeType
+from pytato.array.constructors import check_dtype
+from pytato.array.lambdas import IndexLambda
+from pytato.array.shape import normalize_shape
+from pytato.diagnostic import DTypeError
+from pytato.frontend._utils import cast_scalar, is_scalar
+from pytato.scalar_expr import TypeCast, is_integral_scalar
+
+
+def _check_order(order: Any, func: str) -> None:
+    if order == "C":
+        return
+    if order in ("F", "A", "K"):
+        raise NotImplementedError(f"{func}: only order='C' is supported, got "
+                                  f"order={order!r}")
+    raise ValueError(f"{func}: 'order' must be one of 'C', 'F', 'A', 'K', got "
+                     f"{order!r}")
+
+
+def _constant(shape: ShapeType, value: Any, dtype: np.dtype[Any]) -> IndexLambda:
+    return IndexLambda(value, shape, dtype, {})
+
+
+# {{{ constant arrays
+
+def full(shape: Any, fill_value: Any, dtype: Any = None,
+         order: str = "C") -> Array:
+    """An array of shape *shape* filled with *fill_value*, like
+    :func:`numpy.full`.
+
+    :arg shape: an int or a sequence of ints and symbolic sizes.
+    :arg fill_value: a scalar, or a 0-d array (whose value is then read when
+        the program runs).
+    :arg dtype: the result dtype; by default the dtype numpy gives
+        *fill_value* (``int64`` for Python ints, ``float64`` for floats, a
+        numpy scalar's own dtype). *fill_value* is converted to it with
+        numpy's unsafe casting.
+    :arg order: only ``"C"`` is supported.
+    """
+    _check_order(order, "full")
+    shape = normalize_shape(shape)
+    if isinstance(fill_value, np.ndarray) and fill_value.ndim == 0:
+        fill_value = fill_value[()]
+    if isinstance(fill_value, Array):
+        if fill_value.ndim != 0:
+            raise ValueError("full: 'fill_value' must be a scalar or a 0-d "
+                             f"array, got an array of shape {fill_value.shape}")
+        dtype = fill_value.dtype if dtype is None else check_dtype(dtype)
+        expr: Any = prim.Variable("_in0")
+        if dtype != fill_value.dtype:
+            expr = TypeCast(dtype, expr)
+        return IndexLambda(expr, shape, dtype, {"_in0": fill_value})
+    if not is_scalar(fill_value):
+        raise TypeError("full: 'fill_value' must be a scalar or a 0-d array, "
+                        f"got {type(fill_value).__name__}")
+    if dtype is None:
+        dtype = check_dtype(np.asarray(fill_value).dtype, "fill_value.dtype")
+    else:
+        dtype = check_dtype(dtype)
+    return _constant(shape, cast_scalar(fill_value, dtype), dtype)
+
+
+def zeros(shape: Any, dtype: Any = float, order: str = "C") -> Array:
+    """An array of zeros, like :func:`numpy.zeros`.
+
+    :arg shape: an int or a sequence of ints and symbolic sizes.
+    :arg dtype: the result dtype (``float64`` by default).
+    :arg order: only ``"C"`` is supported.
+    """
+    _check_order(order, "zeros")
+    return full(shape, 0, dtype)
+
+
+def ones(shape: Any, dtype: Any = float, order: str = "C") -> Array:
+    """An array of ones, like :func:`numpy.ones`.
+
+    :arg shape: an int or a sequence of ints and symbolic sizes.
+    :arg dtype: the result dtype (``float64`` by default).
+    :arg order: only ``"C"`` is supported.
+    """
+    _check_order(order, "ones")
+    return full(shape, 1, dtype)
+
+
+def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, np.dtype[Any]]:
+    if not (hasattr(a, "shape") and hasattr(a, "dtype")):
+        a = np.asarray(a)
+    return (a.shape if shape is None else shape,
+            np.dtype(a.dtype) if dtype is None else dtype)
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None,
+              shape: Any = None) -> Array:
+    """An array like *a* (same shape and, by default, dtype) filled with
+    *fill_value*, like :func:`numpy.full_like`.
+
+    :arg a: an array, a :class:`numpy.ndarray` or anything with ``shape``
+        and ``dtype``.
+    :arg dtype: overrides the dtype of *a*.
+    :arg shape: overrides the shape of *a*.
+    """
+    shape, dtype = _like(a, dtype, shape)
+    return full(shape, fill_value, dtype)
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
+    """Zeros of the shape and dtype of *a*, like :func:`numpy.zeros_like`.
+
+    :arg dtype: overrides the dtype of *a*.
+    :arg shape: overrides the shape of *a*.
+    """
+    return full_like(a, 0, dtype, shape)
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
+    """Ones of the shape and dtype of *a*, like :func:`numpy.ones_like`.
+
+    :arg dtype: overrides the dtype of *a*.
+    :arg shape: overrides the shape of *a*.
+    """
+    return full_like(a, 1, dtype, shape)
+
+# }}}
+
+
+def eye(N: Any, M: Any = None, k: int = 0,
+        dtype: Any = np.float64, order: str = "C") -> Array:
+    """A 2-d array with ones on the *k*-th diagonal and zeros elsewhere, like
+    :func:`numpy.eye`.
+
+    :arg N: the number of rows (an int or a symbolic size).
+    :arg M: the number of columns (*N* by default).
+    :arg k: the diagonal: 0 is the main one, positive values are above it.
+    :arg dtype: the result dtype.
+    :arg order: only ``"C"`` is supported.
+    """
+    _check_order(order, "eye")
+    if M is None:
+        M = N
+    shape = normalize_shape((N, M), "(N, M)")
+    if not is_integral_scalar(k):
+        raise TypeError(f"eye: 'k' must be an integer, got {k!r}")
+    dtype = check_dtype(dtype)
+    row: Any = prim.Variable("_0")
+    if k:
+        row = prim.Sum((row, int(k)))
+    expr = prim.If(prim.Comparison(prim.Variable("_1"), "==", row),
+                   cast_scalar(1, dtype), cast_scalar(0, dtype))
+    return _constant(shape, expr, dtype)
+
+
+# {{{ arange
+
+def _arange_args(args: tuple[Any, ...], kwargs: dict[str, Any]
+                 ) -> tuple[Any, Any, Any]:
+    """Return ``(start, stop, step)`` from numpy's calling
+    conventions ``arange([start,] stop[, step])``."""
+    if len(args) > 3:
+        raise TypeError(f"arange: expected at most 3 positional arguments, got "
+                        f"{len(args)}")
+    unknown = set(kwargs) - {"start", "stop", "step"}
+    if unknown:
+        raise TypeError(f"arange: unexpected keyword arguments {sorted(unknown)}")
+    names = ["start", "stop", "step"] if len(args) != 1 else ["stop"]
+    given = dict(zip(names, args, strict=False))
+    for name, value in kwargs.items():
+        if name in given:
+            raise TypeError(f"arange: got multiple values for '{name}'")
+        given[name] = value
+    if "stop" not in given or given["stop"] is None:
+        if "start" not in given:
+            raise TypeError("arange: missing required argument 'stop'")
+        # arange(start=5) means arange(0, 5), as in numpy
+        given["stop"] = given.pop("start")
+    step = given.get("step")
+    return given.get("start", 0), given["stop"], 1 if step is None else step
+
+
+def arange(*args: Any, dtype: Any = None, **kwargs: Any) -> Array:
+    """Evenly spaced values in ``[start, stop)``, like :func:`numpy.arange`:
+    ``arange(stop)``, ``arange(start, stop)``, ``arange(start, stop, step)``.
+
+    The length is ``ceil((stop - start)/step)`` (or 0); the elements are
+    ``start + i*delta`` computed in *dtype*, with ``delta`` the difference
+    of the first two elements, as in numpy. The default *dtype* is numpy's
+    (``int64`` for integers, ``float64`` if any argument is a float).
+
+    *stop* may also be a symbolic integer size when *start* is an integer
+    and *step* is 1; the length is then ``stop - start``, which must not be
+    negative when the program runs.
+    """
+    start, stop, step = _arange_args(args, kwargs)
+    if isinstance(stop, Array) or isinstance(start, Array) or isinstance(
+            step, Array):
+        return _symbolic_arange(start, stop, step, dtype)
+
+    for name, value in [("start", start), ("stop", stop), ("step", step)]:
+        if not is_scalar(value):
+            raise TypeError(f"arange: '{name}' must be a real scalar, got "
+                            f"{type(value).__name__}")
+        if np.iscomplexobj(value):
+            raise DTypeError(f"arange: complex '{name}' is not supported")
+    if step == 0:
+        raise ValueError("arange: 'step' must not be zero")
+
+    if dtype is None:
+        dtype = np.result_type(*(np.asarray(v).dtype
+                                 for v in (start, stop, step)))
+    dtype = check_dtype(dtype)
+    if dtype.kind in "bc":
+        raise DTypeError(f"arange: dtype {dtype} is not supported")
+
+    length = max(0, math.ceil((stop - start) / step))
+    first = cast_scalar(start, dtype)
+    with np.errstate(over="ignore"):
+        delta = cast_scalar(start + step, dtype) - first
+    expr: Any = TypeCast(dtype, prim.Variable("_0"))
+    if delta != 1:
+        expr = prim.Product((delta, expr))
+    if first != 0:
+        expr = prim.Sum((first, expr))
+    return _constant((length,), expr, dtype)
+
+
+def _symbolic_arange(start: Any, stop: Any, step: Any, dtype: Any) -> Array:
+    if not (is_integral_scalar(start) and is_integral_scalar(step)
+            and step == 1 and isinstance(stop, Array)):
+        raise NotImplementedError(
+            "arange: a symbolic argument is only supported as 'stop' with an "
+            f"integer 'start' and step=1, got start={start!r}, stop={stop!r}, "
+            f"step={step!r}")
+    dtype = np.dtype(np.int64) if dtype is None else check_dtype(dtype)
+    if dtype.kind in "bc":
+        raise DTypeError(f"arange: dtype {dtype} is not supported")
+    length = stop - start if start else stop
+    (length,) = normalize_shape((length,), "stop - start")
+    expr: Any = TypeCast(dtype, prim.Variable("_0"))
+    if start:
+        expr = prim.Sum((cast_scalar(start, dtype), expr))
+    return _constant((length,), expr, dtype)
+
+# }}}
+
+
+__all__ = ["arange", "eye", "full", "full_like", "ones", "ones_like", "zeros",
+           "zeros_like"]
