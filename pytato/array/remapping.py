@@ -144,6 +144,8 @@ class NormalizedSlice:
                 return max(0, -(-(stop - start) // step))  # type: ignore
             return max(0, -(-(start - stop) // (-step)))  # type: ignore
         if step == 1:
+            if is_integral_scalar(start) and start == 0:
+                return stop
             return stop - start  # type: ignore[operator]
         if step == -1:
             return start - stop  # type: ignore[operator]
