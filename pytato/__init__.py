@@ -114,6 +114,7 @@ from pytato.frontend.reductions import all, amax, amin, any, prod, sum
 # }}}
 
 # {{{ targets
+from pytato.target.python import generate_numpy
 # }}}
 
 # {{{ transforms, analysis, visualization

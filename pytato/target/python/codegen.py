@@ -1,0 +1,412 @@
+"""Generation of Python source code for array graphs.
+
+:class:`PythonCodeGenMapper` emits one assignment per computed node (shared
+nodes are computed once) into a single function whose parameters are the
+graph's inputs. Array operations are spelled in a numpy-like array module
+whose name and conventions the target (:class:`~pytato.target.python.
+PythonTarget`) provides, so one generator serves numpy and JAX.
+
+.. autoclass:: ArgumentSpec
+.. autoclass:: GeneratedPythonCode
+.. autoclass:: PythonCodeGenMapper
+.. autofunction:: generate_python_code
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pytato.array.base import Array, GraphNode, get_children, topological_order
+from pytato.array.inputs import DataWrapper, InputArgumentBase, Placeholder, SizeParam
+from pytato.array.lambdas import Einsum, EinsumElementwiseAxis, IndexLambda
+from pytato.array.remapping import (
+    AdvancedIndexInContiguousAxes,
+    AdvancedIndexInNoncontiguousAxes,
+    AxisPermutation,
+    BasicIndex,
+    Concatenate,
+    IndexBase,
+    NormalizedSlice,
+    Reshape,
+    Roll,
+    Stack,
+)
+from pytato.array.results import DictOfNamedArrays, NamedArray
+from pytato.array.shape import is_one, shape_component_to_expr
+from pytato.diagnostic import NameClashError
+from pytato.scalar_expr import is_integral_scalar
+from pytato.tags import Named, PrefixNamed
+from pytato.target.python.scalar_codegen import (
+    LambdaCodeGenerator,
+    SizeCodeMapper,
+    dtype_code,
+    is_safe_identifier,
+)
+from pytato.transform.mappers import CachedMapper
+
+
+if TYPE_CHECKING:
+    from pytato.target.python.numpy_like import PythonTarget
+
+
+_EINSUM_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass(frozen=True)
+class ArgumentSpec:
+    """What the generated function expects for one input.
+
+    .. attribute:: name
+
+        The user-facing name of the argument.
+
+    .. attribute:: var_name
+
+        The parameter name in the generated function.
+
+    .. attribute:: kind
+
+        ``"placeholder"``, ``"size_param"`` or ``"data"`` (bound data).
+
+    .. attribute:: shape
+
+        The shape as integers and :mod:`pymbolic` expressions in size
+        parameter names.
+
+    .. attribute:: dtype
+    """
+
+    name: str
+    var_name: str
+    kind: str
+    shape: tuple[Any, ...]
+    dtype: np.dtype[Any]
+
+
+@dataclass(frozen=True)
+class GeneratedPythonCode:
+    """The result of :func:`generate_python_code`.
+
+    .. attribute:: source
+    .. attribute:: function_name
+    .. attribute:: arg_specs
+
+        A mapping from user-facing argument names to :class:`ArgumentSpec`,
+        in parameter order.
+
+    .. attribute:: bound_arguments
+
+        The (target-converted) data of :class:`~pytato.array.DataWrapper`
+        nodes by argument name.
+    """
+
+    source: str
+    function_name: str
+    arg_specs: Mapping[str, ArgumentSpec]
+    bound_arguments: Mapping[str, Any]
+
+
+def _data_children(node: GraphNode) -> tuple[GraphNode, ...]:
+    """The nodes whose *values* computing *node* needs (not those only
+    appearing in its shape)."""
+    if isinstance(node, IndexLambda):
+        return tuple(node.bindings.values())
+    if isinstance(node, Einsum):
+        return node.args
+    if isinstance(node, (Stack, Concatenate)):
+        return node.arrays
+    if isinstance(node, IndexBase):
+        return (node.array, *(i for i in node.indices if isinstance(i, Array)))
+    if isinstance(node, (Roll, AxisPermutation, Reshape)):
+        return (node.array,)
+    if isinstance(node, InputArgumentBase):
+        return ()
+    if isinstance(node, NamedArray) and isinstance(node._container,
+                                                   DictOfNamedArrays):
+        return (node._container[node.name],)
+    return get_children(node)  # type: ignore[arg-type]
+
+
+def _needed_nodes(root: GraphNode) -> set[int]:
+    """Ids of the nodes whose values are needed to compute *root*."""
+    needed = {id(root)}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        for k in _data_children(node):
+            if id(k) not in needed:
+                needed.add(id(k))
+                stack.append(k)
+    return needed
+
+
+class PythonCodeGenMapper(CachedMapper):
+    """Emits Python statements computing each node; ``rec(node)`` returns
+    the name of the variable holding the node's value.
+
+    .. attribute:: lines
+
+        The statements of the function body, in order.
+    """
+
+    def __init__(self, target: PythonTarget,
+                 input_var_names: Mapping[str, str],
+                 data_names: Mapping[DataWrapper, str]) -> None:
+        super().__init__()
+        self.data_names = data_names
+        self.target = target
+        self.np = target.array_module_name
+        self.input_var_names = input_var_names
+        self.lines: list[str] = []
+        self.used_names: set[str] = set(input_var_names.values())
+        self._counters: dict[str, int] = {}
+
+    # {{{ naming
+
+    def fresh_name(self, prefix: str) -> str:
+        while True:
+            k = self._counters.get(prefix, 0)
+            self._counters[prefix] = k + 1
+            name = f"{prefix}{k}"
+            if name not in self.used_names:
+                self.used_names.add(name)
+                return name
+
+    def _assign(self, node: Array, code: str) -> str:
+        named = node.tags_of_type(Named)
+        prefixed = node.tags_of_type(PrefixNamed)
+        if named:
+            name = next(iter(named)).name
+            if name in self.used_names or not is_safe_identifier(name):
+                raise NameClashError(
+                    f"Named('{name}') cannot be used as a variable name in "
+                    "generated code: it is taken or shadows a Python name")
+            self.used_names.add(name)
+        elif prefixed:
+            name = self.fresh_name(next(iter(prefixed)).prefix)
+        else:
+            name = self.fresh_name("_pt_tmp")
+        self.lines.append(f"{name} = {code}")
+        return name
+
+    def size_code(self, c: Any) -> str:
+        """Code for a shape component (or integer expression)."""
+        e = shape_component_to_expr(c) if isinstance(c, Array) else c
+        return SizeCodeMapper(lambda n: self.input_var_names[n])(e)
+
+    def shape_code(self, shape: tuple[Any, ...]) -> str:
+        comps = [self.size_code(c) for c in shape]
+        return "(" + ", ".join(comps) + ("," if len(comps) == 1 else "") + ")"
+
+    def _cast(self, code: str, dtype: np.dtype[Any]) -> str:
+        return f"{self.np}.asarray({code}, dtype={dtype_code(self.np, dtype)})"
+
+    # }}}
+
+    # {{{ inputs
+
+    def map_placeholder(self, expr: Placeholder) -> str:
+        return self.input_var_names[expr.name]
+
+    def map_size_param(self, expr: SizeParam) -> str:
+        return self.input_var_names[expr.name]
+
+    def map_data_wrapper(self, expr: DataWrapper) -> str:
+        return self.input_var_names[self.data_names[expr]]
+
+    # }}}
+
+    def map_index_lambda(self, expr: IndexLambda) -> str:
+        binding_code = {name: self.rec(b) for name, b in expr.bindings.items()}
+        gen = LambdaCodeGenerator(
+            expr, self.np, binding_code,
+            lambda n: self.input_var_names[n], self.fresh_name)
+        code = gen.generate()
+        self.lines.extend(gen.statements)
+        return self._assign(expr, code)
+
+    def map_einsum(self, expr: Einsum) -> str:
+        letters: dict[Any, str] = {}
+        for i in range(expr.ndim):
+            letters[EinsumElementwiseAxis(i)] = _EINSUM_LETTERS[i]
+        for j, ax in enumerate(expr.reduction_axes):
+            letters[ax] = _EINSUM_LETTERS[expr.ndim + j]
+        operands = []
+        subscripts = []
+        for acc, arg in zip(expr.access_descriptors, expr.args, strict=True):
+            code = self.rec(arg)
+            sub = ""
+            idx = []
+            for descr, n in zip(acc, arg.shape, strict=True):
+                # a unit axis broadcast against a longer one does not depend
+                # on its index: drop it
+                if is_one(n) and not is_one(expr._axis_length(descr)):
+                    idx.append("0")
+                else:
+                    idx.append(":")
+                    sub += letters[descr]
+            if "0" in idx:
+                code = f"{code}[{', '.join(idx)}]"
+            operands.append(code)
+            subscripts.append(sub)
+        spec = (",".join(subscripts) + "->"
+                + "".join(_EINSUM_LETTERS[i] for i in range(expr.ndim)))
+        code = f"{self.np}.einsum({spec!r}, {', '.join(operands)})"
+        if len({a.dtype for a in expr.args}) > 1:
+            code = self._cast(code, expr.dtype)
+        return self._assign(expr, code)
+
+    def _join(self, func: str, expr: Stack | Concatenate) -> str:
+        arrays = ", ".join(self.rec(a) for a in expr.arrays)
+        code = f"{self.np}.{func}([{arrays}], axis={expr.axis})"
+        if len({a.dtype for a in expr.arrays}) > 1:
+            code = self._cast(code, expr.dtype)
+        return self._assign(expr, code)
+
+    def map_stack(self, expr: Stack) -> str:
+        return self._join("stack", expr)
+
+    def map_concatenate(self, expr: Concatenate) -> str:
+        return self._join("concatenate", expr)
+
+    def map_roll(self, expr: Roll) -> str:
+        return self._assign(expr, f"{self.np}.roll({self.rec(expr.array)}, "
+                                  f"{expr.shift}, axis={expr.axis})")
+
+    def map_axis_permutation(self, expr: AxisPermutation) -> str:
+        return self._assign(expr, f"{self.np}.transpose({self.rec(expr.array)}, "
+                                  f"{tuple(expr.axis_permutation)!r})")
+
+    def map_reshape(self, expr: Reshape) -> str:
+        return self._assign(expr, f"{self.np}.reshape({self.rec(expr.array)}, "
+                                  f"{self.shape_code(expr.newshape)}, "
+                                  f"order={expr.order!r})")
+
+    def _index_code(self, idx: Any) -> str:
+        if isinstance(idx, NormalizedSlice):
+            start = self.size_code(idx.start)
+            if (idx.step < 0 and is_integral_scalar(idx.stop)
+                    and int(idx.stop) < 0):
+                stop = ""
+            else:
+                stop = self.size_code(idx.stop)
+            return f"{start}:{stop}:{idx.step}"
+        if isinstance(idx, Array):
+            return self.rec(idx)
+        return self.size_code(idx)
+
+    def _map_index(self, expr: IndexBase) -> str:
+        if not expr.indices:
+            return self._assign(expr, self.rec(expr.array))
+        parts = ", ".join(self._index_code(i) for i in expr.indices)
+        return self._assign(expr, f"{self.rec(expr.array)}[{parts}]")
+
+    def map_basic_index(self, expr: BasicIndex) -> str:
+        return self._map_index(expr)
+
+    def map_contiguous_advanced_index(self, expr: AdvancedIndexInContiguousAxes
+                                      ) -> str:
+        return self._map_index(expr)
+
+    def map_non_contiguous_advanced_index(
+            self, expr: AdvancedIndexInNoncontiguousAxes) -> str:
+        return self._map_index(expr)
+
+    def map_named_array(self, expr: NamedArray) -> str:
+        if isinstance(expr._container, DictOfNamedArrays):
+            return self.rec(expr._container[expr.name])
+        raise NotImplementedError(
+            f"{type(expr._container).__name__} results cannot be generated as "
+            "Python code; inline calls first (pytato.inline_calls)")
+
+    def map_dict_of_named_arrays(self, expr: DictOfNamedArrays) -> None:
+        return None
+
+
+
+def _input_var_name(name: str, used: set[str]) -> str:
+    var = name if is_safe_identifier(name) else f"_pt_in_{name}"
+    while var in used:
+        var = "_" + var
+    used.add(var)
+    return var
+
+
+def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
+                         function_name: str = "_pt_kernel",
+                         single_output: str | None = None
+                         ) -> GeneratedPythonCode:
+    """Generate the Python source of a function computing *outputs*.
+
+    :arg single_output: if given, the function returns that output alone
+        rather than a dict.
+    """
+    if not function_name.isidentifier():
+        raise ValueError(f"'function_name' must be an identifier, got "
+                         f"{function_name!r}")
+    order = topological_order([outputs])
+
+    # {{{ inputs: parameters of the function
+
+    specs: dict[str, ArgumentSpec] = {}
+    data_names: dict[DataWrapper, str] = {}
+    bound: dict[str, Any] = {}
+    ndata = 0
+    inputs = []
+    for node in order:
+        if isinstance(node, (Placeholder, SizeParam)):
+            inputs.append((node.name, node))
+        elif isinstance(node, DataWrapper) and node not in data_names:
+            if node.name is not None:
+                name = node.name
+            else:
+                name = f"_pt_data{ndata}"
+                ndata += 1
+            data_names[node] = name
+            inputs.append((name, node))
+    used: set[str] = {target.array_module_name, function_name}
+    for name, node in sorted(inputs, key=lambda x: x[0]):
+        if name in specs:
+            continue
+        kind = ("placeholder" if isinstance(node, Placeholder) else
+                "size_param" if isinstance(node, SizeParam) else "data")
+        specs[name] = ArgumentSpec(
+            name, _input_var_name(name, used), kind,
+            tuple(shape_component_to_expr(c) for c in node.shape), node.dtype)
+        if isinstance(node, DataWrapper):
+            bound[name] = target.convert_bound_argument(node.data)
+
+    # }}}
+
+    mapper = PythonCodeGenMapper(
+        target, {name: s.var_name for name, s in specs.items()}, data_names)
+    needed = _needed_nodes(outputs)
+    for node in order:
+        if id(node) in needed:
+            mapper.rec(node)
+
+    results = {name: target.output_code(mapper.rec(ary), ary.dtype)
+               for name, ary in outputs.items()}
+    if single_output is not None:
+        ret = results[single_output]
+    else:
+        ret = "{" + ", ".join(f"{k!r}: {v}" for k, v in results.items()) + "}"
+
+    params = ", ".join(s.var_name for s in specs.values())
+    body = [*mapper.lines, f"return {ret}"]
+    source = (target.preamble() + "\n\n\n"
+              + f"def {function_name}({params}):\n"
+              + "".join(f"    {line}\n" for line in body))
+    return GeneratedPythonCode(source, function_name, specs, bound)
+
+
+__all__ = [
+    "ArgumentSpec",
+    "GeneratedPythonCode",
+    "PythonCodeGenMapper",
+    "generate_python_code",
+]
