@@ -121,4 +121,20 @@ from pytato.target.python import generate_numpy
 # }}}
 
 # {{{ calls, loopy interop, sparse, distributed
+# isort: split
+from pytato.distributed import (
+    DistributedGraphPart,
+    DistributedGraphPartition,
+    DistributedRecv,
+    DistributedSend,
+    DistributedSendRefHolder,
+    execute_distributed_partition,
+    find_distributed_partition,
+    generate_code_for_partition,
+    make_distributed_recv,
+    make_distributed_send,
+    number_distributed_tags,
+    staple_distributed_send,
+    verify_distributed_partition,
+)
 # }}}
