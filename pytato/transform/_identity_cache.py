@@ -1,0 +1,39 @@
+"""A copy mapper whose cache is keyed by object identity.
+
+:class:`~pytato.transform.CopyMapper` memoizes by structural equality, which
+merges equal subgraphs but compares distinct equal objects deeply on each
+cache hit. The passes in this package key by identity instead, so they stay
+linear in the number of nodes even when a graph holds many duplicates (use
+:func:`~pytato.transform.deduplicate.deduplicate` to merge those).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+from pytato.transform.mappers import CopyMapper
+
+
+class IdentityCachedCopyMapper(CopyMapper):
+    """A :class:`~pytato.transform.CopyMapper` memoizing per node object.
+    The mapped graph must stay alive while the mapper is in use (it does:
+    the mapper is applied to it)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._keep_alive: list[Any] = []
+
+    def get_cache_key(self, expr: Any, *args: Any, **kwargs: Any) -> Hashable:
+        if args or kwargs:
+            return (id(expr), args, tuple(sorted(kwargs.items())))
+        return id(expr)
+
+    def rec(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
+        key = self.get_cache_key(expr, *args, **kwargs)
+        try:
+            return self._cache[key]
+        except KeyError:
+            self._keep_alive.append(expr)
+            result = super().rec(expr, *args, **kwargs)
+            return result

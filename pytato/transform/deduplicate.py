@@ -1,0 +1,131 @@
+"""Deduplication: structurally equal subgraphs become one object.
+
+Two nodes are structurally equal when they have the same type, the same
+non-array fields and pairwise equal children (see
+:class:`~pytato.equality.EqualityComparer`). Graphs built by user code often
+hold several distinct but equal objects (the same expression written twice);
+code generators then compute them twice. :func:`deduplicate` returns a graph
+in which each equality class is one object.
+
+The pass is hash-consing in topological order: once a node's children are
+replaced by their class representatives, two nodes are equal exactly when
+their types and skeletons are equal and their children are *identical*.
+So no deep comparison is ever needed, and the pass is linear in the number
+of nodes and edges.
+
+.. autofunction:: deduplicate
+.. autoclass:: Deduplicator
+.. autofunction:: structural_class_ids
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from pytato.array.base import (
+    Array,
+    GraphNode,
+    flatten_for_pickle,
+    topological_order,
+    unflatten,
+)
+from pytato.array.results import DictOfNamedArrays
+
+
+__all__ = ["Deduplicator", "deduplicate", "structural_class_ids"]
+
+
+def _structure_key(node: GraphNode, kid_keys: tuple[Hashable, ...]) -> Hashable:
+    return (type(node), node._pt_skel, kid_keys)  # type: ignore[attr-defined]
+
+
+def structural_class_ids(order: Sequence[GraphNode]) -> dict[int, int]:
+    """Number the structural equality classes of the nodes in *order* (which
+    must list children before their users, as
+    :func:`~pytato.array.base.topological_order` does).
+
+    :returns: a mapping from ``id(node)`` to a class number; two nodes have
+        the same number exactly when they compare equal. Class numbers are
+        assigned in order of first appearance, starting at 0.
+    """
+    cls_of: dict[int, int] = {}
+    key_to_cls: dict[Hashable, int] = {}
+    for node in order:
+        key = _structure_key(node, tuple(
+            cls_of[id(k)] for k in node._pt_kids))  # type: ignore[attr-defined]
+        cls = key_to_cls.get(key)
+        if cls is None:
+            cls = len(key_to_cls)
+            key_to_cls[key] = cls
+        cls_of[id(node)] = cls
+    return cls_of
+
+
+def _rebuild(node: GraphNode, new_kids: tuple[GraphNode, ...]) -> GraphNode:
+    """*node* with its children replaced by *new_kids* (same order)."""
+    if isinstance(node, Array):
+        names, skel = flatten_for_pickle(node)
+        return unflatten(type(node), names, skel, new_kids,  # type: ignore
+                         node.non_equality_tags)
+    if isinstance(node, DictOfNamedArrays):
+        return DictOfNamedArrays(dict(zip(node.keys(), new_kids, strict=True)),
+                                 tags=node.tags)
+    rebuild = getattr(node, "_pt_with_new_kids", None)
+    if rebuild is None:
+        raise NotImplementedError(
+            f"cannot rebuild a node of type {type(node).__name__}: it needs a "
+            "'_pt_with_new_kids(kids)' method")
+    return rebuild(new_kids)  # type: ignore[no-any-return]
+
+
+class Deduplicator:
+    """Replaces structurally equal nodes by one representative (the first in
+    topological order). Nodes whose children are already representatives are
+    kept as they are, so a graph without duplicates is returned unchanged
+    (the very same object).
+
+    One instance may be applied to several graphs: representatives are
+    shared between calls, so their results share equal subgraphs too.
+
+    .. automethod:: __call__
+    """
+
+    def __init__(self) -> None:
+        self._key_to_rep: dict[Hashable, GraphNode] = {}
+        self._rep_of: dict[int, GraphNode] = {}
+        # keeps the nodes whose ids are keys of _rep_of alive
+        self._seen: list[GraphNode] = []
+
+    def __call__(self, expr: Any) -> Any:
+        """Return *expr* (an array, a :class:`~pytato.DictOfNamedArrays` or
+        another graph node) with its duplicates merged."""
+        if isinstance(expr, dict):
+            return {k: self(v) for k, v in expr.items()}
+        rep_of = self._rep_of
+        key_to_rep = self._key_to_rep
+        for node in topological_order([expr]):
+            if id(node) in rep_of:
+                continue
+            kids = node._pt_kids  # type: ignore[attr-defined]
+            new_kids = tuple(rep_of[id(k)] for k in kids)
+            key = _structure_key(node, tuple(id(k) for k in new_kids))
+            rep = key_to_rep.get(key)
+            if rep is None:
+                if all(a is b for a, b in zip(kids, new_kids, strict=True)):
+                    rep = node
+                else:
+                    rep = _rebuild(node, new_kids)
+                key_to_rep[key] = rep
+            rep_of[id(node)] = rep
+            self._seen.append(node)
+        return rep_of[id(expr)]
+
+
+def deduplicate(expr: Any) -> Any:
+    """Return *expr* with every class of structurally equal nodes replaced
+    by one object. Results are unchanged; the pass is linear in the size of
+    the graph. *expr* may be an array, a :class:`~pytato.DictOfNamedArrays`
+    or a :class:`dict` of arrays (whose values then share representatives).
+    """
+    return Deduplicator()(expr)
