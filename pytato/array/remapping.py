@@ -123,6 +123,15 @@ class Reshape(IndexRemappingBase):
         return self.newshape
 
 
+def _constant_if_known(c: Array) -> ShapeComponent:
+    """*c* as an int if its expression simplifies to a constant."""
+    from pymbolic.mapper.distributor import DistributeMapper
+
+    from pytato.array.shape import shape_component_to_expr
+    expr = DistributeMapper()(shape_component_to_expr(c))
+    return int(expr) if is_integral_scalar(expr) else c
+
+
 @dataclass(frozen=True)
 class NormalizedSlice:
     """A slice with non-negative :attr:`start`, :attr:`stop` (clamped to the
@@ -146,9 +155,9 @@ class NormalizedSlice:
         if step == 1:
             if is_integral_scalar(start) and start == 0:
                 return stop
-            return stop - start  # type: ignore[operator]
+            return _constant_if_known(stop - start)  # type: ignore[operator]
         if step == -1:
-            return start - stop  # type: ignore[operator]
+            return _constant_if_known(start - stop)  # type: ignore[operator]
         raise NotImplementedError("slices with steps other than +-1 over "
                                   "symbolic extents")
 
