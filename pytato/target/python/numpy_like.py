@@ -68,9 +68,13 @@ class PythonTarget(Target):
     def compile(self, source: str, entrypoint: str,
                 specs: Mapping[str, ArgumentSpec] | None) -> Callable[..., Any]:
         """Execute *source* and return its function *entrypoint*."""
+        import linecache
+        filename = f"<pytato generated code of {entrypoint} {id(source):x}>"
+        # so that tracebacks show the generated lines
+        linecache.cache[filename] = (len(source), None,
+                                     source.splitlines(keepends=True), filename)
         namespace: dict[str, Any] = {}
-        exec(compile(source, f"<generated code of {entrypoint}>", "exec"),
-             namespace)
+        exec(compile(source, filename, "exec"), namespace)
         return namespace[entrypoint]  # type: ignore[no-any-return]
 
     def run(self, function: Callable[..., Any], args: Mapping[str, Any]) -> Any:
