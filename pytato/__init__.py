@@ -79,6 +79,8 @@ from pytato.frontend.creation import (
     zeros,
     zeros_like,
 )
+from pytato.frontend.indexing import index
+from pytato.frontend.linalg import dot, einsum, matmul, outer, vdot
 from pytato.frontend.math import (
     abs,
     arccos,
@@ -111,6 +113,19 @@ from pytato.frontend.math import (
 )
 from pytato.frontend.misc import pad, where
 from pytato.frontend.reductions import all, amax, amin, any, prod, sum
+from pytato.frontend.shape_ops import (
+    broadcast_to,
+    concatenate,
+    expand_dims,
+    moveaxis,
+    ravel,
+    reshape,
+    roll,
+    squeeze,
+    stack,
+    swapaxes,
+    transpose,
+)
 # }}}
 
 # {{{ targets
