@@ -209,6 +209,10 @@ def test_index_errors() -> None:
         x[np.array([0.5])]
     with pytest.raises(IndexError, match="integer dtype"):
         x[pt.make_placeholder("f", (2,))]
+    with pytest.raises(IndexError, match="index 0: a nested sequence"):
+        x[[pt.make_placeholder("i", (2,), np.int64), 0]]
+    with pytest.raises(IndexError, match="index 1: a nested sequence"):
+        x[0, [[0, 1], [2]]]
     with pytest.raises(ValueError, match="step cannot be zero"):
         x[::0]
     with pytest.raises(IndexError, match="slice start"):

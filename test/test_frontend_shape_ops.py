@@ -91,6 +91,8 @@ def test_reshape_method_and_identity() -> None:
     assert isinstance(x.reshape(24, order="F"), pt.Reshape)
     assert x.reshape(24, order="F").order == "F"
     assert ravel(x).shape == (24,)
+    assert reshape(x, np.array([4, -1])).shape == (4, 6)
+    assert reshape(x, np.array(24)).shape == (24,)
 
 
 @pytest.mark.parametrize(("shape", "newshape"), [

@@ -81,7 +81,14 @@ def _index_data(x: Any, k: int) -> Any:
             raise IndexError(f"index {k}: arrays used as indices must be of "
                              f"integer dtype, got {x.dtype}")
         return x
-    data = np.asarray(x)
+    try:
+        data = np.asarray(x)
+    except (TypeError, ValueError):
+        data = np.empty(0, dtype=object)
+    if data.dtype.kind == "O":
+        raise IndexError(f"index {k}: a nested sequence used as an index must "
+                         "hold only integers (use pytato.stack to combine "
+                         f"lazy index arrays), got {x!r}")
     if data.dtype.kind == "b":
         raise NotImplementedError(f"index {k}: {_BOOL_MASK_MSG}")
     if data.size == 0 and data.dtype.kind == "f":

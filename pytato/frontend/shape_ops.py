@@ -27,6 +27,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from pytato.array.base import Array
 from pytato.array.lambdas import IndexLambda
 from pytato.array.remapping import AxisPermutation, Concatenate, Reshape, Roll, Stack
@@ -124,6 +126,8 @@ def reshape(array: Any, newshape: Any, order: str = "C") -> Array:
         raise ValueError(f"'order' must be 'C' or 'F', got {order!r}")
     if is_integral_scalar(newshape) or isinstance(newshape, Array):
         newshape = (newshape,)
+    if isinstance(newshape, np.ndarray):
+        newshape = newshape.tolist() if newshape.ndim else [newshape.item()]
     if not isinstance(newshape, Sequence):
         raise TypeError(f"'newshape' must be an int or a sequence, got "
                         f"{type(newshape).__name__}")
