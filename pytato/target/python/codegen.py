@@ -36,7 +36,11 @@ from pytato.array.remapping import (
     Stack,
 )
 from pytato.array.results import DictOfNamedArrays, NamedArray
-from pytato.array.shape import is_one, shape_component_to_expr
+from pytato.array.shape import (
+    are_shape_components_equal,
+    is_one,
+    shape_component_to_expr,
+)
 from pytato.diagnostic import NameClashError
 from pytato.scalar_expr import is_integral_scalar
 from pytato.tags import Named, PrefixNamed
@@ -286,15 +290,20 @@ class PythonCodeGenMapper(CachedMapper):
                                   f"{self.shape_code(expr.newshape)}, "
                                   f"order={expr.order!r})")
 
-    def _index_code(self, idx: Any) -> str:
+    def _index_code(self, idx: Any, length: Any) -> str:
         if isinstance(idx, NormalizedSlice):
-            start = self.size_code(idx.start)
-            if (idx.step < 0 and is_integral_scalar(idx.stop)
-                    and int(idx.stop) < 0):
-                stop = ""
+            if idx.step > 0:
+                start = ("" if is_integral_scalar(idx.start)
+                         and int(idx.start) == 0 else self.size_code(idx.start))
+                stop = ("" if are_shape_components_equal(idx.stop, length)
+                        else self.size_code(idx.stop))
             else:
-                stop = self.size_code(idx.stop)
-            return f"{start}:{stop}:{idx.step}"
+                start = ("" if are_shape_components_equal(idx.start + 1, length)
+                         else self.size_code(idx.start))
+                stop = ("" if is_integral_scalar(idx.stop) and int(idx.stop) < 0
+                        else self.size_code(idx.stop))
+            step = "" if idx.step == 1 else f":{idx.step}"
+            return f"{start}:{stop}{step}"
         if isinstance(idx, Array):
             return self.rec(idx)
         return self.size_code(idx)
@@ -302,7 +311,9 @@ class PythonCodeGenMapper(CachedMapper):
     def _map_index(self, expr: IndexBase) -> str:
         if not expr.indices:
             return self._assign(expr, self.rec(expr.array))
-        parts = ", ".join(self._index_code(i) for i in expr.indices)
+        parts = ", ".join(
+            self._index_code(i, n)
+            for i, n in zip(expr.indices, expr.array.shape, strict=True))
         return self._assign(expr, f"{self.rec(expr.array)}[{parts}]")
 
     def map_basic_index(self, expr: BasicIndex) -> str:

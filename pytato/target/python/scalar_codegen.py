@@ -163,9 +163,19 @@ class SizeCodeMapper(_PMapper):
         return self.var_code(expr.name)
 
     def map_sum(self, expr: prim.Sum) -> str:
-        return "(" + " + ".join(self.rec(c) for c in expr.children) + ")"
+        code = ""
+        for i, c in enumerate(expr.children):
+            neg = _negated_size(c)
+            if neg is None:
+                code += (" + " if i else "") + self.rec(c)
+            else:
+                code += (" - " if i else "-") + self.rec(neg)
+        return f"({code})"
 
     def map_product(self, expr: prim.Product) -> str:
+        neg = _negated_size(expr)
+        if neg is not None:
+            return f"(-{self.rec(neg)})"
         return "(" + " * ".join(self.rec(c) for c in expr.children) + ")"
 
     def map_floor_div(self, expr: prim.FloorDiv) -> str:
@@ -179,6 +189,20 @@ class SizeCodeMapper(_PMapper):
 
     def map_quotient(self, expr: prim.Quotient) -> str:
         return f"({self.rec(expr.numerator)} // {self.rec(expr.denominator)})"
+
+
+def _negated_size(e: Any) -> Any | None:
+    """If *e* is a negative integer or ``-1 * x``, return its negation."""
+    if is_integral_scalar(e) and int(e) < 0:
+        return -int(e)
+    if (isinstance(e, prim.Product) and is_integral_scalar(e.children[0])
+            and int(e.children[0]) < 0):
+        c = -int(e.children[0])
+        rest = e.children[1:]
+        if c == 1:
+            return rest[0] if len(rest) == 1 else prim.Product(rest)
+        return prim.Product((c, *rest))
+    return None
 
 
 def size_exprs_equal(a: Any, b: Any) -> bool:
