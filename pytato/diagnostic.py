@@ -23,6 +23,8 @@ from the matching builtin exception (:class:`ValueError`, :class:`TypeError`,
 .. autoexception:: CannotBeLoweredToLoopyError
 .. autoexception:: UnsupportedOperationError
 .. autoexception:: DistributedError
+.. autoexception:: GraphvizNotFoundError
+.. autoexception:: GraphvizError
 """
 
 from __future__ import annotations
@@ -103,3 +105,12 @@ class UnsupportedOperationError(PytatoError, TypeError):
 
 class DistributedError(PytatoError, ValueError):
     """A distributed partition is inconsistent across ranks."""
+
+
+class GraphvizNotFoundError(PytatoError, RuntimeError):
+    """The Graphviz ``dot`` program, needed to render a picture, is not
+    installed."""
+
+
+class GraphvizError(PytatoError, RuntimeError):
+    """The Graphviz ``dot`` program failed to render a picture."""
