@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -22,16 +23,18 @@ def is_scalar(x: Any) -> bool:
     return isinstance(x, SCALAR_CLASSES)
 
 
-def cast_scalar(value: Any, dtype: np.dtype[Any]) -> Any:
+def cast_scalar(value: Any, dtype: np.dtype[Any], *, wrap: bool = False) -> Any:
     """*value* converted to a scalar of *dtype* the way numpy fills arrays
-    (unsafe casting, so ``2.7 -> 2`` for integers; Python integers out of
-    range raise :class:`OverflowError`, as in numpy)."""
+    (unsafe casting, so ``2.7 -> 2`` for integers). Python integers out of
+    the range of *dtype* raise :class:`OverflowError`, as in
+    :func:`numpy.full`, unless *wrap* is set: then they wrap around, as in
+    :func:`numpy.where`."""
+    if wrap:
+        value = np.asarray(value)
     result = np.empty((), dtype)
-    with np.errstate(all="ignore"):
-        import warnings
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
-            np.copyto(result, value, casting="unsafe")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        np.copyto(result, value, casting="unsafe")
     return result[()]
 
 

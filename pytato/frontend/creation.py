@@ -186,16 +186,15 @@ def _arange_args(args: tuple[Any, ...], kwargs: dict[str, Any]
     unknown = set(kwargs) - {"start", "stop", "step"}
     if unknown:
         raise TypeError(f"arange: unexpected keyword arguments {sorted(unknown)}")
-    names = ["start", "stop", "step"] if len(args) != 1 else ["stop"]
-    given = dict(zip(names, args, strict=False))
+    given = dict(zip(["start", "stop", "step"], args, strict=False))
     for name, value in kwargs.items():
         if name in given:
             raise TypeError(f"arange: got multiple values for '{name}'")
         given[name] = value
-    if "stop" not in given or given["stop"] is None:
-        if "start" not in given:
+    if given.get("stop") is None:
+        if not args:
             raise TypeError("arange: missing required argument 'stop'")
-        # arange(start=5) means arange(0, 5), as in numpy
+        # arange(stop) and arange(stop, step=...), as in numpy
         given["stop"] = given.pop("start")
     step = given.get("step")
     return given.get("start", 0), given["stop"], 1 if step is None else step

@@ -17,7 +17,7 @@ from pytato.array.lambdas import IndexLambda
 from pytato.diagnostic import DTypeError
 from pytato.frontend._utils import BindingCollector, cast_scalar, is_scalar
 from pytato.frontend.elementwise import elementwise
-from pytato.scalar_expr import TypeCast
+from pytato.scalar_expr import TypeCast, is_integral_scalar
 
 
 # {{{ where
@@ -62,7 +62,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     operands = []
     for v in (x, y):
         if is_scalar(v):
-            v = cast_scalar(v, out_dtype)
+            v = cast_scalar(v, out_dtype, wrap=True)
         operands.append(v)
 
     def operand_dtype(v: Any) -> np.dtype[Any]:
@@ -116,7 +116,7 @@ def _as_pairs(value: Any, ndim: int, argname: str, integral: bool
                          "(before, after) pair, or one pair per axis)") from None
     if integral and (pairs < 0).any():
         raise ValueError(f"pad: '{argname}' must not be negative, got {value!r}")
-    return [(pairs[i, 0][()], pairs[i, 1][()]) for i in range(ndim)]
+    return [(pairs[i, 0].item(), pairs[i, 1].item()) for i in range(ndim)]
 
 
 def _extent_expr(binder: BindingCollector, before: int, n: ShapeComponent) -> Any:
@@ -171,8 +171,9 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant",
     if all(b == 0 and a == 0 for b, a in widths):
         return array
 
+    empty = any(is_integral_scalar(n) and n == 0 for n in array.shape)
     binder = BindingCollector()
-    name = binder.bind(array)
+    name = "" if empty else binder.bind(array)
     idx = []
     below: list[Any] = []  # per axis: condition of the 'before' region
     above: list[Any] = []  # per axis: condition of the 'after' region
@@ -186,8 +187,12 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant",
                      if after else None)
         out_shape.append(n + (before + after) if before + after else n)
 
-    read = (prim.Subscript(prim.Variable(name), tuple(idx)) if ndim
-            else prim.Variable(name))
+    if empty:
+        # no element of the array is ever read: the result is all padding
+        read: Any = values[0][0]
+    else:
+        read = (prim.Subscript(prim.Variable(name), tuple(idx)) if ndim
+                else prim.Variable(name))
     if len({v for pair in values for v in pair}) == 1:
         outside = [c for c in below + above if c is not None]
         cond = outside[0] if len(outside) == 1 else prim.LogicalOr(tuple(outside))

@@ -58,6 +58,14 @@ class _NoValue:
 _NO_VALUE: Any = _NoValue()
 
 
+def _normalize_reduction_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    if not (axis is None or is_integral_scalar(axis)
+            or isinstance(axis, (tuple, list))):
+        raise TypeError("'axis' must be None, an integer or a tuple of "
+                        f"integers, got {axis!r}")
+    return normalize_axes(axis, ndim)
+
+
 def _normalize_descrs(descrs: Mapping[int, ReductionDescriptor] | None,
                       axes: tuple[int, ...], ndim: int
                       ) -> dict[int, ReductionDescriptor]:
@@ -85,7 +93,7 @@ def _reduce(func: str, a: Any, axis: Any, keepdims: bool,
     """Build the reduction of *a* with *op* in *dtype* over *axis*, combining
     the result with *initial* (if given) by *combine_initial*."""
     ndim = a.ndim
-    axes = normalize_axes(axis, ndim)
+    axes = _normalize_reduction_axes(axis, ndim)
     descrs = _normalize_descrs(axis_to_reduction_descr, axes, ndim)
 
     binder = BindingCollector()
@@ -220,7 +228,7 @@ def _extremum_reduction(func: str, np_func: Callable[..., Any],
         if ary.dtype.kind == "c":
             raise DTypeError(f"{func} of complex arrays (dtype {ary.dtype}) is "
                              "not supported")
-        axes = normalize_axes(axis, ary.ndim)
+        axes = _normalize_reduction_axes(axis, ary.ndim)
         if initial is _NO_VALUE:
             for ax in axes:
                 n = ary.shape[ax]
