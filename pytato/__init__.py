@@ -129,7 +129,7 @@ from pytato.frontend.shape_ops import (
 # }}}
 
 # {{{ targets
-from pytato.target.python import generate_numpy
+from pytato.target.python import generate_jax, generate_numpy
 # }}}
 
 # {{{ transforms, analysis, visualization

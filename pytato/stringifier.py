@@ -58,10 +58,23 @@ def array_repr(ary: Array) -> str:
     return f"{type(ary).__name__}({', '.join(_node_fields(ary, None))})"
 
 
-def graph_to_str(result: Any) -> str:
+def graph_to_str(result: Any, verbose: bool = False) -> str:
     """Print the graph of *result* (an array, a dict of arrays or a
-    :class:`~pytato.DictOfNamedArrays`), one line per distinct node."""
+    :class:`~pytato.DictOfNamedArrays`), one line per distinct node object,
+    children first, each shared node once. A line reads
+    ``v3 = IndexLambda (4, 3) float64: v1[_0, _1] + v2[_0, _1]``: the node's
+    type, shape and dtype, then what it computes from the nodes named
+    before it (see :func:`pytato.visualization.labels.node_operation`),
+    then its tags and axis tags, if any.
+
+    :arg verbose: print every field of each node instead of the operation.
+    """
     from pytato.array.results import DictOfNamedArrays
+    from pytato.visualization.labels import (
+        describe_array,
+        format_tags,
+        node_operation,
+    )
     if isinstance(result, dict):
         result = DictOfNamedArrays(result)
     order = topological_order([result])
@@ -70,13 +83,25 @@ def graph_to_str(result: Any) -> str:
     for i, node in enumerate(order):
         name = f"v{i}"
         names[id(node)] = name
-        if isinstance(node, Array):
+        kid_names = [names[id(k)] for k in node._pt_kids]  # type: ignore
+        if isinstance(node, DictOfNamedArrays):
+            lines.append(f"{name} = {{"
+                         + ", ".join(f"{k!r}: {names[id(v)]}"
+                                     for k, v in node.items()) + "}")
+        elif verbose and isinstance(node, Array):
             lines.append(f"{name} = {type(node).__name__}("
                          f"{', '.join(_node_fields(node, names))})")
-        elif isinstance(node, DictOfNamedArrays):
-            lines.append(f"{name} = DictOfNamedArrays({{"
-                         + ", ".join(f"{k!r}: {names[id(v)]}"
-                                     for k, v in node.items()) + "})")
         else:
-            lines.append(f"{name} = {type(node).__name__}(...)")
+            line = f"{name} = {type(node).__name__}"
+            if isinstance(node, Array):
+                line += f" {describe_array(node)}"
+            line += f": {node_operation(node, kid_names)}"
+            tags = getattr(node, "tags", frozenset())
+            if tags:
+                line += f"  tags={{{format_tags(tags)}}}"
+            axes = getattr(node, "axes", ())
+            if any(ax.tags for ax in axes):
+                line += "  axes=[" + ", ".join(
+                    f"{{{format_tags(ax.tags)}}}" for ax in axes) + "]"
+            lines.append(line)
     return "\n".join(lines)

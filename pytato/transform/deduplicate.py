@@ -20,12 +20,14 @@ of nodes and edges.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Hashable, Sequence
 from typing import Any
 
 from pytato.array.base import (
     Array,
     GraphNode,
+    _unflatten,
     flatten_for_pickle,
     topological_order,
     unflatten,
@@ -72,6 +74,15 @@ def _rebuild(node: GraphNode, new_kids: tuple[GraphNode, ...]) -> GraphNode:
         return DictOfNamedArrays(dict(zip(node.keys(), new_kids, strict=True)),
                                  tags=node.tags)
     rebuild = getattr(node, "_pt_with_new_kids", None)
+    if rebuild is None and dataclasses.is_dataclass(node):
+        # a non-array node (e.g. a distributed send) whose skeleton is its
+        # fields, flattened
+        fields = dataclasses.fields(node)
+        skel = node._pt_skel  # type: ignore[attr-defined]
+        if len(skel) == len(fields):
+            return type(node)(**{  # type: ignore[no-any-return]
+                f.name: _unflatten(s, new_kids)
+                for f, s in zip(fields, skel, strict=True)})
     if rebuild is None:
         raise NotImplementedError(
             f"cannot rebuild a node of type {type(node).__name__}: it needs a "
