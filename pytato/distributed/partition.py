@@ -93,9 +93,21 @@ def comm_id_sort_key(cid: CommunicationOpIdentifier) -> tuple[Any, ...]:
     return (cid.src_rank, cid.dest_rank, comm_tag_sort_key(cid.comm_tag))
 
 
-def format_comm_id(cid: CommunicationOpIdentifier) -> str:
+def format_comm_tag(tag: Hashable,
+                    user_comm_tags: Mapping[Hashable, Hashable] | None = None
+                    ) -> str:
+    """*tag* for error messages, with the user's tag it was numbered from
+    (see :attr:`DistributedGraphPartition.user_comm_tags`)."""
+    if user_comm_tags and tag in user_comm_tags:
+        return f"{tag!r} (numbered from {user_comm_tags[tag]!r})"
+    return repr(tag)
+
+
+def format_comm_id(cid: CommunicationOpIdentifier,
+                   user_comm_tags: Mapping[Hashable, Hashable] | None = None
+                   ) -> str:
     return (f"rank {cid.src_rank} -> rank {cid.dest_rank} "
-            f"(tag {cid.comm_tag!r})")
+            f"(tag {format_comm_tag(cid.comm_tag, user_comm_tags)})")
 
 
 @dataclass(frozen=True)
@@ -180,11 +192,19 @@ class DistributedGraphPartition:
 
         The names of the outputs passed to
         :func:`find_distributed_partition`.
+
+    .. attribute:: user_comm_tags
+
+        After :func:`~pytato.distributed.number_distributed_tags`: the
+        communication tag given by the user for each integer tag (used in
+        error messages).
     """
 
     parts: Mapping[PartId, DistributedGraphPart]
     name_to_output: Mapping[str, Array]
     overall_output_names: Sequence[str]
+    user_comm_tags: Mapping[Hashable, Hashable] = field(
+        default_factory=constantdict)
 
 # }}}
 
@@ -529,12 +549,14 @@ def _build_partition(rank: int, outputs: DictOfNamedArrays,
         names.setdefault(id(ary), name)
         part_outputs[max(part_of(ary), 0)][name] = ary
 
+    # received values are inputs of the parts: their names differ from
+    # those of outputs, even of outputs that are copies of them
+    recv_names: dict[int, str] = {}
     name_to_recv: dict[PartId, dict[str, DistributedRecv]] = {
         pid: {} for pid in part_outputs}
     for i, (cid, recv) in enumerate(sorted(recvs.items(),
                                            key=lambda kv: comm_id_sort_key(kv[0]))):
-        name = f"{_NAME_PREFIX}recv{i}"
-        names[id(recv)] = name
+        name = recv_names[id(recv)] = f"{_NAME_PREFIX}recv{i}"
         name_to_recv[part_of_level(recv_level[cid])][name] = recv
 
     counter = 0
@@ -571,7 +593,7 @@ def _build_partition(rank: int, outputs: DictOfNamedArrays,
                 placeholders: dict[str, Placeholder] = placeholders,
                 needed_pids: set[PartId] = needed_pids) -> Array:
             if isinstance(expr, DistributedRecv):
-                name = names[id(expr)]
+                name = recv_names[id(expr)]
             elif info.is_cheap(expr):
                 return expr
             else:

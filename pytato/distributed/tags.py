@@ -79,8 +79,14 @@ def number_distributed_tags(mpi_communicator: Any,
         result = None
     tag_to_num, next_tag = comm.bcast(result, root=0)
 
+    old_user_tags = partition.user_comm_tags
+    user_tags = constantdict({
+        num: old_user_tags.get(tag, tag) for tag, num in tag_to_num.items()})
+
     from dataclasses import replace
-    new_partition = replace(partition, parts=constantdict({
-        pid: _renumber_part(part, tag_to_num)
-        for pid, part in partition.parts.items()}))
+    new_partition = replace(
+        partition,
+        parts=constantdict({pid: _renumber_part(part, tag_to_num)
+                            for pid, part in partition.parts.items()}),
+        user_comm_tags=user_tags)
     return new_partition, next_tag

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +18,7 @@ from pytato.distributed.partition import (
     PartId,
     comm_id_sort_key,
     format_comm_id,
+    format_comm_tag,
 )
 
 
@@ -107,7 +109,8 @@ def _summarize(rank: int, partition: DistributedGraphPartition) -> _RankSummary:
     return summary
 
 
-def _check_matching(summaries: list[_RankSummary]) -> list[str]:
+def _check_matching(summaries: list[_RankSummary],
+                    user_tags: Mapping[Hashable, Hashable]) -> list[str]:
     nranks = len(summaries)
     errors: list[str] = []
     sends: dict[CommunicationOpIdentifier, _CommOpDescr] = {}
@@ -119,39 +122,41 @@ def _check_matching(summaries: list[_RankSummary]) -> list[str]:
                 peer = op.cid.dest_rank if what == "send" else op.cid.src_rank
                 if not 0 <= peer < nranks:
                     errors.append(
-                        f"rank {s.rank}: {what} {format_comm_id(op.cid)}: "
+                        f"rank {s.rank}: {what} {format_comm_id(op.cid, user_tags)}: "
                         f"there is no rank {peer} (the communicator has "
                         f"{nranks} ranks)")
                 if op.cid in table:
                     errors.append(f"rank {s.rank}: more than one {what} "
-                                  f"{format_comm_id(op.cid)}")
+                                  f"{format_comm_id(op.cid, user_tags)}")
                 table[op.cid] = op
 
     for cid in sorted(sends.keys() | recvs.keys(), key=comm_id_sort_key):
         send, recv = sends.get(cid), recvs.get(cid)
+        tag = format_comm_tag(cid.comm_tag, user_tags)
         if recv is None:
             assert send is not None
             errors.append(
                 f"rank {cid.src_rank} sends to rank {cid.dest_rank} with tag "
-                f"{cid.comm_tag!r} (shape {_fmt_shape(send.shape)}, "
+                f"{tag} (shape {_fmt_shape(send.shape)}, "
                 f"{send.dtype}), but rank {cid.dest_rank} posts no receive "
                 f"from rank {cid.src_rank} with that tag")
         elif send is None:
             errors.append(
                 f"rank {cid.dest_rank} receives from rank {cid.src_rank} with "
-                f"tag {cid.comm_tag!r} (shape {_fmt_shape(recv.shape)}, "
+                f"tag {tag} (shape {_fmt_shape(recv.shape)}, "
                 f"{recv.dtype}), but rank {cid.src_rank} sends nothing to rank "
                 f"{cid.dest_rank} with that tag")
         elif send.shape != recv.shape or send.dtype != recv.dtype:
             errors.append(
-                f"message {format_comm_id(cid)}: rank {cid.src_rank} sends "
+                f"message {format_comm_id(cid, user_tags)}: rank {cid.src_rank} sends "
                 f"shape {_fmt_shape(send.shape)}, {send.dtype}, but rank "
                 f"{cid.dest_rank} receives shape {_fmt_shape(recv.shape)}, "
                 f"{recv.dtype}")
     return errors
 
 
-def _find_cycle(summaries: list[_RankSummary]) -> str | None:
+def _find_cycle(summaries: list[_RankSummary],
+                user_tags: Mapping[Hashable, Hashable]) -> str | None:
     """Describe a cycle in the graph of parts (rank, pid), whose edges are
     "part computes data needed by part", within and across ranks."""
     Node = tuple[int, PartId]
@@ -172,7 +177,7 @@ def _find_cycle(summaries: list[_RankSummary]) -> str | None:
                 for rpid in recv.pids:
                     edges.setdefault((s.rank, spid), {})[(dest, rpid)] = (
                         f"rank {s.rank} part {spid} sends "
-                        f"{format_comm_id(op.cid)} to part {rpid}")
+                        f"{format_comm_id(op.cid, user_tags)} to part {rpid}")
 
     # iterative depth-first search for a back edge
     state: dict[Node, int] = {}  # 1: on the stack, 2: done
@@ -219,9 +224,9 @@ def verify_distributed_partition(mpi_communicator: Any,
     verdict: str | None = None
     if comm.rank == 0:
         errors = [e for s in summaries for e in s.errors]
-        errors.extend(_check_matching(summaries))
+        errors.extend(_check_matching(summaries, partition.user_comm_tags))
         if not errors:
-            cycle = _find_cycle(summaries)
+            cycle = _find_cycle(summaries, partition.user_comm_tags)
             if cycle is not None:
                 errors.append("the parts of the ranks wait for each other in "
                               f"a cycle (this would deadlock): {cycle}")
