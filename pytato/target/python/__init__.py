@@ -5,10 +5,18 @@ calling a :mod:`numpy`-like array module.
 .. autoclass:: NumpyTarget
 .. autoclass:: BoundPythonProgram
 .. autofunction:: generate_numpy
+.. autoclass:: JAXPythonTarget
+.. autoclass:: BoundJAXPythonProgram
+.. autofunction:: generate_jax
 """
 
 from __future__ import annotations
 
+from pytato.target.python.jax import (
+    BoundJAXPythonProgram,
+    JAXPythonTarget,
+    generate_jax,
+)
 from pytato.target.python.numpy_like import (
     BoundPythonProgram,
     NumpyTarget,
@@ -18,8 +26,11 @@ from pytato.target.python.numpy_like import (
 
 
 __all__ = [
+    "BoundJAXPythonProgram",
     "BoundPythonProgram",
+    "JAXPythonTarget",
     "NumpyTarget",
     "PythonTarget",
+    "generate_jax",
     "generate_numpy",
 ]

@@ -349,12 +349,14 @@ def _input_var_name(name: str, used: set[str]) -> str:
 
 def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
                          function_name: str = "_pt_kernel",
-                         single_output: str | None = None
-                         ) -> GeneratedPythonCode:
+                         single_output: str | None = None,
+                         jit: bool = False) -> GeneratedPythonCode:
     """Generate the Python source of a function computing *outputs*.
 
     :arg single_output: if given, the function returns that output alone
         rather than a dict.
+    :arg jit: whether the target should just-in-time compile the function
+        (see :meth:`~pytato.target.python.PythonTarget.decorators`).
     """
     if not function_name.isidentifier():
         raise ValueError(f"'function_name' must be an identifier, got "
@@ -409,7 +411,8 @@ def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
 
     params = ", ".join(s.var_name for s in specs.values())
     body = [*mapper.lines, f"return {ret}"]
-    source = (target.preamble() + "\n\n\n"
+    decorators = "".join(f"@{d}\n" for d in target.decorators(specs, jit))
+    source = (target.preamble(jit) + "\n\n\n" + decorators
               + f"def {function_name}({params}):\n"
               + "".join(f"    {line}\n" for line in body))
     return GeneratedPythonCode(source, function_name, specs, bound)

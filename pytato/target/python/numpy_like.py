@@ -36,6 +36,7 @@ class PythonTarget(Target):
         The name of the array module in generated code.
 
     .. automethod:: preamble
+    .. automethod:: decorators
     .. automethod:: output_code
     .. automethod:: convert_bound_argument
     .. automethod:: convert_call_argument
@@ -48,9 +49,17 @@ class PythonTarget(Target):
     #: The :class:`BoundPythonProgram` subclass :meth:`bind_program` creates.
     bound_program_class: type[BoundPythonProgram]
 
-    def preamble(self) -> str:
+    def preamble(self, jit: bool = False) -> str:
         """The import statements preceding the generated function."""
         raise NotImplementedError
+
+    def decorators(self, specs: Mapping[str, ArgumentSpec], jit: bool
+                   ) -> list[str]:
+        """Decorators (without ``@``) of the generated function, e.g. for
+        just-in-time compilation if *jit*."""
+        if jit:
+            raise ValueError(f"{type(self).__name__} does not support jit")
+        return []
 
     def output_code(self, var: str, dtype: np.dtype[Any]) -> str:
         """Code turning the value in *var* into an output of *dtype*."""
@@ -210,7 +219,7 @@ class NumpyTarget(PythonTarget):
 
     array_module_name = "_pt_np"
 
-    def preamble(self) -> str:
+    def preamble(self, jit: bool = False) -> str:
         return "import numpy as _pt_np"
 
     def output_code(self, var: str, dtype: np.dtype[Any]) -> str:
@@ -261,13 +270,13 @@ def normalize_outputs(result: Any) -> tuple[DictOfNamedArrays, str | None]:
 def generate_python_program(result: Any, target: PythonTarget, *,
                             function_name: str = "_pt_kernel",
                             show_code: bool = False,
-                            colorize_show_code: bool = False
-                            ) -> BoundPythonProgram:
+                            colorize_show_code: bool = False,
+                            jit: bool = False) -> BoundPythonProgram:
     """Generate a :class:`BoundPythonProgram` computing *result* on
     *target*."""
     outputs, single = normalize_outputs(result)
     code = generate_python_code(outputs, target, function_name=function_name,
-                                single_output=single)
+                                single_output=single, jit=jit)
     if show_code:
         print_code(code.source, colorize_show_code)
     return target.bind_program(
