@@ -1,0 +1,167 @@
+"""Preprocessing shared by code generation targets.
+
+Before a target lowers a graph, :func:`preprocess`:
+
+* normalizes the result to a :class:`~pytato.DictOfNamedArrays` (an array
+  result becomes the single output :data:`SINGLE_OUTPUT_NAME`);
+* replaces every :class:`~pytato.array.DataWrapper` by a
+  :class:`~pytato.array.Placeholder` (named by the wrapper's name, or a
+  fresh reserved name) and records its data as a *bound argument*;
+* optionally rewrites index-remapping nodes and einsums as
+  :class:`~pytato.array.IndexLambda`\\ s
+  (:func:`~pytato.transform.lower_to_index_lambda.to_index_lambda`);
+* checks that output names do not clash with input names.
+
+.. autodata:: SINGLE_OUTPUT_NAME
+.. autoclass:: PreprocessResult
+.. autoclass:: NameGenerator
+.. autofunction:: normalize_outputs
+.. autofunction:: preprocess
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pytato.array.base import Array
+from pytato.array.constructors import make_dict_of_named_arrays
+from pytato.array.inputs import DataWrapper, Placeholder
+from pytato.array.results import DictOfNamedArrays
+from pytato.diagnostic import NameClashError
+from pytato.transform.lower_to_index_lambda import _LOWERABLE, to_index_lambda
+from pytato.transform.mappers import CopyMapper
+
+
+__all__ = [
+    "SINGLE_OUTPUT_NAME", "NameGenerator", "PreprocessResult",
+    "normalize_outputs", "preprocess",
+]
+
+SINGLE_OUTPUT_NAME = "_pt_out"
+"""The output name of a program generated for a single array."""
+
+
+class NameGenerator:
+    """Deterministic fresh names: ``prefix`` if free, else ``prefix_0``,
+    ``prefix_1``, ... skipping names already taken.
+
+    .. automethod:: __call__
+    .. automethod:: add_name
+    .. automethod:: is_taken
+    """
+
+    def __init__(self, taken: Iterable[str] = ()) -> None:
+        self._taken = set(taken)
+        self._counters: dict[str, int] = {}
+
+    def is_taken(self, name: str) -> bool:
+        """Whether *name* has been generated or reserved."""
+        return name in self._taken
+
+    def add_name(self, name: str) -> None:
+        """Reserve *name*."""
+        self._taken.add(name)
+
+    def __call__(self, prefix: str, *, try_bare: bool = True) -> str:
+        """A fresh name based on *prefix*."""
+        if try_bare and prefix not in self._taken:
+            self._taken.add(prefix)
+            return prefix
+        k = self._counters.get(prefix, 0)
+        while f"{prefix}_{k}" in self._taken:
+            k += 1
+        self._counters[prefix] = k + 1
+        name = f"{prefix}_{k}"
+        self._taken.add(name)
+        return name
+
+
+def normalize_outputs(result: Array | DictOfNamedArrays | Mapping[str, Array]
+                      ) -> DictOfNamedArrays:
+    """Return *result* as a :class:`~pytato.DictOfNamedArrays` with outputs
+    in sorted name order (so that generated code does not depend on the
+    order outputs were given in). An array becomes the single output
+    :data:`SINGLE_OUTPUT_NAME`."""
+    if isinstance(result, Array):
+        return DictOfNamedArrays({SINGLE_OUTPUT_NAME: result})
+    if isinstance(result, DictOfNamedArrays):
+        if list(result) == sorted(result):
+            return result
+        return DictOfNamedArrays({k: result[k] for k in sorted(result)},
+                                 tags=result.tags)
+    if isinstance(result, Mapping):
+        return make_dict_of_named_arrays({k: result[k] for k in sorted(result)})
+    raise TypeError("the result must be an Array, a DictOfNamedArrays or a "
+                    f"dict of arrays, got {type(result).__name__}")
+
+
+@dataclass(frozen=True)
+class PreprocessResult:
+    """What :func:`preprocess` returns.
+
+    .. attribute:: outputs
+
+        The preprocessed :class:`~pytato.DictOfNamedArrays`.
+
+    .. attribute:: bound_arguments
+
+        A mapping from the names given to the data wrappers to their data.
+
+    .. attribute:: input_names
+
+        The names of all inputs of the preprocessed graph (placeholders,
+        including former data wrappers, and size parameters).
+    """
+
+    outputs: DictOfNamedArrays
+    bound_arguments: Mapping[str, Any]
+    input_names: frozenset[str]
+
+
+class _Preprocessor(CopyMapper):
+    def __init__(self, names: NameGenerator, lower: bool) -> None:
+        super().__init__()
+        self.names = names
+        self.lower = lower
+        self.bound_arguments: dict[str, Any] = {}
+
+    def map_data_wrapper(self, expr: DataWrapper) -> Array:
+        name = expr.name if expr.name is not None else self.names("_pt_data")
+        self.bound_arguments[name] = expr.data
+        shape = tuple(self.rec(c) if isinstance(c, Array) else c
+                      for c in expr.shape)
+        return Placeholder(name, shape, expr.dtype, axes=expr.axes,
+                           tags=expr.tags,
+                           non_equality_tags=expr.non_equality_tags)
+
+    def map_array(self, expr: Array) -> Array:
+        new = super().map_array(expr)
+        if self.lower and type(new)._mapper_method in _LOWERABLE:
+            return to_index_lambda(new)
+        return new
+
+
+def preprocess(result: Array | DictOfNamedArrays | Mapping[str, Array],
+               *, lower_to_index_lambda: bool = True) -> PreprocessResult:
+    """Prepare *result* for code generation (see the module documentation).
+
+    :arg lower_to_index_lambda: whether to rewrite index-remapping nodes and
+        einsums as :class:`~pytato.array.IndexLambda`\\ s.
+    :raises pytato.diagnostic.NameClashError: if an output is named like an
+        input.
+    """
+    outputs = normalize_outputs(result)
+    input_names = frozenset(outputs._pt_inputs)  # type: ignore[attr-defined]
+    for name in outputs:
+        if name in input_names:
+            raise NameClashError(
+                f"output '{name}' has the name of an input of the graph; "
+                "rename the output")
+    names = NameGenerator(input_names | frozenset(outputs))
+    prep = _Preprocessor(names, lower_to_index_lambda)
+    new_outputs = prep(outputs)
+    return PreprocessResult(
+        new_outputs, dict(sorted(prep.bound_arguments.items())),
+        frozenset(new_outputs._pt_inputs))  # type: ignore[attr-defined]

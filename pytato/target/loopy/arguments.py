@@ -1,0 +1,254 @@
+"""Call-time checking of the arguments of generated loopy kernels.
+
+An :class:`ArgumentSpec` is read off a kernel's arguments once. Each call
+then checks the passed arguments against it, before anything runs on a
+device, and infers the values of size parameters from array shapes:
+
+* an argument already bound to the program: :class:`BoundArgumentError`;
+* an output or internal name passed as an argument:
+  :class:`UnknownArgumentError` (other names are accepted and ignored, so
+  that inputs the graph no longer depends on may still be passed);
+* a missing array or uninferable size parameter: :class:`MissingArgumentError`;
+* a wrong number of dimensions or an extent inconsistent with the other
+  arguments: :class:`ArgumentShapeError`;
+* a wrong dtype: :class:`ArgumentDTypeError`.
+
+.. autoclass:: ArgumentSpec
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from pymbolic import evaluate
+from pymbolic.mapper.dependency import DependencyMapper
+
+from pytato.diagnostic import (
+    ArgumentDTypeError,
+    ArgumentShapeError,
+    BoundArgumentError,
+    MissingArgumentError,
+    UnknownArgumentError,
+)
+
+
+__all__ = ["ArgumentSpec"]
+
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def _deps(expr: Any) -> frozenset[str]:
+    if isinstance(expr, (int, np.integer)):
+        return frozenset()
+    return frozenset(v.name for v in DependencyMapper(
+        include_subscripts=False, include_lookups=False,
+        include_calls=False)(expr))
+
+
+def _fmt_shape(shape: tuple[Any, ...]) -> str:
+    return "(" + ", ".join(str(c) for c in shape) + ("," if len(shape) == 1
+                                                     else "") + ")"
+
+
+class ArgumentSpec:
+    """The inputs a kernel expects: array arguments (shape expressions in
+    value-argument names, dtype) and value arguments.
+
+    .. automethod:: from_kernel
+    .. automethod:: process
+    """
+
+    def __init__(self, arrays: Mapping[str, tuple[tuple[Any, ...] | None,
+                                                  np.dtype[Any] | None]],
+                 values: Mapping[str, np.dtype[Any] | None],
+                 not_inputs: Mapping[str, str]) -> None:
+        self.arrays = dict(arrays)
+        self.values = dict(values)
+        self.not_inputs = dict(not_inputs)
+        self._shape_deps = {
+            name: tuple(_deps(c) for c in shape) if shape is not None else ()
+            for name, (shape, _) in self.arrays.items()}
+
+    @classmethod
+    def from_kernel(cls, kernel: Any) -> ArgumentSpec:
+        """Read the spec off a :class:`loopy.LoopKernel`."""
+        import loopy as lp
+
+        def dtype_of(arg: Any) -> np.dtype[Any] | None:
+            dt = arg.dtype
+            if dt is None or dt is lp.auto:
+                return None
+            return np.dtype(dt.numpy_dtype)
+
+        arrays: dict[str, Any] = {}
+        values: dict[str, Any] = {}
+        not_inputs: dict[str, str] = {}
+        for arg in kernel.args:
+            if isinstance(arg, lp.ValueArg):
+                values[arg.name] = dtype_of(arg)
+            elif arg.is_input:
+                shape = arg.shape
+                if shape is lp.auto or shape is None:
+                    shape = None
+                arrays[arg.name] = (shape, dtype_of(arg))
+            else:
+                not_inputs[arg.name] = "an output"
+        for name in kernel.temporary_variables:
+            not_inputs[name] = "a temporary"
+        return cls(arrays, values, not_inputs)
+
+    # {{{ processing
+
+    def _check_names(self, kwargs: Mapping[str, Any],
+                     bound: Mapping[str, Any]) -> None:
+        for name in kwargs:
+            if name in bound:
+                raise BoundArgumentError(
+                    f"argument '{name}' is bound to the program (it is the "
+                    "data of a DataWrapper) and cannot be passed")
+            what = self.not_inputs.get(name)
+            if what is not None:
+                raise UnknownArgumentError(
+                    f"'{name}' is {what} of the program, not an input")
+
+    def _as_array(self, name: str, value: Any, ndim: int | None,
+                  dtype: np.dtype[Any] | None) -> Any:
+        if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+            if ndim == 0 and dtype is not None and isinstance(
+                    value, (bool, int, float, complex)):
+                kind = np.result_type(value).kind
+                if _KIND_RANK[kind] > _KIND_RANK[dtype.kind]:
+                    raise ArgumentDTypeError(
+                        f"argument '{name}': a {type(value).__name__} cannot "
+                        f"be passed for an array of dtype {dtype}")
+                value = np.asarray(value, dtype=dtype)
+            else:
+                value = np.asarray(value)
+        elif isinstance(value, np.generic):
+            value = np.asarray(value)
+        if ndim is not None and len(value.shape) != ndim:
+            raise ArgumentShapeError(
+                f"argument '{name}': expected an array of {ndim} dimensions, "
+                f"got shape {tuple(value.shape)}")
+        if dtype is not None and np.dtype(value.dtype) != dtype:
+            raise ArgumentDTypeError(
+                f"argument '{name}': expected dtype {dtype}, got "
+                f"{np.dtype(value.dtype)}")
+        if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
+            value = np.ascontiguousarray(value)
+        return value
+
+    def _values(self, kwargs: Mapping[str, Any]) -> dict[str, int]:
+        result = {}
+        for name in self.values:
+            if name not in kwargs:
+                continue
+            v = kwargs[name]
+            if isinstance(v, np.ndarray) and v.shape == ():
+                v = v[()]
+            if not isinstance(v, (int, np.integer)) or isinstance(
+                    v, (bool, np.bool_)):
+                raise ArgumentDTypeError(
+                    f"size parameter '{name}' must be an integer, got "
+                    f"{type(v).__name__}")
+            if v < 0:
+                raise ArgumentShapeError(
+                    f"size parameter '{name}' must be non-negative, got {v}")
+            result[name] = int(v)
+        return result
+
+    def _infer(self, arrays: Mapping[str, Any], values: dict[str, int]) -> None:
+        """Solve shape components of one unknown, affine, for it."""
+        progress = True
+        while progress:
+            progress = False
+            for name, ary in arrays.items():
+                shape, _ = self.arrays[name]
+                for c, deps, actual in zip(shape or (), self._shape_deps[name],
+                                           ary.shape, strict=True):
+                    unknown = [d for d in deps if d not in values]
+                    if len(unknown) != 1:
+                        continue
+                    (var,) = unknown
+                    sol = _solve_affine(c, var, int(actual), values)
+                    if sol is not None:
+                        values[var] = sol
+                        progress = True
+
+    def _verify(self, arrays: Mapping[str, Any], values: Mapping[str, int]
+                ) -> None:
+        for name, ary in arrays.items():
+            shape, _ = self.arrays[name]
+            if shape is None:
+                continue
+            expected = tuple(evaluate(c, values) for c in shape)
+            if tuple(int(n) for n in ary.shape) != tuple(int(n)
+                                                         for n in expected):
+                params = sorted({p for d in self._shape_deps[name] for p in d})
+                at = (" with " + ", ".join(f"{p}={values[p]}" for p in params)
+                      if params else "")
+                raise ArgumentShapeError(
+                    f"argument '{name}': expected shape {_fmt_shape(shape)}"
+                    f"{at}, i.e. {_fmt_shape(expected)}, got "
+                    f"{tuple(ary.shape)}")
+
+    def process(self, kwargs: Mapping[str, Any], bound: Mapping[str, Any]
+                ) -> tuple[dict[str, Any], dict[str, int]]:
+        """Check *kwargs* (the caller's arguments) with the *bound* ones.
+
+        :returns: ``(arrays, values)``: the caller's array arguments
+            (converted where needed) and the values of all value arguments.
+        """
+        self._check_names(kwargs, bound)
+        user_arrays: dict[str, Any] = {}
+        all_arrays: dict[str, Any] = {}
+        missing = []
+        for name, (shape, dtype) in self.arrays.items():
+            if name in bound:
+                all_arrays[name] = bound[name]
+            elif name in kwargs:
+                ndim = len(shape) if shape is not None else None
+                user_arrays[name] = all_arrays[name] = self._as_array(
+                    name, kwargs[name], ndim, dtype)
+            else:
+                missing.append(name)
+        if missing:
+            ignored = sorted(set(kwargs) - set(self.arrays) - set(self.values))
+            hint = (f" (passed arguments that are not inputs: "
+                    f"{', '.join(ignored)})" if ignored else "")
+            raise MissingArgumentError(
+                f"missing argument{'s' if len(missing) > 1 else ''} "
+                f"{', '.join(repr(m) for m in missing)}{hint}")
+        values = self._values(kwargs)
+        self._infer(all_arrays, values)
+        not_inferred = [n for n in self.values if n not in values]
+        if not_inferred:
+            raise MissingArgumentError(
+                "missing size parameter"
+                f"{'s' if len(not_inferred) > 1 else ''} "
+                f"{', '.join(repr(n) for n in not_inferred)}: pass "
+                f"{'them' if len(not_inferred) > 1 else 'it'} explicitly, it "
+                "cannot be inferred from the shapes of the arguments")
+        self._verify(all_arrays, values)
+        return user_arrays, values
+
+    # }}}
+
+
+def _solve_affine(expr: Any, var: str, actual: int,
+                  values: Mapping[str, int]) -> int | None:
+    """Solve ``expr(var) == actual`` if *expr* is affine in *var* with an
+    integer solution."""
+    try:
+        f0 = int(evaluate(expr, {**values, var: 0}))
+        f1 = int(evaluate(expr, {**values, var: 1}))
+        f2 = int(evaluate(expr, {**values, var: 2}))
+    except Exception:
+        return None
+    slope = f1 - f0
+    if slope == 0 or f2 - f1 != slope or (actual - f0) % slope:
+        return None
+    sol = (actual - f0) // slope
+    return sol if sol >= 0 else None

@@ -1,0 +1,820 @@
+"""Lowering of (preprocessed) array graphs to a :mod:`loopy` translation unit.
+
+The graph reaching :func:`build_translation_unit` has been through
+:func:`pytato.codegen.preprocess`: it only holds
+:class:`~pytato.array.IndexLambda`, :class:`~pytato.array.Placeholder` and
+:class:`~pytato.array.SizeParam` nodes. Any other node type raises
+:class:`~pytato.diagnostic.CannotBeLoweredToLoopyError`.
+
+:class:`CodeGenMapper` visits each node once, children first, and returns an
+:class:`ImplementedResult` per node, which knows how to produce the loopy
+expression of an element of the array at given indices:
+
+* inputs are kernel arguments (:class:`StoredResult`); size parameters are
+  value arguments (:class:`SizeParamResult`);
+* nodes chosen by :func:`get_stored_nodes` (outputs, :class:`ImplStored`
+  nodes, shared subexpressions) are computed by one instruction into an
+  output argument or a global temporary (:class:`StoredResult`);
+* nodes tagged :class:`~pytato.target.loopy.ImplSubstitution` become
+  substitution rules (:class:`SubstitutionResult`);
+* all other nodes are inlined into their users (:class:`InlinedResult`):
+  their scalar expression is lowered again at each use with the user's index
+  expressions substituted.
+
+Domains, instructions, arguments and temporaries are collected in a
+:class:`CodeGenState` and the kernel is created once at the end.
+
+.. autodata:: MAX_INLINE_DEPTH
+.. autofunction:: get_stored_nodes
+.. autoclass:: ImplementedResult
+.. autoclass:: StoredResult
+.. autoclass:: SizeParamResult
+.. autoclass:: InlinedResult
+.. autoclass:: SubstitutionResult
+.. autoclass:: CodeGenState
+.. autoclass:: CodeGenMapper
+.. autofunction:: build_translation_unit
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import loopy as lp
+import numpy as np
+import pymbolic.primitives as prim
+from loopy.symbolic import Reduction as LoopyReduction, TypeCast as LoopyTypeCast
+from pytools.tag import Tag
+
+from pytato.array.base import Array, topological_order
+from pytato.array.inputs import Placeholder, SizeParam
+from pytato.array.lambdas import IndexLambda
+from pytato.array.results import DictOfNamedArrays
+from pytato.array.shape import shape_component_to_expr
+from pytato.codegen import NameGenerator
+from pytato.diagnostic import CannotBeLoweredToLoopyError, NameClashError
+from pytato.scalar_expr import (
+    SCALAR_CLASSES,
+    AllReductionOperation,
+    AnyReductionOperation,
+    IdentityMapper,
+    MaxReductionOperation,
+    MinReductionOperation,
+    ProductReductionOperation,
+    Reduce,
+    ReductionOperation,
+    SumReductionOperation,
+    TypeCast,
+    WalkMapper,
+)
+from pytato.tags import ImplInlined, ImplStored, Named, PrefixNamed
+from pytato.transform.mappers import CachedMapper
+
+
+__all__ = [
+    "MAX_INLINE_DEPTH", "CodeGenMapper", "CodeGenState", "ImplementedResult",
+    "InlinedResult", "SizeParamResult", "StoredResult", "SubstitutionResult",
+    "build_translation_unit", "get_stored_nodes",
+]
+
+MAX_INLINE_DEPTH = 32
+"""Chains of inlined nodes longer than this are cut by storing a node, which
+bounds the size of generated expressions and the recursion depth of
+lowering them."""
+
+
+# {{{ what to store
+
+class _BindingUseCounter(WalkMapper):
+    def __init__(self, names: Any) -> None:
+        self.names = names
+        self.counts: Counter[str] = Counter()
+
+    def map_variable(self, expr: prim.Variable) -> None:
+        if expr.name in self.names:
+            self.counts[expr.name] += 1
+
+    def map_subscript(self, expr: prim.Subscript) -> None:
+        self.rec(expr.aggregate)
+        self.rec(expr.index)
+
+
+def _binding_use_counts(expr: IndexLambda) -> Counter[str]:
+    if not expr.bindings:
+        return Counter()
+    counter = _BindingUseCounter(expr.bindings)
+    if not isinstance(expr.expr, SCALAR_CLASSES):
+        counter(expr.expr)
+    return counter.counts
+
+
+def _is_size_expression(expr: Array) -> bool:
+    """Whether *expr* is a 0-d integer expression of size parameters (a
+    shape component), which is always inlined."""
+    if expr.shape != () or expr.dtype.kind not in "iu":
+        return False
+    return all(isinstance(inp, SizeParam)
+               for inp in expr._pt_inputs.values())  # type: ignore[attr-defined]
+
+
+def get_stored_nodes(outputs: DictOfNamedArrays) -> set[Array]:
+    """The nodes of the (preprocessed) graph of *outputs* to compute into
+    memory rather than inline into their users: the outputs, nodes tagged
+    :class:`~pytato.tags.ImplStored`, and computed nodes (other than size
+    expressions and nodes tagged :class:`~pytato.tags.ImplInlined`) that
+    are read at more than one place (by several users, or several times by
+    one user), so that they are computed once. Chains of inlined nodes are
+    cut every :data:`MAX_INLINE_DEPTH` nodes.
+
+    This is the whole materialization policy of the loopy target: replace
+    this function to change it.
+    """
+    order = topological_order([outputs])
+    uses: Counter[Array] = Counter()
+    for node in order:
+        if isinstance(node, IndexLambda):
+            counts = _binding_use_counts(node)
+            for name, ary in node.bindings.items():
+                uses[ary] += counts.get(name, 0)
+
+    from pytato.target.loopy import ImplSubstitution
+
+    stored: set[Array] = set(outputs.values())
+    depth: dict[Array, int] = {}
+    for node in order:
+        if not isinstance(node, IndexLambda):
+            continue
+        if node.tags_of_type(ImplStored):
+            stored.add(node)
+        elif node.tags_of_type(ImplSubstitution):
+            pass
+        elif (uses[node] > 1 and not node.tags_of_type(ImplInlined)
+                and not _is_size_expression(node)):
+            stored.add(node)
+        if node in stored or node.tags_of_type(ImplSubstitution):
+            depth[node] = 0
+            continue
+        d = 1 + max((depth.get(b, 0) for b in node.bindings.values()),
+                    default=0)
+        if d > MAX_INLINE_DEPTH and not _is_size_expression(node):
+            stored.add(node)
+            d = 0
+        depth[node] = d
+    return stored
+
+# }}}
+
+
+# {{{ implemented results
+
+@dataclass
+class ExpressionContext:
+    """Per-instruction information gathered while lowering an expression:
+    the ids of the instructions it depends on."""
+
+    depends_on: set[str] = field(default_factory=set)
+
+
+class ImplementedResult:
+    """How the elements of a lowered array are obtained.
+
+    .. automethod:: to_loopy_expression
+    """
+
+    def to_loopy_expression(self, indices: Sequence[Any],
+                            ctx: ExpressionContext) -> Any:
+        """The loopy expression of the element at *indices* (loopy
+        expressions, one per axis); records dependencies in *ctx*."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class StoredResult(ImplementedResult):
+    """An array in memory: a kernel argument or a temporary written by
+    instruction *insn_id* (None for inputs)."""
+
+    name: str
+    ndim: int
+    insn_id: str | None = None
+
+    def to_loopy_expression(self, indices: Sequence[Any],
+                            ctx: ExpressionContext) -> Any:
+        if self.insn_id is not None:
+            ctx.depends_on.add(self.insn_id)
+        var = prim.Variable(self.name)
+        return var[tuple(indices)] if self.ndim else var
+
+
+@dataclass(frozen=True)
+class SizeParamResult(ImplementedResult):
+    """A size parameter: a kernel value argument."""
+
+    name: str
+
+    def to_loopy_expression(self, indices: Sequence[Any],
+                            ctx: ExpressionContext) -> Any:
+        return prim.Variable(self.name)
+
+
+@dataclass(frozen=True)
+class SubstitutionResult(ImplementedResult):
+    """A substitution rule *name* taking the indices as arguments."""
+
+    name: str
+    depends_on: frozenset[str]
+
+    def to_loopy_expression(self, indices: Sequence[Any],
+                            ctx: ExpressionContext) -> Any:
+        ctx.depends_on.update(self.depends_on)
+        return prim.Call(prim.Variable(self.name), tuple(indices))
+
+
+@dataclass(frozen=True)
+class InlinedResult(ImplementedResult):
+    """An :class:`~pytato.array.IndexLambda` whose expression is lowered at
+    each use."""
+
+    expr: IndexLambda
+    bindings: Mapping[str, ImplementedResult]
+    state: CodeGenState
+
+    def to_loopy_expression(self, indices: Sequence[Any],
+                            ctx: ExpressionContext) -> Any:
+        index_map = {f"_{i}": idx for i, idx in enumerate(indices)}
+        return ScalarToLoopyMapper(self.state, self.expr, self.bindings,
+                                   index_map, ctx)(self.expr.expr)
+
+# }}}
+
+
+# {{{ scalar expressions
+
+_C_FUNCTION_NAMES = {
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
+    "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+    "power": "pow", "absolute": "abs",
+}
+
+_REDUCTION_OPS: dict[type[ReductionOperation], str] = {
+    SumReductionOperation: "sum",
+    ProductReductionOperation: "product",
+    MaxReductionOperation: "max",
+    MinReductionOperation: "min",
+    AllReductionOperation: "all",
+    AnyReductionOperation: "any",
+}
+
+
+class _NumpyExtremumMixin:
+    """numpy semantics for loopy's max/min reductions: NaNs propagate (where
+    OpenCL's ``fmax``/``fmin`` drop them), and small unsigned types have a
+    neutral element."""
+
+    _cmp: str
+    _unsigned_neutral: Callable[[np.dtype[Any]], int]
+
+    def neutral_element(self, *dtypes: Any, callables_table: Any,
+                        target: Any) -> Any:
+        dtype, = dtypes
+        nd = dtype.numpy_dtype
+        if nd.kind == "u" and nd.itemsize < 4:
+            return int(self._unsigned_neutral(nd)), callables_table
+        return super().neutral_element(  # type: ignore[misc]
+            *dtypes, callables_table=callables_table, target=target)
+
+    def __call__(self, dtypes: Any, operand1: Any, operand2: Any,
+                 callables_table: Any, target: Any) -> Any:
+        dtype, = dtypes
+        if dtype.numpy_dtype.kind == "f":
+            return prim.If(prim.LogicalOr((
+                prim.Comparison(operand1, self._cmp, operand2),
+                prim.Comparison(operand1, "!=", operand1))),
+                operand1, operand2), callables_table
+        return super().__call__(  # type: ignore[misc]
+            dtypes, operand1, operand2, callables_table, target)
+
+
+class NumpyMaxReductionOperation(_NumpyExtremumMixin,
+                                 lp.library.reduction.MaxReductionOperation):
+    """A loopy max reduction with :func:`numpy.max`'s semantics."""
+
+    _cmp = ">"
+
+    @staticmethod
+    def _unsigned_neutral(dtype: np.dtype[Any]) -> int:
+        return 0
+
+
+class NumpyMinReductionOperation(_NumpyExtremumMixin,
+                                 lp.library.reduction.MinReductionOperation):
+    """A loopy min reduction with :func:`numpy.min`'s semantics."""
+
+    _cmp = "<"
+
+    @staticmethod
+    def _unsigned_neutral(dtype: np.dtype[Any]) -> int:
+        return int(np.iinfo(dtype).max)
+
+
+def _loopy_reduction_op(op: ReductionOperation, dtype: Any) -> Any:
+    from loopy.library.reduction import parse_reduction_op
+    is_bool = isinstance(dtype, np.dtype) and dtype.kind == "b"
+    if isinstance(op, MaxReductionOperation):
+        return parse_reduction_op("any") if is_bool \
+            else NumpyMaxReductionOperation()
+    if isinstance(op, MinReductionOperation):
+        return parse_reduction_op("all") if is_bool \
+            else NumpyMinReductionOperation()
+    for cls, name in _REDUCTION_OPS.items():
+        if isinstance(op, cls):
+            return parse_reduction_op(name)
+    raise CannotBeLoweredToLoopyError(
+        f"reduction operation {type(op).__name__} has no loopy equivalent")
+
+
+class _ScalarDTypeMapper:
+    """The numpy dtype of a scalar expression of an
+    :class:`~pytato.array.IndexLambda` (Python scalars stay weak)."""
+
+    def __init__(self, bindings: Mapping[str, Array]) -> None:
+        self.bindings = bindings
+
+    def __call__(self, expr: Any) -> Any:
+        if isinstance(expr, (bool, np.bool_)):
+            return np.dtype(np.bool_)
+        if isinstance(expr, (int, float, complex)):
+            return expr
+        if isinstance(expr, np.generic):
+            return expr.dtype
+        if isinstance(expr, prim.Variable):
+            b = self.bindings.get(expr.name)
+            return b.dtype if b is not None else np.dtype(np.int64)
+        if isinstance(expr, prim.Subscript):
+            return self(expr.aggregate)
+        if isinstance(expr, TypeCast):
+            return np.dtype(expr.dtype)
+        if isinstance(expr, (prim.Comparison, prim.LogicalAnd, prim.LogicalOr,
+                             prim.LogicalNot)):
+            return np.dtype(np.bool_)
+        if isinstance(expr, prim.If):
+            return np.result_type(self(expr.then), self(expr.else_))
+        if isinstance(expr, Reduce):
+            return self(expr.inner_expr)
+        if isinstance(expr, prim.Call):
+            name = getattr(expr.function, "name", "").rsplit(".", 1)[-1]
+            if name in ("isnan", "isinf", "isfinite", "signbit"):
+                return np.dtype(np.bool_)
+            dt = np.result_type(*(self(p) for p in expr.parameters))
+            if name in ("abs", "fabs", "real", "imag"):
+                return np.empty(0, dt).real.dtype
+            return dt
+        if isinstance(expr, prim.Quotient):
+            return np.result_type(self(expr.numerator), self(expr.denominator),
+                                  1.0)
+        children = getattr(expr, "children", None)
+        if children is None:
+            children = [getattr(expr, a) for a in ("numerator", "denominator",
+                                                   "base", "exponent")
+                        if hasattr(expr, a)]
+        return np.result_type(*(self(c) for c in children))
+
+
+def _is_complex(dtype: Any) -> bool:
+    return (isinstance(dtype, complex)
+            or (isinstance(dtype, np.dtype) and dtype.kind == "c"))
+
+
+def _call(name: str, *args: Any) -> prim.Call:
+    return prim.Call(prim.Variable(name), args)
+
+
+def _complex_function(name: str, z: Any, dtype: np.dtype[Any]) -> Any:
+    """Complex functions OpenCL lacks, in terms of ``log`` and ``sqrt``
+    (numpy's branch cuts)."""
+    i = dtype.type(1j)
+    one = dtype.type(1)
+    if name == "log10":
+        return prim.Product((_call("log", z),
+                             np.empty(0, dtype).real.dtype.type(1 / np.log(10))))
+    if name == "arcsin":
+        return prim.Product((-i, _call("log", prim.Sum((
+            prim.Product((i, z)),
+            _call("sqrt", prim.Sum((one, prim.Product((-1, z, z))))))))))
+    if name == "arccos":
+        return prim.Product((-i, _call("log", prim.Sum((
+            z, prim.Product((i, _call("sqrt", prim.Sum((
+                one, prim.Product((-1, z, z))))))))))))
+    assert name == "arctan"
+    return prim.Product((dtype.type(0.5j), prim.Sum((
+        _call("log", prim.Sum((one, prim.Product((-i, z))))),
+        prim.Product((-1, _call("log", prim.Sum((one, prim.Product((i, z)))))))))))
+
+
+def _complex_parts(x: Any) -> tuple[Any, Any]:
+    if isinstance(x, (complex, np.complexfloating)):
+        return x.real, x.imag
+    return _call("real", x), _call("imag", x)
+
+
+def _is_inexact(dtype: Any) -> bool:
+    return (isinstance(dtype, float)
+            or (isinstance(dtype, np.dtype) and dtype.kind in "fc"))
+
+
+class ScalarToLoopyMapper(IdentityMapper):
+    """Lowers the scalar expression of an :class:`~pytato.array.IndexLambda`
+    to a loopy expression: output indices are replaced by *index_map*,
+    bindings by their :class:`ImplementedResult`, reductions become loopy
+    reductions over fresh inames, ``pytato.c99.*`` calls become calls to
+    the target's math functions."""
+
+    def __init__(self, state: CodeGenState, node: IndexLambda,
+                 bindings: Mapping[str, ImplementedResult],
+                 index_map: Mapping[str, Any], ctx: ExpressionContext) -> None:
+        self.state = state
+        self.node = node
+        self.bindings = bindings
+        self.index_map = index_map
+        self.ctx = ctx
+
+    def _dtype(self, expr: Any) -> Any:
+        return _ScalarDTypeMapper(self.node.bindings)(expr)
+
+    def _unknown(self, what: str) -> CannotBeLoweredToLoopyError:
+        return CannotBeLoweredToLoopyError(
+            f"IndexLambda: {what} in scalar expression {self.node.expr}")
+
+    def map_variable(self, expr: prim.Variable) -> Any:
+        name = expr.name
+        if name in self.index_map:
+            return self.index_map[name]
+        if name in self.bindings:
+            return self.bindings[name].to_loopy_expression((), self.ctx)
+        if name in self.state.size_param_names:
+            return expr
+        raise self._unknown(f"unknown variable '{name}'")
+
+    def map_subscript(self, expr: prim.Subscript) -> Any:
+        agg = expr.aggregate
+        if not isinstance(agg, prim.Variable) or agg.name not in self.bindings:
+            raise self._unknown(f"subscript of unknown array '{agg}'")
+        index = expr.index if isinstance(expr.index, tuple) else (expr.index,)
+        return self.bindings[agg.name].to_loopy_expression(
+            tuple(self.rec(i) for i in index), self.ctx)
+
+    def map_call(self, expr: prim.Call) -> Any:
+        fn = expr.function
+        if not (isinstance(fn, prim.Variable)
+                and fn.name.startswith("pytato.c99.")):
+            raise self._unknown(f"call to unknown function '{fn}'")
+        name = fn.name[len("pytato.c99."):]
+        args = tuple(self.rec(p) for p in expr.parameters)
+        if name in ("log10", "arcsin", "arccos", "arctan") and len(args) == 1:
+            dtype = self._dtype(expr.parameters[0])
+            if _is_complex(dtype):
+                return _complex_function(name, args[0], np.dtype(dtype))
+        return prim.Call(prim.Variable(_C_FUNCTION_NAMES.get(name, name)), args)
+
+    def map_comparison(self, expr: prim.Comparison) -> Any:
+        left, right = self.rec(expr.left), self.rec(expr.right)
+        if expr.operator in ("==", "!=") and (
+                _is_complex(self._dtype(expr.left))
+                or _is_complex(self._dtype(expr.right))):
+            (lr, li), (rr, ri) = _complex_parts(left), _complex_parts(right)
+            parts = (prim.Comparison(lr, expr.operator, rr),
+                     prim.Comparison(li, expr.operator, ri))
+            return (prim.LogicalAnd(parts) if expr.operator == "=="
+                    else prim.LogicalOr(parts))
+        return prim.Comparison(left, expr.operator, right)
+
+    def map_type_cast(self, expr: TypeCast) -> Any:
+        inner = self.rec(expr.inner_expr)
+        dtype = np.dtype(expr.dtype)
+        if dtype.kind == "b":
+            return prim.Comparison(inner, "!=", 0)
+        return LoopyTypeCast(dtype, inner)
+
+    def map_constant(self, expr: Any) -> Any:
+        if isinstance(expr, (bool, np.bool_)):
+            return int(expr)
+        return expr
+
+    def map_floor_div(self, expr: prim.FloorDiv) -> Any:
+        num, den = self.rec(expr.numerator), self.rec(expr.denominator)
+        if _is_inexact(self._dtype(expr)):
+            return prim.Call(prim.Variable("floor"), (prim.Quotient(num, den),))
+        return prim.FloorDiv(num, den)
+
+    def map_remainder(self, expr: prim.Remainder) -> Any:
+        num, den = self.rec(expr.numerator), self.rec(expr.denominator)
+        if _is_inexact(self._dtype(expr)):
+            # numpy: the result has the sign of the divisor
+            quot = prim.Call(prim.Variable("floor"), (prim.Quotient(num, den),))
+            return prim.Sum((num, prim.Product((-1, den, quot))))
+        return prim.Remainder(num, den)
+
+    def map_reduce(self, expr: Reduce) -> Any:
+        state = self.state
+        index_map = dict(self.index_map)
+        inames = []
+        for name, (lo, hi) in expr.bounds.items():
+            iname = state.names("_pt_" + _REDUCTION_OPS.get(
+                type(expr.op), "redn") + "_r")
+            state.add_domain([iname], [self.rec(lo)], [self.rec(hi)])
+            descr = self.node.var_to_reduction_descr.get(name)
+            if descr is not None:
+                state.tag_iname(iname, descr.tags)
+            index_map[name] = prim.Variable(iname)
+            inames.append(iname)
+        inner = ScalarToLoopyMapper(state, self.node, self.bindings, index_map,
+                                    self.ctx)(expr.inner_expr)
+        op = _loopy_reduction_op(expr.op, self._dtype(expr.inner_expr))
+        return LoopyReduction(op, tuple(inames),
+                              inner, allow_simultaneous=False)
+
+# }}}
+
+
+# {{{ code generation state
+
+def _isl_affine(expr: Any, params: set[str]) -> str:
+    """*expr* (affine in size parameters) in isl syntax; collects the
+    parameter names in *params*."""
+    if isinstance(expr, (int, np.integer)) and not isinstance(expr, bool):
+        return str(int(expr))
+    if isinstance(expr, prim.Variable):
+        params.add(expr.name)
+        return expr.name
+    if isinstance(expr, prim.Sum):
+        return "(" + " + ".join(_isl_affine(c, params)
+                                for c in expr.children) + ")"
+    if isinstance(expr, prim.Product):
+        return "(" + "*".join(_isl_affine(c, params)
+                              for c in expr.children) + ")"
+    if isinstance(expr, prim.FloorDiv) and isinstance(
+            expr.denominator, (int, np.integer)):
+        return (f"floor(({_isl_affine(expr.numerator, params)})"
+                f"/{int(expr.denominator)})")
+    if isinstance(expr, prim.Remainder) and isinstance(
+            expr.denominator, (int, np.integer)):
+        return (f"(({_isl_affine(expr.numerator, params)}) mod "
+                f"{int(expr.denominator)})")
+    raise CannotBeLoweredToLoopyError(
+        f"loop bound {expr} is not an affine expression of size parameters")
+
+
+def _filter_tags(tags: frozenset[Tag], exclude: frozenset[type[Tag]]
+                 ) -> frozenset[Tag]:
+    if not exclude:
+        return tags
+    return frozenset(t for t in tags if not isinstance(t, tuple(exclude)))
+
+
+@dataclass
+class CodeGenState:
+    """Everything collected for the kernel while lowering.
+
+    .. attribute:: names
+
+        The :class:`~pytato.codegen.NameGenerator` for all kernel-level
+        names (arguments, temporaries, inames, instruction ids, rules).
+    """
+
+    names: NameGenerator
+    size_param_names: frozenset[str]
+    array_tag_t_to_not_propagate: frozenset[type[Tag]]
+    axis_tag_t_to_not_propagate: frozenset[type[Tag]]
+    domains: list[str] = field(default_factory=list)
+    instructions: list[Any] = field(default_factory=list)
+    kernel_data: dict[str, Any] = field(default_factory=dict)
+    substitutions: dict[str, Any] = field(default_factory=dict)
+    iname_tags: dict[str, frozenset[Tag]] = field(default_factory=dict)
+
+    def add_domain(self, inames: Sequence[str], lower: Sequence[Any],
+                   upper: Sequence[Any]) -> None:
+        """Add the domain ``lower[k] <= inames[k] < upper[k]``."""
+        params: set[str] = set()
+        conds = [f"{_isl_affine(lo, params)} <= {i} < {_isl_affine(hi, params)}"
+                 for i, lo, hi in zip(inames, lower, upper, strict=True)]
+        ps = ", ".join(sorted(params))
+        self.domains.append(f"[{ps}] -> {{ [{', '.join(inames)}] : "
+                            f"{' and '.join(conds)} }}")
+
+    def tag_iname(self, iname: str, tags: frozenset[Tag]) -> None:
+        tags = _filter_tags(tags, self.axis_tag_t_to_not_propagate)
+        if tags:
+            self.iname_tags[iname] = self.iname_tags.get(iname, frozenset()) | tags
+
+    def array_tags(self, tags: frozenset[Tag]) -> frozenset[Tag]:
+        return _filter_tags(tags, self.array_tag_t_to_not_propagate)
+
+    def loopy_shape(self, ary: Array) -> tuple[Any, ...]:
+        return tuple(shape_component_to_expr(c) for c in ary.shape)
+
+    def store(self, name: str, ary: Array, result: ImplementedResult) -> str:
+        """Add the instruction writing all elements of *ary* (given by
+        *result*) to the array *name*; return its id."""
+        inames = [self.names(f"{name}_dim{i}") for i in range(ary.ndim)]
+        if inames:
+            self.add_domain(inames, [0] * ary.ndim,
+                            [shape_component_to_expr(c) for c in ary.shape])
+        for iname, axis in zip(inames, ary.axes, strict=True):
+            self.tag_iname(iname, axis.tags)
+        ctx = ExpressionContext()
+        idx = tuple(prim.Variable(i) for i in inames)
+        rhs = result.to_loopy_expression(idx, ctx)
+        insn_id = self.names(f"_pt_insn_{name}", try_bare=True)
+        lhs = prim.Variable(name)[idx] if idx else prim.Variable(name)
+        self.instructions.append(lp.Assignment(
+            lhs, rhs, id=insn_id, within_inames=frozenset(inames),
+            depends_on=frozenset(sorted(ctx.depends_on))))
+        return insn_id
+
+    def add_output_arg(self, name: str, ary: Array) -> None:
+        self.kernel_data[name] = lp.ArrayArg(
+            name, ary.dtype, shape=self.loopy_shape(ary),
+            address_space=lp.AddressSpace.GLOBAL, is_input=False,
+            is_output=True, tags=self.array_tags(ary.tags))
+
+# }}}
+
+
+# {{{ mapper
+
+class CodeGenMapper(CachedMapper):
+    """Maps each node of a preprocessed graph to its
+    :class:`ImplementedResult`, adding arguments, temporaries,
+    instructions and substitution rules to a :class:`CodeGenState`."""
+
+    def __init__(self, state: CodeGenState, stored: set[Array],
+                 output_names_of: Mapping[Array, Sequence[str]]) -> None:
+        super().__init__()
+        self.state = state
+        self.stored = stored
+        self.output_names_of = output_names_of
+
+    def map_array(self, expr: Array) -> ImplementedResult:
+        raise CannotBeLoweredToLoopyError(
+            f"nodes of type {type(expr).__name__} cannot be lowered to loopy"
+            + (" (inline calls first: pytato.inline_calls)"
+               if type(expr).__name__ == "NamedArray" else ""))
+
+    def map_named_array(self, expr: Any) -> ImplementedResult:
+        return self.map_array(expr)
+
+    def map_dict_of_named_arrays(self, expr: DictOfNamedArrays) -> None:
+        for v in expr.values():
+            self.rec(v)
+
+    def map_placeholder(self, expr: Placeholder) -> ImplementedResult:
+        s = self.state
+        s.kernel_data[expr.name] = lp.ArrayArg(
+            expr.name, expr.dtype, shape=s.loopy_shape(expr),
+            address_space=lp.AddressSpace.GLOBAL, is_input=True,
+            is_output=False, tags=s.array_tags(expr.tags))
+        return StoredResult(expr.name, expr.ndim)
+
+    def map_size_param(self, expr: SizeParam) -> ImplementedResult:
+        s = self.state
+        s.kernel_data[expr.name] = lp.ValueArg(
+            expr.name, expr.dtype, tags=s.array_tags(expr.tags))
+        return SizeParamResult(expr.name)
+
+    def map_index_lambda(self, expr: IndexLambda) -> ImplementedResult:
+        from pytato.target.loopy import ImplSubstitution
+
+        s = self.state
+        for c in expr.shape:
+            if isinstance(c, Array):
+                self.rec(c)
+        bindings = {name: self.rec(b) for name, b in expr.bindings.items()}
+        inlined = InlinedResult(expr, bindings, s)
+        if expr in self.stored:
+            out_names = self.output_names_of.get(expr)
+            if out_names:
+                name = out_names[0]
+                s.add_output_arg(name, expr)
+            else:
+                name = _temporary_name(s.names, expr)
+                s.kernel_data[name] = lp.TemporaryVariable(
+                    name, expr.dtype, shape=s.loopy_shape(expr),
+                    address_space=lp.AddressSpace.GLOBAL,
+                    tags=s.array_tags(expr.tags))
+            insn_id = s.store(name, expr, inlined)
+            return StoredResult(name, expr.ndim, insn_id)
+        if expr.tags_of_type(ImplSubstitution):
+            return _make_substitution(s, expr, inlined)
+        return inlined
+
+
+def _temporary_name(names: NameGenerator, expr: Array) -> str:
+    named = expr.tags_of_type(Named)
+    if named:
+        name: str = next(iter(named)).name
+        return name
+    prefixed = expr.tags_of_type(PrefixNamed)
+    if prefixed:
+        return names(next(iter(prefixed)).prefix, try_bare=False)
+    return names("_pt_temp", try_bare=False)
+
+
+def _make_substitution(state: CodeGenState, expr: IndexLambda,
+                       inlined: InlinedResult) -> SubstitutionResult:
+    name = _temporary_name(state.names, expr)
+    args = tuple(state.names(f"{name}_arg{i}") for i in range(expr.ndim))
+    ctx = ExpressionContext()
+    rhs = inlined.to_loopy_expression(tuple(prim.Variable(a) for a in args), ctx)
+    state.substitutions[name] = lp.SubstitutionRule(name, args, rhs)
+    return SubstitutionResult(name, frozenset(ctx.depends_on))
+
+# }}}
+
+
+def _reserve_names(outputs: DictOfNamedArrays, order: Sequence[Any],
+                   names: NameGenerator) -> None:
+    """Reserve input and output names, then names from
+    :class:`~pytato.tags.Named` tags (clashes are errors)."""
+    for node in order:
+        if isinstance(node, (Placeholder, SizeParam)):
+            names.add_name(node.name)
+    for name in outputs:
+        names.add_name(name)
+    seen: dict[str, Array] = {}
+    for node in order:
+        if not isinstance(node, Array):
+            continue
+        for tag in node.tags_of_type(Named):
+            other = seen.get(tag.name)
+            if other is not None and other != node:
+                raise NameClashError(
+                    f"two different arrays are tagged Named('{tag.name}')")
+            if other is None and names.is_taken(tag.name):
+                raise NameClashError(
+                    f"Named('{tag.name}') clashes with an input or output "
+                    "of the same name")
+            seen[tag.name] = node
+            names.add_name(tag.name)
+
+
+def build_translation_unit(
+        outputs: DictOfNamedArrays, *,
+        target: lp.TargetBase, options: lp.Options, function_name: str,
+        array_tag_t_to_not_propagate: frozenset[type[Tag]],
+        axis_tag_t_to_not_propagate: frozenset[type[Tag]],
+        ) -> lp.TranslationUnit:
+    """Lower the preprocessed *outputs* (see :func:`pytato.codegen.preprocess`)
+    to a loopy translation unit with one kernel named *function_name*."""
+    order = topological_order([outputs])
+    names = NameGenerator()
+    _reserve_names(outputs, order, names)
+    size_params = frozenset(n.name for n in order if isinstance(n, SizeParam))
+    state = CodeGenState(names, size_params,
+                         frozenset(array_tag_t_to_not_propagate),
+                         frozenset(axis_tag_t_to_not_propagate))
+
+    output_names_of: dict[Array, list[str]] = {}
+    for name, ary in outputs.items():
+        output_names_of.setdefault(ary, []).append(name)
+    stored = get_stored_nodes(outputs)
+    for ary in outputs.values():
+        if not isinstance(ary, IndexLambda):
+            stored.discard(ary)
+    mapper = CodeGenMapper(state, stored, output_names_of)
+    mapper(outputs)
+
+    # outputs not computed in place: inputs, and second names of an array
+    for name, ary in outputs.items():
+        result = mapper.rec(ary)
+        if isinstance(result, StoredResult) and result.name == name:
+            continue
+        state.add_output_arg(name, ary)
+        state.store(name, ary, result)
+
+    kernel_data = [state.kernel_data[n] for n in sorted(
+        state.kernel_data, key=lambda n: (_data_rank(state.kernel_data[n]), n))]
+    assumptions = " and ".join(f"{n} >= 0" for n in sorted(size_params))
+    t_unit = lp.make_kernel(
+        state.domains or ["{ : }"],
+        [*state.instructions, *state.substitutions.values()],
+        kernel_data,
+        name=function_name, target=target, options=options,
+        lang_version=(2018, 2), assumptions=assumptions)
+    if state.iname_tags:
+        knl = t_unit.default_entrypoint
+        knl = knl.copy(inames={
+            name: (iname.tagged(state.iname_tags[name])
+                   if name in state.iname_tags else iname)
+            for name, iname in knl.inames.items()})
+        t_unit = t_unit.with_kernel(knl)
+    return t_unit
+
+
+def _data_rank(arg: Any) -> int:
+    if isinstance(arg, lp.ValueArg):
+        return 0
+    if isinstance(arg, lp.TemporaryVariable):
+        return 3
+    return 2 if arg.is_output else 1

@@ -1,0 +1,271 @@
+"""Loopy targets and the programs they bind.
+
+.. autoclass:: LoopyTarget
+.. autoclass:: LoopyPyOpenCLTarget
+.. autoclass:: BoundPyOpenCLProgram
+.. autoclass:: BoundPyOpenCLExecutable
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from pytato.target import BoundProgram, Target
+from pytato.target.loopy.arguments import ArgumentSpec
+
+
+if TYPE_CHECKING:
+    import loopy as lp
+    import pyopencl as cl
+
+
+__all__ = [
+    "BoundPyOpenCLExecutable", "BoundPyOpenCLProgram", "LoopyPyOpenCLTarget",
+    "LoopyTarget",
+]
+
+
+class LoopyTarget(Target):
+    """A :mod:`loopy` code generation target.
+
+    .. automethod:: get_loopy_target
+    .. automethod:: bind_program
+    """
+
+    def get_loopy_target(self) -> lp.TargetBase:
+        """Return the corresponding :mod:`loopy` target."""
+        raise NotImplementedError
+
+    def bind_program(self, program: lp.TranslationUnit,
+                     bound_arguments: Mapping[str, Any]) -> BoundProgram:
+        """Create a :class:`pytato.target.BoundProgram` for this target.
+
+        :arg program: the :mod:`loopy` program.
+        :arg bound_arguments: a mapping from argument names to data.
+        """
+        raise NotImplementedError
+
+
+class LoopyPyOpenCLTarget(LoopyTarget):
+    """A :mod:`pyopencl` code generation target.
+
+    .. attribute:: device
+
+        The :class:`pyopencl.Device` the code is meant for, or *None*. (It
+        is recorded, but not passed to :class:`loopy.PyOpenCLTarget`, which
+        deprecates device-specific targets.)
+    """
+
+    def __init__(self, device: cl.Device | None = None) -> None:
+        self.device = device
+
+    def get_loopy_target(self) -> lp.PyOpenCLTarget:
+        import loopy as lp
+        return lp.PyOpenCLTarget()
+
+    def bind_program(self, program: lp.TranslationUnit,
+                     bound_arguments: Mapping[str, Any]) -> BoundPyOpenCLProgram:
+        return BoundPyOpenCLProgram(program=program,
+                                    bound_arguments=bound_arguments,
+                                    target=self)
+
+    def __eq__(self, other: object) -> bool:
+        return (type(other) is type(self)
+                and self.device == other.device)  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self.device))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(device={self.device!r})"
+
+
+def _to_device(queue: cl.CommandQueue, value: Any, allocator: Any = None) -> Any:
+    if isinstance(value, np.ndarray):
+        import pyopencl.array as cl_array
+        return cl_array.to_device(queue, value, allocator=allocator)
+    return value
+
+
+def _to_host(queue: cl.CommandQueue, out: Any) -> Any:
+    def get(x: Any) -> Any:
+        return x.get(queue=queue) if hasattr(x, "get") and not isinstance(
+            x, np.ndarray) else x
+    if isinstance(out, Mapping):
+        return {k: get(v) for k, v in out.items()}
+    return tuple(get(v) for v in out)
+
+
+@dataclass(frozen=True, repr=False)
+class BoundPyOpenCLProgram(BoundProgram):
+    """A :mod:`loopy` translation unit with bound data, executed with
+    :mod:`pyopencl`.
+
+    .. attribute:: program
+
+        The :class:`loopy.TranslationUnit`.
+
+    .. automethod:: __call__
+    .. automethod:: copy
+    .. automethod:: with_transformed_program
+    .. automethod:: bind_to_context
+    .. automethod:: show_code
+    """
+
+    program: lp.TranslationUnit
+    bound_arguments: Mapping[str, Any]
+    target: Target
+    _processed_bound_args_cache: dict[cl.Context, Mapping[str, Any]] = field(
+        default_factory=dict, compare=False, repr=False)
+    _executor_cache: dict[cl.Context, Any] = field(
+        default_factory=dict, compare=False, repr=False, init=False)
+
+    def copy(self, *, program: lp.TranslationUnit | None = None,
+             bound_arguments: Mapping[str, Any] | None = None,
+             target: Target | None = None) -> BoundPyOpenCLProgram:
+        """A copy of *self* with the given fields replaced (caches are not
+        shared)."""
+        return type(self)(
+            program=self.program if program is None else program,
+            bound_arguments=(self.bound_arguments if bound_arguments is None
+                             else bound_arguments),
+            target=self.target if target is None else target)
+
+    def with_transformed_program(
+            self, f: Callable[[lp.TranslationUnit], lp.TranslationUnit]
+            ) -> BoundPyOpenCLProgram:
+        """A copy of *self* with the translation unit transformed by *f*."""
+        return self.copy(program=f(self.program))
+
+    @cached_property
+    def _arg_spec(self) -> ArgumentSpec:
+        return ArgumentSpec.from_kernel(self.program.default_entrypoint)
+
+    @cached_property
+    def _no_numpy(self) -> bool:
+        return bool(self.program.default_entrypoint.options.no_numpy)
+
+    def _bound_on(self, queue: cl.CommandQueue) -> Mapping[str, Any]:
+        ctx = queue.context
+        result = self._processed_bound_args_cache.get(ctx)
+        if result is None:
+            result = {k: _to_device(queue, v)
+                      for k, v in self.bound_arguments.items()}
+            self._processed_bound_args_cache[ctx] = result
+        return result
+
+    def _executor(self, context: cl.Context) -> Any:
+        exe = self._executor_cache.get(context)
+        if exe is None:
+            exe = self.program.executor(context)
+            self._executor_cache[context] = exe
+        return exe
+
+    def __call__(self, queue: cl.CommandQueue, allocator: Any = None,
+                 wait_for: Any = None, out_host: bool | None = None,
+                 **kwargs: Any) -> Any:
+        """Run the program on *queue* with the inputs in *kwargs*.
+
+        :arg out_host: whether to return :mod:`numpy` arrays. By default,
+            outputs are numpy arrays if any array input is one (if no array
+            is passed: if any bound data is one), else
+            :class:`pyopencl.array.Array`\\ s.
+        :returns: ``(event, result)``: *result* is a tuple of the outputs
+            (the one array of an array result), or a dict by output name
+            (when the program's options set ``return_dict``).
+        """
+        arrays, values = self._arg_spec.process(kwargs, self.bound_arguments)
+        if out_host is None:
+            if arrays:
+                out_host = any(isinstance(v, np.ndarray) for v in arrays.values())
+            else:
+                out_host = (not self.bound_arguments or any(
+                    isinstance(v, np.ndarray)
+                    for v in self.bound_arguments.values()))
+        executor = self._executor(queue.context)
+        bound = self._bound_on(queue)
+        if self._no_numpy:
+            arrays = {k: _to_device(queue, v, allocator)
+                      for k, v in arrays.items()}
+            evt, out = executor(queue, allocator=allocator, wait_for=wait_for,
+                                **arrays, **bound, **values)
+            if out_host:
+                out = _to_host(queue, out)
+            return evt, out
+        return executor(queue, allocator=allocator, wait_for=wait_for,
+                        out_host=out_host, **arrays, **bound, **values)
+
+    def bind_to_context(self, context: cl.Context,
+                        allocator: Callable[[int], Any] | None = None
+                        ) -> BoundPyOpenCLExecutable:
+        """An executable bound to *context*, holding loopy's executor and
+        the bound data on the device."""
+        import pyopencl as cl
+        queue = cl.CommandQueue(context)
+        bound = {k: _to_device(queue, v, allocator)
+                 for k, v in self.bound_arguments.items()}
+        queue.finish()
+        return BoundPyOpenCLExecutable(
+            program=self.program.executor(context), bound_arguments=bound,
+            target=self.target, cl_context=context)
+
+    def get_code(self) -> str:
+        """The generated OpenCL source."""
+        import loopy as lp
+        return lp.generate_code_v2(self.program).device_code()
+
+    def show_code(self) -> str:
+        """Print the generated OpenCL source (and return it)."""
+        code = self.get_code()
+        print(code)
+        return code
+
+    def __str__(self) -> str:
+        return self.get_code()
+
+
+@dataclass(frozen=True, repr=False)
+class BoundPyOpenCLExecutable(BoundProgram):
+    """A program bound to a :class:`pyopencl.Context`: it holds loopy's
+    executor (:attr:`program`) and the bound data already on the device, so
+    calls do no cache lookups. Create it with
+    :meth:`BoundPyOpenCLProgram.bind_to_context`.
+
+    .. automethod:: __call__
+    .. automethod:: with_transformed_translation_unit
+    """
+
+    program: Any
+    bound_arguments: Mapping[str, Any]
+    target: Target
+    cl_context: cl.Context
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_arg_spec", ArgumentSpec.from_kernel(
+            self.program.t_unit.default_entrypoint))
+
+    def __call__(self, queue: cl.CommandQueue, allocator: Any = None,
+                 wait_for: Any = None, **kwargs: Any) -> Any:
+        """Run the program on *queue* (of :attr:`cl_context`); returns
+        ``(event, result)`` as :meth:`BoundPyOpenCLProgram.__call__`."""
+        if queue.context != self.cl_context:
+            raise ValueError("the queue's context is not the one the "
+                             "executable is bound to")
+        arrays, values = self._arg_spec.process(  # type: ignore[attr-defined]
+            kwargs, self.bound_arguments)
+        return self.program(queue, allocator=allocator, wait_for=wait_for,
+                            **arrays, **self.bound_arguments, **values)
+
+    def with_transformed_translation_unit(
+            self, f: Callable[[lp.TranslationUnit], lp.TranslationUnit]
+            ) -> BoundPyOpenCLExecutable:
+        """A copy of *self* running the translation unit transformed by
+        *f*."""
+        t_unit = f(self.program.t_unit)
+        return dataclasses.replace(self, program=t_unit.executor(self.cl_context))
