@@ -129,6 +129,14 @@ from pytato.frontend.shape_ops import (
 # }}}
 
 # {{{ targets
+from pytato.target.loopy import (
+    BoundPyOpenCLExecutable,
+    BoundPyOpenCLProgram,
+    ImplSubstitution,
+    LoopyPyOpenCLTarget,
+    LoopyTarget,
+    generate_loopy,
+)
 from pytato.target.python import generate_jax, generate_numpy
 # }}}
 
