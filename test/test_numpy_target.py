@@ -607,3 +607,52 @@ def test_result_kinds():
         pt.generate_numpy([x])
 
 # }}}
+
+
+# {{{ graphs lowered to IndexLambdas (gathers, selects, symbolic bounds)
+
+def _lowering_cases():
+    n = pt.make_size_param("n")
+    x = pt.make_placeholder("x", (n, 3), np.float64)
+    a = _rand((5, 3))
+    return x, a, [
+        (lambda: pt.pad(x, ((1, 2), (0, 1))), lambda: np.pad(a, ((1, 2), (0, 1)))),
+        (lambda: pt.concatenate([x, x[1:]]), lambda: np.concatenate([a, a[1:]])),
+        (lambda: pt.stack([x, 2 * x], axis=2), lambda: np.stack([a, 2 * a], 2)),
+        (lambda: pt.roll(x, 2, axis=0), lambda: np.roll(a, 2, axis=0)),
+        (lambda: x[::-1, np.array([2, 0])], lambda: a[::-1, [2, 0]]),
+        (lambda: x.reshape(-1), lambda: a.reshape(-1)),
+        (lambda: x.T @ x, lambda: a.T @ a),
+        (lambda: pt.sum(x, axis=0) + pt.amax(x), lambda: a.sum(0) + a.max()),
+    ]
+
+
+@pytest.mark.parametrize("icase", range(8))
+def test_lowered_to_index_lambdas(icase):
+    lower = pytest.importorskip(
+        "pytato.transform.lower_to_index_lambda").lower_to_index_lambdas
+    _, a, cases = _lowering_cases()
+    build, ref = cases[icase]
+    expr = build()
+    expected = ref()
+    for graph in [expr, lower(expr)]:
+        _check(pt.generate_numpy(graph)(x=a), expected)
+
+
+def test_named_clash():
+    x = pt.make_placeholder("x", (3,), np.float64)
+    with pytest.raises(pt.diagnostic.NameClashError, match="'x'"):
+        pt.generate_numpy((2 * x).tagged(pt.tags.Named("x")))
+
+
+def test_data_wrapper_with_symbolic_shape():
+    n = pt.make_size_param("n")
+    data = _rand((4,))
+    dw = pt.make_data_wrapper(data, shape=(n,))
+    x = pt.make_placeholder("x", (n,), np.float64)
+    prog = pt.generate_numpy(dw * x)
+    _check(prog(x=np.ones(4)), data)
+    with pytest.raises(ArgumentShapeError, match="'x'"):
+        prog(x=np.ones(3))
+
+# }}}
