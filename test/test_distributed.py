@@ -505,6 +505,30 @@ def test_execute_on_comm_self(target: str, request: pytest.FixtureRequest
     np.testing.assert_allclose(out["early"], xv - 1)
 
 
+@pytest.mark.parametrize("target", ["numpy", "loopy"])
+def test_execute_symbolic_shapes(target: str, request: pytest.FixtureRequest
+                                 ) -> None:
+    MPI = pytest.importorskip("mpi4py.MPI")
+    generate = _generator(target)
+    queue = request.getfixturevalue("queue") if target == "loopy" else None
+    comm = MPI.COMM_SELF
+
+    n = pt.make_size_param("n")
+    x = pt.make_placeholder("x", (n, 2), np.float64)
+    recv = make_distributed_recv(0, "a", (n, 2), np.float64)
+    y = staple_distributed_send(2 * x, 0, "a", stapled_to=recv + x)
+    part = find_distributed_partition(comm, {"y": y})
+    part, _ = number_distributed_tags(comm, part, base_tag=0)
+    verify_distributed_partition(comm, part)
+    assert all(p.user_input_names == {"n", "x"} for p in part.parts.values())
+    prgs = generate_code_for_partition(part, generate_code=generate)
+    xv = np.arange(6.0).reshape(3, 2)
+    out = execute_distributed_partition(part, prgs, queue, comm,
+                                        input_args={"x": xv, "n": 3})["y"]
+    np.testing.assert_allclose(out if isinstance(out, np.ndarray)
+                               else out.get(queue), 3 * xv)
+
+
 def test_execute_requires_numbered_tags_and_inputs() -> None:
     MPI = pytest.importorskip("mpi4py.MPI")
     comm = MPI.COMM_SELF

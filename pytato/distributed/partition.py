@@ -433,11 +433,13 @@ class _PartGraphBuilder(CopyMapper):
         self.part_of = part_of
         self.cut = cut
 
-    def is_stop(self, expr: Array) -> bool:
-        return isinstance(expr, DistributedRecv) or self.part_of(expr) < self.pid
+    def is_stop(self, expr: GraphNode) -> bool:
+        # non-array nodes (e.g. calls) are copied along with their users
+        return isinstance(expr, Array) and (
+            isinstance(expr, DistributedRecv) or self.part_of(expr) < self.pid)
 
     def rec(self, expr: Any) -> Any:
-        if isinstance(expr, Array) and self.is_stop(expr):
+        if self.is_stop(expr):
             return self.cut(expr)
         return super().rec(expr)
 
