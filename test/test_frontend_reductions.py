@@ -16,6 +16,8 @@ import pytato as pt
 from pytato.array import ReductionDescriptor
 from pytato.diagnostic import AxisError, DTypeError, EmptyReductionError, PytatoError
 from pytato.scalar_expr import (
+    AllReductionOperation,
+    AnyReductionOperation,
     MaxReductionOperation,
     Reduce,
     SumReductionOperation,
@@ -175,3 +177,10 @@ def test_argument_errors():
         pt.sum("abc")
     with pytest.raises(DTypeError):
         pt.sum(x, dtype=object)
+
+
+def test_boolean_extrema_are_logical():
+    b = pt.make_placeholder("b", (3,), np.bool_)
+    assert pt.amax(b).expr.op == AnyReductionOperation()
+    assert pt.amin(b).expr.op == AllReductionOperation()
+    assert pt.amax(b).dtype == np.bool_

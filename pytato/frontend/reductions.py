@@ -238,8 +238,14 @@ def _extremum_reduction(func: str, np_func: Callable[..., Any],
                         f"(array of shape {format_shape(ary.shape)}) without "
                         "an 'initial' value: the "
                         f"{np_name} has no identity")
+        red_op = op
+        if ary.dtype.kind == "b":
+            # the maximum (minimum) of booleans is their 'or' ('and')
+            red_op = (AnyReductionOperation()
+                      if isinstance(op, MaxReductionOperation)
+                      else AllReductionOperation())
         result = _reduce(func, ary, axes, keepdims, axis_to_reduction_descr,
-                         op, ary.dtype, None, _NO_VALUE)
+                         red_op, ary.dtype, None, _NO_VALUE)
         if initial is _NO_VALUE:
             return result
         from pytato.frontend import elementwise
