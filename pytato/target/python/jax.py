@@ -63,7 +63,7 @@ class JAXPythonTarget(PythonTarget):
         return value
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)
 class BoundJAXPythonProgram(BoundPythonProgram):
     """A :class:`~pytato.target.python.BoundPythonProgram` running
     :mod:`jax` code; called with the inputs as keyword arguments, it

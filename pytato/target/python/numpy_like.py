@@ -113,7 +113,7 @@ class PythonTarget(Target):
         return f"{type(self).__name__}()"
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True, repr=False, eq=False)
 class BoundPythonProgram(BoundProgram):
     """A wrapper for executing python programs with bound arguments.
 

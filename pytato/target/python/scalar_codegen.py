@@ -23,6 +23,7 @@ tracks which axes each value spans, so that
 from __future__ import annotations
 
 import builtins
+import functools
 import keyword
 import math
 from collections.abc import Callable, Mapping
@@ -74,6 +75,7 @@ def is_safe_identifier(name: str) -> bool:
             and not hasattr(builtins, name))
 
 
+@functools.cache
 def dtype_code(np_name: str, dtype: np.dtype[Any]) -> str:
     """Code for the scalar type of *dtype* in the array module *np_name*."""
     name = "bool_" if dtype.kind == "b" else dtype.name
