@@ -184,3 +184,12 @@ def test_boolean_extrema_are_logical():
     assert pt.amax(b).expr.op == AnyReductionOperation()
     assert pt.amin(b).expr.op == AllReductionOperation()
     assert pt.amax(b).dtype == np.bool_
+
+
+def test_positional_initial():
+    x = pt.make_placeholder("x", (2, 3), np.float64)
+    a = np.arange(6.0).reshape(2, 3)
+    y = pt.sum(x, 0, 5.0)
+    np.testing.assert_allclose(pt.generate_numpy(y)(x=a), a.sum(0) + 5)
+    with pytest.raises(TypeError):
+        pt.sum(x, 0, 5.0, None, False)

@@ -12,6 +12,13 @@ Result dtypes are numpy's: sums and products of small integers and
 booleans are computed in the platform integer (``int64``), :func:`amax` and
 :func:`amin` keep the dtype, :func:`any` and :func:`all` give booleans.
 
+Positional arguments follow pytato's convention ``(a, axis, initial,
+axis_to_reduction_descr)``; ``keepdims`` (and ``dtype`` for :func:`sum` and
+:func:`prod`) are keyword-only. (In numpy the third positional argument of
+:func:`numpy.sum` is ``dtype``.) For :func:`amax` and :func:`amin`, an
+*initial* value is applied by an element-wise maximum (minimum) on top of
+the reduction.
+
 .. autofunction:: sum
 .. autofunction:: prod
 .. autofunction:: amax
@@ -158,11 +165,10 @@ def _eager_kwargs(axis: Any, keepdims: bool, initial: Any,
 def _arith_reduction(func: str, np_func: Callable[..., Any],
                      op: ReductionOperation,
                      combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
-    def reduction(a: Any, axis: Any = None, dtype: Any = None,
-                  initial: Any = _NO_VALUE,
+    def reduction(a: Any, axis: Any = None, initial: Any = _NO_VALUE,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
-                  | None = None,
-                  keepdims: bool = False) -> Any:
+                  | None = None, *,
+                  keepdims: bool = False, dtype: Any = None) -> Any:
         _check_initial(initial, func)
         ary = _prepare(a, func)
         if ary is None:
@@ -219,7 +225,7 @@ def _extremum_reduction(func: str, np_func: Callable[..., Any],
                         np_name: str) -> Callable[..., Any]:
     def reduction(a: Any, axis: Any = None, initial: Any = _NO_VALUE,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
-                  | None = None,
+                  | None = None, *,
                   keepdims: bool = False) -> Any:
         _check_initial(initial, func)
         ary = _prepare(a, func)
@@ -287,7 +293,7 @@ def _logical_reduction(func: str, np_func: Callable[..., Any],
                        combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def reduction(a: Any, axis: Any = None, initial: Any = _NO_VALUE,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
-                  | None = None,
+                  | None = None, *,
                   keepdims: bool = False) -> Any:
         _check_initial(initial, func)
         ary = _prepare(a, func)
