@@ -65,7 +65,7 @@ def c99_call(name: str, *args: Any) -> prim.Call:
     return prim.Call(prim.Variable(f"pytato.c99.{name}"), args)
 
 
-def _as_array_or_scalar(x: Any, argname: str) -> Any:
+def _as_array_or_scalar(x: Any) -> Any:
     if isinstance(x, np.ndarray):
         return make_data_wrapper(x)
     return x
@@ -111,7 +111,7 @@ def _rounding(name: str, doc: str) -> Callable[[Any], Any]:
     ufunc = getattr(np, name)
 
     def fn(x: Any) -> Any:
-        x = _as_array_or_scalar(x, "x")
+        x = _as_array_or_scalar(x)
         if isinstance(x, Array) and x.dtype.kind in "iub":
             # numpy keeps the dtype of integers and rounds bools to int8
             result_dtype = np.asarray(ufunc(np.empty((0,), x.dtype))).dtype
@@ -154,7 +154,7 @@ def abs(x: Any) -> Any:
 
     :arg x: an array or a scalar.
     """
-    x = _as_array_or_scalar(x, "x")
+    x = _as_array_or_scalar(x)
     if isinstance(x, Array) and x.dtype.kind in "bu":
         return x
     return elementwise(np.abs, [x], lambda a: c99_call("abs", a),
@@ -167,7 +167,7 @@ def real(x: Any) -> Any:
 
     :arg x: an array or a scalar.
     """
-    x = _as_array_or_scalar(x, "x")
+    x = _as_array_or_scalar(x)
     if _dtype_of(x).kind != "c":
         return x if isinstance(x, Array) else np.real(x)
     return elementwise(np.real, [x], lambda a: c99_call("real", a),
@@ -180,7 +180,7 @@ def imag(x: Any) -> Any:
 
     :arg x: an array or a scalar.
     """
-    x = _as_array_or_scalar(x, "x")
+    x = _as_array_or_scalar(x)
     dtype = _dtype_of(x)
     if dtype.kind != "c":
         if not isinstance(x, Array):
@@ -197,7 +197,7 @@ def conj(x: Any) -> Any:
 
     :arg x: an array or a scalar.
     """
-    x = _as_array_or_scalar(x, "x")
+    x = _as_array_or_scalar(x)
     dtype = _dtype_of(x)
     if dtype.kind in "iuf" and isinstance(x, Array):
         return x
@@ -223,7 +223,7 @@ def _inf_check(e: Any, dtype: np.dtype[Any]) -> Any:
 
 def _classify(name: str, x: Any, real_part: Callable[[Any, np.dtype[Any]], Any],
               combine: Callable[[Any, Any], Any], int_value: bool) -> Any:
-    x = _as_array_or_scalar(x, "x")
+    x = _as_array_or_scalar(x)
     ufunc = getattr(np, name)
     dtype = _dtype_of(x)
     if isinstance(x, Array) and dtype.kind in "iub":
@@ -286,7 +286,7 @@ def sign(x: Any) -> Any:
 
     :arg x: an array or a scalar.
     """
-    x = _as_array_or_scalar(x, "x")
+    x = _as_array_or_scalar(x)
     dtype = _dtype_of(x)
 
     def make(a: Any) -> Any:
@@ -322,7 +322,7 @@ def reciprocal(x: Any) -> Any:
 
     :arg x: an array or a scalar.
     """
-    x = _as_array_or_scalar(x, "x")
+    x = _as_array_or_scalar(x)
     dtype = _dtype_of(x)
     if isinstance(x, Array) and dtype.kind not in "fc":
         raise DTypeError(f"reciprocal: 'x' must have a floating point or "
@@ -343,7 +343,7 @@ def astype(a: Any, dtype: Any) -> Any:
     :arg dtype: anything :class:`numpy.dtype` accepts.
     """
     dtype = check_dtype(dtype, "dtype")
-    a = _as_array_or_scalar(a, "a")
+    a = _as_array_or_scalar(a)
     if not isinstance(a, Array):
         if not isinstance(a, (builtins.bool, int, float, complex, np.generic)):
             raise TypeError(f"astype: 'a' must be an array or a scalar, got "
