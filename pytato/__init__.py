@@ -141,6 +141,24 @@ from pytato.target.python import generate_jax, generate_numpy
 # }}}
 
 # {{{ transforms, analysis, visualization
+# isort: split
+from pytato import analysis, visualization
+from pytato.transform.dead_code import eliminate_dead_code
+from pytato.transform.deduplicate import deduplicate
+from pytato.transform.einsum_rewrites import (
+    apply_distributive_property_to_einsums,
+    rewrite_einsums_with_no_broadcasts,
+)
+from pytato.transform.precompute import precompute_subexpressions
+from pytato.transform.unify_axes import unify_axes_tags
+from pytato.visualization import (
+    get_dot_graph,
+    get_dot_graph_from_partition,
+    show_dot_graph,
+    show_fancy_placeholder_data_flow,
+)
+
+
 # }}}
 
 # {{{ calls, loopy interop, sparse, distributed

@@ -1,10 +1,22 @@
 """Graph transforms: mapper bases and passes (graph -> graph).
 
-See :mod:`pytato.transform.mappers` for the mapper classes.
+See :mod:`pytato.transform.mappers` for the mapper classes. Passes, one per
+module: :mod:`pytato.transform.dead_code`, :mod:`pytato.transform.deduplicate`,
+:mod:`pytato.transform.unify_axes`, :mod:`pytato.transform.einsum_rewrites`,
+:mod:`pytato.transform.precompute`.
 """
 
 from __future__ import annotations
 
+from pytato.equality import EqualityComparer
+from pytato.transform.dead_code import DeadCodeEliminator, eliminate_dead_code
+from pytato.transform.deduplicate import Deduplicator, deduplicate
+from pytato.transform.einsum_rewrites import (
+    EinsumBroadcastRemover,
+    EinsumDistributor,
+    apply_distributive_property_to_einsums,
+    rewrite_einsums_with_no_broadcasts,
+)
 from pytato.transform.mappers import (
     CachedMapper,
     CachedWalkMapper,
@@ -21,11 +33,18 @@ from pytato.transform.mappers import (
     map_and_copy,
     topological_order,
 )
+from pytato.transform.precompute import precompute_subexpressions
+from pytato.transform.unify_axes import AxisEquivalenceCollector, unify_axes_tags
 
 
 __all__ = [
-    "CachedMapper", "CachedWalkMapper", "CombineMapper", "CopyMapper",
-    "CopyMapperWithExtraArgs", "DependencyMapper", "InputGatherer", "Mapper",
-    "SizeParamGatherer", "WalkMapper", "copy_dict_of_named_arrays", "get_users",
-    "map_and_copy", "topological_order",
+    "AxisEquivalenceCollector", "CachedMapper", "CachedWalkMapper",
+    "CombineMapper", "CopyMapper", "CopyMapperWithExtraArgs",
+    "DeadCodeEliminator", "Deduplicator", "DependencyMapper",
+    "EinsumBroadcastRemover", "EinsumDistributor", "EqualityComparer",
+    "InputGatherer", "Mapper", "SizeParamGatherer", "WalkMapper",
+    "apply_distributive_property_to_einsums", "copy_dict_of_named_arrays",
+    "deduplicate", "eliminate_dead_code", "get_users", "map_and_copy",
+    "precompute_subexpressions", "rewrite_einsums_with_no_broadcasts",
+    "topological_order", "unify_axes_tags",
 ]

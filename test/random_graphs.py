@@ -1,0 +1,343 @@
+"""Seeded random array graphs with numpy reference results.
+
+:func:`make_random_graph` builds a graph through pytato's numpy-like front
+end and, step by step, the same computation with numpy, so every graph comes
+with input values and expected outputs. Graphs mix element-wise operations
+(with broadcasting), reductions, reshapes, transposes, stacks,
+concatenations, rolls, basic and advanced indexing, einsums (also over
+broadcasts and sums, to exercise the einsum rewrites) and ``where``, over a
+few placeholders and data wrappers. Values stay of order one, so results
+compare with a tight relative tolerance.
+
+The same seed gives the same graph, inputs and expected results::
+
+    g = make_random_graph(seed=3)
+    prg = pt.generate_numpy(g.outputs)
+    result = prg(**g.inputs_for(g.outputs))
+    for name, ref in g.expected.items():
+        np.testing.assert_allclose(result[name], ref, rtol=1e-12)
+"""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import pytato as pt
+
+
+__all__ = ["ALL_OPS", "RandomGraph", "make_random_graph"]
+
+
+@dataclass(frozen=True)
+class RandomGraph:
+    """A random graph with its inputs and reference outputs.
+
+    .. attribute:: outputs
+
+        A :class:`dict` from output names (``out0``, ``out1``, ...) to arrays.
+
+    .. attribute:: inputs
+
+        Values of the placeholders by name.
+
+    .. attribute:: expected
+
+        The numpy results by output name.
+
+    .. attribute:: ops
+
+        The operations applied, in order (for error messages).
+    """
+
+    outputs: dict[str, pt.Array]
+    inputs: dict[str, np.ndarray]
+    expected: dict[str, np.ndarray]
+    ops: tuple[str, ...]
+
+    def inputs_for(self, result: Any) -> dict[str, np.ndarray]:
+        """The values of the placeholders that *result* (a graph, e.g. the
+        outputs after a transform) still depends on."""
+        from pytato.array.base import topological_order
+        roots = list(result.values()) if isinstance(result, Mapping) \
+            else [result]
+        names = {n.name for n in topological_order(roots)
+                 if isinstance(n, pt.Placeholder)}
+        return {k: v for k, v in self.inputs.items() if k in names}
+
+
+Pair = tuple[pt.Array, np.ndarray]
+
+
+class _Builder:
+    def __init__(self, rng: np.random.Generator, dtype: np.dtype[Any]) -> None:
+        self.rng = rng
+        self.dtype = dtype
+        self.pool: list[Pair] = []
+        self.created: list[Pair] = []
+
+    # {{{ helpers
+
+    def values(self, shape: tuple[int, ...]) -> np.ndarray:
+        return self.rng.uniform(-1, 1, size=shape).astype(self.dtype)
+
+    def pick(self, pred: Callable[[Pair], bool] = lambda p: True
+             ) -> Pair | None:
+        cands = [p for p in self.pool if pred(p)]
+        if not cands:
+            return None
+        return cands[self.rng.integers(len(cands))]
+
+    def choice(self, seq: Any) -> Any:
+        return seq[self.rng.integers(len(seq))]
+
+    def random_shape(self, ndim: int) -> tuple[int, ...]:
+        return tuple(int(self.rng.integers(2, 5)) for _ in range(ndim))
+
+    # }}}
+
+    # {{{ operations: each returns a new pair, or None if not applicable
+
+    def op_unary(self) -> Pair | None:
+        x, a = self.pick()  # type: ignore[misc]
+        name = self.choice(["sin", "cos", "tanh", "abs", "negative", "expm"])
+        if name == "negative":
+            return -x, -a
+        if name == "expm":
+            return pt.exp(-pt.abs(x)), np.exp(-np.abs(a))
+        return getattr(pt, name)(x), getattr(np, name)(a)
+
+    def op_binary(self) -> Pair | None:
+        x, a = self.pick()  # type: ignore[misc]
+
+        def compatible(p: Pair) -> bool:
+            s = p[1].shape
+            return (len(s) <= a.ndim and s == a.shape[a.ndim - len(s):]) or (
+                len(s) >= a.ndim and a.shape == s[len(s) - a.ndim:])
+
+        y, b = self.pick(compatible)  # type: ignore[misc]
+        if self.rng.random() < 0.5:
+            x, a, y, b = y, b, x, a
+        name = self.choice(["add", "subtract", "multiply", "maximum", "minimum"])
+        return getattr(pt, name)(x, y), getattr(np, name)(a, b)
+
+    def op_scalar(self) -> Pair | None:
+        x, a = self.pick()  # type: ignore[misc]
+        c, d = float(self.rng.uniform(-2, 2)), float(self.rng.uniform(-1, 1))
+        if self.rng.random() < 0.5:
+            return c * x + d, c * a + d
+        return x * c - d, a * c - d
+
+    def op_where(self) -> Pair | None:
+        x, a = self.pick()  # type: ignore[misc]
+        y, b = self.pick(lambda p: p[1].shape == a.shape)  # type: ignore[misc]
+        return pt.where(x > 0, x, y), np.where(a > 0, a, b)
+
+    def op_reduce(self) -> Pair | None:
+        p = self.pick(lambda p: p[1].ndim >= 1)
+        if p is None:
+            return None
+        x, a = p
+        axis = None if self.rng.random() < 0.2 else int(
+            self.rng.integers(a.ndim))
+        name = self.choice(["sum", "amax", "amin"])
+        r, ra = getattr(pt, name)(x, axis=axis), getattr(np, name)(a, axis=axis)
+        if name == "sum":
+            n = a.size if axis is None else a.shape[axis]
+            r, ra = r * (1 / n), ra * (1 / n)
+        return r, ra
+
+    def op_reshape(self) -> Pair | None:
+        p = self.pick(lambda p: p[1].ndim >= 1)
+        if p is None:
+            return None
+        x, a = p
+        size = a.size
+        cands = [(size,)]
+        for d in range(2, size):
+            if size % d == 0:
+                cands.append((d, size // d))
+                rest = size // d
+                for e in range(2, rest):
+                    if rest % e == 0:
+                        cands.append((d, e, rest // e))
+        shape = self.choice(cands)
+        order = "F" if self.rng.random() < 0.25 else "C"
+        return pt.reshape(x, shape, order=order), np.reshape(a, shape,
+                                                              order=order)
+
+    def op_transpose(self) -> Pair | None:
+        p = self.pick(lambda p: p[1].ndim >= 2)
+        if p is None:
+            return None
+        x, a = p
+        perm = tuple(int(i) for i in self.rng.permutation(a.ndim))
+        return pt.transpose(x, perm), np.transpose(a, perm)
+
+    def op_stack(self) -> Pair | None:
+        x, a = self.pick()  # type: ignore[misc]
+        y, b = self.pick(lambda p: p[1].shape == a.shape)  # type: ignore[misc]
+        axis = int(self.rng.integers(a.ndim + 1))
+        return pt.stack([x, y], axis=axis), np.stack([a, b], axis=axis)
+
+    def op_concatenate(self) -> Pair | None:
+        p = self.pick(lambda p: p[1].ndim >= 1)
+        if p is None:
+            return None
+        x, a = p
+        axis = int(self.rng.integers(a.ndim))
+
+        def fits(q: Pair) -> bool:
+            s = q[1].shape
+            return len(s) == a.ndim and all(
+                s[i] == a.shape[i] for i in range(a.ndim) if i != axis)
+
+        y, b = self.pick(fits)  # type: ignore[misc]
+        return (pt.concatenate([x, y], axis=axis),
+                np.concatenate([a, b], axis=axis))
+
+    def op_roll(self) -> Pair | None:
+        p = self.pick(lambda p: p[1].ndim >= 1)
+        if p is None:
+            return None
+        x, a = p
+        axis = int(self.rng.integers(a.ndim))
+        shift = int(self.rng.integers(-5, 6))
+        return pt.roll(x, shift, axis=axis), np.roll(a, shift, axis=axis)
+
+    def op_basic_index(self) -> Pair | None:
+        p = self.pick(lambda p: p[1].ndim >= 1)
+        if p is None:
+            return None
+        x, a = p
+        idx: list[Any] = []
+        for n in a.shape:
+            kind = self.choice(["full", "range", "reverse", "step", "int"])
+            if kind == "full":
+                idx.append(slice(None))
+            elif kind == "range":
+                lo = int(self.rng.integers(0, n))
+                idx.append(slice(lo, int(self.rng.integers(lo + 1, n + 1))))
+            elif kind == "reverse":
+                idx.append(slice(None, None, -1))
+            elif kind == "step":
+                idx.append(slice(int(self.rng.integers(0, 2)), None, 2))
+            else:
+                idx.append(int(self.rng.integers(-n, n)))
+        t = tuple(idx)
+        return x[t], a[t]
+
+    def op_advanced_index(self) -> Pair | None:
+        p = self.pick(lambda p: p[1].ndim >= 1)
+        if p is None:
+            return None
+        x, a = p
+        k = int(self.rng.integers(1, 4))
+
+        def index_array(n: int) -> tuple[pt.Array, np.ndarray]:
+            i = self.rng.integers(-n, n, size=k)
+            return pt.make_data_wrapper(i), i
+
+        if a.ndim >= 3 and self.rng.random() < 0.5:
+            # non-contiguous advanced indices
+            (i0, n0), (i2, n2) = index_array(a.shape[0]), index_array(a.shape[2])
+            return x[i0, :, i2], a[n0, :, n2]
+        axis = int(self.rng.integers(a.ndim))
+        i, ni = index_array(a.shape[axis])
+        t = (slice(None),) * axis
+        return x[(*t, i)], a[(*t, ni)]
+
+    def _random_einsum(self, x: pt.Array, a: np.ndarray, y: pt.Array,
+                       b: np.ndarray) -> Pair:
+        letters = iter(string.ascii_lowercase)
+        xs = [next(letters) for _ in range(a.ndim)]
+        length = dict(zip(xs, a.shape, strict=True))
+        ys = []
+        for n in b.shape:
+            shared = [c for c in xs if length[c] == n and c not in ys]
+            if shared and self.rng.random() < 0.7:
+                ys.append(self.choice(shared))
+            else:
+                c = next(letters)
+                length[c] = n
+                ys.append(c)
+        all_letters = sorted(set(xs) | set(ys))
+        out = [c for c in all_letters if self.rng.random() < 0.5][:3]
+        out = [out[i] for i in self.rng.permutation(len(out))]
+        spec = f"{''.join(xs)},{''.join(ys)}->{''.join(out)}"
+        return pt.einsum(spec, x, y), np.einsum(spec, a, b)
+
+    def op_einsum(self) -> Pair | None:
+        x, a = self.pick()  # type: ignore[misc]
+        y, b = self.pick()  # type: ignore[misc]
+        return self._random_einsum(x, a, y, b)
+
+    def op_broadcast_einsum(self) -> Pair | None:
+        p = self.pick(lambda p: 1 <= p[1].ndim <= 2)
+        if p is None:
+            return None
+        v, c = p
+        x, a = self.pick()  # type: ignore[misc]
+        shape = (int(self.rng.integers(2, 4)), *c.shape)
+        return self._random_einsum(x, a, pt.broadcast_to(v, shape),
+                                   np.broadcast_to(c, shape))
+
+    def op_sum_einsum(self) -> Pair | None:
+        x, a = self.pick()  # type: ignore[misc]
+        y, b = self.pick(lambda p: p[1].shape == a.shape)  # type: ignore[misc]
+        z, c = self.pick()  # type: ignore[misc]
+        return self._random_einsum(x - 2 * y + x, a - 2 * b + a, z, c)
+
+    # }}}
+
+
+ALL_OPS = tuple(name[3:] for name in dir(_Builder) if name.startswith("op_"))
+
+
+def make_random_graph(seed: int, *, n_steps: int = 25,
+                      n_placeholders: int = 3, n_data_wrappers: int = 1,
+                      n_outputs: int = 3, dtype: Any = np.float64,
+                      ops: Iterable[str] | None = None) -> RandomGraph:
+    """A random graph of *n_steps* operations (drawn from *ops*, default
+    :data:`ALL_OPS`) over *n_placeholders* placeholders ``x0, x1, ...`` and
+    *n_data_wrappers* data wrappers, with *n_outputs* outputs (the last
+    operations' results). Deterministic in *seed*."""
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    b = _Builder(rng, dtype)
+    inputs = {}
+    for i in range(n_placeholders):
+        shape = b.random_shape(int(rng.integers(1, 4)))
+        name = f"x{i}"
+        inputs[name] = b.values(shape)
+        b.pool.append((pt.make_placeholder(name, shape, dtype), inputs[name]))
+    for _ in range(n_data_wrappers):
+        data = b.values(b.random_shape(int(rng.integers(1, 4))))
+        b.pool.append((pt.make_data_wrapper(data), data))
+
+    op_names = tuple(ops) if ops is not None else ALL_OPS
+    applied = []
+    while len(applied) < n_steps:
+        name = op_names[int(rng.integers(len(op_names)))]
+        result = getattr(b, f"op_{name}")()
+        if result is None:
+            continue
+        ary, ref = result
+        ref = np.asarray(ref)
+        if ref.ndim > 4 or ref.size > 256:
+            continue  # keep graphs small
+        assert ary.shape == ref.shape, (name, ary.shape, ref.shape)
+        b.pool.append((ary, ref))
+        b.created.append((ary, ref))
+        applied.append(name)
+
+    outs = b.created[-n_outputs:]
+    return RandomGraph(
+        outputs={f"out{i}": ary for i, (ary, _) in enumerate(outs)},
+        inputs=inputs,
+        expected={f"out{i}": ref for i, (_, ref) in enumerate(outs)},
+        ops=tuple(applied))
