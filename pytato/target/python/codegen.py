@@ -129,9 +129,10 @@ def _data_children(node: GraphNode) -> tuple[GraphNode, ...]:
         return (node.array,)
     if isinstance(node, InputArgumentBase):
         return ()
-    if isinstance(node, NamedArray) and isinstance(node._container,
-                                                   DictOfNamedArrays):
-        return (node._container[node.name],)
+    if isinstance(node, NamedArray):
+        if isinstance(node._container, DictOfNamedArrays):
+            return (node._container[node.name],)
+        return ()  # map_named_array reports the unsupported container
     return get_children(node)  # type: ignore[arg-type]
 
 
