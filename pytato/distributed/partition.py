@@ -27,6 +27,7 @@ outputs of the earlier part and inputs (placeholders) of the later one.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -209,20 +210,21 @@ class DistributedGraphPartition:
 # }}}
 
 
-# {{{ removing send holders
+# {{{ send holders
 
-class _SendHolderRemover(CopyMapper):
-    """Replaces each :class:`DistributedSendRefHolder` by its passthrough
-    data and collects the sends."""
+def _resolve(node: Any) -> Any:
+    """*node* with send holders replaced by their passthrough data."""
+    while isinstance(node, DistributedSendRefHolder):
+        node = node.passthrough_data
+    return node
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.sends: dict[DistributedSend, None] = {}
 
-    def map_distributed_send_ref_holder(self, expr: DistributedSendRefHolder
-                                        ) -> Array:
-        self.sends.setdefault(self.rec(expr.send), None)
-        return self.rec(expr.passthrough_data)  # type: ignore[no-any-return]
+def _value_children(node: GraphNode) -> tuple[GraphNode, ...]:
+    """The children whose values *node*'s value depends on: those of a send
+    holder's passthrough data, not its send (a side effect)."""
+    if isinstance(node, DistributedSendRefHolder):
+        return (node.passthrough_data,)
+    return get_children(node)  # type: ignore[arg-type]
 
 
 def _normalize_outputs(outputs: Any) -> DictOfNamedArrays:
@@ -263,7 +265,8 @@ def _local_comm_ops(rank: int, nodes: Sequence[GraphNode],
                     f"{other.dtype} and {node.dtype})")
             deps[id(node)] = frozenset([cid])
             continue
-        kid_deps = [d for d in (deps[id(k)] for k in get_children(node)) if d]
+        kid_deps = [d for d in (deps[id(k)] for k in _value_children(node))
+                    if d]
         if not kid_deps:
             deps[id(node)] = empty
         elif len(kid_deps) == 1:
@@ -376,7 +379,7 @@ def _bounded_topological_order(roots: Iterable[Array],
         stack: list[tuple[Array, int]] = [(root, 0)]
         while stack:
             node, i = stack[-1]
-            kids = get_children(node)
+            kids = _value_children(node)
             if i < len(kids):
                 stack[-1] = (node, i + 1)
                 kid = kids[i]
@@ -407,7 +410,7 @@ class _Partitioner:
                     node.src_rank, rank, node.comm_tag)]
                 sp_only[id(node)] = False
                 continue
-            kids = get_children(node)
+            kids = _value_children(node)
             self.level[id(node)] = max((self.level[id(k)] for k in kids),
                                        default=0)
             if isinstance(node, SizeParam):
@@ -435,13 +438,20 @@ class _PartGraphBuilder(CopyMapper):
 
     def is_stop(self, expr: GraphNode) -> bool:
         # non-array nodes (e.g. calls) are copied along with their users
+        expr = _resolve(expr)
         return isinstance(expr, Array) and (
             isinstance(expr, DistributedRecv) or self.part_of(expr) < self.pid)
 
     def rec(self, expr: Any) -> Any:
+        # send holders are left out: the sends are made by the executor
+        expr = _resolve(expr)
         if self.is_stop(expr):
             return self.cut(expr)
         return super().rec(expr)
+
+    def map_distributed_send_ref_holder(self, expr: DistributedSendRefHolder
+                                        ) -> Array:
+        return self.rec(expr.passthrough_data)  # type: ignore[no-any-return]
 
     def build(self, roots: Sequence[Array]) -> list[Array]:
         for node in _bounded_topological_order(roots, self.is_stop):
@@ -478,10 +488,9 @@ def find_distributed_partition(mpi_communicator: Any, outputs: Any
             if name.startswith(_NAME_PREFIX):
                 raise ValueError(f"output name '{name}': names starting with "
                                  f"'{_NAME_PREFIX}' are reserved")
-        remover = _SendHolderRemover()
-        stripped: DictOfNamedArrays = remover(outputs)
-        sends = list(remover.sends)
-        nodes = topological_order([stripped, *sends])
+        nodes = topological_order([outputs])
+        sends = list(dict.fromkeys(
+            n for n in nodes if isinstance(n, DistributedSend)))
         recvs, sends_by_id, send_needs = _local_comm_ops(rank, nodes, sends)
     except Exception as e:
         local_error = e
@@ -505,7 +514,7 @@ def find_distributed_partition(mpi_communicator: Any, outputs: Any
         all_recvs.extend(rids)
     recv_level = _compute_comm_levels(all_needs, all_recvs)
 
-    return _build_partition(rank, stripped, sends_by_id, recvs, nodes,
+    return _build_partition(rank, outputs, sends_by_id, recvs, nodes,
                             recv_level)
 
 
@@ -520,16 +529,15 @@ def _build_partition(rank: int, outputs: DictOfNamedArrays,
     level = info.level
 
     # one part per level at which data is sent, and one for the last output
-    anchors = {level[id(s.data)] for s in sends_by_id.values()}
+    anchors = {level[id(_resolve(s.data))] for s in sends_by_id.values()}
     if outputs:
-        anchors.add(max(level[id(a)] for a in outputs.values()))
+        anchors.add(max(level[id(_resolve(a))] for a in outputs.values()))
     sorted_anchors = sorted(anchors)
 
     def part_of_level(lvl: int) -> PartId:
-        for pid, a in enumerate(sorted_anchors):
-            if a >= lvl:
-                return pid
-        raise AssertionError("level above the last part")
+        pid = bisect.bisect_left(sorted_anchors, lvl)
+        assert pid < len(sorted_anchors), "level above the last part"
+        return pid
 
     part_cache: dict[int, PartId] = {}
 
@@ -548,6 +556,7 @@ def _build_partition(rank: int, outputs: DictOfNamedArrays,
     part_outputs: dict[PartId, dict[str, Array]] = {
         pid: {} for pid in range(len(sorted_anchors))}
     for name, ary in outputs.items():
+        ary = _resolve(ary)
         names.setdefault(id(ary), name)
         part_outputs[max(part_of(ary), 0)][name] = ary
 
@@ -576,9 +585,10 @@ def _build_partition(rank: int, outputs: DictOfNamedArrays,
         pid: {} for pid in part_outputs}
     for cid in sorted(sends_by_id, key=comm_id_sort_key):
         send = sends_by_id[cid]
-        pid = max(part_of(send.data), 0)
-        name = name_of(send.data)
-        part_outputs[pid][name] = send.data
+        data = _resolve(send.data)
+        pid = max(part_of(data), 0)
+        name = name_of(data)
+        part_outputs[pid][name] = data
         name_to_sends[pid].setdefault(name, []).append(send)
 
     # }}}
