@@ -39,7 +39,7 @@ Domains, instructions, arguments and temporaries are collected in a
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -270,18 +270,19 @@ _REDUCTION_OPS: dict[type[ReductionOperation], str] = {
 
 class _NumpyExtremumMixin:
     """numpy semantics for loopy's max/min reductions: NaNs propagate (where
-    OpenCL's ``fmax``/``fmin`` drop them), and small unsigned types have a
-    neutral element."""
+    OpenCL's ``fmax``/``fmin`` drop them), and integer types narrower than
+    32 bits have a neutral element."""
 
     _cmp: str
-    _unsigned_neutral: Callable[[np.dtype[Any]], int]
+    _is_max: bool
 
     def neutral_element(self, *dtypes: Any, callables_table: Any,
                         target: Any) -> Any:
         dtype, = dtypes
         nd = dtype.numpy_dtype
-        if nd.kind == "u" and nd.itemsize < 4:
-            return int(self._unsigned_neutral(nd)), callables_table
+        if nd.kind in "iu" and nd.itemsize < 4:
+            info = np.iinfo(nd)
+            return int(info.min if self._is_max else info.max), callables_table
         return super().neutral_element(  # type: ignore[misc]
             *dtypes, callables_table=callables_table, target=target)
 
@@ -302,10 +303,7 @@ class NumpyMaxReductionOperation(_NumpyExtremumMixin,
     """A loopy max reduction with :func:`numpy.max`'s semantics."""
 
     _cmp = ">"
-
-    @staticmethod
-    def _unsigned_neutral(dtype: np.dtype[Any]) -> int:
-        return 0
+    _is_max = True
 
 
 class NumpyMinReductionOperation(_NumpyExtremumMixin,
@@ -313,10 +311,7 @@ class NumpyMinReductionOperation(_NumpyExtremumMixin,
     """A loopy min reduction with :func:`numpy.min`'s semantics."""
 
     _cmp = "<"
-
-    @staticmethod
-    def _unsigned_neutral(dtype: np.dtype[Any]) -> int:
-        return int(np.iinfo(dtype).max)
+    _is_max = False
 
 
 def _loopy_reduction_op(op: ReductionOperation, dtype: Any) -> Any:
@@ -341,8 +336,17 @@ class _ScalarDTypeMapper:
 
     def __init__(self, bindings: Mapping[str, Array]) -> None:
         self.bindings = bindings
+        self._cache: dict[int, Any] = {}
 
     def __call__(self, expr: Any) -> Any:
+        key = id(expr)
+        try:
+            return self._cache[key]
+        except KeyError:
+            result = self._cache[key] = self._infer(expr)
+            return result
+
+    def _infer(self, expr: Any) -> Any:
         if isinstance(expr, (bool, np.bool_)):
             return np.dtype(np.bool_)
         if isinstance(expr, (int, float, complex)):
@@ -439,9 +443,31 @@ class ScalarToLoopyMapper(IdentityMapper):
         self.bindings = bindings
         self.index_map = index_map
         self.ctx = ctx
+        self._dtypes: _ScalarDTypeMapper | None = None
 
     def _dtype(self, expr: Any) -> Any:
-        return _ScalarDTypeMapper(self.node.bindings)(expr)
+        if self._dtypes is None:
+            self._dtypes = _ScalarDTypeMapper(self.node.bindings)
+        return self._dtypes(expr)
+
+    def _operand(self, expr: Any) -> Any:
+        """*expr* lowered as the operand of an operation that does not
+        commute with integer wrap-around (division, comparison, casts,
+        ...). C computes on integers narrower than ``int`` in ``int``;
+        an explicit cast restores numpy's wrapped value."""
+        result = self.rec(expr)
+        if isinstance(expr, SCALAR_CLASSES):
+            return result
+        if isinstance(expr, (prim.Variable, prim.Subscript)):
+            var = expr.aggregate if isinstance(expr, prim.Subscript) else expr
+            if not isinstance(self.bindings.get(
+                    getattr(var, "name", None)), InlinedResult):
+                return result
+        dtype = self._dtype(expr)
+        if isinstance(dtype, np.dtype) and dtype.kind in "iu" \
+                and dtype.itemsize < 4:
+            return LoopyTypeCast(dtype, result)
+        return result
 
     def _unknown(self, what: str) -> CannotBeLoweredToLoopyError:
         return CannotBeLoweredToLoopyError(
@@ -471,7 +497,7 @@ class ScalarToLoopyMapper(IdentityMapper):
                 and fn.name.startswith("pytato.c99.")):
             raise self._unknown(f"call to unknown function '{fn}'")
         name = fn.name[len("pytato.c99."):]
-        args = tuple(self.rec(p) for p in expr.parameters)
+        args = tuple(self._operand(p) for p in expr.parameters)
         if name in ("log10", "arcsin", "arccos", "arctan") and len(args) == 1:
             dtype = self._dtype(expr.parameters[0])
             if _is_complex(dtype):
@@ -479,7 +505,7 @@ class ScalarToLoopyMapper(IdentityMapper):
         return prim.Call(prim.Variable(_C_FUNCTION_NAMES.get(name, name)), args)
 
     def map_comparison(self, expr: prim.Comparison) -> Any:
-        left, right = self.rec(expr.left), self.rec(expr.right)
+        left, right = self._operand(expr.left), self._operand(expr.right)
         if expr.operator in ("==", "!=") and (
                 _is_complex(self._dtype(expr.left))
                 or _is_complex(self._dtype(expr.right))):
@@ -491,7 +517,7 @@ class ScalarToLoopyMapper(IdentityMapper):
         return prim.Comparison(left, expr.operator, right)
 
     def map_type_cast(self, expr: TypeCast) -> Any:
-        inner = self.rec(expr.inner_expr)
+        inner = self._operand(expr.inner_expr)
         dtype = np.dtype(expr.dtype)
         if dtype.kind == "b":
             return prim.Comparison(inner, "!=", 0)
@@ -503,18 +529,33 @@ class ScalarToLoopyMapper(IdentityMapper):
         return expr
 
     def map_floor_div(self, expr: prim.FloorDiv) -> Any:
-        num, den = self.rec(expr.numerator), self.rec(expr.denominator)
+        num, den = self._operand(expr.numerator), self._operand(expr.denominator)
         if _is_inexact(self._dtype(expr)):
             return prim.Call(prim.Variable("floor"), (prim.Quotient(num, den),))
         return prim.FloorDiv(num, den)
 
     def map_remainder(self, expr: prim.Remainder) -> Any:
-        num, den = self.rec(expr.numerator), self.rec(expr.denominator)
+        num, den = self._operand(expr.numerator), self._operand(expr.denominator)
         if _is_inexact(self._dtype(expr)):
             # numpy: the result has the sign of the divisor
             quot = prim.Call(prim.Variable("floor"), (prim.Quotient(num, den),))
             return prim.Sum((num, prim.Product((-1, den, quot))))
         return prim.Remainder(num, den)
+
+    def map_quotient(self, expr: prim.Quotient) -> Any:
+        return prim.Quotient(self._operand(expr.numerator),
+                             self._operand(expr.denominator))
+
+    def map_power(self, expr: prim.Power) -> Any:
+        return prim.Power(self._operand(expr.base), self._operand(expr.exponent))
+
+    def map_right_shift(self, expr: prim.RightShift) -> Any:
+        return prim.RightShift(self._operand(expr.shiftee),
+                               self._operand(expr.shift))
+
+    def map_if(self, expr: prim.If) -> Any:
+        return prim.If(self.rec(expr.condition), self._operand(expr.then),
+                       self._operand(expr.else_))
 
     def map_reduce(self, expr: Reduce) -> Any:
         state = self.state
@@ -530,7 +571,7 @@ class ScalarToLoopyMapper(IdentityMapper):
             index_map[name] = prim.Variable(iname)
             inames.append(iname)
         inner = ScalarToLoopyMapper(state, self.node, self.bindings, index_map,
-                                    self.ctx)(expr.inner_expr)
+                                    self.ctx)._operand(expr.inner_expr)
         op = _loopy_reduction_op(expr.op, self._dtype(expr.inner_expr))
         return LoopyReduction(op, tuple(inames),
                               inner, allow_simultaneous=False)

@@ -9,6 +9,8 @@
 from __future__ import annotations
 
 import dataclasses
+import warnings
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -84,6 +86,23 @@ class LoopyPyOpenCLTarget(LoopyTarget):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(device={self.device!r})"
+
+
+_WARMED_EXECUTORS: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _run(executor: Any, queue: cl.CommandQueue, **kwargs: Any) -> Any:
+    """Call loopy's *executor*. On its first call (when loopy generates its
+    invoker), silence loopy's warnings about size parameters it cannot
+    find from array shapes: the argument checks pass all of them."""
+    if executor in _WARMED_EXECUTORS:
+        return executor(queue, **kwargs)
+    from loopy.diagnostic import ParameterFinderWarning
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ParameterFinderWarning)
+        result = executor(queue, **kwargs)
+    _WARMED_EXECUTORS.add(executor)
+    return result
 
 
 def _to_device(queue: cl.CommandQueue, value: Any, allocator: Any = None) -> Any:
@@ -193,13 +212,13 @@ class BoundPyOpenCLProgram(BoundProgram):
         if self._no_numpy:
             arrays = {k: _to_device(queue, v, allocator)
                       for k, v in arrays.items()}
-            evt, out = executor(queue, allocator=allocator, wait_for=wait_for,
-                                **arrays, **bound, **values)
+            evt, out = _run(executor, queue, allocator=allocator,
+                            wait_for=wait_for, **arrays, **bound, **values)
             if out_host:
                 out = _to_host(queue, out)
             return evt, out
-        return executor(queue, allocator=allocator, wait_for=wait_for,
-                        out_host=out_host, **arrays, **bound, **values)
+        return _run(executor, queue, allocator=allocator, wait_for=wait_for,
+                    out_host=out_host, **arrays, **bound, **values)
 
     def bind_to_context(self, context: cl.Context,
                         allocator: Callable[[int], Any] | None = None
@@ -259,8 +278,8 @@ class BoundPyOpenCLExecutable(BoundProgram):
                              "executable is bound to")
         arrays, values = self._arg_spec.process(  # type: ignore[attr-defined]
             kwargs, self.bound_arguments)
-        return self.program(queue, allocator=allocator, wait_for=wait_for,
-                            **arrays, **self.bound_arguments, **values)
+        return _run(self.program, queue, allocator=allocator,
+                    wait_for=wait_for, **arrays, **self.bound_arguments, **values)
 
     def with_transformed_translation_unit(
             self, f: Callable[[lp.TranslationUnit], lp.TranslationUnit]
