@@ -140,6 +140,9 @@ class ReductionDescriptor(_TaggableMixin):
     tags: frozenset[Tag] = frozenset()
 
 
+_DEFAULT_AXIS = Axis()
+
+
 # {{{ skeletons: structure with child arrays factored out
 
 @dataclass(frozen=True)
@@ -255,6 +258,20 @@ def _short(ary: Any) -> str:
             f"dtype={getattr(ary, 'dtype', None)})")
 
 
+_FIELD_NAMES_CACHE: dict[type, tuple[str, ...]] = {}
+
+
+def _skeleton_field_names(cls: type) -> tuple[str, ...]:
+    """Names of the fields of *cls* that take part in equality, cached."""
+    try:
+        return _FIELD_NAMES_CACHE[cls]
+    except KeyError:
+        names = tuple(f.name for f in dataclasses.fields(cls)
+                      if f.name != "non_equality_tags" and f.compare)
+        _FIELD_NAMES_CACHE[cls] = names
+        return names
+
+
 def array_dataclass(cls: type) -> type:
     """Decorator for node classes: a frozen dataclass keeping the structural
     ``__eq__``/``__hash__`` of :class:`Array`."""
@@ -330,18 +347,17 @@ class Array(GraphNode, _TaggableMixin):
                      normalize_tags(self.non_equality_tags))
         shape = self._pt_compute_shape()
         if self.axes is None:
-            setattr_(self, "axes", tuple(Axis() for _ in shape))
+            setattr_(self, "axes", (_DEFAULT_AXIS,) * len(shape))
         elif len(self.axes) != len(shape):
             raise ValueError(
                 f"{type(self).__name__}: got {len(self.axes)} axes for an array "
                 f"of {len(shape)} dimensions")
         kids: list[Array] = []
         skel_fields = []
-        for f in dataclasses.fields(self):
-            if f.name == "non_equality_tags" or not f.compare:
-                continue
-            value = getattr(self, f.name)
-            if f.name in self._identity_fields:
+        identity_fields = self._identity_fields
+        for name in _skeleton_field_names(type(self)):
+            value = getattr(self, name)
+            if name in identity_fields:
                 skel_fields.append(_Identity(value))
             else:
                 skel_fields.append(_flatten(value, kids))
@@ -561,9 +577,7 @@ for _op, _name in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
 
 def flatten_for_pickle(ary: Array) -> tuple[tuple[str, ...], tuple[Any, ...]]:
     """Names and skeletons of the equality-relevant fields of *ary*."""
-    names = tuple(f.name for f in dataclasses.fields(ary)
-                  if f.name != "non_equality_tags" and f.compare)
-    return names, ary._pt_skel  # type: ignore[attr-defined]
+    return _skeleton_field_names(type(ary)), ary._pt_skel  # type: ignore[attr-defined]
 
 
 def unflatten(cls: type[Array], names: tuple[str, ...], skel: tuple[Any, ...],
