@@ -15,6 +15,7 @@ Before a target lowers a graph, :func:`preprocess`:
 .. autodata:: SINGLE_OUTPUT_NAME
 .. autoclass:: PreprocessResult
 .. autoclass:: NameGenerator
+.. autofunction:: canonical_topological_order
 .. autofunction:: normalize_outputs
 .. autofunction:: preprocess
 """
@@ -28,6 +29,7 @@ from typing import Any
 from pytato.array.base import Array
 from pytato.array.constructors import make_dict_of_named_arrays
 from pytato.array.inputs import DataWrapper, Placeholder
+from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
 from pytato.diagnostic import NameClashError
 from pytato.transform.lower_to_index_lambda import _LOWERABLE, to_index_lambda
@@ -36,7 +38,7 @@ from pytato.transform.mappers import CopyMapper
 
 __all__ = [
     "SINGLE_OUTPUT_NAME", "NameGenerator", "PreprocessResult",
-    "normalize_outputs", "preprocess",
+    "canonical_topological_order", "normalize_outputs", "preprocess",
 ]
 
 SINGLE_OUTPUT_NAME = "_pt_out"
@@ -76,6 +78,44 @@ class NameGenerator:
         name = f"{prefix}_{k}"
         self._taken.add(name)
         return name
+
+
+def _canonical_children(node: Any) -> tuple[Any, ...]:
+    if isinstance(node, IndexLambda):
+        return (*(c for c in node.shape if isinstance(c, Array)),
+                *(node.bindings[k] for k in sorted(node.bindings)))
+    return node._pt_kids  # type: ignore[no-any-return]
+
+
+def canonical_topological_order(roots: Iterable[Any]) -> list[Any]:
+    """All nodes reachable from *roots*, children before parents, in an order
+    that only depends on the graph's structure: unlike
+    :func:`~pytato.array.base.topological_order`, the bindings of an
+    :class:`~pytato.array.IndexLambda` are followed in sorted name order
+    (their insertion order does not take part in equality). Code
+    generators name things in this order, so equal graphs give equal code.
+    """
+    order: list[Any] = []
+    visited: set[int] = set()
+    keep_alive = []
+    for root in roots:
+        if id(root) in visited:
+            continue
+        visited.add(id(root))
+        keep_alive.append(root)
+        stack = [(root, _canonical_children(root), 0)]
+        while stack:
+            node, kids, i = stack[-1]
+            if i < len(kids):
+                stack[-1] = (node, kids, i + 1)
+                kid = kids[i]
+                if id(kid) not in visited:
+                    visited.add(id(kid))
+                    stack.append((kid, _canonical_children(kid), 0))
+            else:
+                stack.pop()
+                order.append(node)
+    return order
 
 
 def normalize_outputs(result: Array | DictOfNamedArrays | Mapping[str, Array]
@@ -121,14 +161,15 @@ class PreprocessResult:
 
 
 class _Preprocessor(CopyMapper):
-    def __init__(self, names: NameGenerator, lower: bool) -> None:
+    def __init__(self, data_names: Mapping[DataWrapper, str], lower: bool
+                 ) -> None:
         super().__init__()
-        self.names = names
+        self.data_names = data_names
         self.lower = lower
         self.bound_arguments: dict[str, Any] = {}
 
     def map_data_wrapper(self, expr: DataWrapper) -> Array:
-        name = expr.name if expr.name is not None else self.names("_pt_data")
+        name = self.data_names[expr]
         self.bound_arguments[name] = expr.data
         shape = tuple(self.rec(c) if isinstance(c, Array) else c
                       for c in expr.shape)
@@ -160,7 +201,12 @@ def preprocess(result: Array | DictOfNamedArrays | Mapping[str, Array],
                 f"output '{name}' has the name of an input of the graph; "
                 "rename the output")
     names = NameGenerator(input_names | frozenset(outputs))
-    prep = _Preprocessor(names, lower_to_index_lambda)
+    data_names: dict[DataWrapper, str] = {}
+    for node in canonical_topological_order([outputs]):
+        if isinstance(node, DataWrapper) and node not in data_names:
+            data_names[node] = (node.name if node.name is not None
+                                else names("_pt_data", try_bare=False))
+    prep = _Preprocessor(data_names, lower_to_index_lambda)
     new_outputs = prep(outputs)
     return PreprocessResult(
         new_outputs, dict(sorted(prep.bound_arguments.items())),

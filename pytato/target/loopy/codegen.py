@@ -54,7 +54,7 @@ from pytato.array.inputs import Placeholder, SizeParam
 from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
 from pytato.array.shape import shape_component_to_expr
-from pytato.codegen import NameGenerator
+from pytato.codegen import NameGenerator, canonical_topological_order
 from pytato.diagnostic import CannotBeLoweredToLoopyError, NameClashError
 from pytato.scalar_expr import (
     SCALAR_CLASSES,
@@ -808,7 +808,7 @@ def build_translation_unit(
         ) -> lp.TranslationUnit:
     """Lower the preprocessed *outputs* (see :func:`pytato.codegen.preprocess`)
     to a loopy translation unit with one kernel named *function_name*."""
-    order = topological_order([outputs])
+    order = canonical_topological_order([outputs])
     names = NameGenerator()
     _reserve_names(outputs, order, names)
     size_params = frozenset(n.name for n in order if isinstance(n, SizeParam))
@@ -824,7 +824,8 @@ def build_translation_unit(
         if not isinstance(ary, IndexLambda):
             stored.discard(ary)
     mapper = CodeGenMapper(state, stored, output_names_of)
-    mapper(outputs)
+    for node in order:
+        mapper.rec(node)
 
     # outputs not computed in place: inputs, and second names of an array
     for name, ary in outputs.items():
