@@ -60,7 +60,9 @@ class DictOfNamedArrays(AbstractResultWithNamedArrays):
         return self._data[name]
 
     def __reduce__(self) -> Any:
-        return (_make_dict_of_named_arrays, (dict(self._data), self.tags))
+        # one flat record list for all outputs keeps shared nodes shared
+        from pytato.array.pickling import reduce_dict_of_named_arrays
+        return reduce_dict_of_named_arrays(self)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._data)
