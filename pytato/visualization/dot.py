@@ -110,15 +110,18 @@ class DotGraphBuilder:
 
     # {{{ nodes
 
-    def node_label(self, node: GraphNode, kid_names: list[str]) -> str:
-        """The HTML-like label of *node*."""
+    def node_label(self, node: GraphNode, kid_names: list[str],
+                   paths: list[tuple[Any, ...]] | None = None) -> str:
+        """The HTML-like label of *node* (see
+        :func:`~pytato.visualization.labels.node_operation` for the
+        arguments)."""
         lim = self.max_label_length
         mm = getattr(node, "_mapper_method", "")
         rows = [f'<TR><TD BGCOLOR="{_FILL.get(mm, _DEFAULT_FILL)}">'
                 f"<B>{_h(type(node).__name__, lim)}</B></TD></TR>"]
         if isinstance(node, Array):
             rows.append(f"<TR><TD>{_h(describe_array(node), lim)}</TD></TR>")
-        op = node_operation(node, kid_names)
+        op = node_operation(node, kid_names, paths)
         rows.append(f'<TR><TD ALIGN="LEFT">{_h(op, lim)}</TD></TR>')
         tags = getattr(node, "tags", frozenset())
         if tags:
@@ -136,7 +139,8 @@ class DotGraphBuilder:
         *kid_ids* (in ``_pt_kids`` order)."""
         paths = kid_paths(node)
         labels = [path_label(p) for p in paths]
-        self.lines.append(f"{nid} [label={self.node_label(node, labels)}];")
+        self.lines.append(
+            f"{nid} [label={self.node_label(node, labels, paths)}];")
         for kid_id, path, label in zip(kid_ids, paths, labels, strict=True):
             style = ' style=dotted color="gray50"' if _is_shape_path(path) \
                 else ""

@@ -26,7 +26,7 @@ from pymbolic.mapper.stringifier import PREC_NONE, StringifyMapper
 
 from pytato.array.base import _ATOMIC, Array, GraphNode
 from pytato.array.shape import format_shape
-from pytato.scalar_expr import Reduce, TypeCast, substitute
+from pytato.scalar_expr import Reduce, TypeCast
 
 
 __all__ = ["einsum_subscripts", "format_tags", "kid_paths", "node_operation",
@@ -90,6 +90,10 @@ def path_label(path: Path) -> str:
 # {{{ scalar expressions
 
 class _ScalarStringifier(StringifyMapper):  # type: ignore[misc]
+    def __init__(self, rename: Mapping[str, str] | None = None) -> None:
+        super().__init__()
+        self.rename = rename or {}
+
     def map_constant(self, expr: Any, enclosing_prec: int, *args: Any) -> str:
         if isinstance(expr, np.generic):
             expr = expr.item()
@@ -100,7 +104,7 @@ class _ScalarStringifier(StringifyMapper):  # type: ignore[misc]
         name = expr.name
         if name.startswith("pytato.c99."):
             return name[len("pytato.c99."):]
-        return name  # type: ignore[no-any-return]
+        return self.rename.get(name, name)
 
     def map_reduce(self, expr: Reduce, enclosing_prec: int, *args: Any) -> str:
         bounds = ", ".join(f"{n}={self.rec(lo, PREC_NONE)}:"
@@ -123,9 +127,7 @@ def scalar_expr_to_str(expr: Any, rename: Mapping[str, str] | None = None
                        ) -> str:
     """*expr* as text (reductions as ``sum[_r0=0:4](...)``, casts as
     ``float32(...)``), with the variables in *rename* renamed."""
-    if rename:
-        expr = substitute(expr, {k: prim.Variable(v) for k, v in rename.items()})
-    return _ScalarStringifier()(expr, PREC_NONE)  # type: ignore[no-any-return]
+    return _ScalarStringifier(rename)(expr, PREC_NONE)  # type: ignore
 
 # }}}
 
@@ -176,10 +178,13 @@ def _shape_str(shape: Sequence[Any]) -> str:
     return format_shape(tuple(shape))
 
 
-def node_operation(node: GraphNode, kid_names: Sequence[str]) -> str:
+def node_operation(node: GraphNode, kid_names: Sequence[str],
+                   paths: Sequence[Path] | None = None) -> str:
     """What *node* computes, with its children (in ``_pt_kids`` order)
-    named by *kid_names*."""
-    paths = kid_paths(node)
+    named by *kid_names* (*paths*: the :func:`kid_paths` of *node*, if
+    already known)."""
+    if paths is None:
+        paths = kid_paths(node)
     by_path = dict(zip(paths, kid_names, strict=True))
 
     def name(path: Path) -> str:
@@ -191,7 +196,7 @@ def node_operation(node: GraphNode, kid_names: Sequence[str]) -> str:
     return _generic_operation(node, paths, kid_names)
 
 
-def _generic_operation(node: GraphNode, paths: list[Path],
+def _generic_operation(node: GraphNode, paths: Sequence[Path],
                        kid_names: Sequence[str]) -> str:
     parts = []
     seen = set()
