@@ -129,6 +129,7 @@ from pytato.frontend.shape_ops import (
 # }}}
 
 # {{{ targets
+# isort: split
 from pytato.target.loopy import (
     BoundPyOpenCLExecutable,
     BoundPyOpenCLProgram,
@@ -138,6 +139,9 @@ from pytato.target.loopy import (
     generate_loopy,
 )
 from pytato.target.python import generate_jax, generate_numpy
+from pytato.transform.lower_to_index_lambda import to_index_lambda
+
+
 # }}}
 
 # {{{ transforms, analysis, visualization
