@@ -80,10 +80,10 @@ _PASSES = {
 }
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", range(20))
 @pytest.mark.parametrize("pass_name", sorted(_PASSES))
 def test_passes_keep_results(pass_name: str, seed: int) -> None:
-    graph = make_random_graph(seed, n_steps=20, n_data_wrappers=2)
+    graph = make_random_graph(seed, n_steps=30, n_data_wrappers=2)
     _check(graph, _PASSES[pass_name](dict(graph.outputs)))
 
 

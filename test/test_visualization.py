@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import webbrowser
@@ -25,8 +26,12 @@ from pytato.visualization import (
 from pytato.visualization.labels import einsum_subscripts, scalar_expr_to_str
 
 
-needs_dot = pytest.mark.skipif(shutil.which("dot") is None,
-                               reason="Graphviz 'dot' is not installed")
+# scripts/setup.sh installs Graphviz; without it, these tests fail with a
+# GraphvizNotFoundError unless PYTATO_ALLOW_NO_GRAPHVIZ=1 skips them
+needs_dot = pytest.mark.skipif(
+    shutil.which("dot") is None
+    and os.environ.get("PYTATO_ALLOW_NO_GRAPHVIZ") == "1",
+    reason="Graphviz 'dot' is not installed (PYTATO_ALLOW_NO_GRAPHVIZ=1)")
 
 _NODE_RE = re.compile(r"^n\d+ \[label=<", re.MULTILINE)
 
@@ -242,10 +247,9 @@ def test_fancy_placeholder_data_flow(tmp_path: Path) -> None:
     # x reaches the outputs only through the stored node
     x_id = re.search(r'^(n\d+) \[label="x\\n', src, re.MULTILINE).group(1)
     assert len(re.findall(rf"^{x_id} -> ", src, re.MULTILINE)) == 1
-    if shutil.which("dot"):
-        path = pt.show_fancy_placeholder_data_flow(
-            out, output_to=tmp_path / "flow.png")
-        assert path.read_bytes()[:4] == b"\x89PNG"
+    path = pt.show_fancy_placeholder_data_flow(out,
+                                               output_to=tmp_path / "flow.dot")
+    assert path.read_text() == src
 
 
 # {{{ text

@@ -13,9 +13,11 @@ they use:
 
 Removing a dead binding also drops the whole subgraph only it referenced.
 Node types with nothing to remove are rebuilt generically (their children
-mapped), so the pass works on any node type; a node type that carries
-removable references (a distributed send whose data nobody awaits, say)
-gets its own ``map_<node>`` method in :class:`DeadCodeEliminator`.
+mapped), so the pass works on any node type. Distributed sends are side
+effects, never dead: a :class:`~pytato.distributed.DistributedSendRefHolder`
+keeps its send. A node type that comes to carry removable references (a
+call binding arguments its function ignores, say) gets its own
+``map_<node>`` method in :class:`DeadCodeEliminator`.
 
 .. autoclass:: DeadCodeEliminator
 .. autofunction:: eliminate_dead_code

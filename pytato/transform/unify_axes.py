@@ -13,7 +13,8 @@ node reads the child along that axis index for index. The edges used:
 * :class:`~pytato.array.Stack`, :class:`~pytato.array.Concatenate`: the
   non-stacked / non-concatenated axes;
 * :class:`~pytato.array.AxisPermutation`: permuted axes;
-  :class:`~pytato.array.Roll`: all axes;
+  :class:`~pytato.array.Roll` and send holders (their passthrough data):
+  all axes;
 * :class:`~pytato.array.Reshape`: axes that the reshape keeps (same length
   and same product of the faster-varying axes);
 * indexing: axes taken by full slices, and index-array axes to the output
@@ -217,6 +218,10 @@ class AxisEquivalenceCollector(Mapper):
     def map_axis_permutation(self, expr: AxisPermutation) -> None:
         for i, j in enumerate(expr.axis_permutation):
             self.unify(expr.array, j, expr, i)
+
+    def map_distributed_send_ref_holder(self, expr: Any) -> None:
+        for j in range(expr.ndim):
+            self.unify(expr.passthrough_data, j, expr, j)
 
     def map_reshape(self, expr: Reshape) -> None:
         for j, i in _kept_reshape_axes(expr.array.shape, expr.shape,
