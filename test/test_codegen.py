@@ -373,6 +373,18 @@ def test_symbolic_sizes(queue):
     _, res = prog(queue, a=_rand((2, 4)), b=_rand((1, 4)), c=_rand((3,)), n=2)
     assert res["col_sum"].shape == (4,)
 
+
+
+def test_data_wrapper_with_symbolic_shape(queue):
+    n = pt.make_size_param("n")
+    d = pt.make_data_wrapper(np.arange(4.0), shape=(n,))
+    x = pt.make_placeholder("x", (n,), np.float64)
+    prog = pt.generate_loopy(x * d)
+    _, (res,) = prog(queue, x=np.ones(4))
+    _check(res, np.arange(4.0))
+    with pytest.raises(ArgumentShapeError, match=r"n=4 .*_pt_data_0"):
+        prog(queue, x=np.ones(5))
+
 # }}}
 
 

@@ -112,7 +112,12 @@ def generate_loopy(
         raise ValueError("for a dict result, 'options' must set "
                          "return_dict=True")
 
-    prep = preprocess(result)
+    from pytato.diagnostic import CannotBeLoweredToLoopyError
+    from pytato.transform.mappers import UnsupportedNodeError
+    try:
+        prep = preprocess(result)
+    except UnsupportedNodeError as e:
+        raise CannotBeLoweredToLoopyError(str(e)) from e
     t_unit = build_translation_unit(
         prep.outputs, target=target.get_loopy_target(), options=options,
         function_name=function_name,

@@ -159,7 +159,8 @@ class ArgumentSpec:
             result[name] = int(v)
         return result
 
-    def _infer(self, arrays: Mapping[str, Any], values: dict[str, int]) -> None:
+    def _infer(self, arrays: Mapping[str, Any], values: dict[str, int],
+               source: dict[str, str]) -> None:
         """Solve shape components of one unknown, affine, for it."""
         progress = True
         while progress:
@@ -175,10 +176,11 @@ class ArgumentSpec:
                     sol = _solve_affine(c, var, int(actual), values)
                     if sol is not None:
                         values[var] = sol
+                        source[var] = f"from the shape of '{name}'"
                         progress = True
 
-    def _verify(self, arrays: Mapping[str, Any], values: Mapping[str, int]
-                ) -> None:
+    def _verify(self, arrays: Mapping[str, Any], values: Mapping[str, int],
+                source: Mapping[str, str]) -> None:
         for name, ary in arrays.items():
             shape, _ = self.arrays[name]
             if shape is None:
@@ -187,7 +189,8 @@ class ArgumentSpec:
             if tuple(int(n) for n in ary.shape) != tuple(int(n)
                                                          for n in expected):
                 params = sorted({p for d in self._shape_deps[name] for p in d})
-                at = (" with " + ", ".join(f"{p}={values[p]}" for p in params)
+                at = (" with " + ", ".join(f"{p}={values[p]} ({source[p]})"
+                                           for p in params)
                       if params else "")
                 raise ArgumentShapeError(
                     f"argument '{name}': expected shape {_fmt_shape(shape)}"
@@ -222,7 +225,8 @@ class ArgumentSpec:
                 f"missing argument{'s' if len(missing) > 1 else ''} "
                 f"{', '.join(repr(m) for m in missing)}{hint}")
         values = self._values(kwargs)
-        self._infer(all_arrays, values)
+        source = dict.fromkeys(values, "passed")
+        self._infer(all_arrays, values, source)
         not_inferred = [n for n in self.values if n not in values]
         if not_inferred:
             raise MissingArgumentError(
@@ -231,7 +235,7 @@ class ArgumentSpec:
                 f"{', '.join(repr(n) for n in not_inferred)}: pass "
                 f"{'them' if len(not_inferred) > 1 else 'it'} explicitly, it "
                 "cannot be inferred from the shapes of the arguments")
-        self._verify(all_arrays, values)
+        self._verify(all_arrays, values, source)
         return user_arrays, values
 
     # }}}
