@@ -418,3 +418,19 @@ def test_passes_on_a_symbolic_shape() -> None:
     tagged = pt.unify_axes_tags(out)
     assert _axis_tags(tagged["y"], 0) == {_AxisA}
     assert _axis_tags(tagged["z"], 0) == {_AxisA}
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.complex128, np.bool_])
+def test_distributive_law_dtypes(dtype) -> None:
+    a = pt.make_placeholder("a", (3,), dtype)
+    b = pt.make_placeholder("b", (3,), dtype)
+    # for booleans '+' is 'or': not distributed
+    e = pt.einsum("i,i->", a + b, b) if dtype == np.bool_ else pt.einsum(
+        "i,i->", a - b, a + b)
+    out = pt.apply_distributive_property_to_einsums(e)
+    vals = {"a": np.array([1, 2, 3]).astype(dtype),
+            "b": np.array([4, 0, 1]).astype(dtype)}
+    assert _run({"o": out}, vals)["o"] == _run({"o": e}, vals)["o"]
+    n_einsums = get_node_type_counts(out)[Einsum]
+    assert n_einsums == {np.int32: 4, np.uint32: 2, np.complex128: 4,
+                         np.bool_: 1}[dtype]

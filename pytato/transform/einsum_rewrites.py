@@ -212,6 +212,8 @@ def _as_linear_combination(operand: Array) -> list[tuple[Array, Any]] | None:
     """``[(array, coefficient), ...]`` summing to *operand*, or None."""
     if not isinstance(operand, IndexLambda) or operand.var_to_reduction_descr:
         return None
+    if operand.dtype.kind not in "iufc":
+        return None     # e.g. '+' of booleans is 'or'
     if not isinstance(operand.expr, prim.Sum) or len(operand.expr.children) < 2:
         return None
     coefs: dict[str, Any] = {}
@@ -221,6 +223,8 @@ def _as_linear_combination(operand: Array) -> list[tuple[Array, Any]] | None:
             return None
         name, coef = t
         coefs[name] = coefs[name] + coef if name in coefs else coef
+    if operand.dtype.kind == "u" and any(c != 1 for c in coefs.values()):
+        return None     # negative coefficients do not fit the dtype
     return [(operand.bindings[name], c) for name, c in coefs.items()]
 
 
