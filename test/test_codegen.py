@@ -240,6 +240,44 @@ def test_frontend_cases(queue, batch):
                                        equal_nan=True, err_msg=case.id)
 
 
+def test_frontend_indexing_and_einsum(queue):
+    """The indexing and einsum cases of the front-end tests, in one kernel."""
+    import test_frontend_indexing as fi
+    import test_frontend_linalg as fl
+
+    outputs, refs, args = {}, {}, {}
+    lazy_i = np.array([[0, 2, 1]], dtype=np.int32)
+    lazy_j = np.array([[3], [0]], dtype=np.uint8)
+    i = pt.make_placeholder("i", lazy_i.shape, lazy_i.dtype)
+    j = pt.make_placeholder("j", lazy_j.shape, lazy_j.dtype)
+    args.update(i=lazy_i, j=lazy_j)
+    for dt in fi.DTYPES:
+        xname = f"x_{np.dtype(dt).name}"
+        x_in = fi._data(fi.SHAPE, dt)
+        x = pt.make_placeholder(xname, fi.SHAPE, dt)
+        args[xname] = x_in
+        for k, idx in enumerate(fi.BASIC + fi.ADVANCED):
+            outputs[f"{xname}_{k}"] = x[idx]
+            refs[f"{xname}_{k}"] = x_in[idx]
+        outputs[f"{xname}_lazy"] = x[i, :, j]
+        refs[f"{xname}_lazy"] = x_in[lazy_i, :, lazy_j]
+        outputs[f"{xname}_lazy2"] = x[:, i[0, 1], j]
+        refs[f"{xname}_lazy2"] = x_in[:, lazy_i[0, 1], lazy_j]
+    for k, (subscripts, shapes) in enumerate(fl.EINSUM_CASES):
+        operands = []
+        for m, shape in enumerate(shapes):
+            name = f"e{k}_{m}"
+            args[name] = fi._data(shape, np.float64, seed=m)
+            operands.append(pt.make_placeholder(name, shape, np.float64))
+        outputs[f"einsum{k}"] = pt.einsum(subscripts, *operands)
+        refs[f"einsum{k}"] = np.einsum(
+            subscripts, *(args[f"e{k}_{m}"] for m in range(len(shapes))))
+    prog = pt.generate_loopy(outputs)
+    _, res = prog(queue, **args)
+    for name, ref in refs.items():
+        _check(res[name], ref)
+
+
 @pytest.mark.parametrize("seed", range(6))
 def test_random_graphs(queue, seed):
     g = make_random_graph(seed)
