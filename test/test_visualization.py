@@ -228,6 +228,29 @@ def test_dot_graph_from_partition() -> None:
     assert src.count("placeholder &#x27;x&#x27;") == 2
     assert b"<svg" in render_dot(src)
 
+
+@needs_dot
+def test_dot_graph_from_real_partition() -> None:
+    MPI = pytest.importorskip("mpi4py.MPI")
+    from pytato.distributed.nodes import (
+        make_distributed_recv,
+        staple_distributed_send,
+    )
+    from pytato.distributed.partition import find_distributed_partition
+
+    x = pt.make_placeholder("x", (4,))
+    held = staple_distributed_send(x * 2, dest_rank=0, comm_tag=1,
+                                   stapled_to=x + 1)
+    recvd = make_distributed_recv(0, 1, (4,), np.float64)
+    partition = find_distributed_partition(MPI.COMM_SELF,
+                                           {"o": held + recvd * 3})
+    src = pt.get_dot_graph_from_partition(partition)
+    for pid in partition.parts:
+        assert f"cluster_part_{pid}" in src
+    assert "send to rank 0, tag 1" in src and "from rank 0, tag 1" in src
+    assert 'label="o"' in src
+    assert b"<svg" in render_dot(src)
+
 # }}}
 
 

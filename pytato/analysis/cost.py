@@ -234,6 +234,9 @@ def estimate_cost(outputs: Any, size_params: Mapping[str, int] | None = None
     :arg size_params: values of size parameters; when given, all results
         are integers.
     :returns: a mapping from output name to :class:`CostEstimate`.
+
+    Each output's graph is traversed separately (node costs are computed
+    once), so the work is linear in the graph size per output.
     """
     result = {}
     flops_cache: dict[int, Any] = {}
