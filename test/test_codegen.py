@@ -485,6 +485,9 @@ def test_name_clashes():
     with pytest.raises(NameClashError, match="tmp"):
         pt.generate_loopy((x + 1).tagged([ImplStored(), Named("tmp")])
                           + (x * 2).tagged([ImplStored(), Named("tmp")]))
+    # a Named tag on an output is ignored
+    prog = pt.generate_loopy({"y": (x + 1).named("y"), "z": (x + 2).named("y")})
+    assert "y" in _kernel(prog).arg_dict
     # generated names avoid user names
     y = pt.make_placeholder("x_dim0", (3,), np.float64)
     prog = pt.generate_loopy({"x_out": x + y})

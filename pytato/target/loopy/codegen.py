@@ -39,7 +39,7 @@ Domains, instructions, arguments and temporaries are collected in a
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -784,8 +784,10 @@ def _reserve_names(outputs: DictOfNamedArrays, order: Sequence[Any],
     for name in outputs:
         names.add_name(name)
     seen: dict[str, Array] = {}
+    output_arrays = set(outputs.values())
     for node in order:
-        if not isinstance(node, Array):
+        # Named tags of inputs and outputs are ignored: those have names
+        if not isinstance(node, IndexLambda) or node in output_arrays:
             continue
         for tag in node.tags_of_type(Named):
             other = seen.get(tag.name)
@@ -805,9 +807,15 @@ def build_translation_unit(
         target: lp.TargetBase, options: lp.Options, function_name: str,
         array_tag_t_to_not_propagate: frozenset[type[Tag]],
         axis_tag_t_to_not_propagate: frozenset[type[Tag]],
+        stored_nodes: Callable[[DictOfNamedArrays], set[Array]] | None = None,
         ) -> lp.TranslationUnit:
     """Lower the preprocessed *outputs* (see :func:`pytato.codegen.preprocess`)
-    to a loopy translation unit with one kernel named *function_name*."""
+    to a loopy translation unit with one kernel named *function_name*.
+
+    :arg stored_nodes: the materialization policy: a function returning the
+        nodes to store (default: :func:`get_stored_nodes`). Outputs are
+        always stored.
+    """
     order = canonical_topological_order([outputs])
     names = NameGenerator()
     _reserve_names(outputs, order, names)
@@ -819,7 +827,8 @@ def build_translation_unit(
     output_names_of: dict[Array, list[str]] = {}
     for name, ary in outputs.items():
         output_names_of.setdefault(ary, []).append(name)
-    stored = get_stored_nodes(outputs)
+    stored = set((stored_nodes or get_stored_nodes)(outputs))
+    stored.update(outputs.values())
     for ary in outputs.values():
         if not isinstance(ary, IndexLambda):
             stored.discard(ary)
