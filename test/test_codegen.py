@@ -494,6 +494,22 @@ def test_name_clashes():
     assert "x_dim0" in _kernel(prog).arg_dict
 
 
+def test_nested_reshapes(queue):
+    """Chains of reshapes nest integer divisions in indices: results must
+    stay right (loopy's index simplification must not turn floor divisions
+    into C's truncating ones) and index expressions must stay small."""
+    a = np.arange(24.0).reshape(4, 6)
+    x = pt.make_placeholder("x", (4, 6), np.float64)
+    y, ref = x, a
+    for _ in range(8):
+        y = pt.reshape(pt.reshape(y, (6, 4)).T, (4, 6)) + 1
+        ref = ref.reshape(6, 4).T.reshape(4, 6) + 1
+    prog = pt.generate_loopy(y)
+    assert 1 < len(_kernel(prog).instructions) <= 4
+    _, (res,) = prog(queue, x=a)
+    _check(res, ref)
+
+
 def test_deep_graph(queue):
     x = pt.make_placeholder("x", (2,), np.float64)
     y = x

@@ -215,11 +215,7 @@ class _ToIndexLambda(Mapper):
         if is_integral_scalar(n):
             n = int(n)  # type: ignore[arg-type]
             shift = expr.shift % n if n else 0
-            if shift == 0:
-                rolled: Any = i
-            else:
-                rolled = prim.If(prim.Comparison(i, "<", shift),
-                                 i + (n - shift), i - shift)
+            rolled: Any = prim.Remainder(i + (n - shift), n) if shift else i
         else:
             rolled = prim.Remainder(prim.Sum((i, -expr.shift)), b.size(n))
         indices = [_idx(k) for k in range(expr.ndim)]

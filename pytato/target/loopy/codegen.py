@@ -25,6 +25,7 @@ Domains, instructions, arguments and temporaries are collected in a
 :class:`CodeGenState` and the kernel is created once at the end.
 
 .. autodata:: MAX_INLINE_DEPTH
+.. autodata:: MAX_INDEX_GROWTH
 .. autofunction:: get_stored_nodes
 .. autoclass:: ImplementedResult
 .. autoclass:: StoredResult
@@ -75,9 +76,9 @@ from pytato.transform.mappers import CachedMapper
 
 
 __all__ = [
-    "MAX_INLINE_DEPTH", "CodeGenMapper", "CodeGenState", "ImplementedResult",
-    "InlinedResult", "SizeParamResult", "StoredResult", "SubstitutionResult",
-    "build_translation_unit", "get_stored_nodes",
+    "MAX_INDEX_GROWTH", "MAX_INLINE_DEPTH", "CodeGenMapper", "CodeGenState",
+    "ImplementedResult", "InlinedResult", "SizeParamResult", "StoredResult",
+    "SubstitutionResult", "build_translation_unit", "get_stored_nodes",
 ]
 
 MAX_INLINE_DEPTH = 32
@@ -85,27 +86,38 @@ MAX_INLINE_DEPTH = 32
 bounds the size of generated expressions and the recursion depth of
 lowering them."""
 
+MAX_INDEX_GROWTH = 16
+"""An inlined node whose expression uses an output index ``k`` times
+multiplies the size of the index expressions of its inlined children by
+``k``; where the product along a chain of inlined nodes would exceed this,
+the children are stored instead."""
+
 
 # {{{ what to store
 
-class _BindingUseCounter(WalkMapper):
+def _is_index_name(name: str) -> bool:
+    return name[:1] == "_" and name[1:].isdigit()
+
+
+class _UseCounter(WalkMapper):
+    """Counts the references to bindings and output indices."""
+
     def __init__(self, names: Any) -> None:
         self.names = names
         self.counts: Counter[str] = Counter()
 
     def map_variable(self, expr: prim.Variable) -> None:
-        if expr.name in self.names:
-            self.counts[expr.name] += 1
+        name = expr.name
+        if name in self.names or _is_index_name(name):
+            self.counts[name] += 1
 
     def map_subscript(self, expr: prim.Subscript) -> None:
         self.rec(expr.aggregate)
         self.rec(expr.index)
 
 
-def _binding_use_counts(expr: IndexLambda) -> Counter[str]:
-    if not expr.bindings:
-        return Counter()
-    counter = _BindingUseCounter(expr.bindings)
+def _use_counts(expr: IndexLambda) -> Counter[str]:
+    counter = _UseCounter(expr.bindings)
     if not isinstance(expr.expr, SCALAR_CLASSES):
         counter(expr.expr)
     return counter.counts
@@ -122,47 +134,63 @@ def _is_size_expression(expr: Array) -> bool:
 
 def get_stored_nodes(outputs: DictOfNamedArrays) -> set[Array]:
     """The nodes of the (preprocessed) graph of *outputs* to compute into
-    memory rather than inline into their users: the outputs, nodes tagged
-    :class:`~pytato.tags.ImplStored`, and computed nodes (other than size
-    expressions and nodes tagged :class:`~pytato.tags.ImplInlined`) that
-    are read at more than one place (by several users, or several times by
-    one user), so that they are computed once. Chains of inlined nodes are
-    cut every :data:`MAX_INLINE_DEPTH` nodes.
+    memory rather than inline into their users:
 
-    This is the whole materialization policy of the loopy target: replace
-    this function to change it.
+    * the outputs and the nodes tagged :class:`~pytato.tags.ImplStored`;
+    * computed nodes read at more than one place (by several users, or
+      several times by one user), so that they are computed once;
+    * nodes that keep generated expressions small: one in every
+      :data:`MAX_INLINE_DEPTH` nodes of a chain of inlined nodes, and the
+      children of a node whose index expressions would grow by more than
+      :data:`MAX_INDEX_GROWTH`.
+
+    Size expressions and nodes tagged :class:`~pytato.tags.ImplInlined` are
+    only stored for the last reason.
+
+    This is the whole materialization policy of the loopy target (see the
+    *stored_nodes* argument of :func:`build_translation_unit`).
     """
-    order = topological_order([outputs])
+    from pytato.target.loopy import ImplSubstitution
+
+    order = [n for n in topological_order([outputs])
+             if isinstance(n, IndexLambda)]
+    counts = {node: _use_counts(node) for node in order}
     uses: Counter[Array] = Counter()
     for node in order:
-        if isinstance(node, IndexLambda):
-            counts = _binding_use_counts(node)
-            for name, ary in node.bindings.items():
-                uses[ary] += counts.get(name, 0)
-
-    from pytato.target.loopy import ImplSubstitution
+        for name, ary in node.bindings.items():
+            uses[ary] += counts[node].get(name, 0)
 
     stored: set[Array] = set(outputs.values())
     depth: dict[Array, int] = {}
+    growth: dict[Array, int] = {}
+
+    def is_inlined(ary: Array) -> bool:
+        return ary in depth and ary not in stored
+
     for node in order:
-        if not isinstance(node, IndexLambda):
-            continue
         if node.tags_of_type(ImplStored):
             stored.add(node)
-        elif node.tags_of_type(ImplSubstitution):
-            pass
         elif (uses[node] > 1 and not node.tags_of_type(ImplInlined)
+                and not node.tags_of_type(ImplSubstitution)
                 and not _is_size_expression(node)):
             stored.add(node)
-        if node in stored or node.tags_of_type(ImplSubstitution):
-            depth[node] = 0
-            continue
-        d = 1 + max((depth.get(b, 0) for b in node.bindings.values()),
-                    default=0)
+        kids = [b for b in node.bindings.values() if is_inlined(b)]
+        factor = max((c for name, c in counts[node].items()
+                      if _is_index_name(name)), default=1)
+        g = factor * max((growth[k] for k in kids), default=1)
+        if g > MAX_INDEX_GROWTH:
+            for k in kids:
+                if growth[k] > 1 and not _is_size_expression(k):
+                    stored.add(k)
+            kids = [k for k in kids if k not in stored]
+            g = factor * max((growth[k] for k in kids), default=1)
+        d = 1 + max((depth[k] for k in kids), default=0)
         if d > MAX_INLINE_DEPTH and not _is_size_expression(node):
             stored.add(node)
-            d = 0
+        if node in stored or node.tags_of_type(ImplSubstitution):
+            d, g = 0, 1
         depth[node] = d
+        growth[node] = g
     return stored
 
 # }}}
@@ -423,6 +451,19 @@ def _complex_parts(x: Any) -> tuple[Any, Any]:
     return _call("real", x), _call("imag", x)
 
 
+def _opaque_divisor(den: Any) -> Any:
+    """Hide a constant integer divisor from loopy's affine simplification of
+    array indices. Loopy re-simplifies an index after choosing C's ``/`` and
+    ``%`` for the divisions it proved non-negative; the simplified
+    quasi-affine form may have negative numerators, which C truncates,
+    giving wrong results (seen with nested reshapes). An opaque call (an
+    identity ``max(c, c)``) keeps the expression out of isl; loopy then uses
+    its floor-division functions."""
+    if isinstance(den, (int, np.integer)) and not isinstance(den, bool):
+        return prim.Call(prim.Variable("max"), (den, den))
+    return den
+
+
 def _is_inexact(dtype: Any) -> bool:
     return (isinstance(dtype, float)
             or (isinstance(dtype, np.dtype) and dtype.kind in "fc"))
@@ -532,7 +573,7 @@ class ScalarToLoopyMapper(IdentityMapper):
         num, den = self._operand(expr.numerator), self._operand(expr.denominator)
         if _is_inexact(self._dtype(expr)):
             return prim.Call(prim.Variable("floor"), (prim.Quotient(num, den),))
-        return prim.FloorDiv(num, den)
+        return prim.FloorDiv(num, _opaque_divisor(den))
 
     def map_remainder(self, expr: prim.Remainder) -> Any:
         num, den = self._operand(expr.numerator), self._operand(expr.denominator)
@@ -540,7 +581,7 @@ class ScalarToLoopyMapper(IdentityMapper):
             # numpy: the result has the sign of the divisor
             quot = prim.Call(prim.Variable("floor"), (prim.Quotient(num, den),))
             return prim.Sum((num, prim.Product((-1, den, quot))))
-        return prim.Remainder(num, den)
+        return prim.Remainder(num, _opaque_divisor(den))
 
     def map_quotient(self, expr: prim.Quotient) -> Any:
         return prim.Quotient(self._operand(expr.numerator),
@@ -595,14 +636,13 @@ def _isl_affine(expr: Any, params: set[str]) -> str:
     if isinstance(expr, prim.Product):
         return "(" + "*".join(_isl_affine(c, params)
                               for c in expr.children) + ")"
-    if isinstance(expr, prim.FloorDiv) and isinstance(
-            expr.denominator, (int, np.integer)):
-        return (f"floor(({_isl_affine(expr.numerator, params)})"
-                f"/{int(expr.denominator)})")
-    if isinstance(expr, prim.Remainder) and isinstance(
-            expr.denominator, (int, np.integer)):
-        return (f"(({_isl_affine(expr.numerator, params)}) mod "
-                f"{int(expr.denominator)})")
+    den = getattr(expr, "denominator", None)
+    if isinstance(den, prim.Call) and den.function == prim.Variable("max"):
+        den = den.parameters[0]   # see _opaque_divisor
+    if isinstance(expr, prim.FloorDiv) and isinstance(den, (int, np.integer)):
+        return f"floor(({_isl_affine(expr.numerator, params)})/{int(den)})"
+    if isinstance(expr, prim.Remainder) and isinstance(den, (int, np.integer)):
+        return f"(({_isl_affine(expr.numerator, params)}) mod {int(den)})"
     raise CannotBeLoweredToLoopyError(
         f"loop bound {expr} is not an affine expression of size parameters")
 
