@@ -25,6 +25,9 @@ from the matching builtin exception (:class:`ValueError`, :class:`TypeError`,
 .. autoexception:: DistributedError
 .. autoexception:: GraphvizNotFoundError
 .. autoexception:: GraphvizError
+.. autoexception:: FunctionTracingError
+.. autoexception:: CallBindingError
+.. autoexception:: UnsupportedByTargetError
 """
 
 from __future__ import annotations
@@ -114,3 +117,20 @@ class GraphvizNotFoundError(PytatoError, RuntimeError):
 
 class GraphvizError(PytatoError, RuntimeError):
     """The Graphviz ``dot`` program failed to render a picture."""
+
+
+class FunctionTracingError(PytatoError, TypeError):
+    """A function traced into the graph (:func:`pytato.trace_call`) returns
+    something other than arrays, or its body refers to inputs that are not
+    its parameters."""
+
+
+class CallBindingError(PytatoError, TypeError):
+    """The bindings of a call (of a traced function or a loopy kernel) do
+    not match its parameters: missing, unknown or of the wrong kind."""
+
+
+class UnsupportedByTargetError(PytatoError, NotImplementedError):
+    """A node (e.g. a call of a user loopy kernel, or a foreign scalar
+    function without an implementation for the target) cannot be run by
+    the chosen code generation target."""
