@@ -456,6 +456,30 @@ def test_shared_subexpressions_computed_once(queue):
     _check(res["w"], tv * 2)
 
 
+def test_broadcast_reductions_are_stored(queue):
+    """Reductions read broadcast are stored (not recomputed per element);
+    reductions read element by element are inlined."""
+    a, b, v = _rand((5, 5)), _rand((5, 5)), _rand((5,))
+    x = pt.make_placeholder("a", (5, 5), np.float64)
+    y = pt.make_placeholder("b", (5, 5), np.float64)
+    w = pt.make_placeholder("v", (5,), np.float64)
+    cases = {
+        "centered": (w - pt.sum(w), v - v.sum(), 1),
+        "matvec2": (x @ (y @ w), a @ (b @ v), 1),
+        "bcast": ((pt.sum(x, axis=1) * 2)[:, None] + x,
+                  (a.sum(1) * 2)[:, None] + a, 1),
+        "sumsum": (pt.sum(pt.sum(x, axis=1)), a.sum(), 0),
+        "scaled": (pt.sum(x, axis=1) * 2, a.sum(1) * 2, 0),
+    }
+    for name, (graph, _, ntemps) in cases.items():
+        prog = pt.generate_loopy({name: graph})
+        assert len(_kernel(prog).temporary_variables) == ntemps, name
+    _, res = pt.generate_loopy({k: g for k, (g, _, _) in cases.items()})(
+        queue, a=a, b=b, v=v)
+    for name, (_, ref, _) in cases.items():
+        _check(res[name], ref)
+
+
 def test_stored_named_and_substitution(queue):
     a = _rand((3, 4))
     x = pt.make_placeholder("x", (3, 4), np.float64)
