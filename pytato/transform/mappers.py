@@ -76,6 +76,12 @@ class Mapper:
     def __call__(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
         return self.rec(expr, *args, **kwargs)
 
+    def rec_function_definition(self, expr: Any, *args: Any, **kwargs: Any
+                                ) -> Any:
+        """Map a :class:`~pytato.function.FunctionDefinition` (the body of
+        called functions is a graph of its own, not a child of the call)."""
+        return self.map_function_definition(expr, *args, **kwargs)
+
 
 class CachedMapper(Mapper):
     """A :class:`Mapper` memoizing results per (structurally equal) node
@@ -104,6 +110,42 @@ class CachedMapper(Mapper):
                 self.rec(node)
         return self.rec(expr, *args, **kwargs)
 
+    def rec_function_definition(self, expr: Any, *args: Any, **kwargs: Any
+                                ) -> Any:
+        """Map a function definition once (per extra arguments), however
+        many calls refer to it."""
+        cache = self.__dict__.setdefault("_function_cache", {})
+        key = self.get_cache_key(expr, *args, **kwargs)
+        try:
+            return cache[key]
+        except KeyError:
+            result = self.map_function_definition(expr, *args, **kwargs)
+            cache[key] = result
+            return result
+
+    def clone_for_callee(self, function: Any) -> CachedMapper:
+        """A mapper of the same kind for the body of *function* (a separate
+        scope: its nodes are cached separately from the caller's). Mappers
+        whose constructor takes arguments must override this to map graphs
+        with calls."""
+        try:
+            return type(self)()
+        except TypeError as e:
+            raise NotImplementedError(
+                f"{type(self).__name__} must define clone_for_callee to map "
+                f"the bodies of called functions ({e})") from None
+
+
+def _rebuild_non_array(expr: Any, new_kids: tuple[Any, ...]) -> Any:
+    """Rebuild a non-array node (a dataclass with a per-field skeleton, see
+    :class:`~pytato.array.nonarray.DataclassGraphNode`) with new children."""
+    import dataclasses
+
+    from pytato.array.base import _unflatten
+    return type(expr)(**{
+        f.name: _unflatten(s, new_kids)
+        for f, s in zip(dataclasses.fields(expr), expr._pt_skel, strict=True)})
+
 
 class CopyMapper(CachedMapper):
     """Rebuilds the graph bottom-up; a node whose children are unchanged is
@@ -130,6 +172,35 @@ class CopyMapper(CachedMapper):
         data = self.rec(expr.data)
         return expr if data is expr.data else expr.copy(data=data)
 
+    # {{{ calls, loopy calls, sparse matrices
+
+    def map_function_definition(self, expr: Any) -> Any:
+        mapper = self.clone_for_callee(expr)
+        new = {k: mapper(v) for k, v in expr.returns.items()}
+        if all(new[k] is v for k, v in expr.returns.items()):
+            return expr
+        return expr.copy(returns=new)
+
+    def map_call(self, expr: Any) -> Any:
+        fn = self.rec_function_definition(expr.function)
+        bindings = {k: self.rec(v) for k, v in expr.bindings.items()}
+        if fn is expr.function and all(
+                bindings[k] is v for k, v in expr.bindings.items()):
+            return expr
+        return expr.copy(function=fn, bindings=bindings)
+
+    def _map_non_array_node(self, expr: Any) -> Any:
+        kids = get_children(expr)
+        new_kids = tuple(self.rec(k) for k in kids)
+        if all(a is b for a, b in zip(kids, new_kids, strict=True)):
+            return expr
+        return _rebuild_non_array(expr, new_kids)
+
+    map_loopy_call = _map_non_array_node
+    map_csr_matrix = _map_non_array_node
+
+    # }}}
+
 
 class CopyMapperWithExtraArgs(CachedMapper):
     """A :class:`CopyMapper` whose methods take extra arguments, passed on
@@ -153,6 +224,34 @@ class CopyMapperWithExtraArgs(CachedMapper):
         data = self.rec(expr.data, *args, **kwargs)
         return expr if data is expr.data else expr.copy(data=data)
 
+    def map_function_definition(self, expr: Any, *args: Any, **kwargs: Any
+                                ) -> Any:
+        mapper = self.clone_for_callee(expr)
+        new = {k: mapper.rec(v, *args, **kwargs)
+               for k, v in expr.returns.items()}
+        if all(new[k] is v for k, v in expr.returns.items()):
+            return expr
+        return expr.copy(returns=new)
+
+    def map_call(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
+        fn = self.rec_function_definition(expr.function, *args, **kwargs)
+        bindings = {k: self.rec(v, *args, **kwargs)
+                    for k, v in expr.bindings.items()}
+        if fn is expr.function and all(
+                bindings[k] is v for k, v in expr.bindings.items()):
+            return expr
+        return expr.copy(function=fn, bindings=bindings)
+
+    def _map_non_array_node(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
+        kids = get_children(expr)
+        new_kids = tuple(self.rec(k, *args, **kwargs) for k in kids)
+        if all(a is b for a, b in zip(kids, new_kids, strict=True)):
+            return expr
+        return _rebuild_non_array(expr, new_kids)
+
+    map_loopy_call = _map_non_array_node
+    map_csr_matrix = _map_non_array_node
+
 
 class CombineMapper(CachedMapper):
     """Combines the results of the children with :meth:`combine`."""
@@ -168,6 +267,22 @@ class CombineMapper(CachedMapper):
 
     def map_distributed_send(self, expr: Any) -> Any:
         return self.combine(self.rec(expr.data))
+
+    def map_function_definition(self, expr: Any) -> Any:
+        """Combine the results of the function's returned arrays, mapped by
+        :meth:`~CachedMapper.clone_for_callee` (the body is a scope of its
+        own: override this for analyses where that matters)."""
+        mapper = self.clone_for_callee(expr)
+        return self.combine(*(mapper(v) for v in expr.returns.values()))
+
+    def map_call(self, expr: Any) -> Any:
+        return self.combine(self.rec_function_definition(expr.function),
+                            *(self.rec(v) for v in expr.bindings.values()))
+
+    def map_loopy_call(self, expr: Any) -> Any:
+        return self.combine(*(self.rec(k) for k in get_children(expr)))
+
+    map_csr_matrix = map_loopy_call
 
 
 class WalkMapper(Mapper):
@@ -190,6 +305,26 @@ class WalkMapper(Mapper):
 
     map_dict_of_named_arrays = map_array
     map_distributed_send = map_array
+    map_loopy_call = map_array
+    map_csr_matrix = map_array
+
+    def map_function_definition(self, expr: Any, *args: Any, **kwargs: Any
+                                ) -> None:
+        """Walk the arrays the function returns (once per definition for
+        :class:`CachedWalkMapper`)."""
+        if not self.visit(expr, *args, **kwargs):
+            return
+        for v in expr.returns.values():
+            self.rec(v, *args, **kwargs)
+        self.post_visit(expr, *args, **kwargs)
+
+    def map_call(self, expr: Any, *args: Any, **kwargs: Any) -> None:
+        if not self.visit(expr, *args, **kwargs):
+            return
+        self.rec_function_definition(expr.function, *args, **kwargs)
+        for v in expr.bindings.values():
+            self.rec(v, *args, **kwargs)
+        self.post_visit(expr, *args, **kwargs)
 
 
 class CachedWalkMapper(WalkMapper):
@@ -210,16 +345,34 @@ class CachedWalkMapper(WalkMapper):
         Mapper.rec(self, expr, *args, **kwargs)
         self._visited.add(key)
 
+    def rec_function_definition(self, expr: Any, *args: Any, **kwargs: Any
+                                ) -> None:
+        """Walk each function body once, however many calls it has."""
+        key = ("function", self.get_cache_key(expr, *args, **kwargs))
+        if key in self._visited:
+            return
+        self._visited.add(key)
+        if not args and not kwargs:
+            if self.visit(expr):
+                self._walk([*expr.returns.values()])
+                self.post_visit(expr)
+            return
+        self.map_function_definition(expr, *args, **kwargs)
+
+    def _walk(self, roots: list[Any]) -> None:
+        # children before parents: each rec finds its children visited
+        for node in topological_order(roots):
+            if id(node) in self._visited:
+                continue
+            if getattr(node, "_mapper_method", None) == "map_call":
+                self.rec_function_definition(node.function)
+            if self.visit(node):
+                self.post_visit(node)
+            self._visited.add(id(node))
+
     def __call__(self, expr: Any, *args: Any, **kwargs: Any) -> None:
         if not args and not kwargs and isinstance(expr, GraphNode):
-            # children before parents: each rec finds its children visited
-            order = topological_order([expr])
-            for node in order:
-                if id(node) in self._visited:
-                    continue
-                if self.visit(node):
-                    self.post_visit(node)
-                self._visited.add(id(node))
+            self._walk([expr])
             return
         self.rec(expr, *args, **kwargs)
 
