@@ -707,6 +707,11 @@ class CodeGenState:
 
         The :class:`~pytato.codegen.NameGenerator` for all kernel-level
         names (arguments, temporaries, inames, instruction ids, rules).
+
+    .. attribute:: translation_unit_transforms
+
+        Functions applied, in order, to the translation unit once the kernel
+        is created (for lowerings that need more than one kernel).
     """
 
     names: NameGenerator
@@ -718,6 +723,9 @@ class CodeGenState:
     kernel_data: dict[str, Any] = field(default_factory=dict)
     substitutions: dict[str, Any] = field(default_factory=dict)
     iname_tags: dict[str, frozenset[Tag]] = field(default_factory=dict)
+    translation_unit_transforms: list[
+        Callable[[lp.TranslationUnit], lp.TranslationUnit]] = field(
+            default_factory=list)
 
     def add_domain(self, inames: Sequence[str], lower: Sequence[Any],
                    upper: Sequence[Any]) -> None:
@@ -893,6 +901,7 @@ def build_translation_unit(
         array_tag_t_to_not_propagate: frozenset[type[Tag]],
         axis_tag_t_to_not_propagate: frozenset[type[Tag]],
         stored_nodes: Callable[[DictOfNamedArrays], set[Array]] | None = None,
+        mapper_class: type[CodeGenMapper] | None = None,
         ) -> lp.TranslationUnit:
     """Lower the preprocessed *outputs* (see :func:`pytato.codegen.preprocess`)
     to a loopy translation unit with one kernel named *function_name*.
@@ -900,6 +909,10 @@ def build_translation_unit(
     :arg stored_nodes: the materialization policy: a function returning the
         nodes to store (default: :func:`get_stored_nodes`). Outputs are
         always stored.
+    :arg mapper_class: a subclass of :class:`CodeGenMapper` lowering more
+        node types (e.g. calls); it may add functions to
+        :attr:`CodeGenState.translation_unit_transforms` to be applied to
+        the created translation unit (e.g. to register callee kernels).
     """
     order = canonical_topological_order([outputs])
     names = NameGenerator()
@@ -917,7 +930,7 @@ def build_translation_unit(
     for ary in outputs.values():
         if not isinstance(ary, IndexLambda):
             stored.discard(ary)
-    mapper = CodeGenMapper(state, stored, output_names_of)
+    mapper = (mapper_class or CodeGenMapper)(state, stored, output_names_of)
     for node in order:
         mapper.rec(node)
 
@@ -945,6 +958,8 @@ def build_translation_unit(
                    if name in state.iname_tags else iname)
             for name, iname in knl.inames.items()})
         t_unit = t_unit.with_kernel(knl)
+    for transform in state.translation_unit_transforms:
+        t_unit = transform(t_unit)
     return t_unit
 
 
