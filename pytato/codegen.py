@@ -183,6 +183,21 @@ class _Preprocessor(CopyMapper):
             return to_index_lambda(new)
         return new
 
+    # {{{ calls (see pytato.function)
+
+    def clone_for_callee(self, function: Any) -> _Preprocessor:
+        # function bodies hold no data wrappers (pytato.function)
+        return _Preprocessor({}, self.lower)
+
+    def map_named_call_result(self, expr: Any) -> Array:
+        from pytato.tags import InlineCallTag
+        if expr._container.tags_of_type(InlineCallTag):
+            from pytato.transform.calls import inline_call_result
+            return self(inline_call_result(expr, only_tagged=True))  # type: ignore[no-any-return]
+        return self.map_array(expr)
+
+    # }}}
+
 
 def preprocess(result: Array | DictOfNamedArrays | Mapping[str, Array],
                *, lower_to_index_lambda: bool = True) -> PreprocessResult:

@@ -1,0 +1,147 @@
+"""Inlining calls of traced functions.
+
+A call is *inlined* by substituting the call-site bindings for the
+parameters of the function's body, so that its results become ordinary
+nodes of the caller's graph. Code generation inlines the calls tagged
+:class:`~pytato.tags.InlineCallTag` and lowers the others to callee
+kernels; inlined and called forms compute the same values.
+
+.. autofunction:: inline_calls
+.. autofunction:: tag_all_calls_to_be_inlined
+.. autofunction:: inline_call_result
+.. autoclass:: CallInliner
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pytato.array.base import Array, Axis, _unique_family
+from pytato.array.inputs import InputArgumentBase, Placeholder, SizeParam
+from pytato.array.results import DictOfNamedArrays
+from pytato.function import Call, NamedCallResult
+from pytato.tags import InlineCallTag
+from pytato.transform.mappers import CopyMapper
+
+
+__all__ = [
+    "CallInliner", "inline_call_result", "inline_calls",
+    "tag_all_calls_to_be_inlined",
+]
+
+
+def _with_call_site_metadata(ary: Array, site: NamedCallResult) -> Array:
+    """*ary* (an inlined result) with the tags and axis tags given to the
+    call result *site*; the call site's unique tags win."""
+    if isinstance(ary, InputArgumentBase):
+        # retagging an input would make it a different input of that name
+        return ary
+    if not site.tags and not any(a.tags for a in site.axes):
+        return ary
+
+    def merge(old: frozenset[Any], new: frozenset[Any]) -> frozenset[Any]:
+        families = {_unique_family(type(t)) for t in new if _is_unique(t)}
+        kept = frozenset(t for t in old
+                         if _unique_family(type(t)) not in families
+                         or not _is_unique(t))
+        return kept | new
+
+    axes = tuple(Axis(merge(a.tags, b.tags)) if b.tags else a
+                 for a, b in zip(ary.axes, site.axes, strict=True))
+    return ary.copy(tags=merge(ary.tags, site.tags), axes=axes)
+
+
+def _is_unique(tag: Any) -> bool:
+    from pytools.tag import UniqueTag
+    return isinstance(tag, UniqueTag)
+
+
+class CallInliner(CopyMapper):
+    """Copies a graph, replacing the results of calls (all of them, or
+    only those tagged :class:`~pytato.tags.InlineCallTag` if
+    *only_tagged*) by the function's body with the bindings substituted.
+    Calls inside inlined bodies are handled in the same way."""
+
+    def __init__(self, only_tagged: bool = True) -> None:
+        super().__init__()
+        self.only_tagged = only_tagged
+        self._substitutors: dict[Call, _BodySubstitutor] = {}
+
+    def clone_for_callee(self, function: Any) -> CallInliner:
+        return CallInliner(self.only_tagged)
+
+    def _should_inline(self, call: Call) -> bool:
+        return not self.only_tagged or bool(call.tags_of_type(InlineCallTag))
+
+    def map_named_call_result(self, expr: NamedCallResult) -> Array:
+        call = expr._container
+        if not self._should_inline(call):
+            return self.map_array(expr)
+        sub = self._substitutors.get(call)
+        if sub is None:
+            bindings = {k: self.rec(v) for k, v in call.bindings.items()}
+            sub = _BodySubstitutor(bindings, self.only_tagged)
+            self._substitutors[call] = sub
+        return _with_call_site_metadata(sub(call.function.returns[expr.name]),
+                                        expr)
+
+
+class _BodySubstitutor(CallInliner):
+    """Maps a function body into the caller's scope."""
+
+    def __init__(self, bindings: Mapping[str, Array], only_tagged: bool) -> None:
+        super().__init__(only_tagged)
+        self.bindings = bindings
+
+    def map_placeholder(self, expr: Placeholder) -> Array:
+        return self.bindings[expr.name]
+
+    def map_size_param(self, expr: SizeParam) -> Array:
+        return self.bindings.get(expr.name, expr)
+
+
+def _apply(mapper: CopyMapper, expr: Any) -> Any:
+    if isinstance(expr, (Array, DictOfNamedArrays)):
+        return mapper(expr)
+    if isinstance(expr, Mapping):
+        new = mapper(DictOfNamedArrays(dict(expr)))
+        return type(expr)(new) if isinstance(expr, dict) else new
+    raise TypeError("expected an Array, a DictOfNamedArrays or a dict of "
+                    f"arrays, got {type(expr).__name__}")
+
+
+def inline_calls(expr: Any, *, only_tagged: bool = True) -> Any:
+    """Inline the calls in the graph of *expr* (an array, a
+    :class:`~pytato.DictOfNamedArrays` or a dict of arrays) that are tagged
+    :class:`~pytato.tags.InlineCallTag` (all calls if *only_tagged* is
+    false), including calls inside the bodies of called functions.
+
+    Tags given to a call's result are kept on the inlined array.
+    """
+    return _apply(CallInliner(only_tagged), expr)
+
+
+def inline_call_result(expr: NamedCallResult, *, only_tagged: bool = False
+                       ) -> Array:
+    """The result *expr* of a call, inlined into the caller's graph (the
+    bindings are not mapped). Calls inside the function's body are inlined
+    too (only those tagged :class:`~pytato.tags.InlineCallTag` if
+    *only_tagged*)."""
+    sub = _BodySubstitutor(expr._container.bindings, only_tagged)
+    return _with_call_site_metadata(
+        sub(expr._container.function.returns[expr.name]), expr)
+
+
+class _InlineTagger(CopyMapper):
+    def map_call(self, expr: Call) -> Call:
+        new = super().map_call(expr)
+        if new.tags_of_type(InlineCallTag):
+            return new  # type: ignore[no-any-return]
+        return new.tagged(InlineCallTag())  # type: ignore[no-any-return]
+
+
+def tag_all_calls_to_be_inlined(expr: Any) -> Any:
+    """Tag every call in the graph of *expr* (and in the bodies of called
+    functions) with :class:`~pytato.tags.InlineCallTag`."""
+    return _apply(_InlineTagger(), expr)
