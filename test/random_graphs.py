@@ -232,7 +232,7 @@ class _Builder:
         return x[t], a[t]
 
     def op_advanced_index(self) -> Pair | None:
-        p = self.pick(lambda p: p[1].ndim >= 1)
+        p = self.pick(lambda p: p[1].ndim >= 1 and 0 not in p[1].shape)
         if p is None:
             return None
         x, a = p
