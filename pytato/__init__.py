@@ -6,7 +6,7 @@ submodule for details.
 
 from __future__ import annotations
 
-from pytato import scalar_expr, tags, transform
+from pytato import cmath, scalar_expr, tags, transform
 from pytato.array import (
     AbstractResultWithNamedArrays,
     AdvancedIndexInContiguousAxes,
@@ -126,6 +126,8 @@ from pytato.frontend.shape_ops import (
     swapaxes,
     transpose,
 )
+
+
 # }}}
 
 # {{{ targets

@@ -17,6 +17,10 @@ from pytato.transform.einsum_rewrites import (
     apply_distributive_property_to_einsums,
     rewrite_einsums_with_no_broadcasts,
 )
+from pytato.transform.lower_to_index_lambda import (
+    lower_to_index_lambdas,
+    to_index_lambda,
+)
 from pytato.transform.mappers import (
     CachedMapper,
     CachedWalkMapper,
@@ -38,13 +42,32 @@ from pytato.transform.unify_axes import AxisEquivalenceCollector, unify_axes_tag
 
 
 __all__ = [
-    "AxisEquivalenceCollector", "CachedMapper", "CachedWalkMapper",
-    "CombineMapper", "CopyMapper", "CopyMapperWithExtraArgs",
-    "DeadCodeEliminator", "Deduplicator", "DependencyMapper",
-    "EinsumBroadcastRemover", "EinsumDistributor", "EqualityComparer",
-    "InputGatherer", "Mapper", "SizeParamGatherer", "WalkMapper",
-    "apply_distributive_property_to_einsums", "copy_dict_of_named_arrays",
-    "deduplicate", "eliminate_dead_code", "get_users", "map_and_copy",
-    "precompute_subexpressions", "rewrite_einsums_with_no_broadcasts",
-    "topological_order", "unify_axes_tags",
+    "AxisEquivalenceCollector",
+    "CachedMapper",
+    "CachedWalkMapper",
+    "CombineMapper",
+    "CopyMapper",
+    "CopyMapperWithExtraArgs",
+    "DeadCodeEliminator",
+    "Deduplicator",
+    "DependencyMapper",
+    "EinsumBroadcastRemover",
+    "EinsumDistributor",
+    "EqualityComparer",
+    "InputGatherer",
+    "Mapper",
+    "SizeParamGatherer",
+    "WalkMapper",
+    "apply_distributive_property_to_einsums",
+    "copy_dict_of_named_arrays",
+    "deduplicate",
+    "eliminate_dead_code",
+    "get_users",
+    "lower_to_index_lambdas",
+    "map_and_copy",
+    "precompute_subexpressions",
+    "rewrite_einsums_with_no_broadcasts",
+    "to_index_lambda",
+    "topological_order",
+    "unify_axes_tags",
 ]
