@@ -424,7 +424,7 @@ class Array(GraphNode, _TaggableMixin):
         return shape_product(self.shape)
 
     @property
-    def T(self) -> Array:  # noqa: N802
+    def T(self) -> Array:
         """The transpose."""
         from pytato.frontend.shape_ops import transpose
         return transpose(self)
