@@ -95,7 +95,12 @@ def generate_loopy(
     import loopy as lp
 
     from pytato.codegen import preprocess
-    from pytato.target.loopy.codegen import build_translation_unit
+
+    # calls, loopy calls, foreign functions and sparse products lower
+    # through the extended mapper of pytato.target.loopy.calls
+    from pytato.target.loopy.calls import (
+        build_translation_unit_with_calls as build_translation_unit,
+    )
 
     is_dict = not isinstance(result, Array)
     if target is None:

@@ -579,6 +579,10 @@ class ScalarToLoopyMapper(IdentityMapper):
 
     def map_call(self, expr: prim.Call) -> Any:
         fn = expr.function
+        if isinstance(fn, prim.Variable) and fn.name.startswith("pytato.foreign."):
+            from pytato.target.loopy.calls import lower_foreign_call
+            return lower_foreign_call(
+                fn.name, tuple(self._operand(p) for p in expr.parameters))
         if not (isinstance(fn, prim.Variable)
                 and fn.name.startswith("pytato.c99.")):
             raise self._unknown(f"call to unknown function '{fn}'")

@@ -1,0 +1,294 @@
+"""Sparse matrices and their products with dense arrays.
+
+A :class:`CSRMatrix` stores a matrix in compressed sparse row form: row
+``i`` holds the values ``elem_values[row_starts[i]:row_starts[i+1]]`` in
+the columns ``elem_col_indices[row_starts[i]:row_starts[i+1]]`` (repeated
+columns add up). Sparse matrices are graph nodes but not arrays: they have
+no element-wise arithmetic; :func:`sparse_matmul` (or ``A @ x``) multiplies
+one with a dense vector or matrix, giving a dense :class:`CSRMatmul`.
+
+Assumptions on the index arrays, which generated code relies on without
+checking (reading out of bounds is undefined behavior):
+
+* ``0 <= elem_col_indices[k] < ncols`` for all ``k``;
+* ``0 <= row_starts[0]``, ``row_starts`` is non-decreasing and
+  ``row_starts[nrows] <= nnz``.
+
+:func:`make_csr_matrix` checks them when the index arrays are concrete
+numpy data (data wrappers). For index data known only at run time, tag the
+matrix with :class:`CheckIndexBounds` to have generated code check them:
+the rows of the product that a violation affects are then NaN (the
+smallest integer for integer results) on OpenCL, and the NumPy target
+raises :class:`~pytato.diagnostic.IndexOutOfBoundsError`.
+
+.. autoclass:: SparseMatrix
+.. autoclass:: CSRMatrix
+.. autoclass:: SparseMatmul
+.. autoclass:: CSRMatmul
+.. autoclass:: CheckIndexBounds
+.. autofunction:: make_csr_matrix
+.. autofunction:: sparse_matmul
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from pytools.tag import Tag, UniqueTag
+
+from pytato.array.base import (
+    Array,
+    Axis,
+    DerivedShapeMixin,
+    ShapeType,
+    _TaggableMixin,
+    array_dataclass,
+    check_unique_tags,
+    normalize_tags,
+)
+from pytato.array.inputs import DataWrapper
+from pytato.array.nonarray import DataclassGraphNode
+from pytato.array.shape import (
+    are_shape_components_equal,
+    format_shape,
+    normalize_shape,
+)
+from pytato.diagnostic import (
+    DTypeError,
+    IndexOutOfBoundsError,
+    ShapeMismatchError,
+    UnsupportedOperationError,
+)
+
+
+__all__ = [
+    "CSRMatmul", "CSRMatrix", "CheckIndexBounds", "SparseMatmul",
+    "SparseMatrix", "make_csr_matrix", "sparse_matmul",
+]
+
+
+@dataclass(frozen=True)
+class CheckIndexBounds(UniqueTag):
+    """Tags a :class:`SparseMatrix` whose index arrays generated code
+    should check (see the module documentation)."""
+
+
+class SparseMatrix(DataclassGraphNode, _TaggableMixin):
+    """Abstract base class of sparse matrices: 2-d, with :attr:`shape`,
+    :attr:`dtype`, :attr:`axes` and :attr:`tags`, and no arithmetic other
+    than products with dense arrays (``A @ x``).
+
+    .. automethod:: to_dense
+    """
+
+    shape: ShapeType
+    axes: tuple[Axis, ...]
+    tags: frozenset[Tag]
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        raise NotImplementedError
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    def __matmul__(self, other: Any) -> Array:
+        return sparse_matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Array:
+        raise UnsupportedOperationError(
+            "dense @ sparse is not supported; compute (A.T @ x.T).T with a "
+            "sparse matrix of the transpose instead")
+
+    def __array_ufunc__(self, *args: Any, **kwargs: Any) -> Any:
+        # numpy must not try to treat a sparse matrix as an object array
+        return NotImplemented
+
+    def to_dense(self) -> Array:
+        """The dense :class:`~pytato.Array` of the matrix (the product with
+        an identity matrix)."""
+        from pytato.frontend.creation import eye
+        return sparse_matmul(self, eye(self.shape[1], dtype=self.dtype))
+
+
+def _as_index_vector(x: Any, argname: str) -> Array:
+    from pytato.frontend._coerce import as_array
+    x = as_array(x, argname)
+    if x.ndim != 1:
+        raise ShapeMismatchError(f"'{argname}' must be 1-d, got shape "
+                                 f"{format_shape(x.shape)}")
+    return x
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class CSRMatrix(SparseMatrix):
+    """A sparse matrix in compressed sparse row form (see the module
+    documentation).
+
+    .. attribute:: shape
+    .. attribute:: elem_values
+    .. attribute:: elem_col_indices
+    .. attribute:: row_starts
+    .. attribute:: axes
+    .. attribute:: tags
+    """
+
+    shape: ShapeType
+    elem_values: Array
+    elem_col_indices: Array
+    row_starts: Array
+    axes: tuple[Axis, ...] = (Axis(), Axis())
+    tags: frozenset[Tag] = frozenset()
+
+    _mapper_method: ClassVar[str] = "map_csr_matrix"
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.elem_values.dtype
+
+    @property
+    def nnz(self) -> Any:
+        """The number of stored elements (an int or a symbolic size)."""
+        return self.elem_values.shape[0]
+
+    def __repr__(self) -> str:
+        return (f"CSRMatrix(shape={format_shape(self.shape)}, "
+                f"dtype={self.dtype}, nnz={self.nnz})")
+
+
+class SparseMatmul(Array):
+    """Abstract base class of products of a sparse matrix with a dense
+    array.
+
+    .. attribute:: matrix
+    .. attribute:: array
+    """
+
+    matrix: SparseMatrix
+    array: Array
+
+
+@array_dataclass
+class CSRMatmul(DerivedShapeMixin, SparseMatmul):
+    """The dense product of the :class:`CSRMatrix` :attr:`matrix` with the
+    1-d or 2-d :class:`~pytato.Array` :attr:`array`."""
+
+    matrix: CSRMatrix
+    array: Array
+
+    _mapper_method: ClassVar[str] = "map_csr_matmul"
+
+    def _pt_compute_shape(self) -> ShapeType:
+        return (self.matrix.shape[0], *self.array.shape[1:])
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return np.result_type(self.matrix.dtype, self.array.dtype)
+
+
+def _check_concrete_indices(shape: ShapeType, nnz: Any, cols: Array,
+                            row_starts: Array) -> None:
+    """Check index data that is concrete (numpy data in data wrappers)."""
+    if isinstance(cols, DataWrapper) and isinstance(cols.data, np.ndarray):
+        c = cols.data
+        ncols = shape[1]
+        if c.size and (c.min() < 0 or (isinstance(ncols, int)
+                                       and c.max() >= ncols)):
+            bad = int(c.min()) if c.min() < 0 else int(c.max())
+            raise IndexOutOfBoundsError(
+                f"make_csr_matrix: 'elem_col_indices' holds column {bad}, out "
+                f"of bounds for a matrix of shape {format_shape(shape)}")
+    if isinstance(row_starts, DataWrapper) and isinstance(row_starts.data,
+                                                          np.ndarray):
+        r = row_starts.data
+        if r.size and r[0] < 0:
+            raise IndexOutOfBoundsError(
+                f"make_csr_matrix: 'row_starts' starts at {int(r[0])} < 0")
+        if r.size > 1 and np.any(np.diff(r) < 0):
+            i = int(np.argmax(np.diff(r) < 0))
+            raise IndexOutOfBoundsError(
+                "make_csr_matrix: 'row_starts' must be non-decreasing, but "
+                f"row_starts[{i}] = {int(r[i])} > row_starts[{i + 1}] = "
+                f"{int(r[i + 1])}")
+        if r.size and isinstance(nnz, int) and r[-1] > nnz:
+            raise IndexOutOfBoundsError(
+                f"make_csr_matrix: 'row_starts' ends at {int(r[-1])}, beyond "
+                f"the {nnz} stored elements")
+
+
+def make_csr_matrix(shape: Any, elem_values: Any, elem_col_indices: Any,
+                    row_starts: Any, tags: Tag | Iterable[Tag] = frozenset(),
+                    axes: Iterable[Axis] | None = None) -> CSRMatrix:
+    """A :class:`CSRMatrix` of *shape* (see the module documentation).
+
+    :arg elem_values: the 1-d array of the stored values (numpy arrays are
+        wrapped as data).
+    :arg elem_col_indices: the 1-d integer array of their columns.
+    :arg row_starts: the 1-d integer array (of length ``shape[0] + 1``) of
+        the index in *elem_values* where each row starts.
+    :raises pytato.diagnostic.ShapeMismatchError: for inconsistent lengths.
+    :raises pytato.diagnostic.IndexOutOfBoundsError: for concrete index
+        data violating the assumptions.
+    """
+    shape = normalize_shape(shape)
+    if len(shape) != 2:
+        raise ShapeMismatchError(f"make_csr_matrix: 'shape' must be 2-d, got "
+                                 f"{format_shape(shape)}")
+    values = _as_index_vector(elem_values, "elem_values")
+    cols = _as_index_vector(elem_col_indices, "elem_col_indices")
+    starts = _as_index_vector(row_starts, "row_starts")
+    for name, ary in [("elem_col_indices", cols), ("row_starts", starts)]:
+        if ary.dtype.kind not in "iu":
+            raise DTypeError(f"make_csr_matrix: '{name}' must have an integer "
+                             f"dtype, got {ary.dtype}")
+    if values.dtype.kind not in "biufc":
+        raise DTypeError(f"make_csr_matrix: 'elem_values' has unsupported dtype "
+                         f"{values.dtype}")
+    if not are_shape_components_equal(cols.shape[0], values.shape[0]):
+        raise ShapeMismatchError(
+            f"make_csr_matrix: 'elem_col_indices' has shape "
+            f"{format_shape(cols.shape)}, but 'elem_values' has shape "
+            f"{format_shape(values.shape)}")
+    if not are_shape_components_equal(starts.shape[0], shape[0] + 1):
+        raise ShapeMismatchError(
+            f"make_csr_matrix: 'row_starts' must have shape ({shape[0] + 1},) "
+            f"for a matrix of shape {format_shape(shape)}, got "
+            f"{format_shape(starts.shape)}")
+    _check_concrete_indices(shape, values.shape[0], cols, starts)
+    tags = check_unique_tags(normalize_tags(tags), "CSRMatrix")
+    if axes is None:
+        axes = (Axis(), Axis())
+    else:
+        axes = tuple(axes)
+        if len(axes) != 2 or not all(isinstance(a, Axis) for a in axes):
+            raise ValueError(f"make_csr_matrix: 'axes' must be 2 Axis objects, "
+                             f"got {axes!r}")
+    return CSRMatrix(shape, values, cols, starts, axes=tuple(axes), tags=tags)
+
+
+def sparse_matmul(x1: SparseMatrix, x2: Any) -> Array:
+    """The dense product ``x1 @ x2`` of the sparse matrix *x1* with the 1-d
+    or 2-d array *x2* (numpy arrays are wrapped as data).
+
+    :raises pytato.diagnostic.ShapeMismatchError: if the inner dimensions
+        differ or *x2* is not 1-d or 2-d.
+    """
+    if not isinstance(x1, SparseMatrix):
+        raise TypeError(f"sparse_matmul: 'x1' must be a sparse matrix, got "
+                        f"{type(x1).__name__}")
+    from pytato.frontend._coerce import as_array
+    x2 = as_array(x2, "x2")
+    if x2.ndim not in (1, 2):
+        raise ShapeMismatchError(f"sparse_matmul: 'x2' must be 1-d or 2-d, got "
+                                 f"shape {format_shape(x2.shape)}")
+    if not are_shape_components_equal(x1.shape[1], x2.shape[0]):
+        raise ShapeMismatchError(
+            f"sparse_matmul: shapes {format_shape(x1.shape)} ('x1') and "
+            f"{format_shape(x2.shape)} ('x2') are not aligned")
+    if not isinstance(x1, CSRMatrix):
+        raise NotImplementedError(f"sparse_matmul of {type(x1).__name__}")
+    return CSRMatmul(x1, x2)

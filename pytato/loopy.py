@@ -1,0 +1,319 @@
+"""Calling user :mod:`loopy` kernels from array graphs.
+
+:func:`call_loopy` binds the arguments of a loopy kernel (the entrypoint
+of a :class:`loopy.TranslationUnit`) to arrays and scalars of the graph
+and returns a :class:`LoopyCall`: a mapping from the kernel's output
+argument names to :class:`LoopyCallResult` arrays. The shapes of the
+results are the kernel's argument shapes with the bound values of its
+value arguments (sizes) substituted; value arguments that appear alone as
+a dimension of an input array argument are inferred from the bound
+array's shape. The loopy target merges the kernel (and its callees,
+renamed) into the generated translation unit and calls it (see
+:mod:`pytato.target.loopy.calls`); the Python targets cannot run it.
+
+An argument that is both an input and an output of the kernel is bound to
+its initial value; its result is a new array (the binding is not
+modified).
+
+.. autoclass:: LoopyCall
+.. autoclass:: LoopyCallResult
+.. autofunction:: call_loopy
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+import pymbolic.primitives as prim
+from constantdict import constantdict
+from pytools.tag import Tag
+
+from pytato.array.base import (
+    Array,
+    ShapeType,
+    array_dataclass,
+    check_unique_tags,
+    normalize_tags,
+)
+from pytato.array.nonarray import DataclassGraphNode
+from pytato.array.results import AbstractResultWithNamedArrays, NamedArray
+from pytato.array.shape import are_shapes_equal, format_shape
+from pytato.diagnostic import (
+    CallBindingError,
+    DTypeError,
+    NonAffineShapeError,
+    ShapeMismatchError,
+)
+
+
+__all__ = ["LoopyCall", "LoopyCallResult", "call_loopy"]
+
+
+def _kernel_shape(shape: Any, values: Mapping[str, Any], what: str) -> ShapeType:
+    """A kernel argument's shape (:mod:`pymbolic` expressions in value
+    argument names) with *values* (ints and 0-d integer arrays)
+    substituted."""
+    from pymbolic import evaluate
+    from pymbolic.mapper.dependency import DependencyMapper
+
+    result = []
+    for c in shape:
+        if isinstance(c, (int, np.integer)):
+            result.append(int(c))
+            continue
+        deps = {v.name for v in DependencyMapper()(c)}
+        missing = deps - set(values)
+        if missing:
+            raise CallBindingError(
+                f"{what}: its shape {shape} depends on "
+                f"{', '.join(sorted(missing))}, which is not bound")
+        for name in deps:
+            v = values[name]
+            if not isinstance(v, (int, np.integer)) and not _is_size(v):
+                raise NonAffineShapeError(
+                    f"{what}: its shape depends on '{name}', which is bound to "
+                    "a value that is not an integer size expression")
+        value = evaluate(c, dict(values))
+        result.append(int(value) if isinstance(value, (int, np.integer))
+                      else value)
+    return tuple(result)
+
+
+def _is_size(v: Any) -> bool:
+    from pytato.function import _is_size_expression
+    return _is_size_expression(v)
+
+
+# {{{ nodes
+
+@dataclass(frozen=True, eq=False, repr=False)
+class LoopyCall(DataclassGraphNode, AbstractResultWithNamedArrays):
+    r"""A call of the loopy kernel :attr:`entrypoint` of
+    :attr:`translation_unit`: a mapping from the names of its output
+    arguments to :class:`LoopyCallResult`\ s. Build it with
+    :func:`call_loopy`.
+
+    .. attribute:: translation_unit
+
+        The :class:`loopy.TranslationUnit` (with the dtypes of all
+        arguments known).
+
+    .. attribute:: bindings
+
+        A mapping from each input argument name to an
+        :class:`~pytato.Array` or a number.
+
+    .. attribute:: entrypoint
+    .. attribute:: tags
+    .. autoattribute:: inout_names
+    """
+
+    translation_unit: Any
+    bindings: Mapping[str, Any]
+    entrypoint: str
+    tags: frozenset[Tag] = frozenset()
+
+    _mapper_method: ClassVar[str] = "map_loopy_call"
+
+    def _pt_validate(self) -> None:
+        object.__setattr__(self, "bindings", constantdict(
+            {k: self.bindings[k] for k in sorted(self.bindings)}))
+        object.__setattr__(self, "tags", check_unique_tags(
+            normalize_tags(self.tags), "LoopyCall"))
+
+    def _pt_finish(self) -> None:
+        knl = self.translation_unit[self.entrypoint]
+        what = f"loopy kernel '{self.entrypoint}'"
+        values = {k: v for k, v in self.bindings.items()
+                  if isinstance(v, (int, np.integer))
+                  or (isinstance(v, Array) and v.shape == ()
+                      and v.dtype.kind in "iu")}
+        shapes: dict[str, ShapeType] = {}
+        dtypes: dict[str, np.dtype[Any]] = {}
+        for arg in knl.args:
+            if not arg.is_output:
+                continue
+            if arg.dtype is None:
+                raise DTypeError(f"{what}: the dtype of output '{arg.name}' is "
+                                 "unknown (use call_loopy, which infers it)")
+            dtypes[arg.name] = np.dtype(arg.dtype.numpy_dtype)
+            shapes[arg.name] = _kernel_shape(arg.shape, values,
+                                             f"{what}, output '{arg.name}'")
+        object.__setattr__(self, "_pt_result_shapes", shapes)
+        object.__setattr__(self, "_pt_result_dtypes", dtypes)
+        object.__setattr__(self, "_pt_inout", frozenset(
+            a.name for a in knl.args if a.is_input and a.is_output))
+        object.__setattr__(self, "_pt_results", {
+            name: LoopyCallResult(self, name) for name in shapes})
+
+    @property
+    def inout_names(self) -> frozenset[str]:
+        """The arguments that are both inputs and outputs of the kernel."""
+        return self._pt_inout  # type: ignore[attr-defined,no-any-return]
+
+    def _get_result_shape(self, name: str) -> ShapeType:
+        return self._pt_result_shapes[name]  # type: ignore[attr-defined,no-any-return]
+
+    def _get_result_dtype(self, name: str) -> np.dtype[Any]:
+        return self._pt_result_dtypes[name]  # type: ignore[attr-defined,no-any-return]
+
+    def __getitem__(self, name: str) -> LoopyCallResult:
+        try:
+            return self._pt_results[name]  # type: ignore[attr-defined,no-any-return]
+        except KeyError:
+            raise KeyError(f"loopy kernel '{self.entrypoint}' has no output "
+                           f"'{name}'") from None
+
+    def __iter__(self) -> Any:
+        return iter(self._pt_results)  # type: ignore[attr-defined]
+
+    def __len__(self) -> int:
+        return len(self._pt_results)  # type: ignore[attr-defined]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._pt_results  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return (f"LoopyCall(entrypoint={self.entrypoint!r}, "
+                f"bindings={sorted(self.bindings)})")
+
+
+@array_dataclass
+class LoopyCallResult(NamedArray):
+    """The output :attr:`name` of the :class:`LoopyCall` :attr:`_container`."""
+
+    _mapper_method: ClassVar[str] = "map_loopy_call_result"
+
+# }}}
+
+
+def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
+               entrypoint: str | None = None) -> LoopyCall:
+    """Call the loopy kernel *entrypoint* of *translation_unit* (a
+    :class:`loopy.TranslationUnit`, or a :class:`loopy.LoopKernel`) with
+    *bindings*, a mapping from its input argument names to arrays (numpy
+    arrays are wrapped as data) or, for value arguments, numbers or 0-d
+    arrays. Index the result by output argument name.
+
+    :arg entrypoint: the kernel to call; may be omitted if the translation
+        unit has one entrypoint.
+    :raises pytato.diagnostic.CallBindingError: for bindings of unknown or
+        output-only arguments, missing bindings, or values bound to array
+        arguments (and vice versa).
+    :raises pytato.diagnostic.ShapeMismatchError: if a bound array's shape
+        differs from the argument's.
+    :raises pytato.diagnostic.DTypeError: if a bound array's dtype differs
+        from the argument's, or the dtype of an output cannot be inferred.
+    """
+    import loopy as lp
+
+    if isinstance(translation_unit, lp.LoopKernel):
+        translation_unit = lp.make_program(translation_unit).with_entrypoints(
+            translation_unit.name)
+    if not isinstance(translation_unit, lp.TranslationUnit):
+        raise TypeError("call_loopy: 'translation_unit' must be a "
+                        "loopy.TranslationUnit, got "
+                        f"{type(translation_unit).__name__}")
+    t_unit = translation_unit
+    if entrypoint is None:
+        if len(t_unit.entrypoints) != 1:
+            raise ValueError(
+                "call_loopy: the translation unit has entrypoints "
+                f"{sorted(t_unit.entrypoints)}; choose one with 'entrypoint'")
+        entrypoint, = t_unit.entrypoints
+    elif entrypoint not in t_unit.callables_table or not isinstance(
+            t_unit.callables_table[entrypoint], lp.CallableKernel):
+        raise ValueError(f"call_loopy: the translation unit has no kernel "
+                         f"'{entrypoint}'")
+    knl = t_unit[entrypoint]
+    what = f"loopy kernel '{entrypoint}'"
+    args = {a.name: a for a in knl.args}
+
+    bindings = dict(bindings)
+    for name, b in bindings.items():
+        arg = args.get(name)
+        if arg is None:
+            raise CallBindingError(
+                f"{what} has no argument '{name}' (arguments: "
+                f"{', '.join(args)})")
+        if not arg.is_input:
+            raise CallBindingError(
+                f"{what}: argument '{name}' is an output only and cannot be "
+                "bound")
+        if isinstance(arg, lp.ValueArg):
+            if isinstance(b, Array):
+                if b.shape != ():
+                    raise ShapeMismatchError(
+                        f"{what}: value argument '{name}' must be bound to a "
+                        f"scalar or a 0-d array, got shape {format_shape(b.shape)}")
+            elif not isinstance(b, (int, float, complex, np.number)) \
+                    or isinstance(b, bool):
+                raise CallBindingError(
+                    f"{what}: value argument '{name}' must be bound to a number "
+                    f"or a 0-d array, got {type(b).__name__}")
+        else:
+            if isinstance(b, np.ndarray):
+                from pytato.array.constructors import make_data_wrapper
+                b = bindings[name] = make_data_wrapper(b)
+            if not isinstance(b, Array):
+                raise CallBindingError(
+                    f"{what}: array argument '{name}' must be bound to an array, "
+                    f"got {type(b).__name__}")
+
+    # infer sizes from the shapes of bound arrays
+    for name, arg in args.items():
+        b = bindings.get(name)
+        if not isinstance(b, Array) or isinstance(arg, lp.ValueArg) \
+                or arg.shape is None or len(arg.shape) != b.ndim:
+            continue
+        for c, n in zip(arg.shape, b.shape, strict=True):
+            if isinstance(c, prim.Variable) and c.name in args \
+                    and c.name not in bindings:
+                bindings[c.name] = n
+
+    missing = [n for n, a in args.items() if a.is_input and n not in bindings]
+    if missing:
+        raise CallBindingError(f"{what}: missing binding(s) for argument(s) "
+                               f"{', '.join(missing)}")
+
+    values = {k: v for k, v in bindings.items()
+              if isinstance(args[k], lp.ValueArg)
+              and (isinstance(v, (int, np.integer))
+                   or (isinstance(v, Array) and v.dtype.kind in "iu"))}
+    new_dtypes: dict[str, Any] = {}
+    for name, arg in args.items():
+        b = bindings.get(name)
+        if b is None:
+            continue
+        dtype = b.dtype if isinstance(b, Array) else np.asarray(b).dtype
+        if isinstance(arg, lp.ValueArg):
+            if arg.dtype is None:
+                new_dtypes[name] = dtype
+            continue
+        if arg.dtype is None:
+            new_dtypes[name] = dtype
+        elif np.dtype(arg.dtype.numpy_dtype) != dtype:
+            raise DTypeError(f"{what}: argument '{name}' has dtype "
+                             f"{arg.dtype.numpy_dtype}, but is bound to an array "
+                             f"of dtype {dtype}")
+        if arg.shape is not None:
+            expected = _kernel_shape(arg.shape, values,
+                                     f"{what}, argument '{name}'")
+            if not are_shapes_equal(expected, b.shape):
+                raise ShapeMismatchError(
+                    f"{what}: argument '{name}' has shape "
+                    f"{format_shape(expected)}, but is bound to an array of "
+                    f"shape {format_shape(b.shape)}")
+
+    if new_dtypes or any(a.dtype is None for a in knl.args):
+        knl = lp.add_dtypes(knl, new_dtypes)
+        t_unit = t_unit.with_kernel(knl)
+        try:
+            t_unit = lp.infer_unknown_types(t_unit, expect_completion=True)
+        except Exception as e:
+            raise DTypeError(f"{what}: cannot infer the dtypes of its "
+                             f"arguments: {e}") from e
+    return LoopyCall(t_unit, bindings, entrypoint)

@@ -1,0 +1,518 @@
+"""Lowering of calls to :mod:`loopy`: traced functions, user loopy kernels
+and foreign scalar functions.
+
+:func:`build_translation_unit_with_calls` is
+:func:`~pytato.target.loopy.codegen.build_translation_unit` with
+:class:`CallCodeGenMapper`, which lowers:
+
+* a :class:`~pytato.function.Call` (not tagged
+  :class:`~pytato.tags.InlineCallTag`: those are inlined by
+  :func:`~pytato.codegen.preprocess`) to a call instruction of a callee
+  kernel. The callee is generated once per
+  :class:`~pytato.function.FunctionDefinition` (equal definitions share
+  it), however many call sites there are, and registered in the
+  translation unit under ``_pt_fn_<identifier>``. Calls inside function
+  bodies become calls between callee kernels.
+* a :class:`~pytato.loopy.LoopyCall` to a call instruction of the user's
+  entrypoint kernel, merged into the translation unit with its callee
+  kernels renamed (``_pt_loopy_<name>``) so that names cannot clash.
+* calls of registered foreign scalar functions
+  (:mod:`pytato.scalar_functions`) to calls of their loopy callables,
+  registered in the translation unit.
+* CSR matrix products (see :mod:`pytato.target.loopy.sparse`).
+
+Arrays passed to a callee are in global memory: bindings the caller would
+otherwise compute inline are stored in temporaries first, and results are
+written to temporaries (or directly to the caller's outputs). Loopy cannot
+allocate global temporaries in callee kernels, so a callee's global
+temporaries become extra output arguments ("scratch" arrays) allocated by
+the caller at each call site.
+
+.. autoclass:: CallCodeGenMapper
+.. autofunction:: build_translation_unit_with_calls
+"""
+
+from __future__ import annotations
+
+import contextvars
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import loopy as lp
+import numpy as np
+import pymbolic.primitives as prim
+from loopy.symbolic import SubArrayRef
+from pytools.tag import Tag
+
+from pytato.array.base import Array
+from pytato.array.results import DictOfNamedArrays
+from pytato.array.shape import shape_component_to_expr
+from pytato.codegen import NameGenerator
+from pytato.diagnostic import (
+    CannotBeLoweredToLoopyError,
+    NameClashError,
+    NonAffineShapeError,
+)
+from pytato.function import Call, FunctionDefinition, NamedCallResult
+from pytato.target.loopy.codegen import (
+    CodeGenMapper,
+    CodeGenState,
+    ExpressionContext,
+    ImplementedResult,
+    StoredResult,
+    _temporary_name,
+    build_translation_unit,
+)
+from pytato.target.loopy.sparse import SparseLoweringMixin
+
+
+__all__ = ["CallCodeGenMapper", "build_translation_unit_with_calls"]
+
+
+# {{{ callee kernels
+
+@dataclass(frozen=True)
+class CalleeOutput:
+    """An output argument of a callee kernel: a result (*result* names it)
+    or a scratch array (*result* is None)."""
+
+    arg_name: str
+    result: str | None
+    shape: tuple[Any, ...]
+    dtype: Any
+
+
+@dataclass(frozen=True)
+class Callee:
+    """A kernel registered as a callable, and how to call it.
+
+    .. attribute:: inputs
+
+        The names of the input arguments, in call order, each with whether
+        it is a value argument.
+    """
+
+    name: str
+    kernel: Any
+    inputs: tuple[tuple[str, bool], ...]
+    outputs: tuple[CalleeOutput, ...]
+    extra_callables: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _as_callee_kernel(knl: Any, name: str) -> Any:
+    """*knl* renamed to *name*, with its global temporaries turned into
+    output arguments (loopy cannot allocate them inside callee kernels)."""
+    glob = [tv for tv in knl.temporary_variables.values()
+            if tv.address_space == lp.AddressSpace.GLOBAL]
+    if glob:
+        knl = knl.copy(
+            args=[*knl.args, *(lp.ArrayArg(
+                tv.name, tv.dtype, shape=tv.shape,
+                address_space=lp.AddressSpace.GLOBAL,
+                is_input=False, is_output=True) for tv in glob)],
+            temporary_variables={
+                k: tv for k, tv in knl.temporary_variables.items()
+                if tv.address_space != lp.AddressSpace.GLOBAL})
+    return knl.copy(name=name)
+
+
+def _interface(knl: Any, results: Mapping[str, str]) -> tuple[
+        tuple[tuple[str, bool], ...], tuple[CalleeOutput, ...]]:
+    inputs = tuple((a.name, isinstance(a, lp.ValueArg)) for a in knl.args
+                   if a.is_input)
+    outputs = tuple(CalleeOutput(a.name, results.get(a.name), tuple(a.shape),
+                                 a.dtype)
+                    for a in knl.args if a.is_output)
+    return inputs, outputs
+
+
+_IDENT_RE = re.compile(r"[^A-Za-z0-9_]")
+
+
+def _sanitize(identifier: Any) -> str:
+    s = _IDENT_RE.sub("_", str(identifier))
+    return s if s and not s[0].isdigit() else f"f_{s}"
+
+# }}}
+
+
+# {{{ build context
+
+@dataclass
+class _BuildContext:
+    """What the kernels of one translation unit share: how to build
+    kernels, and the callees built so far."""
+
+    target: Any
+    options: Any
+    array_tag_t_to_not_propagate: frozenset[type[Tag]]
+    axis_tag_t_to_not_propagate: frozenset[type[Tag]]
+    callee_names: NameGenerator = field(default_factory=NameGenerator)
+    functions: dict[FunctionDefinition, Callee] = field(default_factory=dict)
+    loopy_kernels: dict[Any, Callee] = field(default_factory=dict)
+    depth: int = 0
+
+
+_CONTEXT: contextvars.ContextVar[_BuildContext | None] = contextvars.ContextVar(
+    "pytato_loopy_build_context", default=None)
+
+
+def build_translation_unit_with_calls(
+        outputs: DictOfNamedArrays, *,
+        target: lp.TargetBase, options: lp.Options, function_name: str,
+        array_tag_t_to_not_propagate: frozenset[type[Tag]],
+        axis_tag_t_to_not_propagate: frozenset[type[Tag]],
+        **kwargs: Any) -> lp.TranslationUnit:
+    """:func:`~pytato.target.loopy.codegen.build_translation_unit` lowering
+    calls, loopy calls, foreign scalar functions and sparse products (with
+    :class:`CallCodeGenMapper`)."""
+    ctx = _BuildContext(target, options, frozenset(array_tag_t_to_not_propagate),
+                        frozenset(axis_tag_t_to_not_propagate))
+    ctx.callee_names.add_name(function_name)
+    token = _CONTEXT.set(ctx)
+    try:
+        return build_translation_unit(
+            outputs, target=target, options=options,
+            function_name=function_name,
+            array_tag_t_to_not_propagate=array_tag_t_to_not_propagate,
+            axis_tag_t_to_not_propagate=axis_tag_t_to_not_propagate,
+            mapper_class=kwargs.pop("mapper_class", CallCodeGenMapper),
+            **kwargs)
+    finally:
+        _CONTEXT.reset(token)
+
+# }}}
+
+
+class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
+    """A :class:`~pytato.target.loopy.codegen.CodeGenMapper` that also
+    lowers calls, loopy calls, foreign scalar functions and sparse
+    products (see the module documentation)."""
+
+    def __init__(self, state: CodeGenState, stored: set[Array],
+                 output_names_of: Mapping[Array, Sequence[str]]) -> None:
+        super().__init__(state, stored, output_names_of)
+        ctx = _CONTEXT.get()
+        if ctx is None:
+            # used through build_translation_unit directly
+            ctx = _BuildContext(lp.PyOpenCLTarget(), lp.Options(),
+                                state.array_tag_t_to_not_propagate,
+                                state.axis_tag_t_to_not_propagate)
+            _CONTEXT.set(ctx)
+        self.build_context = ctx
+        self._materialized: dict[Array, StoredResult] = {}
+        if ctx.depth == 0:
+            state.translation_unit_transforms.append(self._finish)
+
+    # {{{ helpers
+
+    def stored_result(self, ary: Array) -> StoredResult:
+        """The lowered *ary* in memory: stored in a temporary if the caller
+        would compute it inline."""
+        result = self.rec(ary)
+        if isinstance(result, StoredResult):
+            return result
+        have = self._materialized.get(ary)
+        if have is not None:
+            return have
+        s = self.state
+        name = _temporary_name(s.names, ary)
+        s.kernel_data[name] = lp.TemporaryVariable(
+            name, ary.dtype, shape=s.loopy_shape(ary),
+            address_space=lp.AddressSpace.GLOBAL, tags=s.array_tags(ary.tags))
+        insn_id = s.store(name, ary, result)
+        stored = StoredResult(name, ary.ndim, insn_id)
+        self._materialized[ary] = stored
+        return stored
+
+    def new_global_array(self, ary: Array | None, shape: tuple[Any, ...],
+                         dtype: Any, prefix: str = "_pt_temp") -> str:
+        """Declare where a result computed by a call goes: the output
+        argument if *ary* is an output, else a new global temporary."""
+        s = self.state
+        if ary is not None:
+            out_names = self.output_names_of.get(ary)
+            if out_names and out_names[0] not in s.kernel_data:
+                s.add_output_arg(out_names[0], ary)
+                return out_names[0]
+            name = _temporary_name(s.names, ary)
+            tags = s.array_tags(ary.tags)
+        else:
+            name = s.names(prefix, try_bare=False)
+            tags = frozenset()
+        s.kernel_data[name] = lp.TemporaryVariable(
+            name, dtype, shape=shape, address_space=lp.AddressSpace.GLOBAL,
+            tags=tags)
+        return name
+
+    def sub_array_ref(self, name: str, shape: tuple[Any, ...]) -> SubArrayRef:
+        """A reference to all of the array *name* of *shape*, swept by new
+        inames."""
+        s = self.state
+        inames = [s.names(f"{name}_sweep{i}") for i in range(len(shape))]
+        if inames:
+            s.add_domain(inames, [0] * len(shape), list(shape))
+        idx = tuple(prim.Variable(i) for i in inames)
+        return SubArrayRef(idx, prim.Subscript(prim.Variable(name), idx))
+
+    def scalar_expression(self, value: Any, ctx: ExpressionContext) -> Any:
+        """The loopy expression of a 0-d array (or a number)."""
+        if isinstance(value, Array):
+            return self.rec(value).to_loopy_expression((), ctx)
+        return value
+
+    def emit_call(self, callee: Callee, value_of: Mapping[str, Any],
+                  array_of: Mapping[str, Array],
+                  result_arrays: Mapping[str, Array],
+                  size_values: Mapping[str, Any],
+                  inout: frozenset[str] = frozenset()
+                  ) -> dict[str, StoredResult]:
+        """Emit the call instruction of *callee*.
+
+        :arg value_of: the bindings of value arguments (0-d arrays or
+            numbers).
+        :arg array_of: the bindings of input array arguments.
+        :arg result_arrays: the caller's array of each result name.
+        :arg size_values: loopy expressions of the callee's size parameters,
+            to size scratch arrays.
+        :arg inout: arguments that are inputs and outputs: their binding is
+            copied to the result, which is passed as both.
+        :returns: the lowered result of each result name.
+        """
+        s = self.state
+        ctx = ExpressionContext()
+        out_names: dict[str, str] = {}
+        assignees = []
+        for out in callee.outputs:
+            if out.result is not None:
+                ary = result_arrays[out.result]
+                shape = s.loopy_shape(ary)
+                name = self.new_global_array(ary, shape, ary.dtype)
+                if out.arg_name in inout:
+                    src = array_of[out.arg_name]
+                    s.store(name, src, self.rec(src))
+                    ctx.depends_on.add(s.instructions[-1].id)
+                out_names[out.result] = name
+            else:
+                shape = tuple(_substitute(c, size_values) for c in out.shape)
+                name = self.new_global_array(None, shape, out.dtype,
+                                             f"{callee.name}_scratch")
+            assignees.append(self.sub_array_ref(name, shape))
+        params = []
+        for arg_name, is_value in callee.inputs:
+            if is_value:
+                params.append(self.scalar_expression(value_of[arg_name], ctx))
+            elif arg_name in inout:
+                params.append(assignees[
+                    [o.arg_name for o in callee.outputs].index(arg_name)])
+            else:
+                ary = array_of[arg_name]
+                stored = self.stored_result(ary)
+                if stored.insn_id is not None:
+                    ctx.depends_on.add(stored.insn_id)
+                params.append(self.sub_array_ref(stored.name, s.loopy_shape(ary)))
+        insn_id = s.names(f"_pt_call_{callee.name}", try_bare=False)
+        s.instructions.append(lp.CallInstruction(
+            tuple(assignees),
+            prim.Call(prim.Variable(callee.name), tuple(params)),
+            id=insn_id, depends_on=frozenset(sorted(ctx.depends_on)),
+            within_inames=frozenset()))
+        return {res: StoredResult(name, len(result_arrays[res].shape), insn_id)
+                for res, name in out_names.items()}
+
+    # }}}
+
+    # {{{ traced functions
+
+    def function_callee(self, fn: FunctionDefinition) -> Callee:
+        """The callee kernel of *fn*, built on first use."""
+        bc = self.build_context
+        have = bc.functions.get(fn)
+        if have is not None:
+            return have
+        name = bc.callee_names(f"_pt_fn_{_sanitize(fn.identifier)}")
+        ret_names = {f"_pt_ret_{i}": r for i, r in enumerate(fn.returns)}
+        outputs = DictOfNamedArrays({k: fn.returns[r]
+                                     for k, r in ret_names.items()})
+        bc.depth += 1
+        token = _CONTEXT.set(bc)
+        try:
+            t_unit = build_translation_unit(
+                outputs, target=bc.target, options=bc.options,
+                function_name=name,
+                array_tag_t_to_not_propagate=bc.array_tag_t_to_not_propagate,
+                axis_tag_t_to_not_propagate=bc.axis_tag_t_to_not_propagate,
+                mapper_class=type(self))
+        finally:
+            _CONTEXT.reset(token)
+            bc.depth -= 1
+        knl = _as_callee_kernel(t_unit[name], name)
+        inputs, outs = _interface(knl, ret_names)
+        callee = Callee(name, knl, inputs, outs)
+        bc.functions[fn] = callee
+        return callee
+
+    def map_call(self, expr: Call) -> dict[str, StoredResult]:
+        callee = self.function_callee(expr.function)
+        # the callee's value arguments are the function's size parameters
+        sizes = {name: shape_component_to_expr(expr.bindings[name])
+                 for name, is_value in callee.inputs if is_value}
+        return self.emit_call(callee, expr.bindings, expr.bindings,
+                              {r: expr[r] for r in expr}, sizes)
+
+    def map_named_call_result(self, expr: NamedCallResult) -> ImplementedResult:
+        results = self.rec(expr._container)
+        return results[expr.name]  # type: ignore[no-any-return]
+
+    # }}}
+
+    # {{{ loopy calls
+
+    def loopy_callee(self, expr: Any) -> Callee:
+        """The callee of the entrypoint of a :class:`~pytato.loopy.LoopyCall`
+        (with its own callees renamed), built on first use."""
+        bc = self.build_context
+        key = (expr.translation_unit, expr.entrypoint)
+        have = bc.loopy_kernels.get(key)
+        if have is not None:
+            return have
+        t_unit = expr.translation_unit
+        renames: dict[str, str] = {}
+        for clbl_name, clbl in t_unit.callables_table.items():
+            if isinstance(clbl, lp.CallableKernel):
+                renames[clbl_name] = bc.callee_names(
+                    f"_pt_loopy_{_sanitize(clbl_name)}")
+        for old, new in renames.items():
+            t_unit = lp.rename_callable(t_unit, old, new, existing_ok=True)
+        name = renames[expr.entrypoint]
+        knl = _as_callee_kernel(t_unit[name], name)
+        extra = {n: c for n, c in t_unit.callables_table.items() if n != name}
+        outputs = {a.name: a.name for a in knl.args if a.is_output}
+        inputs, outs = _interface(knl, outputs)
+        callee = Callee(name, knl, inputs, outs, extra)
+        bc.loopy_kernels[key] = callee
+        return callee
+
+    def map_loopy_call(self, expr: Any) -> dict[str, StoredResult]:
+        callee = self.loopy_callee(expr)
+        sizes = {}
+        for name, is_value in callee.inputs:
+            b = expr.bindings[name]
+            if not is_value:
+                continue
+            if isinstance(b, (int, np.integer)):
+                sizes[name] = int(b)
+            elif b.shape == () and b.dtype.kind in "iu":
+                try:
+                    sizes[name] = shape_component_to_expr(b)
+                except NonAffineShapeError:
+                    pass  # a data-dependent scalar: sizes nothing
+        arrays = {k: b for k, b in expr.bindings.items() if isinstance(b, Array)}
+        return self.emit_call(callee, expr.bindings, arrays,
+                              {r: expr[r] for r in expr}, sizes,
+                              inout=frozenset(expr.inout_names))
+
+    def map_loopy_call_result(self, expr: Any) -> ImplementedResult:
+        results = self.rec(expr._container)
+        return results[expr.name]  # type: ignore[no-any-return]
+
+    # }}}
+
+    # {{{ finishing the translation unit
+
+    def _finish(self, t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
+        bc = self.build_context
+        target = t_unit.target
+        callables = dict(t_unit.callables_table)
+        for callee in [*bc.functions.values(), *bc.loopy_kernels.values()]:
+            if callee.name in callables:
+                raise NameClashError(
+                    f"callee kernel name '{callee.name}' clashes with the "
+                    "name of the generated kernel")
+            callables[callee.name] = lp.CallableKernel(
+                callee.kernel.copy(target=target))
+            for n, c in callee.extra_callables.items():
+                if isinstance(c, lp.CallableKernel):
+                    c = c.copy(subkernel=c.subkernel.copy(target=target))
+                if n in callables and callables[n] != c:
+                    raise NameClashError(
+                        f"callable '{n}' of a loopy call clashes with "
+                        "another callable of the same name")
+                callables[n] = c
+        if len(callables) != len(t_unit.callables_table):
+            from constantdict import constantdict
+            t_unit = t_unit.copy(callables_table=constantdict(callables))
+        return _register_foreign_functions(t_unit)
+
+    # }}}
+
+
+def _substitute(expr: Any, values: Mapping[str, Any]) -> Any:
+    from pymbolic import substitute
+    if isinstance(expr, (int, np.integer)):
+        return int(expr)
+    return substitute(expr, dict(values))
+
+
+# {{{ foreign scalar functions
+
+class _FunctionNameCollector(lp.symbolic.WalkMapper):  # type: ignore[misc]
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: set[str] = set()
+
+    def map_call(self, expr: prim.Call, *args: Any, **kwargs: Any) -> None:
+        fn = expr.function
+        name = getattr(fn, "name", None)
+        if isinstance(name, str):
+            self.names.add(name)
+        for p in expr.parameters:
+            self.rec(p, *args, **kwargs)
+
+    def map_resolved_function(self, expr: Any, *args: Any, **kwargs: Any
+                              ) -> None:
+        pass
+
+
+def _register_foreign_functions(t_unit: lp.TranslationUnit
+                                ) -> lp.TranslationUnit:
+    from pytato.scalar_functions import get_scalar_function
+
+    collector = _FunctionNameCollector()
+    for clbl in t_unit.callables_table.values():
+        if not isinstance(clbl, lp.CallableKernel):
+            continue
+        knl = clbl.subkernel
+        for insn in knl.instructions:
+            expression = getattr(insn, "expression", None)
+            if expression is not None:
+                collector(expression)
+        for rule in knl.substitutions.values():
+            collector(rule.expression)
+    for ident in sorted(collector.names):
+        if not ident.startswith("_pt_foreign_") or \
+                ident in t_unit.callables_table:
+            continue
+        fn = get_scalar_function(ident[len("_pt_foreign_"):])
+        if fn.loopy_callable is None:
+            raise CannotBeLoweredToLoopyError(
+                f"scalar function '{fn.name}' has no loopy callable")
+        t_unit = lp.register_callable(t_unit, ident,
+                                      fn.loopy_callable.copy(name=ident))
+    return t_unit
+
+
+def lower_foreign_call(name: str, args: tuple[Any, ...]) -> prim.Call:
+    """The loopy call of the foreign scalar function *name* (with
+    :data:`~pytato.scalar_functions.FOREIGN_PREFIX`) on *args*."""
+    from pytato.scalar_functions import get_scalar_function
+    fn = get_scalar_function(name)
+    if fn.loopy_callable is None:
+        raise CannotBeLoweredToLoopyError(
+            f"scalar function '{fn.name}' has no loopy callable (it was "
+            "registered with Python implementations only)")
+    return prim.Call(prim.Variable(fn.loopy_identifier), args)
+
+# }}}
