@@ -44,6 +44,7 @@ from pytato.array.shape import (
 from pytato.diagnostic import NameClashError
 from pytato.scalar_expr import is_integral_scalar
 from pytato.tags import Named, PrefixNamed
+from pytato.target.python.calls import PythonCallsMixin
 from pytato.target.python.scalar_codegen import (
     LambdaCodeGenerator,
     SizeCodeMapper,
@@ -149,7 +150,7 @@ def _needed_nodes(root: GraphNode) -> set[int]:
     return needed
 
 
-class PythonCodeGenMapper(CachedMapper):
+class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
     """Emits Python statements computing each node; ``rec(node)`` returns
     the name of the variable holding the node's value.
 

@@ -407,6 +407,9 @@ class LambdaCodeGenerator(_PMapper):
             fname = name[len("pytato.c99."):]
             return Value(f"{self.np}.{C99_TO_NUMPY.get(fname, fname)}",
                          frozenset())
+        if name.startswith("pytato.foreign."):
+            from pytato.scalar_functions import python_implementation_code
+            return Value(python_implementation_code(name, self.np), frozenset())
         raise ValueError(f"unknown variable '{name}' in the expression of "
                          "an IndexLambda")
 
@@ -593,7 +596,8 @@ class LambdaCodeGenerator(_PMapper):
 
     def map_call(self, expr: prim.Call) -> Value:
         if not (isinstance(expr.function, prim.Variable)
-                and expr.function.name.startswith("pytato.c99.")):
+                and expr.function.name.startswith(("pytato.c99.",
+                                                   "pytato.foreign."))):
             raise NotImplementedError(f"call to {expr.function} in an "
                                       "IndexLambda")
         func = self.rec(expr.function)
