@@ -169,6 +169,15 @@ from pytato.visualization import (
 
 # {{{ calls, loopy interop, sparse, distributed
 # isort: split
+from pytato import loopy
+from pytato.array.sparse import (
+    CSRMatmul,
+    CSRMatrix,
+    SparseMatmul,
+    SparseMatrix,
+    make_csr_matrix,
+    sparse_matmul,
+)
 from pytato.distributed import (
     DistributedGraphPart,
     DistributedGraphPartition,
@@ -184,4 +193,12 @@ from pytato.distributed import (
     staple_distributed_send,
     verify_distributed_partition,
 )
+from pytato.function import (
+    Call,
+    FunctionDefinition,
+    NamedCallResult,
+    trace_call,
+)
+from pytato.scalar_functions import call_scalar_function, register_scalar_function
+from pytato.transform.calls import inline_calls, tag_all_calls_to_be_inlined
 # }}}
