@@ -262,6 +262,11 @@ def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
                 raise CallBindingError(
                     f"{what}: array argument '{name}' must be bound to an array, "
                     f"got {type(b).__name__}")
+            if arg.shape is not None and len(arg.shape) != b.ndim:
+                raise ShapeMismatchError(
+                    f"{what}: argument '{name}' has {len(arg.shape)} "
+                    f"dimension(s), but is bound to an array of shape "
+                    f"{format_shape(b.shape)}")
 
     # infer sizes from the shapes of bound arrays
     for name, arg in args.items():
