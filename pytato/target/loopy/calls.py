@@ -404,7 +404,7 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
                 continue
             if isinstance(b, (int, np.integer)):
                 sizes[name] = int(b)
-            elif b.shape == () and b.dtype.kind in "iu":
+            elif isinstance(b, Array) and b.dtype.kind in "iu":
                 try:
                     sizes[name] = shape_component_to_expr(b)
                 except NonAffineShapeError:
