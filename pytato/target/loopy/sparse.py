@@ -63,6 +63,23 @@ def _poison(dtype: np.dtype[Any]) -> Any:
     return 1
 
 
+def _declare_size_params(state: Any, components: list[Any]) -> None:
+    """Add a parameter-only domain naming the size parameters of
+    *components*: loopy takes the kernel's assumptions (``n >= 0`` for all
+    size parameters) to be about domain parameters, and the sizes of a
+    sparse product (e.g. the number of stored elements) need not appear in
+    any loop bound."""
+    from pymbolic.mapper.dependency import DependencyMapper
+
+    names: set[str] = set()
+    for c in components:
+        if not isinstance(c, int):
+            names.update(v.name for v in DependencyMapper()(
+                shape_component_to_expr(c)))
+    if names:
+        state.domains.append(f"[{', '.join(sorted(names))}] -> {{ : }}")
+
+
 class SparseLoweringMixin:
     """Lowers :class:`~pytato.array.sparse.CSRMatrix` (to the parts used by
     products) and :class:`~pytato.array.sparse.CSRMatmul` nodes. Mixed into
@@ -91,6 +108,8 @@ class SparseLoweringMixin:
         dtype = expr.dtype
         ctx = ExpressionContext()
         var = prim.Variable
+
+        _declare_size_params(s, [*mat.shape, mat.nnz, *expr.array.shape])
 
         row = s.names("_pt_csr_row")
         s.add_domain([row], [0], [shape_component_to_expr(mat.shape[0])])
