@@ -18,21 +18,19 @@ version = release
 
 extensions = [
     "sphinx.ext.autodoc",
-    "sphinx.ext.intersphinx",
     "sphinx.ext.napoleon",
 ]
+
+# The documentation follows one scheme: module docstrings hold explicit
+# autodoc directives (``.. autoclass::``, ``.. autofunction::``, ...) and the
+# pages in this directory pull them in with ``.. automodule::`` (without
+# ``:members:``). test/test_docs.py checks that every public name is covered.
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 
-exclude_patterns = ["_build"]
+# References to numpy, loopy, pyopencl, ... stay plain text: the build must
+# work without network access, so no intersphinx inventories are fetched.
+nitpicky = False
 
-intersphinx_mapping = {
-    "python": ("https://docs.python.org/3", None),
-    "numpy": ("https://numpy.org/doc/stable", None),
-    "pyopencl": ("https://documen.tician.de/pyopencl", None),
-    "loopy": ("https://documen.tician.de/loopy", None),
-    "pymbolic": ("https://documen.tician.de/pymbolic", None),
-    "pytools": ("https://documen.tician.de/pytools", None),
-    "islpy": ("https://documen.tician.de/islpy", None),
-}
+exclude_patterns = ["_build"]

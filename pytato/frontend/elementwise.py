@@ -7,8 +7,50 @@ operands (Python scalars stay weakly typed). Operands whose dtype differs
 from the operation's dtype are cast explicitly, so generated code computes
 in exactly the precision numpy would. Calls on scalars only compute eagerly.
 
+Arithmetic (also the operators ``+``, ``-``, ``*``, ``/``, ``//``, ``%``,
+``**`` and unary ``-`` of arrays):
+
+.. autofunction:: add
+.. autofunction:: subtract
+.. autofunction:: multiply
+.. autofunction:: true_divide
+.. autofunction:: divide
+.. autofunction:: floor_divide
+.. autofunction:: remainder
+.. autofunction:: power
+.. autofunction:: negative
+.. autofunction:: maximum
+.. autofunction:: minimum
+
+Bitwise operations (``&``, ``|``, ``^``, ``<<``, ``>>``, ``~``):
+
+.. autofunction:: bitwise_and
+.. autofunction:: bitwise_or
+.. autofunction:: bitwise_xor
+.. autofunction:: left_shift
+.. autofunction:: right_shift
+.. autofunction:: invert
+
+Comparisons (also ``<``, ``<=``, ``>`` and ``>=``; ``==`` and ``!=`` of
+arrays compare graphs structurally, so use :func:`equal` and
+:func:`not_equal` for element-wise equality) and logic:
+
+.. autofunction:: equal
+.. autofunction:: not_equal
+.. autofunction:: less
+.. autofunction:: less_equal
+.. autofunction:: greater
+.. autofunction:: greater_equal
+.. autofunction:: logical_and
+.. autofunction:: logical_or
+.. autofunction:: logical_xor
+.. autofunction:: logical_not
+
+Building blocks for other element-wise operations:
+
 .. autofunction:: elementwise
 .. autofunction:: is_operand
+.. autofunction:: index_expr_for
 """
 
 from __future__ import annotations
