@@ -196,13 +196,14 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
         super().__init__(state, stored, output_names_of)
         ctx = _CONTEXT.get()
         if ctx is None:
-            # used through build_translation_unit directly
+            # used through build_translation_unit directly: callee kernels
+            # are built for a PyOpenCL target, then retargeted
             ctx = _BuildContext(lp.PyOpenCLTarget(), lp.Options(),
                                 state.array_tag_t_to_not_propagate,
                                 state.axis_tag_t_to_not_propagate)
-            _CONTEXT.set(ctx)
         self.build_context = ctx
         self._materialized: dict[Array, StoredResult] = {}
+        self._scratch: dict[Any, tuple[tuple[str, ...], str]] = {}
         if ctx.depth == 0:
             state.translation_unit_transforms.append(self._finish)
 
@@ -285,6 +286,18 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
         ctx = ExpressionContext()
         out_names: dict[str, str] = {}
         assignees = []
+        scratch_shapes = tuple(
+            tuple(_substitute(c, size_values) for c in out.shape)
+            for out in callee.outputs if out.result is None)
+        # calls of one callee with equal scratch shapes share the scratch
+        # arrays (calls are ordered: each depends on the previous one)
+        scratch_key = (callee.name, scratch_shapes)
+        shared = self._scratch.get(scratch_key)
+        if shared is not None:
+            ctx.depends_on.add(shared[1])
+        scratch_names = iter(shared[0] if shared is not None else ())
+        new_scratch = []
+        shapes = iter(scratch_shapes)
         for out in callee.outputs:
             if out.result is not None:
                 ary = result_arrays[out.result]
@@ -292,13 +305,13 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
                 name = self.new_global_array(ary, shape, ary.dtype)
                 if out.arg_name in inout:
                     src = array_of[out.arg_name]
-                    s.store(name, src, self.rec(src))
-                    ctx.depends_on.add(s.instructions[-1].id)
+                    ctx.depends_on.add(s.store(name, src, self.rec(src)))
                 out_names[out.result] = name
             else:
-                shape = tuple(_substitute(c, size_values) for c in out.shape)
-                name = self.new_global_array(None, shape, out.dtype,
-                                             f"{callee.name}_scratch")
+                shape = next(shapes)
+                name = next(scratch_names, None) or self.new_global_array(
+                    None, shape, out.dtype, f"{callee.name}_scratch")
+                new_scratch.append(name)
             assignees.append(self.sub_array_ref(name, shape))
         params = []
         for arg_name, is_value in callee.inputs:
@@ -319,6 +332,8 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
             prim.Call(prim.Variable(callee.name), tuple(params)),
             id=insn_id, depends_on=frozenset(sorted(ctx.depends_on)),
             within_inames=frozenset()))
+        if scratch_shapes:
+            self._scratch[scratch_key] = (tuple(new_scratch), insn_id)
         return {res: StoredResult(name, len(result_arrays[res].shape), insn_id)
                 for res, name in out_names.items()}
 
