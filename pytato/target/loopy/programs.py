@@ -94,7 +94,15 @@ _WARMED_EXECUTORS: weakref.WeakSet[Any] = weakref.WeakSet()
 def _run(executor: Any, queue: cl.CommandQueue, **kwargs: Any) -> Any:
     """Call loopy's *executor*. On its first call (when loopy generates its
     invoker), silence loopy's warnings about size parameters it cannot
-    find from array shapes: the argument checks pass all of them."""
+    find from array shapes: the argument checks pass all of them.
+
+    On queues with profiling enabled (or with kernel tracing switched on),
+    the kernels are enqueued one by one and their events kept (see
+    :mod:`pytato.target.loopy.launch`)."""
+    from pytato.target.loopy import launch
+    if (launch.wants_instrumented_run(queue)
+            and launch.supports_instrumented_run(executor)):
+        return launch.run_instrumented(executor, queue, **kwargs)
     if executor in _WARMED_EXECUTORS:
         return executor(queue, **kwargs)
     from loopy.diagnostic import ParameterFinderWarning
@@ -134,6 +142,9 @@ class BoundPyOpenCLProgram(BoundProgram):
     .. automethod:: copy
     .. automethod:: with_transformed_program
     .. automethod:: bind_to_context
+    .. automethod:: launcher
+    .. autoattribute:: statistics
+    .. automethod:: clear_statistics
     .. automethod:: show_code
     """
 
@@ -220,6 +231,37 @@ class BoundPyOpenCLProgram(BoundProgram):
         return _run(executor, queue, allocator=allocator, wait_for=wait_for,
                     out_host=out_host, **arrays, **bound, **values)
 
+    def launcher(self, queue: cl.CommandQueue, *, per_call: Any = (),
+                 name: str | None = None, allocator: Any = None,
+                 **inputs: Any) -> Any:
+        """A :class:`~pytato.target.loopy.launch.ProgramLauncher` of the
+        program's kernels on *queue*, with all arguments set once (see
+        :func:`pytato.target.loopy.launch.make_program_launcher`)."""
+        from pytato.target.loopy.launch import make_program_launcher
+        return make_program_launcher(
+            self._executor(queue.context), queue, self._arg_spec,
+            self._bound_on(queue), inputs, per_call=per_call, name=name,
+            allocator=allocator)
+
+    @property
+    def statistics(self) -> Any:
+        """Per-kernel execution time statistics of the calls on queues with
+        profiling enabled (a
+        :class:`~pytato.target.loopy.launcher.LauncherStatistics`; finished
+        events are consumed)."""
+        from pytato.target.loopy.launch import executor_statistics
+        from pytato.target.loopy.launcher import LauncherStatistics
+        result = LauncherStatistics()
+        for executor in list(self._executor_cache.values()):
+            result += executor_statistics(executor).statistics
+        return result
+
+    def clear_statistics(self) -> None:
+        """Forget the profiling statistics and events."""
+        from pytato.target.loopy.launch import executor_statistics
+        for executor in list(self._executor_cache.values()):
+            executor_statistics(executor).clear()
+
     def bind_to_context(self, context: cl.Context,
                         allocator: Callable[[int], Any] | None = None
                         ) -> BoundPyOpenCLExecutable:
@@ -257,6 +299,9 @@ class BoundPyOpenCLExecutable(BoundProgram):
     :meth:`BoundPyOpenCLProgram.bind_to_context`.
 
     .. automethod:: __call__
+    .. automethod:: launcher
+    .. autoattribute:: statistics
+    .. automethod:: clear_statistics
     .. automethod:: with_transformed_translation_unit
     """
 
@@ -280,6 +325,37 @@ class BoundPyOpenCLExecutable(BoundProgram):
             kwargs, self.bound_arguments)
         return _run(self.program, queue, allocator=allocator,
                     wait_for=wait_for, **arrays, **self.bound_arguments, **values)
+
+    def launcher(self, queue: cl.CommandQueue, *, per_call: Any = (),
+                 name: str | None = None, allocator: Any = None,
+                 **inputs: Any) -> Any:
+        """A :class:`~pytato.target.loopy.launch.ProgramLauncher` of the
+        kernels on *queue* (of :attr:`cl_context`), with all arguments set
+        once (see :func:`pytato.target.loopy.launch.make_program_launcher`).
+        """
+        if queue.context != self.cl_context:
+            raise ValueError("the queue's context is not the one the "
+                             "executable is bound to")
+        from pytato.target.loopy.launch import make_program_launcher
+        return make_program_launcher(
+            self.program, queue,
+            self._arg_spec,  # type: ignore[attr-defined]
+            self.bound_arguments, inputs, per_call=per_call, name=name,
+            allocator=allocator)
+
+    @property
+    def statistics(self) -> Any:
+        """Per-kernel execution time statistics of the calls on queues with
+        profiling enabled (a
+        :class:`~pytato.target.loopy.launcher.LauncherStatistics`; finished
+        events are consumed)."""
+        from pytato.target.loopy.launch import executor_statistics
+        return executor_statistics(self.program).statistics
+
+    def clear_statistics(self) -> None:
+        """Forget the profiling statistics and events."""
+        from pytato.target.loopy.launch import executor_statistics
+        executor_statistics(self.program).clear()
 
     def with_transformed_translation_unit(
             self, f: Callable[[lp.TranslationUnit], lp.TranslationUnit]
