@@ -1,5 +1,9 @@
 """Pickling of graphs as flat lists, so that deep graphs do not exhaust
-Python's recursion limit."""
+Python's recursion limit.
+
+.. autofunction:: reduce_array
+.. autofunction:: reduce_dict_of_named_arrays
+"""
 
 from __future__ import annotations
 

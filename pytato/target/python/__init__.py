@@ -1,13 +1,8 @@
 """Python code generation targets: the generated code is a Python function
 calling a :mod:`numpy`-like array module.
 
-.. autoclass:: PythonTarget
-.. autoclass:: NumpyTarget
-.. autoclass:: BoundPythonProgram
-.. autofunction:: generate_numpy
-.. autoclass:: JAXPythonTarget
-.. autoclass:: BoundJAXPythonProgram
-.. autofunction:: generate_jax
+.. automodule:: pytato.target.python.numpy_like
+.. automodule:: pytato.target.python.jax
 """
 
 from __future__ import annotations
