@@ -33,6 +33,12 @@ autodoc_typehints = "description"
 # work without network access, so no intersphinx inventories are fetched.
 nitpicky = False
 
+# Type hints that Sphinx cannot evaluate (names imported only for type
+# checking) stay unqualified, and an unqualified name such as
+# ``ArgumentSpec`` may match classes of several modules; such references link
+# to one of them instead of failing the build.
+suppress_warnings = ["ref.python"]
+
 exclude_patterns = ["_build"]
 
 

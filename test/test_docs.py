@@ -210,6 +210,22 @@ def test_no_duplicate_descriptions() -> None:
     assert not duplicates, f"documented twice: {duplicates}"
 
 
+def test_modules_are_documented() -> None:
+    import pkgutil
+
+    import pytato
+
+    modules = {"pytato"} | {
+        info.name for info in pkgutil.walk_packages(pytato.__path__, "pytato.")
+        if not any(part.startswith("_") for part in info.name.split("."))}
+    documented = {d.full_name for d in collect_directives()
+                  if d.kind == "automodule"}
+    missing = sorted(modules - documented)
+    assert not missing, (
+        f"modules without an automodule directive in doc/*.rst or in a "
+        f"module docstring pulled in by one: {missing}")
+
+
 @pytest.mark.parametrize("page", sorted(p.name for p in DOC_DIR.glob("*.rst")))
 def test_no_members_option(page: str) -> None:
     # ':members:' would document again what the module docstrings document
