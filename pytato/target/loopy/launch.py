@@ -41,6 +41,7 @@ a per-kernel table).
 .. autofunction:: get_kernel_plan
 .. autofunction:: make_program_launcher
 .. autofunction:: wants_instrumented_run
+.. autofunction:: env_switches_set
 .. autofunction:: supports_instrumented_run
 .. autofunction:: run_instrumented
 .. autofunction:: executor_statistics
@@ -52,7 +53,7 @@ import os
 import weakref
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import pyopencl as cl
@@ -77,6 +78,7 @@ from pytato.target.loopy.launcher import (
     WaitFor,
     event_duration,
     has_profiling,
+    is_out_of_order,
     logger,
     profile_kernel,
     should_profile_kernel,
@@ -94,6 +96,7 @@ __all__ = [
     "KernelPlan",
     "ProgramLauncher",
     "SubkernelInfo",
+    "env_switches_set",
     "executor_statistics",
     "get_kernel_plan",
     "make_program_launcher",
@@ -334,6 +337,27 @@ def supports_instrumented_run(executor: Any) -> bool:
 # }}}
 
 
+# {{{ environment switches
+
+_ENV_NAMES = (TRACE_KERNELS_ENV, PROFILE_KERNELS_ENV)
+_ENV_KEYS = tuple(os.environ.encodekey(n)  # type: ignore[attr-defined]
+                  for n in _ENV_NAMES)
+
+
+def env_switches_set() -> bool:
+    """Whether :data:`~pytato.target.loopy.launcher.TRACE_KERNELS_ENV` or
+    :data:`~pytato.target.loopy.launcher.PROFILE_KERNELS_ENV` is set (to
+    anything): a cheap check for the per-call fast paths, which leave the
+    exact selection to the launchers."""
+    data = getattr(os.environ, "_data", None)
+    if isinstance(data, dict):
+        # a dict lookup: os.environ.get costs microseconds per call
+        return any(key in data for key in _ENV_KEYS)
+    return any(name in os.environ for name in _ENV_NAMES)
+
+# }}}
+
+
 # {{{ argument helpers
 
 def _kernel_arg(value: Any) -> Any:
@@ -373,6 +397,8 @@ def _kernel_args(sk: SubkernelInfo, memory: Mapping[str, Any],
 
 
 # {{{ program launcher
+
+_enqueue = cl.enqueue_nd_range_kernel
 
 class ProgramLauncher(OpenClKernelListLauncher):
     """A :class:`~pytato.target.loopy.launcher.OpenClKernelListLauncher` of
@@ -425,6 +451,27 @@ class ProgramLauncher(OpenClKernelListLauncher):
         self._return_dict = plan.return_dict
         self._expected = {n: (self.inputs[n].shape, self.inputs[n].dtype)
                           for n in self.per_call}
+        # enqueues without profiling, tracing or per-call inputs on the
+        # default (in-order) queue skip the per-launcher bookkeeping
+        self._fast_ok = not (has_profiling(queue) or is_out_of_order(queue)
+                             or self.per_call)
+        self._fast: tuple[tuple[cl.Kernel, tuple[int, ...],
+                                tuple[int, ...] | None], ...] | None = ()
+
+    def push_kernels(self, *kernel_launchers: Any) -> Self:
+        """Append launchers, as
+        :meth:`~pytato.target.loopy.launcher.OpenClKernelListLauncher.push_kernels`
+        does."""
+        super().push_kernels(*kernel_launchers)
+        fast = []
+        for launcher in self.launchers:
+            if type(launcher) is not OpenClKernelLauncher:
+                self._fast = None
+                return self
+            fast.append((launcher.kernel, launcher.default_global_work_size,
+                         launcher.default_local_work_size))
+        self._fast = tuple(fast)
+        return self
 
     def _check_per_call(self, kwds: Mapping[str, Any]) -> None:
         missing = sorted(self.per_call - set(kwds))
@@ -472,6 +519,19 @@ class ProgramLauncher(OpenClKernelListLauncher):
                 raise UnknownArgumentError(
                     f"{self.name}: unexpected arguments {sorted(kwds)}; this "
                     "launcher takes no per-call inputs")
+            fast = self._fast
+            if (fast and self._fast_ok and (queue is None
+                                            or queue is self._default_queue)
+                    and not env_switches_set()):
+                queue = self._default_queue
+                wait_list = ([e for e in wait_for if e is not None] or None
+                             if wait_for else None)
+                evt = None
+                for kernel, gsize, lsize in fast:
+                    evt = _enqueue(queue, kernel, gsize, lsize, None, wait_list,
+                                   False, True)
+                    wait_list = None
+                return evt
             return super().__call__(queue, wait_for)
         self._check_per_call(kwds)
         self.inputs.update(kwds)
@@ -623,8 +683,8 @@ def wants_instrumented_run(queue: cl.CommandQueue) -> bool:
     """Whether programs run on *queue* should enqueue their kernels one by
     one and keep their events: if *queue* has profiling enabled, or if
     kernel tracing or profiling is switched on in the environment."""
-    return (has_profiling(queue) or bool(os.environ.get(TRACE_KERNELS_ENV))
-            or bool(os.environ.get(PROFILE_KERNELS_ENV)))
+    return has_profiling(queue) or (
+        env_switches_set() and any(os.environ.get(n) for n in _ENV_NAMES))
 
 
 def run_instrumented(executor: Any, queue: cl.CommandQueue,
