@@ -13,10 +13,12 @@ competing for the cores.
 Run::
 
     python benchmarks/bench_launch.py [--n 1024] [--calls 300] [--repeat 9]
-                                      [--no-gate] [--json results.json]
+                                      [--no-gate] [--device-match NVIDIA]
+                                      [--json results.json]
 
-The OpenCL device is the first of ``PYOPENCL_CTX`` (pyopencl's syntax), or
-the first CPU device (PoCL preferred), or any device.
+The OpenCL device is the first whose platform or device name contains
+``--device-match``, else the first of ``PYOPENCL_CTX`` (pyopencl's syntax),
+else the first CPU device (PoCL preferred), else any device.
 """
 
 from __future__ import annotations
@@ -37,14 +39,19 @@ import pytato as pt
 from pytato.target.loopy.launch import get_kernel_plan
 
 
-def pick_context() -> cl.Context:
-    """The benchmark's context (see the module docstring)."""
+def pick_context(match: str | None = None) -> cl.Context:
+    """The benchmark's context (see the module docstring); *match* selects
+    the first device whose platform or device name contains it."""
     import os
-    if os.environ.get("PYOPENCL_CTX"):
+    if match is None and os.environ.get("PYOPENCL_CTX"):
         return cl.create_some_context(interactive=False)
     devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+    if match is not None:
+        devices = [d for d in devices
+                   if match in d.platform.name or match in d.name]
     if not devices:
-        raise RuntimeError("no OpenCL device")
+        raise RuntimeError("no OpenCL device"
+                           + (f" matching {match!r}" if match else ""))
 
     def rank(dev: cl.Device) -> tuple[bool, bool]:
         return (not dev.type & cl.device_type.CPU,
@@ -75,7 +82,12 @@ def make_program(nkernels: int, n: int) -> Any:
         y = pt.roll(y, 1) * np.float32(0.5) + np.float32(i)
         if i < nkernels - 1:
             y = y.tagged(pt.tags.ImplStored())
-    return pt.generate_loopy(y).with_transformed_program(split_loops)
+    try:
+        # the same kernels whether or not pytato maps loops by default
+        prog = pt.generate_loopy(y, default_schedule=False)
+    except TypeError:
+        prog = pt.generate_loopy(y)
+    return prog.with_transformed_program(split_loops)
 
 
 def time_calls(fns: dict[str, Callable[[], Any]], queue: cl.CommandQueue,
@@ -168,10 +180,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="let the device run while calls are timed "
                         "(by default the queue waits for a user event until "
                         "the timed calls are enqueued)")
+    parser.add_argument("--device-match",
+                        help="use the first device whose platform or device "
+                        "name contains this (e.g. NVIDIA)")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
 
-    ctx = pick_context()
+    ctx = pick_context(args.device_match)
     queue = cl.CommandQueue(ctx)
     dev = ctx.devices[0]
     header = {"device": dev.name.strip(), "platform": dev.platform.name,
