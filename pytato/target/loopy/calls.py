@@ -19,7 +19,8 @@ and foreign scalar functions.
 * calls of registered foreign scalar functions
   (:mod:`pytato.scalar_functions`) to calls of their loopy callables,
   registered in the translation unit.
-* CSR matrix products (see :mod:`pytato.target.loopy.sparse`).
+* CSR matrix products to calls of sparse product kernels (see
+  :mod:`pytato.target.loopy.sparse`).
 
 Arrays passed to a callee are in global memory: bindings the caller would
 otherwise compute inline are stored in temporaries first, and results are
@@ -100,6 +101,13 @@ class Callee:
     outputs: tuple[CalleeOutput, ...]
     extra_callables: Mapping[str, Any] = field(default_factory=dict)
 
+    @property
+    def parallel(self) -> bool:
+        """Whether the kernel maps loops onto work-groups or work-items (it
+        must then be called from the entrypoint, between global
+        barriers)."""
+        return is_parallel_kernel(self.kernel)
+
 
 def _as_callee_kernel(knl: Any, name: str) -> Any:
     """*knl* renamed to *name*, with its global temporaries turned into
@@ -152,6 +160,7 @@ class _BuildContext:
     callee_names: NameGenerator = field(default_factory=NameGenerator)
     functions: dict[FunctionDefinition, Callee] = field(default_factory=dict)
     loopy_kernels: dict[Any, Callee] = field(default_factory=dict)
+    other_callees: dict[Any, Callee] = field(default_factory=dict)
     depth: int = 0
 
 
@@ -204,6 +213,7 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
         self.build_context = ctx
         self._materialized: dict[Array, StoredResult] = {}
         self._scratch: dict[Any, tuple[tuple[str, ...], str]] = {}
+        self._parallel_calls: list[str] = []
         if ctx.depth == 0:
             state.translation_unit_transforms.append(self._finish)
 
@@ -334,6 +344,13 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
             within_inames=frozenset()))
         if scratch_shapes:
             self._scratch[scratch_key] = (tuple(new_scratch), insn_id)
+        if callee.parallel:
+            if self.build_context.depth > 0:
+                raise CannotBeLoweredToLoopyError(
+                    f"kernel '{callee.name}' maps its loops onto work-items "
+                    "and cannot be called from the body of a function (its "
+                    "callee kernel); tag that call with InlineCallTag")
+            self._parallel_calls.append(insn_id)
         return {res: StoredResult(name, len(result_arrays[res].shape), insn_id)
                 for res, name in out_names.items()}
 
@@ -441,7 +458,8 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
         bc = self.build_context
         target = t_unit.target
         callables = dict(t_unit.callables_table)
-        for callee in [*bc.functions.values(), *bc.loopy_kernels.values()]:
+        for callee in [*bc.functions.values(), *bc.loopy_kernels.values(),
+                       *bc.other_callees.values()]:
             if callee.name in callables:
                 raise NameClashError(
                     f"callee kernel name '{callee.name}' clashes with the "
@@ -459,9 +477,49 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
         if len(callables) != len(t_unit.callables_table):
             from constantdict import constantdict
             t_unit = t_unit.copy(callables_table=constantdict(callables))
+        if self._parallel_calls:
+            entry, = t_unit.entrypoints
+            t_unit = t_unit.with_kernel(_add_call_barriers(
+                t_unit[entry], self._parallel_calls))
         return _register_foreign_functions(t_unit)
 
     # }}}
+
+
+def is_parallel_kernel(knl: Any) -> bool:
+    """Whether *knl* maps loops onto work-groups or work-items."""
+    from loopy.kernel.data import HardwareConcurrentTag
+    return any(isinstance(t, HardwareConcurrentTag)
+               for iname in knl.all_inames() for t in knl.iname_tags(iname))
+
+
+def _add_call_barriers(knl: Any, call_ids: Sequence[str]) -> Any:
+    """Separate the calls *call_ids* of parallel callees from the
+    instructions they depend on and that depend on them by global
+    barriers (they run as device kernels of their own)."""
+    vng = knl.get_instruction_id_generator()
+    insns = list(knl.instructions)
+    barriers = []
+    after_of: dict[str, str] = {}
+    by_id = {insn.id: k for k, insn in enumerate(insns)}
+    for cid in call_ids:
+        call = insns[by_id[cid]]
+        deps = call.depends_on
+        if deps:
+            before = vng("_pt_gbarrier")
+            barriers.append(lp.BarrierInstruction(
+                id=before, synchronization_kind="global", mem_kind="global",
+                depends_on=deps, within_inames=frozenset()))
+            insns[by_id[cid]] = call.copy(depends_on=deps | {before})
+        after = vng("_pt_gbarrier")
+        barriers.append(lp.BarrierInstruction(
+            id=after, synchronization_kind="global", mem_kind="global",
+            depends_on=frozenset({cid}), within_inames=frozenset()))
+        after_of[cid] = after
+    insns = [insn.copy(depends_on=insn.depends_on | {
+        after_of[d] for d in insn.depends_on if d in after_of})
+        if insn.depends_on & after_of.keys() else insn for insn in insns]
+    return knl.copy(instructions=[*insns, *barriers])
 
 
 def _substitute(expr: Any, values: Mapping[str, Any]) -> Any:

@@ -1,28 +1,38 @@
 """Lowering of sparse matrix products to :mod:`loopy`.
 
 The product ``y = A @ x`` of a :class:`~pytato.array.sparse.CSRMatrix`
-``A`` with a dense ``x`` is one loop over rows, with a reduction over the
-row's stored elements whose bounds are read from ``row_starts`` (a loopy
-domain with data-dependent bounds)::
+``A`` with a dense ``x`` is a call of a callee kernel (one per combination
+of dtypes, dimensionality and checking, shared by all products of that
+kind) computing one row per work-item (sequentially when called inside
+a function's callee kernel), with a reduction over the row's
+stored elements whose bounds are read from ``row_starts`` (a loopy domain
+with data-dependent bounds)::
 
-    for i:
+    for i (parallel):
         lo = row_starts[i]; hi = row_starts[i + 1]
-        y[i, c] = sum(j in [lo, hi), values[j] * x[cols[j], c])
+        for c:
+            y[i, c] = sum(j in [lo, hi), values[j] * x[col_indices[j], c])
 
-``x`` is stored first if the caller would compute it inline (it is read
-once per stored element). The assumptions on the index arrays (see
-:mod:`pytato.array.sparse`) are not checked unless the matrix is tagged
-:class:`~pytato.array.sparse.CheckIndexBounds`: then a row with invalid
-bounds, or an element with an out-of-range column, is not read and makes
-its row of the result NaN (the smallest integer for integer results,
-*True* for booleans).
+Being a kernel of its own keeps this loop structure (several instructions
+sharing the row loop and its private bounds) out of the way of the
+entrypoint's schedule (:mod:`pytato.target.loopy.schedule`). Operands are
+stored by the caller, so each element of ``x`` is computed once however
+many stored elements refer to it.
 
+The assumptions on the index arrays (see :mod:`pytato.array.sparse`) are
+not checked unless the matrix is tagged
+:class:`~pytato.array.sparse.CheckIndexBounds`: then a row whose bounds
+are invalid, or that has an element with an out-of-range column, is not
+read out of bounds and its row of the result is NaN (the smallest integer
+for integer results, *True* for booleans).
+
+.. autodata:: ROWS_PER_GROUP
+.. autofunction:: make_csr_matmul_kernel
 .. autoclass:: SparseLoweringMixin
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import loopy as lp
@@ -31,25 +41,15 @@ import pymbolic.primitives as prim
 from loopy.library.reduction import parse_reduction_op
 from loopy.symbolic import Reduction as LoopyReduction, TypeCast as LoopyTypeCast
 
-from pytato.array.shape import shape_component_to_expr
 from pytato.array.sparse import CheckIndexBounds, CSRMatmul, CSRMatrix
-from pytato.target.loopy.codegen import (
-    ExpressionContext,
-    ImplementedResult,
-    StoredResult,
-)
+from pytato.target.loopy.codegen import ImplementedResult
 
 
-__all__ = ["SparseLoweringMixin"]
+__all__ = ["ROWS_PER_GROUP", "SparseLoweringMixin", "make_csr_matmul_kernel"]
 
-
-@dataclass(frozen=True)
-class CSRParts:
-    """The lowered index and value arrays of a CSR matrix."""
-
-    values: ImplementedResult
-    col_indices: ImplementedResult
-    row_starts: ImplementedResult
+ROWS_PER_GROUP = 32
+"""Rows of a sparse product computed by one work-group (one row per
+work-item)."""
 
 
 def _poison(dtype: np.dtype[Any]) -> Any:
@@ -63,122 +63,154 @@ def _poison(dtype: np.dtype[Any]) -> Any:
     return 1
 
 
-def _declare_size_params(state: Any, components: list[Any]) -> None:
-    """Add a parameter-only domain naming the size parameters of
-    *components*: loopy takes the kernel's assumptions (``n >= 0`` for all
-    size parameters) to be about domain parameters, and the sizes of a
-    sparse product (e.g. the number of stored elements) need not appear in
-    any loop bound."""
-    from pymbolic.mapper.dependency import DependencyMapper
+def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
+                           col_dtype: np.dtype[Any], starts_dtype: np.dtype[Any],
+                           x_dtype: np.dtype[Any], out_dtype: np.dtype[Any],
+                           matrix_rhs: bool, check: bool,
+                           target: Any, parallel: bool = True) -> lp.LoopKernel:
+    """The callee kernel *name* computing ``y = A @ x`` for a CSR matrix
+    ``A`` (arguments ``nrows, ncols, nnz[, nvec], row_starts, values,
+    col_indices, x`` and the output ``y``); *matrix_rhs* for a 2-d ``x`` of
+    *nvec* columns; *check* to check the index arrays (see the module
+    documentation)."""
+    var = prim.Variable
+    i, c, j = var("i"), var("c"), var("j")
+    lo, hi, ok = var("lo"), var("hi"), var("row_ok")
+    domains = ["[nrows] -> { [i] : 0 <= i < nrows }"]
+    if matrix_rhs:
+        domains.append("[nvec] -> { [c] : 0 <= c < nvec }")
+    domains.append("[lo, hi] -> { [j] : lo <= j < hi }")
+    out_inames = frozenset({"i", "c"} if matrix_rhs else {"i"})
 
-    names: set[str] = set()
-    for c in components:
-        if not isinstance(c, int):
-            names.update(v.name for v in DependencyMapper()(
-                shape_component_to_expr(c)))
-    if names:
-        state.domains.append(f"[{', '.join(sorted(names))}] -> {{ : }}")
+    lo_raw = var("row_starts")[i]
+    hi_raw = var("row_starts")[i + 1]
+    insns = []
+    bounds_deps = frozenset({"lo", "hi"})
+    if check:
+        insns.append(lp.Assignment(ok, prim.LogicalAnd((
+            prim.Comparison(0, "<=", lo_raw),
+            prim.Comparison(lo_raw, "<=", hi_raw),
+            prim.Comparison(hi_raw, "<=", var("nnz")))),
+            id="ok", within_inames=frozenset({"i"})))
+        lo_raw = prim.If(ok, lo_raw, 0)
+        hi_raw = prim.If(ok, hi_raw, 0)
+        bounds_deps = frozenset({"lo", "hi", "ok"})
+    dep_ok = frozenset({"ok"}) if check else frozenset()
+    insns.append(lp.Assignment(lo, lo_raw, id="lo", depends_on=dep_ok,
+                               within_inames=frozenset({"i"})))
+    insns.append(lp.Assignment(hi, hi_raw, id="hi", depends_on=dep_ok,
+                               within_inames=frozenset({"i"})))
+
+    column = var("col_indices")[j]
+    value: Any = var("values")[j]
+    x_value: Any = var("x")[(column, c) if matrix_rhs else column]
+    if out_dtype.kind == "b":
+        term: Any = prim.LogicalAnd((value, x_value))
+        op = parse_reduction_op("any")
+    else:
+        if values_dtype != out_dtype:
+            value = LoopyTypeCast(out_dtype, value)
+        if x_dtype != out_dtype:
+            x_value = LoopyTypeCast(out_dtype, x_value)
+        term = prim.Product((value, x_value))
+        op = parse_reduction_op("sum")
+    if check:
+        term = prim.If(prim.LogicalAnd((
+            prim.Comparison(0, "<=", column),
+            prim.Comparison(column, "<", var("ncols")))), term,
+            _poison(out_dtype))
+    rhs: Any = LoopyReduction(op, ("j",), term, allow_simultaneous=False)
+    if check:
+        rhs = prim.If(ok, rhs, _poison(out_dtype))
+    lhs = var("y")[(i, c) if matrix_rhs else i]
+    insns.append(lp.Assignment(lhs, rhs, id="product", depends_on=bounds_deps,
+                               within_inames=out_inames))
+
+    def arr(n: str, dtype: Any, shape: tuple[Any, ...], out: bool = False
+            ) -> lp.ArrayArg:
+        return lp.ArrayArg(n, dtype, shape=shape,
+                           address_space=lp.AddressSpace.GLOBAL,
+                           is_input=not out, is_output=out)
+
+    vec = ("nvec",) if matrix_rhs else ()
+    data = [
+        lp.ValueArg("nrows", np.int64), lp.ValueArg("ncols", np.int64),
+        lp.ValueArg("nnz", np.int64),
+        *([lp.ValueArg("nvec", np.int64)] if matrix_rhs else []),
+        arr("row_starts", starts_dtype, (var("nrows") + 1,)),
+        arr("values", values_dtype, (var("nnz"),)),
+        arr("col_indices", col_dtype, (var("nnz"),)),
+        arr("x", x_dtype, (var("ncols"), *(var(v) for v in vec))),
+        arr("y", out_dtype, (var("nrows"), *(var(v) for v in vec)), out=True),
+        lp.TemporaryVariable("lo", starts_dtype, shape=(),
+                             address_space=lp.AddressSpace.PRIVATE),
+        lp.TemporaryVariable("hi", starts_dtype, shape=(),
+                             address_space=lp.AddressSpace.PRIVATE),
+    ]
+    if check:
+        data.append(lp.TemporaryVariable(
+            "row_ok", np.int32, shape=(), address_space=lp.AddressSpace.PRIVATE))
+    # no assumptions: loopy would take them over the row bounds (lo, hi)
+    # too, which the callee's grid size then would depend on
+    t_unit = lp.make_function(domains, insns, data, name=name, target=target,
+                              lang_version=(2018, 2))
+    knl = t_unit[name]
+    if not parallel:
+        return knl
+    return lp.split_iname(knl, "i", ROWS_PER_GROUP, outer_tag="g.0",
+                          inner_tag="l.0")
 
 
 class SparseLoweringMixin:
-    """Lowers :class:`~pytato.array.sparse.CSRMatrix` (to the parts used by
-    products) and :class:`~pytato.array.sparse.CSRMatmul` nodes. Mixed into
+    """Lowers :class:`~pytato.array.sparse.CSRMatmul` nodes to calls of
+    :func:`make_csr_matmul_kernel` callees. Mixed into
     :class:`~pytato.target.loopy.calls.CallCodeGenMapper`, whose
-    ``stored_result`` and ``new_global_array`` it uses."""
+    ``emit_call`` and build context it uses."""
 
-    state: Any
+    build_context: Any
+    emit_call: Any
     rec: Any
-    stored_result: Any
-    new_global_array: Any
 
-    def map_csr_matrix(self, expr: CSRMatrix) -> CSRParts:
-        return CSRParts(self.rec(expr.elem_values),
-                        self.rec(expr.elem_col_indices),
-                        self.rec(expr.row_starts))
+    def map_csr_matrix(self, expr: CSRMatrix) -> None:
+        # only products use a CSR matrix: they lower its parts
+        for a in (expr.elem_values, expr.elem_col_indices, expr.row_starts):
+            self.rec(a)
+
+    def csr_matmul_callee(self, expr: CSRMatmul) -> Any:
+        """The callee kernel for products like *expr*, built on first use."""
+        from pytato.target.loopy.calls import Callee, _interface
+
+        mat = expr.matrix
+        check = bool(mat.tags_of_type(CheckIndexBounds))
+        bc = self.build_context
+        # parallel callees can only be called from the entrypoint
+        parallel = bc.depth == 0
+        key = ("csr_matmul", mat.elem_values.dtype, mat.elem_col_indices.dtype,
+               mat.row_starts.dtype, expr.array.dtype, expr.dtype,
+               expr.array.ndim == 2, check, parallel)
+        have = bc.other_callees.get(key)
+        if have is not None:
+            return have
+        name = bc.callee_names("_pt_csr_matmul")
+        knl = make_csr_matmul_kernel(
+            name, values_dtype=mat.elem_values.dtype,
+            col_dtype=mat.elem_col_indices.dtype,
+            starts_dtype=mat.row_starts.dtype, x_dtype=expr.array.dtype,
+            out_dtype=expr.dtype, matrix_rhs=expr.array.ndim == 2,
+            check=check, target=bc.target, parallel=parallel)
+        inputs, outputs = _interface(knl, {"y": "y"})
+        callee = Callee(name, knl, inputs, outputs)
+        bc.other_callees[key] = callee
+        return callee
 
     def map_csr_matmul(self, expr: CSRMatmul) -> ImplementedResult:
-        s = self.state
         mat = expr.matrix
-        parts = self.rec(mat)
-        x = self.stored_result(expr.array)
-        for c in expr.shape:
-            if not isinstance(c, int):
-                self.rec(c)
-        check = bool(mat.tags_of_type(CheckIndexBounds))
-        dtype = expr.dtype
-        ctx = ExpressionContext()
-        var = prim.Variable
-
-        _declare_size_params(s, [*mat.shape, mat.nnz, *expr.array.shape])
-
-        row = s.names("_pt_csr_row")
-        s.add_domain([row], [0], [shape_component_to_expr(mat.shape[0])])
-        idx_dtype = mat.row_starts.dtype
-        lo, hi = s.names("_pt_csr_lo"), s.names("_pt_csr_hi")
-        for name in (lo, hi):
-            s.kernel_data[name] = lp.TemporaryVariable(
-                name, idx_dtype, shape=(), address_space=lp.AddressSpace.PRIVATE)
-        lo_raw = parts.row_starts.to_loopy_expression((var(row),), ctx)
-        hi_raw = parts.row_starts.to_loopy_expression((var(row) + 1,), ctx)
-        row_ok = None
-        if check:
-            row_ok = s.names("_pt_csr_row_ok")
-            s.kernel_data[row_ok] = lp.TemporaryVariable(
-                row_ok, np.int32, shape=(), address_space=lp.AddressSpace.PRIVATE)
-            nnz = shape_component_to_expr(mat.nnz)
-            row_ok_id = self._assign(var(row_ok), prim.LogicalAnd((
-                prim.Comparison(0, "<=", lo_raw),
-                prim.Comparison(lo_raw, "<=", hi_raw),
-                prim.Comparison(hi_raw, "<=", nnz))), {row}, ctx)
-            ctx.depends_on.add(row_ok_id)
-            lo_raw = prim.If(var(row_ok), lo_raw, 0)
-            hi_raw = prim.If(var(row_ok), hi_raw, 0)
-        bounds_ids = {self._assign(var(lo), lo_raw, {row}, ctx),
-                      self._assign(var(hi), hi_raw, {row}, ctx)}
-
-        out_inames = [row]
-        if expr.ndim == 2:
-            col = s.names("_pt_csr_col")
-            s.add_domain([col], [0], [shape_component_to_expr(expr.shape[1])])
-            out_inames.append(col)
-        nz = s.names("_pt_csr_nz")
-        s.add_domain([nz], [var(lo)], [var(hi)])
-
-        column = parts.col_indices.to_loopy_expression((var(nz),), ctx)
-        x_index = (column, *(var(i) for i in out_inames[1:]))
-        value = parts.values.to_loopy_expression((var(nz),), ctx)
-        x_value = x.to_loopy_expression(x_index, ctx)
-        if dtype.kind == "b":
-            term: Any = prim.LogicalAnd((value, x_value))
-            op = parse_reduction_op("any")
-        else:
-            if mat.dtype != dtype:
-                value = LoopyTypeCast(dtype, value)
-            if expr.array.dtype != dtype:
-                x_value = LoopyTypeCast(dtype, x_value)
-            term = prim.Product((value, x_value))
-            op = parse_reduction_op("sum")
-        if check:
-            ncols = shape_component_to_expr(mat.shape[1])
-            term = prim.If(prim.LogicalAnd((
-                prim.Comparison(0, "<=", column),
-                prim.Comparison(column, "<", ncols))), term, _poison(dtype))
-        rhs: Any = LoopyReduction(op, (nz,), term, allow_simultaneous=False)
-        if row_ok is not None:
-            rhs = prim.If(var(row_ok), rhs, _poison(dtype))
-
-        name = self.new_global_array(expr, s.loopy_shape(expr), dtype)
-        ctx.depends_on.update(bounds_ids)
-        insn_id = self._assign(
-            var(name)[tuple(var(i) for i in out_inames)], rhs,
-            set(out_inames), ctx)
-        return StoredResult(name, expr.ndim, insn_id)
-
-    def _assign(self, lhs: Any, rhs: Any, inames: set[str],
-                ctx: ExpressionContext) -> str:
-        s = self.state
-        insn_id = s.names("_pt_csr_insn", try_bare=False)
-        s.instructions.append(lp.Assignment(
-            lhs, rhs, id=insn_id, within_inames=frozenset(inames),
-            depends_on=frozenset(sorted(ctx.depends_on))))
-        return insn_id
+        self.rec(mat)
+        callee = self.csr_matmul_callee(expr)
+        values = {"nrows": mat.shape[0], "ncols": mat.shape[1], "nnz": mat.nnz}
+        if expr.array.ndim == 2:
+            values["nvec"] = expr.array.shape[1]
+        arrays = {"row_starts": mat.row_starts, "values": mat.elem_values,
+                  "col_indices": mat.elem_col_indices, "x": expr.array}
+        return self.emit_call(  # type: ignore[no-any-return]
+            callee, values, arrays, {"y": expr}, {})["y"]
