@@ -25,6 +25,15 @@ input between calls, update its device array in place (e.g. with
 :meth:`pyopencl.array.Array.set`), or name it in *per_call* to give a new
 device array on each call.
 
+The launcher works on its queue's order: on an in-order queue (the
+default) each call runs after the commands enqueued before it, such as
+:meth:`~pytato.target.loopy.launcher.OpenClKernelListLauncher.push_copy_device_to_device`
+copies or ``x.set(...)``; it does not wait for the events of
+:class:`pyopencl.array.Array` objects (pass *wait_for* for those).  Without
+profiling, tracing or per-call inputs a call only enqueues the kernels
+(about the cost of raw :func:`pyopencl.enqueue_nd_range_kernel` calls, see
+``benchmarks/README.md``).
+
 Programs also keep per-kernel profiling statistics: when a program or an
 executable runs on a queue with profiling enabled (or when
 :data:`~pytato.target.loopy.launcher.TRACE_KERNELS_ENV` or
@@ -32,7 +41,21 @@ executable runs on a queue with profiling enabled (or when
 enqueues its kernels one by one (instead of through :mod:`loopy`'s invoker),
 keeps their events and exposes ``statistics``
 (:class:`~pytato.target.loopy.launcher.LauncherStatistics`: ``print`` it for
-a per-kernel table).
+a per-kernel table)::
+
+    queue = cl.CommandQueue(
+        ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    exe = prog.bind_to_context(ctx)
+    for step in range(nsteps):
+        exe(queue, x=x_dev)
+    queue.finish()
+    print(exe.statistics)      # name, count, total (ms), mean/min/max (us)
+
+Launchers made on such a queue keep their events too
+(``print(launch.statistics)``).  Programs whose host code loops over
+kernels, or whose loopy target packs arguments, run through :mod:`loopy`'s
+invoker and keep no statistics (see :func:`supports_instrumented_run`); they
+cannot be launched.
 
 .. autoclass:: ProgramLauncher
 .. autoclass:: SubkernelInfo
