@@ -22,8 +22,10 @@ from pytato.diagnostic import (
 )
 from pytato.target.loopy.launch import (
     ProgramLauncher,
+    env_switches_set,
     executor_statistics,
     get_kernel_plan,
+    wants_instrumented_run,
 )
 from pytato.target.loopy.launcher import (
     PROFILE_KERNELS_ENV,
@@ -212,6 +214,25 @@ def test_bound_data_and_scalar_inputs(queue):
         prog.launcher(queue, per_call=list(prog.bound_arguments), x=x_np,
                       s=2.5)
 
+def test_launcher_of_program_with_calls(queue, prof_queue):
+    x = pt.make_placeholder("x", (N,), np.float64)
+
+    def f(a: pt.Array) -> pt.Array:
+        return 2 * a + pt.sum(a)
+
+    prog = pt.generate_loopy({"r": pt.trace_call(f, x),
+                              "s": pt.trace_call(f, x + 1)})
+    xv = _rand(seed=12)
+    expected = {"r": 2 * xv + xv.sum(), "s": 2 * (xv + 1) + (xv + 1).sum()}
+    _, out = prog(queue, x=xv)
+    _check_dict(out, expected)
+    for q in (queue, prof_queue):
+        launch = prog.launcher(q, x=xv)
+        launch()
+        _check_dict(launch.outputs, expected)
+        _, out = prog(q, x=xv)
+        _check_dict(out, expected)
+
 # }}}
 
 
@@ -377,6 +398,31 @@ def test_profile_switch_selects_kernels(prof_queue, multi_prog, monkeypatch,
                 if r.getMessage().startswith("profile ")]
     assert len(profiled) == 2
     assert all(m.startswith(f"profile {first}: ") for m in profiled)
+
+def test_switch_values(queue, monkeypatch):
+    for name in (TRACE_KERNELS_ENV, PROFILE_KERNELS_ENV):
+        monkeypatch.delenv(name, raising=False)
+    assert not env_switches_set()
+    assert not wants_instrumented_run(queue)
+    monkeypatch.setenv(TRACE_KERNELS_ENV, "off")
+    assert env_switches_set()
+    assert not wants_instrumented_run(queue)
+    monkeypatch.setenv(PROFILE_KERNELS_ENV, "some_kernel")
+    assert wants_instrumented_run(queue)
+
+
+def test_trace_switch_logs_launcher_kernels(queue, multi_prog, monkeypatch,
+                                            caplog):
+    x = _rand(seed=13)
+    launch = multi_prog.launcher(queue, x=x)
+    monkeypatch.setenv(TRACE_KERNELS_ENV, "all")
+    with caplog.at_level(logging.INFO, logger="pytato.target.loopy.launcher"):
+        launch()
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == len(launch)
+    for sub, message in zip(launch.launchers, messages, strict=True):
+        assert message.startswith(f"enqueue {sub.name}: global_size=")
+    _check_dict(launch.outputs, _multi_kernel_reference(x))
 
 # }}}
 

@@ -363,6 +363,8 @@ def supports_instrumented_run(executor: Any) -> bool:
 # {{{ environment switches
 
 _ENV_NAMES = (TRACE_KERNELS_ENV, PROFILE_KERNELS_ENV)
+# the values that select no kernel (as in pytato.target.loopy.launcher)
+_OFF_WORDS = frozenset({"", "0", "false", "no", "off", "none"})
 _ENV_KEYS = tuple(os.environ.encodekey(n)  # type: ignore[attr-defined]
                   for n in _ENV_NAMES)
 
@@ -706,8 +708,9 @@ def wants_instrumented_run(queue: cl.CommandQueue) -> bool:
     """Whether programs run on *queue* should enqueue their kernels one by
     one and keep their events: if *queue* has profiling enabled, or if
     kernel tracing or profiling is switched on in the environment."""
-    return has_profiling(queue) or (
-        env_switches_set() and any(os.environ.get(n) for n in _ENV_NAMES))
+    return has_profiling(queue) or (env_switches_set() and any(
+        os.environ.get(n, "").strip().lower() not in _OFF_WORDS
+        for n in _ENV_NAMES))
 
 
 def run_instrumented(executor: Any, queue: cl.CommandQueue,
