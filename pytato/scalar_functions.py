@@ -42,6 +42,7 @@ Example::
 .. autofunction:: register_scalar_function
 .. autofunction:: get_scalar_function
 .. autofunction:: call_scalar_function
+.. autofunction:: python_implementation_code
 .. autodata:: FOREIGN_PREFIX
 """
 
@@ -60,7 +61,8 @@ from pytato.diagnostic import DTypeError, UnsupportedByTargetError
 
 __all__ = [
     "FOREIGN_PREFIX", "ScalarFunction", "call_scalar_function",
-    "get_scalar_function", "register_scalar_function",
+    "get_scalar_function", "python_implementation_code",
+    "register_scalar_function",
 ]
 
 FOREIGN_PREFIX = "pytato.foreign."

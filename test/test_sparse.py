@@ -221,3 +221,20 @@ def test_csr_graph_behavior():
         "v2", "c2", "s2", "x2"}
     tagged = a.tagged(CheckIndexBounds())
     assert tagged != a and tagged.tags_of_type(CheckIndexBounds)
+
+
+def test_csr_and_calls_on_jax():
+    pytest.importorskip("jax")
+    rng = np.random.default_rng(6)
+    dense, v, c, s = _random_csr(rng, 4, 5, empty_rows=(1,))
+    a = pt.make_csr_matrix((4, 5), v, c, s)
+    x = pt.make_placeholder("x", (5,), np.float64)
+
+    def f(u):
+        return 2 * pt.sin(u)
+
+    y = a @ pt.trace_call(f, x)
+    xv = rng.random(5)
+    for jit in (False, True):
+        res = np.asarray(pt.generate_jax(y, jit=jit)(x=xv))
+        np.testing.assert_allclose(res, dense @ (2 * np.sin(xv)), rtol=1e-12)

@@ -31,6 +31,8 @@ the caller at each call site.
 
 .. autoclass:: CallCodeGenMapper
 .. autofunction:: build_translation_unit_with_calls
+.. autofunction:: lower_foreign_call
+.. autofunction:: is_parallel_kernel
 """
 
 from __future__ import annotations
@@ -69,7 +71,10 @@ from pytato.target.loopy.codegen import (
 from pytato.target.loopy.sparse import SparseLoweringMixin
 
 
-__all__ = ["CallCodeGenMapper", "build_translation_unit_with_calls"]
+__all__ = [
+    "CallCodeGenMapper", "build_translation_unit_with_calls",
+    "is_parallel_kernel", "lower_foreign_call",
+]
 
 
 # {{{ callee kernels
