@@ -214,6 +214,35 @@ def test_bound_data_and_scalar_inputs(queue):
         prog.launcher(queue, per_call=list(prog.bound_arguments), x=x_np,
                       s=2.5)
 
+@pytest.mark.parametrize("nrows", [0, 5])
+@pytest.mark.parametrize("profiling", [False, True])
+def test_symbolic_empty_and_scalar_outputs(cl_ctx, nrows, profiling):
+    q = cl.CommandQueue(cl_ctx, properties=PROFILING if profiling else 0)
+    n, m = pt.make_size_param("n"), pt.make_size_param("m")
+    x = pt.make_placeholder("x", (n, 3), np.float32)
+    y = pt.make_placeholder("y", (m,), np.float32)
+    prog = pt.generate_loopy({"a": 2 * x, "t": pt.sum(x), "b": y + 1,
+                              "c": pt.sum(y)})
+    xv = np.ones((nrows, 3), np.float32)
+    yv = np.arange(4, dtype=np.float32)
+    _, ref = prog(q, x=xv, y=yv)
+    launch = prog.launcher(q, x=xv, y=yv)
+    launch()
+    assert launch.size_params == {"n": nrows, "m": 4}
+    assert launch.outputs["a"].shape == (nrows, 3)
+    assert launch.outputs["t"].shape == ()
+    _check_dict(launch.outputs, ref)
+    # per-call input of symbolic shape: the shape given first is kept
+    y_dev = cla.to_device(q, np.arange(7, dtype=np.float32))
+    launch = prog.launcher(q, per_call=["y"], x=xv,
+                           y=cla.zeros(q, 7, np.float32))
+    launch(y=y_dev)
+    np.testing.assert_allclose(launch.outputs["c"].get(), 21)
+    with pytest.raises(ArgumentShapeError, match=r"expected shape \(7,\)"):
+        launch(y=cla.zeros(q, 6, np.float32))
+    q.finish()
+
+
 def test_launcher_of_program_with_calls(queue, prof_queue):
     x = pt.make_placeholder("x", (N,), np.float64)
 

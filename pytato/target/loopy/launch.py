@@ -205,7 +205,12 @@ class KernelPlan:
     def __init__(self, executor: Any, arg_to_dtype: Any = None) -> None:
         import loopy as lp
         from loopy.kernel.array import get_strides
-        from loopy.schedule import CallKernel, EnterLoop, get_insn_ids_for_block_at
+        from loopy.schedule import (
+            CallKernel,
+            EnterLoop,
+            LeaveLoop,
+            get_insn_ids_for_block_at,
+        )
         from loopy.schedule.tools import get_subkernel_arg_info
 
         t_unit = executor.get_typed_and_scheduled_translation_unit(arg_to_dtype)
@@ -218,7 +223,7 @@ class KernelPlan:
         for idx, item in enumerate(sched):
             if isinstance(item, EnterLoop):
                 depth += 1
-            elif type(item).__name__ == "LeaveLoop":
+            elif isinstance(item, LeaveLoop):
                 depth -= 1
             elif isinstance(item, CallKernel):
                 if depth:
@@ -659,9 +664,15 @@ class EventStatistics:
         self._pending: list[tuple[str, cl.Event]] = []
         self._stats = LauncherStatistics()
 
+    #: Number of pending events above which :meth:`record` folds the
+    #: finished ones into the statistics (bounding memory in long loops).
+    max_pending = 4096
+
     def record(self, name: str, evt: cl.Event) -> None:
         """Keep *evt*, the event of an execution of kernel *name*."""
         self._pending.append((name, evt))
+        if len(self._pending) > self.max_pending:
+            self._consume()
 
     @property
     def events(self) -> tuple[tuple[str, cl.Event], ...]:
@@ -671,6 +682,10 @@ class EventStatistics:
     @property
     def statistics(self) -> LauncherStatistics:
         """Per-kernel statistics of all finished recorded events (a copy)."""
+        self._consume()
+        return LauncherStatistics(self._stats)
+
+    def _consume(self) -> None:
         pending = []
         complete = cl.command_execution_status.COMPLETE
         for name, evt in self._pending:
@@ -683,7 +698,6 @@ class EventStatistics:
             else:
                 pending.append((name, evt))
         self._pending = pending
-        return LauncherStatistics(self._stats)
 
     def clear(self) -> None:
         """Forget the statistics and the recorded events."""
