@@ -319,12 +319,6 @@ class KernelPlan:
                                 allocator=allocator)
                 for name, (shape, dtype) in self._temporaries.items()}
 
-    def expected_shape(self, name: str, values: Mapping[str, int]
-                       ) -> tuple[tuple[int, ...], np.dtype[Any]]:
-        """The shape and dtype of the array argument *name*."""
-        shape, dtype = self._array_info[name]
-        return _eval_shape(shape, values), dtype
-
 
 _PLANS: weakref.WeakKeyDictionary[Any, KernelPlan | None] = (
     weakref.WeakKeyDictionary())
