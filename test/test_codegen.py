@@ -779,3 +779,10 @@ def test_deterministic_construction_order():
     assert "_pt_data_1" in code and "_pt_temp_2" in code
 
 # }}}
+
+
+def test_size_param_used_only_in_expressions(queue: Any) -> None:
+    n = pt.make_size_param("n")
+    x = pt.make_placeholder("x", (3,), np.float64)
+    _, (out,) = pt.generate_loopy(x * n)(queue, x=np.ones(3), n=4)
+    np.testing.assert_allclose(out, 4 * np.ones(3))

@@ -949,8 +949,12 @@ def build_translation_unit(
     kernel_data = [state.kernel_data[n] for n in sorted(
         state.kernel_data, key=lambda n: (_data_rank(state.kernel_data[n]), n))]
     assumptions = " and ".join(f"{n} >= 0" for n in sorted(size_params))
+    # a parameter-only domain makes every size parameter known to loopy,
+    # also those used only in expressions (not in loop bounds)
+    param_domain = ([f"[{', '.join(sorted(size_params))}] -> {{ : }}"]
+                    if size_params else [])
     t_unit = lp.make_kernel(
-        state.domains or ["{ : }"],
+        [*param_domain, *state.domains] or ["{ : }"],
         [*state.instructions, *state.substitutions.values()],
         kernel_data,
         name=function_name, target=target, options=options,
