@@ -2,8 +2,17 @@
 
 Mixed into :class:`~pytato.target.python.codegen.PythonCodeGenMapper`:
 
-* results of calls (:class:`~pytato.function.NamedCallResult`) are
-  generated inlined (the Python targets have no functions of their own);
+* each :class:`~pytato.function.FunctionDefinition` reached by the graph
+  (also through the bodies of other functions) becomes one Python function
+  ``_pt_fn_<identifier>`` of the generated module, emitted once however
+  many call sites it has; a :class:`~pytato.function.Call` calls it with
+  keyword arguments (array parameters get the caller's values, size
+  parameters Python integer expressions in the caller's sizes), and a
+  :class:`~pytato.function.NamedCallResult` reads the result by name.
+  The function returns its array (single-array functions), a tuple or a
+  dict of arrays, as the traced Python function did. With ``jax.jit``,
+  only the entrypoint is jitted: the functions are simply called (and
+  traced as part of it);
 * calls of user loopy kernels (:class:`~pytato.loopy.LoopyCall`) cannot run
   and raise :class:`~pytato.diagnostic.UnsupportedByTargetError`;
 * CSR products (:class:`~pytato.array.sparse.CSRMatmul`) call
@@ -13,20 +22,124 @@ Foreign scalar functions are called through the Python implementations
 registered with them (see
 :func:`pytato.scalar_functions.python_implementation_code`).
 
+.. autoclass:: PythonFunctionCollector
 .. autoclass:: PythonCallsMixin
+.. autofunction:: nodes_with_function_bodies
 .. autofunction:: csr_matmul
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
 
+from pytato.array.inputs import SizeParam
 from pytato.diagnostic import IndexOutOfBoundsError, UnsupportedByTargetError
 
 
-__all__ = ["PythonCallsMixin", "csr_matmul"]
+__all__ = ["PythonCallsMixin", "PythonFunctionCollector", "csr_matmul",
+           "nodes_with_function_bodies"]
+
+
+class PythonFunctionCollector:
+    r"""The Python functions generated for the
+    :class:`~pytato.function.FunctionDefinition`\ s of one module.
+
+    .. attribute:: blocks
+
+        The source of each function (``def`` line and indented body), in
+        the order their generation finished (callees before callers).
+
+    .. automethod:: name_for
+    .. automethod:: parameters_of
+    """
+
+    def __init__(self, reserved: set[str]) -> None:
+        #: names that functions must not take (module level names)
+        self.reserved = reserved
+        self.blocks: list[str] = []
+        self._names: dict[Any, str] = {}
+        self._params: dict[Any, dict[str, str]] = {}
+
+    def _fresh_function_name(self, identifier: Any) -> str:
+        base = "_pt_fn_" + re.sub(r"\W", "_", str(identifier))
+        name = base
+        k = 1
+        while name in self.reserved:
+            name = f"{base}_{k}"
+            k += 1
+        self.reserved.add(name)
+        return name
+
+    def parameters_of(self, fdef: Any) -> dict[str, str]:
+        """A mapping from the names of the parameters of *fdef* that its
+        body uses to their variable names in the generated function (in
+        parameter order)."""
+        params = self._params.get(fdef)
+        if params is None:
+            from pytato.target.python.codegen import _input_var_name
+            # callee scope: only module level names must not be shadowed
+            # (future function names start with _pt_fn_, see below)
+            used = {"_pt_np", "_pt_jnp", *self._names.values()}
+            params = {}
+            for name in sorted(fdef.parameters):
+                if fdef.get_placeholder(name) is None:
+                    continue
+                var = _input_var_name(
+                    f"_pt_in_{name}" if name.startswith("_pt_fn_") else name,
+                    used)
+                params[name] = var
+            self._params[fdef] = params
+        return params
+
+    def name_for(self, fdef: Any, mapper_class: Any, target: Any) -> str:
+        """The name of the generated function for *fdef*, generating it
+        (with a new instance of *mapper_class*) on first use."""
+        name = self._names.get(fdef)
+        if name is not None:
+            return name
+        name = self._fresh_function_name(fdef.identifier)
+        self._names[fdef] = name
+        params = self.parameters_of(fdef)
+
+        from pytato.function import ReturnType
+        from pytato.target.python.codegen import generate_body
+        mapper = mapper_class(target, params, {}, functions=self)
+        results = generate_body(mapper, list(fdef.returns.values()))
+        if fdef.return_type == ReturnType.ARRAY:
+            ret = results[0]
+        elif fdef.return_type == ReturnType.TUPLE_OF_ARRAYS:
+            ret = ("(" + ", ".join(results) + ("," if len(results) == 1 else "")
+                   + ")")
+        else:
+            ret = "{" + ", ".join(
+                f"{k!r}: {r}" for k, r in zip(fdef.returns, results,
+                                              strict=True)) + "}"
+        body = [*mapper.lines, f"return {ret}"]
+        self.blocks.append(
+            f"def {name}({', '.join(params.values())}):\n"
+            + "".join(f"    {line}\n" for line in body))
+        return name
+
+
+def nodes_with_function_bodies(roots: list[Any]) -> list[Any]:
+    """The nodes of the graph of *roots* and of the bodies of all functions
+    it calls (also through other functions), each once."""
+    from pytato.array.base import topological_order
+    from pytato.function import Call
+
+    nodes: list[Any] = []
+    seen_fdefs: set[Any] = set()
+    pending = [list(roots)]
+    while pending:
+        for node in topological_order(pending.pop()):
+            nodes.append(node)
+            if isinstance(node, Call) and node.function not in seen_fdefs:
+                seen_fdefs.add(node.function)
+                pending.append(list(node.function.returns.values()))
+    return nodes
 
 
 class PythonCallsMixin:
@@ -35,14 +148,43 @@ class PythonCallsMixin:
 
     np: str
     rec: Any
+    target: Any
+    functions: PythonFunctionCollector
     _assign: Any
+    fresh_name: Any
+    size_code: Any
+
+    def map_call(self, expr: Any) -> str:
+        fdef = expr.function
+        fn_name = self.functions.name_for(fdef, type(self), self.target)
+        args = []
+        for pname, var in self.functions.parameters_of(fdef).items():
+            binding = expr.bindings[pname]
+            if isinstance(fdef.get_placeholder(pname), SizeParam):
+                code = self.size_code(binding)
+            else:
+                code = self.rec(binding)
+            args.append(f"{var}={code}")
+        call_var = self.fresh_name("_pt_call")
+        self.lines.append(  # type: ignore[attr-defined]
+            f"{call_var} = {fn_name}({', '.join(args)})")
+        return call_var
 
     def map_named_call_result(self, expr: Any) -> str:
-        from pytato.transform.calls import inline_call_result
-        return self(inline_call_result(expr))  # type: ignore[no-any-return,operator]
+        from pytato.function import ReturnType
+        from pytato.tags import Named, PrefixNamed
 
-    def map_call(self, expr: Any) -> None:
-        return None
+        call_var = self.rec(expr._container)
+        rtype = expr._container.function.return_type
+        if rtype == ReturnType.ARRAY:
+            if not (expr.tags_of_type(Named) or expr.tags_of_type(PrefixNamed)):
+                return call_var  # type: ignore[no-any-return]
+            return self._assign(expr, call_var)  # type: ignore[no-any-return]
+        if rtype == ReturnType.TUPLE_OF_ARRAYS:
+            key: Any = list(expr._container.function.returns).index(expr.name)
+        else:
+            key = expr.name
+        return self._assign(expr, f"{call_var}[{key!r}]")  # type: ignore[no-any-return]
 
     def map_loopy_call(self, expr: Any) -> None:
         raise UnsupportedByTargetError(

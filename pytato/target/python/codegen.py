@@ -42,9 +42,10 @@ from pytato.array.shape import (
     shape_component_to_expr,
 )
 from pytato.diagnostic import NameClashError
+from pytato.function import Call, NamedCallResult
 from pytato.scalar_expr import is_integral_scalar
 from pytato.tags import Named, PrefixNamed
-from pytato.target.python.calls import PythonCallsMixin
+from pytato.target.python.calls import PythonCallsMixin, PythonFunctionCollector
 from pytato.target.python.scalar_codegen import (
     LambdaCodeGenerator,
     SizeCodeMapper,
@@ -130,6 +131,12 @@ def _data_children(node: GraphNode) -> tuple[GraphNode, ...]:
         return (node.array,)
     if isinstance(node, InputArgumentBase):
         return ()
+    if isinstance(node, NamedCallResult):
+        return (node._container,)
+    if isinstance(node, Call):
+        fdef = node.function
+        return tuple(b for name, b in node.bindings.items()
+                     if isinstance(fdef.get_placeholder(name), Placeholder))
     if isinstance(node, NamedArray):
         if isinstance(node._container, DictOfNamedArrays):
             return (node._container[node.name],)
@@ -137,10 +144,10 @@ def _data_children(node: GraphNode) -> tuple[GraphNode, ...]:
     return get_children(node)  # type: ignore[arg-type]
 
 
-def _needed_nodes(root: GraphNode) -> set[int]:
-    """Ids of the nodes whose values are needed to compute *root*."""
-    needed = {id(root)}
-    stack = [root]
+def _needed_nodes(roots: list[GraphNode]) -> set[int]:
+    """Ids of the nodes whose values are needed to compute *roots*."""
+    needed = {id(r) for r in roots}
+    stack = list(roots)
     while stack:
         node = stack.pop()
         for k in _data_children(node):
@@ -157,12 +164,21 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
     .. attribute:: lines
 
         The statements of the function body, in order.
+
+    .. attribute:: functions
+
+        The :class:`~pytato.target.python.calls.PythonFunctionCollector`
+        gathering the functions generated for calls (shared by the mappers
+        of all functions of one module).
     """
 
     def __init__(self, target: PythonTarget,
                  input_var_names: Mapping[str, str],
-                 data_names: Mapping[DataWrapper, str]) -> None:
+                 data_names: Mapping[DataWrapper, str], *,
+                 functions: PythonFunctionCollector | None = None) -> None:
         super().__init__()
+        self.functions = (PythonFunctionCollector(set()) if functions is None
+                          else functions)
         self.data_names = data_names
         self.target = target
         self.np = target.array_module_name
@@ -334,11 +350,20 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
             return self.rec(expr._container[expr.name])
         raise NotImplementedError(
             f"{type(expr._container).__name__} results cannot be generated as "
-            "Python code; inline calls first (pytato.inline_calls)")
+            "Python code")
 
     def map_dict_of_named_arrays(self, expr: DictOfNamedArrays) -> None:
         return None
 
+
+def generate_body(mapper: PythonCodeGenMapper, roots: list[Array]) -> list[str]:
+    """Emit into *mapper* the statements computing *roots* (and only the
+    nodes whose values they need); return the variables holding them."""
+    needed = _needed_nodes(list(roots))
+    for node in topological_order(roots):
+        if id(node) in needed:
+            mapper.rec(node)
+    return [mapper.rec(r) for r in roots]
 
 
 def _input_var_name(name: str, used: set[str]) -> str:
@@ -397,15 +422,15 @@ def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
 
     # }}}
 
+    functions = PythonFunctionCollector(
+        used | {s.var_name for s in specs.values()})
     mapper = PythonCodeGenMapper(
-        target, {name: s.var_name for name, s in specs.items()}, data_names)
-    needed = _needed_nodes(outputs)
-    for node in order:
-        if id(node) in needed:
-            mapper.rec(node)
-
-    results = {name: target.output_code(mapper.rec(ary), ary.dtype)
-               for name, ary in outputs.items()}
+        target, {name: s.var_name for name, s in specs.items()}, data_names,
+        functions=functions)
+    result_vars = generate_body(mapper, list(outputs.values()))
+    results = {name: target.output_code(var, ary.dtype)
+               for (name, ary), var in zip(outputs.items(), result_vars,
+                                           strict=True)}
     if single_output is not None:
         ret = results[single_output]
     else:
@@ -414,8 +439,9 @@ def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
     params = ", ".join(s.var_name for s in specs.values())
     body = [*mapper.lines, f"return {ret}"]
     decorators = "".join(f"@{d}\n" for d in target.decorators(specs, jit))
-    source = (target.preamble(jit) + "\n\n\n" + decorators
-              + f"def {function_name}({params}):\n"
+    source = (target.preamble(jit) + "\n\n\n"
+              + "".join(block + "\n\n" for block in functions.blocks)
+              + decorators + f"def {function_name}({params}):\n"
               + "".join(f"    {line}\n" for line in body))
     return GeneratedPythonCode(source, function_name, specs, bound)
 
@@ -424,5 +450,6 @@ __all__ = [
     "ArgumentSpec",
     "GeneratedPythonCode",
     "PythonCodeGenMapper",
+    "generate_body",
     "generate_python_code",
 ]

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pytato.array.base import Array, topological_order
+from pytato.array.base import Array
 from pytato.array.results import DictOfNamedArrays
 from pytato.target.python.codegen import ArgumentSpec
 from pytato.target.python.numpy_like import (
@@ -74,7 +74,8 @@ JAXPythonTarget.bound_program_class = BoundJAXPythonProgram
 
 
 def _needs_x64(outputs: DictOfNamedArrays) -> bool:
-    for node in topological_order([outputs]):
+    from pytato.target.python.calls import nodes_with_function_bodies
+    for node in nodes_with_function_bodies([outputs]):
         if not isinstance(node, Array):
             continue
         dt = node.dtype
@@ -98,7 +99,9 @@ def generate_jax(expr: Array | Mapping[str, Array] | DictOfNamedArrays, *,
     (``jax_enable_x64``) when the graph holds 64-bit dtypes.
 
     :arg jit: if *True*, the generated function is decorated with
-        :func:`jax.jit` (size parameters are static arguments).
+        :func:`jax.jit` (size parameters are static arguments). The
+        functions generated for calls are not jitted on their own: they
+        are simply called, and traced as part of the entrypoint.
     :arg function_name: name of the entrypoint function in the generated
         code.
     :arg show_code: if *True*, the generated code is printed to
