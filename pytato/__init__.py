@@ -155,6 +155,7 @@ from pytato.transform.einsum_rewrites import (
     apply_distributive_property_to_einsums,
     rewrite_einsums_with_no_broadcasts,
 )
+from pytato.transform.materialize import materialize_with_mpms
 from pytato.transform.precompute import precompute_subexpressions
 from pytato.transform.unify_axes import unify_axes_tags
 from pytato.visualization import (

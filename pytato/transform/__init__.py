@@ -3,7 +3,8 @@
 See :mod:`pytato.transform.mappers` for the mapper classes. Passes, one per
 module: :mod:`pytato.transform.dead_code`, :mod:`pytato.transform.deduplicate`,
 :mod:`pytato.transform.unify_axes`, :mod:`pytato.transform.einsum_rewrites`,
-:mod:`pytato.transform.precompute`.
+:mod:`pytato.transform.precompute`,
+:mod:`pytato.transform.materialize`.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from pytato.transform.mappers import (
     map_and_copy,
     topological_order,
 )
+from pytato.transform.materialize import materialize_with_mpms
 from pytato.transform.precompute import precompute_subexpressions
 from pytato.transform.unify_axes import AxisEquivalenceCollector, unify_axes_tags
 
@@ -65,6 +67,7 @@ __all__ = [
     "get_users",
     "lower_to_index_lambdas",
     "map_and_copy",
+    "materialize_with_mpms",
     "precompute_subexpressions",
     "rewrite_einsums_with_no_broadcasts",
     "to_index_lambda",

@@ -39,7 +39,6 @@ Domains, instructions, arguments and temporaries are collected in a
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,11 +49,11 @@ import pymbolic.primitives as prim
 from loopy.symbolic import Reduction as LoopyReduction, TypeCast as LoopyTypeCast
 from pytools.tag import Tag
 
-from pytato.array.base import Array, topological_order
+from pytato.array.base import Array
 from pytato.array.inputs import Placeholder, SizeParam
 from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
-from pytato.array.shape import is_one, shape_component_to_expr
+from pytato.array.shape import shape_component_to_expr
 from pytato.codegen import NameGenerator, canonical_topological_order
 from pytato.diagnostic import CannotBeLoweredToLoopyError, NameClashError
 from pytato.scalar_expr import (
@@ -69,10 +68,8 @@ from pytato.scalar_expr import (
     ReductionOperation,
     SumReductionOperation,
     TypeCast,
-    WalkMapper,
-    get_dependencies,
 )
-from pytato.tags import ImplInlined, ImplStored, Named, PrefixNamed
+from pytato.tags import Named, PrefixNamed
 from pytato.transform.mappers import CachedMapper
 
 
@@ -82,161 +79,15 @@ __all__ = [
     "SubstitutionResult", "build_translation_unit", "get_stored_nodes",
 ]
 
-MAX_INLINE_DEPTH = 32
-"""Chains of inlined nodes longer than this are cut by storing a node, which
-bounds the size of generated expressions and the recursion depth of
-lowering them."""
-
-MAX_INDEX_GROWTH = 16
-"""An inlined node whose expression uses an output index ``k`` times
-multiplies the size of the index expressions of its inlined children by
-``k``; where the product along a chain of inlined nodes would exceed this,
-the children are stored instead."""
-
-
 # {{{ what to store
 
-def _is_index_name(name: str) -> bool:
-    return name[:1] == "_" and name[1:].isdigit()
+# the materialization policy lives in pytato.transform.materialize
+from pytato.transform.materialize import (
+    MAX_INDEX_GROWTH,
+    MAX_INLINE_DEPTH,
+    get_stored_nodes,
+)
 
-
-class _UseCounter(WalkMapper):
-    """Counts the references to bindings and output indices, and finds the
-    bindings read *expansively*: at an access whose indices do not involve
-    every loop variable in scope there (the lambda's non-unit output indices
-    and the indices of enclosing reductions), so that inlining a reduction
-    there would recompute it along the unused variables."""
-
-    def __init__(self, expr: IndexLambda) -> None:
-        self.names = expr.bindings
-        self.counts: Counter[str] = Counter()
-        self.expansive: set[str] = set()
-        self.has_reduction = False
-        self.out_indices = frozenset(
-            f"_{i}" for i, n in enumerate(expr.shape) if not is_one(n))
-
-    def _access(self, name: str, indices: Any, scope: frozenset[str]) -> None:
-        self.counts[name] += 1
-        if name in self.expansive:
-            return
-        used = get_dependencies(indices) if indices else frozenset()
-        if not scope <= used:
-            self.expansive.add(name)
-
-    def map_variable(self, expr: prim.Variable, scope: frozenset[str]) -> None:
-        name = expr.name
-        if name in self.names:
-            self._access(name, (), scope)
-        elif _is_index_name(name):
-            self.counts[name] += 1
-
-    def map_subscript(self, expr: prim.Subscript, scope: frozenset[str]
-                      ) -> None:
-        agg = expr.aggregate
-        if isinstance(agg, prim.Variable) and agg.name in self.names:
-            self._access(agg.name, expr.index, scope)
-        self.rec(expr.index, scope)
-
-    def map_reduce(self, expr: Reduce, scope: frozenset[str]) -> None:
-        self.has_reduction = True
-        inner = scope | frozenset(expr.bounds)
-        self.rec(expr.inner_expr, inner)
-        for lo, hi in expr.bounds.values():
-            self.rec(lo, scope)
-            self.rec(hi, scope)
-
-
-def _use_counts(expr: IndexLambda) -> _UseCounter:
-    counter = _UseCounter(expr)
-    if not isinstance(expr.expr, SCALAR_CLASSES):
-        counter(expr.expr, counter.out_indices)
-    return counter
-
-
-def _is_size_expression(expr: Array) -> bool:
-    """Whether *expr* is a 0-d integer expression of size parameters (a
-    shape component), which is always inlined."""
-    if expr.shape != () or expr.dtype.kind not in "iu":
-        return False
-    return all(isinstance(inp, SizeParam)
-               for inp in expr._pt_inputs.values())  # type: ignore[attr-defined]
-
-
-def get_stored_nodes(outputs: DictOfNamedArrays) -> set[Array]:
-    """The nodes of the (preprocessed) graph of *outputs* to compute into
-    memory rather than inline into their users:
-
-    * the outputs and the nodes tagged :class:`~pytato.tags.ImplStored`;
-    * computed nodes read at more than one place (by several users, or
-      several times by one user), so that they are computed once;
-    * nodes computing reductions (themselves, or through inlined children)
-      that a user reads *broadcast* (along a loop variable that the access
-      does not depend on, e.g. ``x - sum(x)``, or the inner product of
-      ``A @ (B @ v)``), which inlining would recompute for every value of
-      that variable;
-    * nodes that keep generated expressions small: one in every
-      :data:`MAX_INLINE_DEPTH` nodes of a chain of inlined nodes, and the
-      children of a node whose index expressions would grow by more than
-      :data:`MAX_INDEX_GROWTH`.
-
-    Size expressions and nodes tagged :class:`~pytato.tags.ImplInlined` are
-    only stored for the last reason.
-
-    This is the whole materialization policy of the loopy target (see the
-    *stored_nodes* argument of :func:`build_translation_unit`).
-    """
-    from pytato.target.loopy import ImplSubstitution
-
-    order = [n for n in topological_order([outputs])
-             if isinstance(n, IndexLambda)]
-    info = {node: _use_counts(node) for node in order}
-    uses: Counter[Array] = Counter()
-    expansive: set[Array] = set()
-    for node in order:
-        for name, ary in node.bindings.items():
-            uses[ary] += info[node].counts.get(name, 0)
-            if name in info[node].expansive:
-                expansive.add(ary)
-
-    stored: set[Array] = set(outputs.values())
-    depth: dict[Array, int] = {}
-    growth: dict[Array, int] = {}
-    reduces: dict[Array, bool] = {}
-
-    def is_inlined(ary: Array) -> bool:
-        return ary in depth and ary not in stored
-
-    for node in order:
-        if node.tags_of_type(ImplStored):
-            stored.add(node)
-        elif (uses[node] > 1 and not node.tags_of_type(ImplInlined)
-                and not node.tags_of_type(ImplSubstitution)
-                and not _is_size_expression(node)):
-            stored.add(node)
-        kids = [b for b in node.bindings.values() if is_inlined(b)]
-        reduces[node] = info[node].has_reduction or any(reduces[k] for k in kids)
-        if (reduces[node] and node in expansive
-                and not node.tags_of_type(ImplInlined)
-                and not node.tags_of_type(ImplSubstitution)):
-            stored.add(node)
-        factor = max((c for name, c in info[node].counts.items()
-                      if _is_index_name(name)), default=1)
-        g = factor * max((growth[k] for k in kids), default=1)
-        if g > MAX_INDEX_GROWTH:
-            for k in kids:
-                if growth[k] > 1 and not _is_size_expression(k):
-                    stored.add(k)
-            kids = [k for k in kids if k not in stored]
-            g = factor * max((growth[k] for k in kids), default=1)
-        d = 1 + max((depth[k] for k in kids), default=0)
-        if d > MAX_INLINE_DEPTH and not _is_size_expression(node):
-            stored.add(node)
-        if node in stored or node.tags_of_type(ImplSubstitution):
-            d, g = 0, 1
-            reduces[node] = False
-        depth[node] = d
-        growth[node] = g
-    return stored
 
 # }}}
 

@@ -1,0 +1,317 @@
+"""Materialization policy: which nodes are stored, which are inlined.
+
+Code generators fuse every node that is not *materialized* (stored in
+memory) into the expressions of its users. This module holds the one place
+where that decision is made:
+
+* :func:`get_stored_nodes` decides on a graph of
+  :class:`~pytato.array.IndexLambda`\\ s and inputs (the graph targets see
+  after :func:`pytato.codegen.preprocess`); it is the default policy of
+  :func:`pytato.generate_loopy`;
+* :func:`materialize_with_mpms` applies the *MPMS* variant of the policy to
+  any graph by tagging the chosen nodes :class:`~pytato.tags.ImplStored`.
+
+*MPMS* ("multiple predecessors, multiple successors"): walking the graph
+children first, each node gets the set of its *materialized predecessors*
+(the materialized nodes it reads, directly or through non-materialized
+nodes; inputs are materialized). A node with more than one user and more
+than one materialized predecessor is materialized. In addition these are
+always stored:
+
+* reductions read *broadcast* by a user (along a loop variable the access
+  does not depend on, e.g. ``x - sum(x)`` or the inner product of
+  ``A @ (B @ v)``), which inlining would recompute per element;
+* computed arrays read by a non-affine gather (indexed by the values of
+  another array), which inlining would recompute at arbitrary points;
+* nodes that keep generated expressions small: one in every
+  :data:`MAX_INLINE_DEPTH` nodes of a chain of inlined nodes, and the
+  children of a node whose index expressions would grow by more than
+  :data:`MAX_INDEX_GROWTH`.
+
+The default policy of :func:`get_stored_nodes` (``store_shared=True``)
+strengthens the MPMS condition so that shared subexpressions are computed
+once: any computed node read at more than one place is stored, whatever the
+number of its materialized predecessors.
+
+Size expressions (0-d integer expressions of size parameters) are never
+stored; nodes tagged :class:`~pytato.tags.ImplInlined` (or
+:class:`~pytato.target.loopy.ImplSubstitution`) only for the last reason;
+nodes tagged :class:`~pytato.tags.ImplStored` always.
+
+.. autodata:: MAX_INLINE_DEPTH
+.. autodata:: MAX_INDEX_GROWTH
+.. autofunction:: get_stored_nodes
+.. autofunction:: materialize_with_mpms
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pymbolic.primitives as prim
+
+from pytato.array.base import Array, topological_order
+from pytato.array.inputs import InputArgumentBase, SizeParam
+from pytato.array.lambdas import IndexLambda
+from pytato.array.results import DictOfNamedArrays
+from pytato.array.shape import is_one
+from pytato.scalar_expr import (
+    SCALAR_CLASSES,
+    Reduce,
+    WalkMapper,
+    get_dependencies,
+)
+from pytato.tags import ImplInlined, ImplStored
+from pytato.transform.mappers import CopyMapper
+
+
+__all__ = [
+    "MAX_INDEX_GROWTH", "MAX_INLINE_DEPTH", "get_stored_nodes",
+    "materialize_with_mpms",
+]
+
+MAX_INLINE_DEPTH = 32
+"""Chains of inlined nodes longer than this are cut by storing a node, which
+bounds the size of generated expressions and the recursion depth of
+lowering them."""
+
+MAX_INDEX_GROWTH = 16
+"""An inlined node whose expression uses an output index ``k`` times
+multiplies the size of the index expressions of its inlined children by
+``k``; where the product along a chain of inlined nodes would exceed this,
+the children are stored instead."""
+
+
+# {{{ reading one index lambda
+
+def _is_index_name(name: str) -> bool:
+    return name[:1] == "_" and name[1:].isdigit()
+
+
+class _UseCounter(WalkMapper):
+    """Counts the references to bindings and output indices, and finds the
+    bindings read *expansively* (at an access whose indices do not involve
+    every loop variable in scope there: the lambda's non-unit output indices
+    and the indices of enclosing reductions) and those read by a
+    *gather* (at indices depending on the values of bindings)."""
+
+    def __init__(self, expr: IndexLambda) -> None:
+        self.names = expr.bindings
+        self.counts: Counter[str] = Counter()
+        self.expansive: set[str] = set()
+        self.gathered: set[str] = set()
+        self.has_reduction = False
+        self.out_indices = frozenset(
+            f"_{i}" for i, n in enumerate(expr.shape) if not is_one(n))
+
+    def _access(self, name: str, indices: Any, scope: frozenset[str]) -> None:
+        self.counts[name] += 1
+        if name in self.expansive and name in self.gathered:
+            return
+        used = get_dependencies(indices) if indices else frozenset()
+        if not scope <= used:
+            self.expansive.add(name)
+        if any(u in self.names for u in used):
+            self.gathered.add(name)
+
+    def map_variable(self, expr: prim.Variable, scope: frozenset[str]) -> None:
+        name = expr.name
+        if name in self.names:
+            self._access(name, (), scope)
+        elif _is_index_name(name):
+            self.counts[name] += 1
+
+    def map_subscript(self, expr: prim.Subscript, scope: frozenset[str]
+                      ) -> None:
+        agg = expr.aggregate
+        if isinstance(agg, prim.Variable) and agg.name in self.names:
+            self._access(agg.name, expr.index, scope)
+        self.rec(expr.index, scope)
+
+    def map_reduce(self, expr: Reduce, scope: frozenset[str]) -> None:
+        self.has_reduction = True
+        inner = scope | frozenset(expr.bounds)
+        self.rec(expr.inner_expr, inner)
+        for lo, hi in expr.bounds.values():
+            self.rec(lo, scope)
+            self.rec(hi, scope)
+
+
+def _use_counts(expr: IndexLambda) -> _UseCounter:
+    counter = _UseCounter(expr)
+    if not isinstance(expr.expr, SCALAR_CLASSES):
+        counter(expr.expr, counter.out_indices)
+    return counter
+
+
+def _is_size_expression(expr: Array) -> bool:
+    """Whether *expr* is a 0-d integer expression of size parameters (a
+    shape component), which is always inlined."""
+    if expr.shape != () or expr.dtype.kind not in "iu":
+        return False
+    return all(isinstance(inp, SizeParam)
+               for inp in expr._pt_inputs.values())  # type: ignore[attr-defined]
+
+# }}}
+
+
+# {{{ the policy
+
+def get_stored_nodes(outputs: DictOfNamedArrays, *,
+                     store_shared: bool = True) -> set[Array]:
+    """The nodes of the graph of *outputs* (index lambdas and inputs, as
+    after :func:`pytato.codegen.preprocess`) to compute into memory rather
+    than inline into their users: the outputs, and the nodes chosen by the
+    policy of the module documentation.
+
+    :arg store_shared: if True (the default of the code generators), store
+        every computed node read at more than one place; if False, apply
+        the MPMS condition (more than one user and more than one
+        materialized predecessor).
+
+    Runs in time linear in the size of the graph.
+    """
+    from pytato.target.loopy import ImplSubstitution
+
+    order = [n for n in topological_order([outputs])
+             if isinstance(n, IndexLambda)]
+    info = {node: _use_counts(node) for node in order}
+    uses: Counter[Array] = Counter()
+    nusers: Counter[Array] = Counter()
+    expansive: set[Array] = set()
+    gathered: set[Array] = set()
+    for node in order:
+        node_info = info[node]
+        for ary in set(node.bindings.values()):
+            nusers[ary] += 1
+        for name, ary in node.bindings.items():
+            uses[ary] += node_info.counts.get(name, 0)
+            if name in node_info.expansive:
+                expansive.add(ary)
+            if name in node_info.gathered:
+                gathered.add(ary)
+
+    stored: set[Array] = set(outputs.values())
+    depth: dict[Array, int] = {}
+    growth: dict[Array, int] = {}
+    reduces: dict[Array, bool] = {}
+    # materialized predecessors (by id of the stored node) of inlined nodes
+    mat_preds: dict[Array, frozenset[int]] = {}
+
+    def is_inlined(ary: Array) -> bool:
+        return ary in depth and ary not in stored
+
+    def preds_of(ary: Array) -> frozenset[int]:
+        if isinstance(ary, IndexLambda) and is_inlined(ary):
+            return mat_preds[ary]
+        if isinstance(ary, IndexLambda) or isinstance(ary, InputArgumentBase):
+            return frozenset({id(ary)})
+        return frozenset()
+
+    for node in order:
+        may_store = not (node.tags_of_type(ImplInlined)
+                         or node.tags_of_type(ImplSubstitution)
+                         or _is_size_expression(node))
+        preds: frozenset[int] = frozenset()
+        for b in set(node.bindings.values()):
+            if not _is_size_expression(b):
+                preds = preds | preds_of(b)
+        if node.tags_of_type(ImplStored):
+            stored.add(node)
+        elif may_store:
+            if store_shared:
+                if uses[node] > 1:
+                    stored.add(node)
+            elif nusers[node] > 1 and len(preds) > 1:
+                stored.add(node)
+            if node in gathered:
+                stored.add(node)
+        kids = [b for b in node.bindings.values() if is_inlined(b)]
+        reduces[node] = info[node].has_reduction or any(reduces[k] for k in kids)
+        if reduces[node] and node in expansive and may_store:
+            stored.add(node)
+        factor = max((c for name, c in info[node].counts.items()
+                      if _is_index_name(name)), default=1)
+        g = factor * max((growth[k] for k in kids), default=1)
+        if g > MAX_INDEX_GROWTH:
+            for k in kids:
+                if growth[k] > 1 and not _is_size_expression(k):
+                    stored.add(k)
+            kids = [k for k in kids if k not in stored]
+            g = factor * max((growth[k] for k in kids), default=1)
+        d = 1 + max((depth[k] for k in kids), default=0)
+        if d > MAX_INLINE_DEPTH and not _is_size_expression(node):
+            stored.add(node)
+        if node in stored or node.tags_of_type(ImplSubstitution):
+            d, g = 0, 1
+            reduces[node] = False
+        depth[node] = d
+        growth[node] = g
+        mat_preds[node] = preds
+    return stored
+
+# }}}
+
+
+# {{{ as a transform
+
+class _Lowerer(CopyMapper):
+    def map_array(self, expr: Array) -> Array:
+        from pytato.transform.lower_to_index_lambda import (
+            _LOWERABLE,
+            to_index_lambda,
+        )
+        new = super().map_array(expr)
+        if getattr(type(new), "_mapper_method", None) in _LOWERABLE:
+            return to_index_lambda(new)
+        return new
+
+
+class _Tagger(CopyMapper):
+    def __init__(self, to_tag: set[Array]) -> None:
+        super().__init__()
+        self.to_tag = to_tag
+
+    def map_array(self, expr: Array) -> Array:
+        new = super().map_array(expr)
+        if expr in self.to_tag:
+            return new.tagged(ImplStored())
+        return new
+
+
+def materialize_with_mpms(expr: Array | DictOfNamedArrays
+                          ) -> Array | DictOfNamedArrays:
+    """Tag :class:`~pytato.tags.ImplStored` the nodes of *expr* that the
+    MPMS policy (see the module documentation) materializes: nodes with more
+    than one user and more than one materialized predecessor, reductions
+    read broadcast, arrays read by non-affine gathers, and nodes cutting
+    over-long inlined chains. Outputs and inputs are not tagged (they are
+    in memory anyway).
+
+    The decisions are those of :func:`get_stored_nodes` with
+    ``store_shared=False`` on the graph with its index-remapping nodes and
+    einsums lowered to index lambdas (the graph code generators see).
+    """
+    outputs = (DictOfNamedArrays({"_pt_out": expr}) if isinstance(expr, Array)
+               else expr)
+    lowerer = _Lowerer()
+    lowered = lowerer(outputs)
+    stored = get_stored_nodes(lowered, store_shared=False)
+    output_arrays = set(outputs.values())
+    to_tag = set()
+    for node in topological_order([outputs]):
+        if (not isinstance(node, Array) or isinstance(node, InputArgumentBase)
+                or node in output_arrays or node.tags_of_type(ImplStored)):
+            continue
+        image = lowerer.rec(node)
+        if image in stored:
+            to_tag.add(node)
+    if not to_tag:
+        return expr
+    result = _Tagger(to_tag)(outputs)
+    if isinstance(expr, Array):
+        return result["_pt_out"]  # type: ignore[no-any-return]
+    return result  # type: ignore[no-any-return]
+
+# }}}
