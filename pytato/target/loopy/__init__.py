@@ -9,6 +9,7 @@ binds it, with the data of the graph's data wrappers, into a
 cheap.
 
 .. autofunction:: generate_loopy
+.. autodata:: PROGRAM_CACHE
 .. autoclass:: ImplSubstitution
 
 See :mod:`pytato.target.loopy.programs` for :class:`LoopyTarget`,
@@ -18,9 +19,10 @@ See :mod:`pytato.target.loopy.programs` for :class:`LoopyTarget`,
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pytato.array.base import Array
 from pytato.array.results import DictOfNamedArrays
@@ -41,9 +43,27 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "BoundPyOpenCLExecutable", "BoundPyOpenCLProgram", "ImplSubstitution",
-    "LoopyPyOpenCLTarget", "LoopyTarget", "generate_loopy",
+    "PROGRAM_CACHE", "BoundPyOpenCLExecutable", "BoundPyOpenCLProgram",
+    "ImplSubstitution", "LoopyPyOpenCLTarget", "LoopyTarget", "generate_loopy",
 ]
+
+logger = logging.getLogger("pytato.codegen")
+
+
+def _make_program_cache() -> Any:
+    from pytato.codegen import ProgramCache
+    return ProgramCache(64)
+
+
+PROGRAM_CACHE = _make_program_cache()
+"""The in-memory cache of :func:`generate_loopy`: a
+:class:`pytato.codegen.ProgramCache` from (structurally equal) graphs, with
+the target, options, function name and flags, to the generated program.
+Generating code for an equal graph returns the same program object."""
+
+
+def _options_key(options: Any) -> Any:
+    return tuple(sorted((k, repr(v)) for k, v in vars(options).items()))
 
 
 @dataclass(frozen=True)
@@ -94,7 +114,7 @@ def generate_loopy(
     """
     import loopy as lp
 
-    from pytato.codegen import preprocess
+    from pytato.codegen import PhaseTimer, normalize_outputs, preprocess
 
     # calls, loopy calls, foreign functions and sparse products lower
     # through the extended mapper of pytato.target.loopy.calls
@@ -120,13 +140,33 @@ def generate_loopy(
     from pytato.diagnostic import CannotBeLoweredToLoopyError
     from pytato.transform.mappers import UnsupportedNodeError
     try:
-        prep = preprocess(result)
+        cache_key: Any = (normalize_outputs(result), is_dict, target,
+                          _options_key(options), function_name,
+                          frozenset(array_tag_t_to_not_propagate),
+                          frozenset(axis_tag_t_to_not_propagate), True)
+        hash(cache_key)
+    except TypeError:
+        cache_key = None
+    if cache_key is not None:
+        cached = PROGRAM_CACHE.get(cache_key)
+        if cached is not None:
+            logger.info("program cache hit for '%s'", function_name)
+            return cached  # type: ignore[no-any-return]
+    try:
+        with PhaseTimer(logger, "transform (preprocess)"):
+            prep = preprocess(result)
     except UnsupportedNodeError as e:
         raise CannotBeLoweredToLoopyError(str(e)) from e
-    t_unit = build_translation_unit(
-        prep.outputs, target=target.get_loopy_target(), options=options,
-        function_name=function_name,
-        array_tag_t_to_not_propagate=frozenset(array_tag_t_to_not_propagate),
-        axis_tag_t_to_not_propagate=frozenset(axis_tag_t_to_not_propagate))
-    return target.bind_program(t_unit, prep.bound_arguments)
+    from pytato.array.base import topological_order
+    nnodes = len(topological_order([prep.outputs]))
+    with PhaseTimer(logger, "lowering", f"{nnodes} nodes"):
+        t_unit = build_translation_unit(
+            prep.outputs, target=target.get_loopy_target(), options=options,
+            function_name=function_name,
+            array_tag_t_to_not_propagate=frozenset(array_tag_t_to_not_propagate),
+            axis_tag_t_to_not_propagate=frozenset(axis_tag_t_to_not_propagate))
+    prog = target.bind_program(t_unit, prep.bound_arguments)
+    if cache_key is not None:
+        PROGRAM_CACHE.put(cache_key, prog)
+    return prog
 
