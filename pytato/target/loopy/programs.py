@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import warnings
 import weakref
 from collections.abc import Callable, Mapping
@@ -88,6 +89,8 @@ class LoopyPyOpenCLTarget(LoopyTarget):
         return f"{type(self).__name__}(device={self.device!r})"
 
 
+_logger = logging.getLogger("pytato.target.loopy")
+
 _WARMED_EXECUTORS: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
@@ -106,7 +109,11 @@ def _run(executor: Any, queue: cl.CommandQueue, **kwargs: Any) -> Any:
     if executor in _WARMED_EXECUTORS:
         return executor(queue, **kwargs)
     from loopy.diagnostic import ParameterFinderWarning
-    with warnings.catch_warnings():
+
+    from pytato.codegen import PhaseTimer
+    with warnings.catch_warnings(), PhaseTimer(
+            _logger, "first call (loopy preprocessing, code generation, "
+            "OpenCL build)"):
         warnings.simplefilter("ignore", ParameterFinderWarning)
         result = executor(queue, **kwargs)
     _WARMED_EXECUTORS.add(executor)
