@@ -1,0 +1,227 @@
+"""Code generation benchmark: how long pytato takes to turn a graph into a
+running OpenCL program, phase by phase.
+
+Usage::
+
+    python benchmarks/bench_codegen.py [--quick] [--json PATH]
+
+For random DAGs of 100 / 1 000 / 10 000 nodes (``--quick``: 100 / 1 000)
+it reports the time of the pytato transforms (preprocess), the lowering to
+a loopy translation unit, loopy preprocessing, linearization and code
+generation (``lp.generate_code_v2``) and the OpenCL build, the number of
+instructions and global temporaries, and the time of a program cache hit.
+It also measures the per-call overhead of a raw pyopencl kernel enqueue,
+loopy's executor, :class:`~pytato.target.loopy.BoundPyOpenCLExecutable` and
+:class:`~pytato.target.loopy.BoundPyOpenCLProgram`, and a cold against a warm
+process (loopy's and pyopencl's on-disk caches).
+
+:func:`make_random_dag` is also used by ``test/test_codegen_perf.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+import pytato as pt
+
+
+def make_random_dag(nnodes: int, seed: int = 0, n: int = 16
+                    ) -> dict[str, pt.Array]:
+    """A random graph of about *nnodes* distinct nodes over four ``(n, n)``
+    float64 placeholders ``in0`` ... ``in3``: element-wise operations,
+    reductions broadcast back, transposes, reshapes, reversals and rolls,
+    with sharing (operands are mostly recent nodes, sometimes any earlier
+    one). Nodes nobody reads are summed pairwise into at most three outputs
+    ``out0``, ``out1``, ``out2``."""
+    rng = np.random.default_rng(seed)
+    pool: list[pt.Array] = [pt.make_placeholder(f"in{i}", (n, n), np.float64)
+                            for i in range(4)]
+    used: set[int] = set()
+    count = 4
+
+    def pick() -> pt.Array:
+        if rng.random() < 0.7:
+            a = pool[-1 - int(rng.integers(min(3, len(pool))))]
+        else:
+            a = pool[int(rng.integers(len(pool)))]
+        used.add(id(a))
+        return a
+
+    while count < nnodes:
+        k = int(rng.integers(8))
+        a = pick()
+        c = float(np.round(rng.uniform(0.5, 1.0), 6))
+        if k < 3:
+            b = pick()
+            r = (a + c * b if k == 0 else a * b * c if k == 1 else a - c * b)
+            count += 2
+        elif k == 3:
+            r = pt.sin(a) * c
+            count += 2
+        elif k == 4:
+            r = a - pt.sum(a, axis=1).reshape(n, 1) * c
+            count += 4
+        elif k == 5:
+            r = a.T * c
+            count += 2
+        elif k == 6:
+            r = a.reshape(n * n).reshape(n, n)[::-1] * c
+            count += 4
+        else:
+            r = pt.roll(a, 1, axis=0) * c
+            count += 2
+        pool.append(r)
+    leaves = [p for p in pool if id(p) not in used]
+    while len(leaves) > 3:
+        leaves = [leaves[i] + leaves[i + 1] if i + 1 < len(leaves) else leaves[i]
+                  for i in range(0, len(leaves), 2)]
+    return {f"out{i}": p for i, p in enumerate(leaves)}
+
+
+def _time(f: Any) -> tuple[float, Any]:
+    t = time.perf_counter()
+    r = f()
+    return time.perf_counter() - t, r
+
+
+def bench_dag(nnodes: int, ctx: Any, *, build: bool = True) -> dict[str, Any]:
+    import loopy as lp
+    import pyopencl as cl
+
+    from pytato.analysis import get_num_nodes
+    from pytato.codegen import preprocess
+    from pytato.target.loopy.calls import build_translation_unit_with_calls
+
+    graph = make_random_dag(nnodes)
+    res: dict[str, Any] = {
+        "requested_nodes": nnodes,
+        "nodes": get_num_nodes(pt.make_dict_of_named_arrays(graph))}
+    res["t_transform"], prep = _time(lambda: preprocess(graph))
+    res["t_lowering"], t_unit = _time(
+        lambda: build_translation_unit_with_calls(
+            prep.outputs, target=lp.PyOpenCLTarget(),
+            options=lp.Options(return_dict=True), function_name="_pt_kernel",
+            array_tag_t_to_not_propagate=frozenset(),
+            axis_tag_t_to_not_propagate=frozenset()))
+    knl = t_unit.default_entrypoint
+    res["instructions"] = len(knl.instructions)
+    res["global_temporaries"] = len(knl.temporary_variables)
+    res["t_generate_loopy"], prog = _time(lambda: pt.generate_loopy(graph))
+    res["t_cache_hit"], prog2 = _time(lambda: pt.generate_loopy(graph))
+    assert prog2 is prog
+    t_unit = prog.program
+    res["t_loopy_preprocess"], pre = _time(lambda: lp.preprocess_kernel(t_unit))
+    if not build:
+        return res
+    res["t_loopy_linearize"], lin = _time(lambda: lp.linearize(pre))
+    res["t_loopy_codegen"], code = _time(
+        lambda: lp.generate_code_v2(lin).device_code())
+    res["t_opencl_build"], _ = _time(
+        lambda: cl.Program(ctx, code).build())
+    for k in ("t_transform", "t_lowering"):
+        res[k.replace("t_", "us_per_node_")] = 1e6 * res[k] / res["nodes"]
+    return res
+
+
+def bench_overhead(ctx: Any, ncalls: int = 2000) -> dict[str, float]:
+    """Per-call overhead (µs) of launching a tiny kernel."""
+    import loopy as lp
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    queue = cl.CommandQueue(ctx)
+    x = pt.make_placeholder("x", (16,), np.float64)
+    prog = pt.generate_loopy(2 * x, options=lp.Options(no_numpy=True))
+    xd = cla.to_device(queue, np.ones(16))
+    out = cla.empty_like(xd)
+    raw = cl.Program(ctx, """
+        __kernel void k(__global double *out, __global const double *x)
+        { int i = get_global_id(0); out[i] = 2 * x[i]; }""").build().k
+
+    def per_call(f: Any) -> float:
+        f()
+        queue.finish()
+        t = time.perf_counter()
+        for _ in range(ncalls):
+            f()
+        queue.finish()
+        return 1e6 * (time.perf_counter() - t) / ncalls
+
+    executor = prog.program.executor(ctx)
+    exe = prog.bind_to_context(ctx)
+    return {
+        "raw_pyopencl_enqueue_us": per_call(
+            lambda: raw(queue, (16,), None, out.data, xd.data)),
+        "loopy_executor_us": per_call(lambda: executor(queue, x=xd, _pt_out=out)),
+        "BoundPyOpenCLExecutable_us": per_call(lambda: exe(queue, x=xd)),
+        "BoundPyOpenCLProgram_us": per_call(lambda: prog(queue, x=xd)),
+    }
+
+
+_PROCESS_SNIPPET = """
+import sys, time
+t0 = time.perf_counter()
+sys.path.insert(0, {bench_dir!r})
+import numpy as np, pyopencl as cl, pytato as pt
+from bench_codegen import make_random_dag
+ctx = cl.create_some_context(interactive=False)
+queue = cl.CommandQueue(ctx)
+g = make_random_dag({nnodes})
+prog = pt.generate_loopy(g)
+t1 = time.perf_counter()
+inputs = {{f"in{{i}}": np.ones((16, 16)) for i in range(4)}}
+prog(queue, **inputs)
+t2 = time.perf_counter()
+print(t1 - t0, t2 - t1)
+"""
+
+
+def bench_processes(nnodes: int) -> dict[str, float]:
+    """Time of a fresh process generating and first running a DAG, twice
+    (the second finds loopy's and pyopencl's on-disk caches warm)."""
+    import os
+    code = _PROCESS_SNIPPET.format(
+        bench_dir=os.path.dirname(os.path.abspath(__file__)), nnodes=nnodes)
+    res = {}
+    for label in ("first", "second"):
+        t = time.perf_counter()
+        out = subprocess.run([sys.executable, "-c", code], check=True,
+                             capture_output=True, text=True).stdout.split()
+        res[f"{label}_process_total_s"] = time.perf_counter() - t
+        res[f"{label}_process_first_call_s"] = float(out[-1])
+    return res
+
+
+def main() -> None:
+    import pyopencl as cl
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    ctx = cl.create_some_context(interactive=False)
+    sizes = [100, 1000] if args.quick else [100, 1000, 10000]
+    results: dict[str, Any] = {"dags": []}
+    for n in sizes:
+        # loopy's linearization of very many loop nests is slow; the
+        # 10 000-node graph stops after loopy preprocessing
+        r = bench_dag(n, ctx, build=n <= 1000)
+        results["dags"].append(r)
+        print(json.dumps(r))
+    results["overhead"] = bench_overhead(ctx)
+    print(json.dumps(results["overhead"]))
+    results["processes"] = bench_processes(300 if args.quick else 1000)
+    print(json.dumps(results["processes"]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

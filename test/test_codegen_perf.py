@@ -1,0 +1,217 @@
+"""Structural tests of the materialization policy, the program cache, phase
+logging and code generation for large graphs (no timing assertions)."""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+
+import loopy as lp
+import numpy as np
+import pytest
+
+import pytato as pt
+from pytato.codegen import preprocess
+from pytato.tags import ImplInlined, ImplStored
+from pytato.target.loopy import PROGRAM_CACHE
+from pytato.target.loopy.calls import build_translation_unit_with_calls
+from pytato.transform.materialize import get_stored_nodes
+
+
+def _load_bench() -> object:
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks",
+                        "bench_codegen.py")
+    spec = importlib.util.spec_from_file_location("bench_codegen", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _kernel(result: object) -> lp.LoopKernel:
+    prep = preprocess(result)  # type: ignore[arg-type]
+    t_unit = build_translation_unit_with_calls(
+        prep.outputs, target=lp.PyOpenCLTarget(),
+        options=lp.Options(return_dict=True), function_name="knl",
+        array_tag_t_to_not_propagate=frozenset(),
+        axis_tag_t_to_not_propagate=frozenset())
+    return t_unit.default_entrypoint
+
+
+def _stored_tags(result: pt.DictOfNamedArrays) -> set[pt.Array]:
+    return {n for n in pt.array.base.topological_order([result])
+            if isinstance(n, pt.Array) and n.tags_of_type(ImplStored)}
+
+
+x = pt.make_placeholder("x", (6,), np.float64)
+y = pt.make_placeholder("y", (6,), np.float64)
+
+
+# {{{ materialize_with_mpms decisions
+
+def test_mpms_two_predecessors_two_users():
+    t = x + y          # 2 materialized predecessors, 2 users: stored
+    u = pt.sin(x)      # 1 materialized predecessor, 2 users: inlined
+    r = pt.materialize_with_mpms(pt.make_dict_of_named_arrays(
+        {"a": t * 2, "b": t * 3, "c": u + 1, "d": u * 2}))
+    stored = _stored_tags(r)
+    assert len(stored) == 1
+    (s,) = stored
+    assert set(s.bindings.values()) == {x, y}
+
+
+def test_mpms_one_user_not_stored():
+    t = x + y
+    r = pt.materialize_with_mpms(pt.make_dict_of_named_arrays({"a": t * 2}))
+    assert not _stored_tags(r)
+
+
+def test_mpms_chain_of_stored_predecessors():
+    # s is stored (2 preds, 2 users); v reads s and x: 2 materialized preds
+    s = x * y
+    v = s + x
+    r = pt.materialize_with_mpms(pt.make_dict_of_named_arrays(
+        {"a": s * 2, "b": v * 2, "c": v + 1, "d": s - 1}))
+    assert len(_stored_tags(r)) == 2
+
+
+def test_mpms_broadcast_reduction_stored():
+    r = pt.materialize_with_mpms(x - pt.sum(x))
+    (s,) = _stored_tags(pt.make_dict_of_named_arrays({"o": r}))
+    assert s.shape == ()
+
+
+def test_mpms_gather_source_stored():
+    idx = pt.make_placeholder("idx", (4,), np.int32)
+    src = pt.sin(x) * 2
+    r = pt.materialize_with_mpms(src[idx] + 1)
+    stored = _stored_tags(pt.make_dict_of_named_arrays({"o": r}))
+    assert len(stored) == 1
+    (s,) = stored
+    assert s.shape == (6,)
+
+
+def test_mpms_array_result_and_no_change():
+    r = pt.materialize_with_mpms(x + 1)
+    assert r == x + 1
+
+
+def test_mpms_keeps_values(queue):
+    t = x + y
+    expr = pt.make_dict_of_named_arrays({"a": t * 2, "b": t - pt.sum(t)})
+    r = pt.materialize_with_mpms(expr)
+    a, b = np.arange(6.0), np.ones(6)
+    _, res = pt.generate_loopy(r)(queue, x=a, y=b)
+    np.testing.assert_allclose(res["a"], 2 * (a + b))
+    np.testing.assert_allclose(res["b"], (a + b) - (a + b).sum())
+
+# }}}
+
+
+# {{{ default policy: fusion and sharing
+
+@pytest.mark.parametrize("length", [1, 5, 12])
+def test_chain_fuses_into_one_instruction(length):
+    # (2 nodes a step: chains longer than MAX_INLINE_DEPTH nodes are cut)
+    a = pt.make_placeholder("a", (8, 8), np.float64)
+    r = a
+    for i in range(length):
+        r = (pt.sin(r) * (i + 1)).T if i % 2 else r[::-1] + 1.0
+    knl = _kernel(r)
+    assert len(knl.instructions) == 1
+    assert not knl.temporary_variables
+
+
+def test_shared_subexpression_stored_once():
+    t = pt.exp(x) * y
+    knl = _kernel({"u": t + 1, "w": t * t, "v": t[::-1]})
+    assert len(knl.temporary_variables) == 1
+    assert len(knl.instructions) == 4
+
+
+def test_default_policy_contains_mpms():
+    t = x + y
+    out = pt.make_dict_of_named_arrays({"a": t * 2, "b": t * 3})
+    prep = preprocess(out).outputs
+    default = get_stored_nodes(prep)
+    mpms = get_stored_nodes(prep, store_shared=False)
+    assert mpms <= default
+    assert len(default - set(prep.values())) == 1
+
+
+def test_inlined_tag_respected():
+    t = (pt.sin(x) * y).tagged(ImplInlined())
+    knl = _kernel({"u": t + 1, "w": t * 2})
+    assert not knl.temporary_variables
+
+# }}}
+
+
+# {{{ cache and logging
+
+def test_cache_hit_same_program():
+    def build():
+        a = pt.make_placeholder("a", (5,), np.float64)
+        return {"o": pt.sin(a) * 2 + pt.sum(a)}
+    p1 = pt.generate_loopy(build())
+    p2 = pt.generate_loopy(build())
+    assert p2 is p1
+    p3 = pt.generate_loopy(build(), function_name="other")
+    assert p3 is not p1
+    # data wrappers compare by identity: new data, new program
+    d1 = pt.make_data_wrapper(np.ones(3))
+    d2 = pt.make_data_wrapper(np.ones(3))
+    assert pt.generate_loopy(d1 * 2) is not pt.generate_loopy(d2 * 2)
+
+
+def test_cache_is_bounded():
+    from pytato.codegen import ProgramCache
+    c = ProgramCache(2)
+    for i in range(4):
+        c.put(i, str(i))
+    assert len(c) == 2 and c.get(0) is None and c.get(3) == "3"
+    c.put([1], "unhashable")  # ignored
+    assert len(c) == 2
+
+
+def test_phase_logging(caplog, queue):
+    PROGRAM_CACHE.clear()
+    a = pt.make_placeholder("a", (7,), np.float64)
+    with caplog.at_level(logging.INFO, logger="pytato"):
+        prog = pt.generate_loopy(pt.cos(a) + 3)
+        prog(queue, a=np.zeros(7))
+        pt.generate_loopy(pt.cos(a) + 3)
+    msgs = [(r.name, r.getMessage()) for r in caplog.records]
+    assert any(n == "pytato.codegen" and m.startswith("transform")
+               for n, m in msgs)
+    assert any(n == "pytato.codegen" and m.startswith("lowering took")
+               and "nodes)" in m for n, m in msgs)
+    assert any(n == "pytato.target.loopy" and m.startswith("first call")
+               for n, m in msgs)
+    assert any("cache hit" in m for _, m in msgs)
+
+# }}}
+
+
+# {{{ big graphs
+
+def test_large_random_dag_lowers():
+    bench = _load_bench()
+    graph = bench.make_random_dag(10000)  # type: ignore[attr-defined]
+    knl = _kernel(graph)
+    assert knl.instructions
+    assert len(knl.temporary_variables) < len(knl.instructions)
+
+
+def test_random_dag_values(queue):
+    bench = _load_bench()
+    graph = bench.make_random_dag(150, seed=3, n=4)  # type: ignore[attr-defined]
+    inputs = {f"in{i}": np.random.default_rng(i).uniform(size=(4, 4))
+              for i in range(4)}
+    _, res = pt.generate_loopy(graph)(queue, **inputs)
+    ref = pt.generate_numpy(graph)(**inputs)
+    for k in graph:
+        np.testing.assert_allclose(res[k], ref[k], rtol=1e-10)
+
+# }}}
