@@ -432,7 +432,8 @@ def test_shared_subexpressions_computed_once(queue):
     a = _rand((6,))
     x = pt.make_placeholder("x", (6,), np.float64)
     t = pt.sin(x) * 3
-    prog = pt.generate_loopy({"u": t + 1, "w": t * t, "r": pt.sum(t)})
+    prog = pt.generate_loopy({"u": t + 1, "w": t * t, "r": pt.sum(t)},
+                             default_schedule=False)  # counts instructions
     knl = _kernel(prog)
     assert len(knl.temporary_variables) == 1
     assert len(knl.instructions) == 4
@@ -660,7 +661,8 @@ def test_program_api(queue):
 
     # an executable bound to a context, with no_numpy
     prog4 = pt.generate_loopy({"y": x * dw + 1},
-                              options=lp.Options(no_numpy=True, return_dict=True))
+                              options=lp.Options(no_numpy=True, return_dict=True),
+                              default_schedule=False)  # transformed below
     exe = prog4.bind_to_context(queue.context)
     assert isinstance(exe, BoundPyOpenCLExecutable)
     for _ in range(2):

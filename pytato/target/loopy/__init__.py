@@ -82,6 +82,7 @@ def generate_loopy(
         array_tag_t_to_not_propagate: frozenset[type[Tag]] = frozenset(
             {ImplStored, Named, PrefixNamed}),
         axis_tag_t_to_not_propagate: frozenset[type[Tag]] = frozenset(),
+        default_schedule: bool = True,
         ) -> BoundProgram:
     """Code generation entry point.
 
@@ -108,6 +109,11 @@ def generate_loopy(
       (:class:`~pytato.tags.ImplStored`) to the
       :class:`loopy.TemporaryVariable` (except instances of
       *array_tag_t_to_not_propagate*).
+
+    :arg default_schedule: whether to map the kernel's loops onto
+        work-groups and work-items for the device (*cl_device*, or the
+        target's) with :func:`pytato.target.loopy.schedule.default_schedule`.
+        Pass False to transform the generated kernel yourself.
 
     :raises pytato.diagnostic.CannotBeLoweredToLoopyError: for graphs with
         nodes that cannot be lowered (naming the node type).
@@ -143,7 +149,7 @@ def generate_loopy(
         cache_key: Any = (normalize_outputs(result), is_dict, target,
                           _options_key(options), function_name,
                           frozenset(array_tag_t_to_not_propagate),
-                          frozenset(axis_tag_t_to_not_propagate), True)
+                          frozenset(axis_tag_t_to_not_propagate), default_schedule)
         hash(cache_key)
     except TypeError:
         cache_key = None
@@ -165,6 +171,9 @@ def generate_loopy(
             function_name=function_name,
             array_tag_t_to_not_propagate=frozenset(array_tag_t_to_not_propagate),
             axis_tag_t_to_not_propagate=frozenset(axis_tag_t_to_not_propagate))
+    if default_schedule:
+        from pytato.target.loopy.schedule import default_schedule as schedule
+        t_unit = schedule(t_unit, cl_device or getattr(target, "device", None))
     prog = target.bind_program(t_unit, prep.bound_arguments)
     if cache_key is not None:
         PROGRAM_CACHE.put(cache_key, prog)

@@ -1,0 +1,400 @@
+"""The default schedule: mapping the loops of a generated kernel onto
+OpenCL work-groups and work-items.
+
+:func:`~pytato.target.loopy.generate_loopy` applies :func:`default_schedule`
+to the translation unit it builds (unless called with
+``default_schedule=False``, for users who transform the kernel themselves).
+It is a pure function from translation unit to translation unit, in the
+style of :mod:`loopy`'s transformations, and can also be applied by hand.
+
+Per instruction of the entrypoint kernel (an assignment computing all
+elements of a stored array, as :mod:`pytato.target.loopy.codegen` emits
+them):
+
+* **Output axes.** When all extents are known integers, the output inames
+  are joined into one flat iname (row-major, so consecutive work-items
+  touch consecutive elements) which is split by the work-group size:
+  inner part ``l.0``, outer part ``g.0``. With symbolic extents the
+  outermost iname goes to ``g.0``, the innermost is split with its inner
+  part on ``l.0``, and the other loops stay sequential inside each
+  work-item (1-D: split onto ``g.0``/``l.0``).
+* **Reductions.** An instruction holding one reduction whose extent is
+  large, and whose outputs are too few to occupy the device (or, on a GPU,
+  whose reduction runs along the contiguous axis of an operand) reduces in
+  parallel: the reduction iname is split, its inner part tagged ``l.0`` (a
+  work-group tree reduction in local memory, by :mod:`loopy`), and the
+  output inames go to ``g.0`` alone. Other reductions are loops inside each
+  work-item.
+* **Kernels.** Instructions are separated by global barriers, so that each
+  becomes its own device kernel with its own grid (no work-item repeats
+  another instruction's work, and loopy's requirement that instructions of
+  one device kernel use the same hardware axes holds), and stored
+  intermediate results are complete before their users start.
+
+Instructions with an iname that already carries a
+:class:`loopy.kernel.data.InameImplementationTag` (set by the user, e.g.
+through axis tags) or with any other tag (metadata from axis tags, by
+which a user transformation may look the iname up) are left alone, as are
+kernels with calls or instructions whose loops are not exactly their output
+axes (e.g. sparse products).
+
+Work-group sizes come from a :class:`DeviceInfo`:
+
+* GPU: 256 work-items per group on the (coalesced) innermost axis.
+* CPU (PoCL): 32 work-items per group, measured faster than 8, 16, 64 or
+  256, and than one long sequential loop per work-item, on PoCL with 2
+  cores (see ``benchmarks/README.md``); PoCL vectorizes across the
+  work-items of a group.
+* Unknown device (``None``): the CPU schedule with 32 work-items per group,
+  which every OpenCL device we know accepts, so that the code runs
+  anywhere.
+
+.. autoclass:: DeviceInfo
+.. autofunction:: default_schedule
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import loopy as lp
+import pymbolic.primitives as prim
+from loopy.kernel.data import InameImplementationTag
+from loopy.symbolic import Reduction as LoopyReduction, WalkMapper
+
+
+if TYPE_CHECKING:
+    import pyopencl as cl
+
+
+__all__ = ["DeviceInfo", "default_schedule"]
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What the schedule needs to know about a device.
+
+    .. attribute:: kind
+
+        ``"gpu"`` or ``"cpu"`` (anything that is not a GPU is scheduled like
+        a CPU).
+
+    .. attribute:: compute_units
+    .. attribute:: max_work_group_size
+    .. attribute:: name
+    .. attribute:: preferred_group_size
+
+        Overrides the default work-group size (see :attr:`group_size`).
+
+    .. automethod:: from_cl_device
+    .. automethod:: conservative
+    .. attribute:: group_size
+    .. attribute:: reduction_group_size
+    """
+
+    kind: str
+    compute_units: int
+    max_work_group_size: int
+    name: str = ""
+    preferred_group_size: int | None = None
+
+    @classmethod
+    def from_cl_device(cls, device: cl.Device) -> DeviceInfo:
+        """The description of a :class:`pyopencl.Device`."""
+        import pyopencl as cl
+        kind = "gpu" if device.type & cl.device_type.GPU else "cpu"
+        return cls(kind=kind, compute_units=int(device.max_compute_units),
+                   max_work_group_size=int(device.max_work_group_size),
+                   name=str(device.name))
+
+    @classmethod
+    def conservative(cls) -> DeviceInfo:
+        """The description used when the device is unknown: a CPU-like
+        device with small work-groups, whose code runs on any device."""
+        return cls(kind="cpu", compute_units=4, max_work_group_size=64,
+                   name="unknown")
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.kind == "gpu"
+
+    @property
+    def group_size(self) -> int:
+        """Work-items per group for element-wise (output-parallel) loops."""
+        size = self.preferred_group_size or (256 if self.is_gpu else 32)
+        return max(1, min(size, self.max_work_group_size))
+
+    @property
+    def reduction_group_size(self) -> int:
+        """Work-items per group for a parallel (tree) reduction."""
+        size = self.preferred_group_size or (256 if self.is_gpu else 32)
+        return max(1, min(size, self.max_work_group_size))
+
+    @property
+    def min_parallel_outputs(self) -> int:
+        """Below this many outputs, a large reduction is computed in
+        parallel rather than with one work-item per output."""
+        if self.is_gpu:
+            return 32 * self.compute_units * self.group_size
+        return 4 * self.compute_units
+
+
+# {{{ helpers
+
+def _has_impl_tag(kernel: lp.LoopKernel, iname: str) -> bool:
+    return any(isinstance(t, InameImplementationTag)
+               for t in kernel.iname_tags(iname))
+
+
+def _constant_length(kernel: lp.LoopKernel, iname: str) -> int | None:
+    try:
+        return int(kernel.get_constant_iname_length(iname))
+    except Exception:
+        return None
+
+
+class _ReductionCollector(WalkMapper):
+    """Collects the outermost reductions of an expression, and the inames
+    appearing in the last index of array accesses (contiguous access)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reductions: list[LoopyReduction] = []
+        self.contiguous: set[str] = set()
+
+    def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
+        self.reductions.append(expr)
+        # nested reductions stay sequential: do not collect them
+        self._collect_contiguous(expr.expr)
+
+    def _collect_contiguous(self, expr: Any) -> None:
+        from pymbolic.mapper.dependency import DependencyMapper
+
+        class _Sub(WalkMapper):
+            def __init__(self, out: set[str]) -> None:
+                super().__init__()
+                self.out = out
+
+            def map_subscript(self, e: prim.Subscript) -> None:
+                idx = e.index if isinstance(e.index, tuple) else (e.index,)
+                if idx:
+                    deps = DependencyMapper(composite_leaves=False)(idx[-1])
+                    self.out.update(d.name for d in deps
+                                    if isinstance(d, prim.Variable))
+                self.rec(e.index)
+
+            def map_reduction(self, e: LoopyReduction) -> None:
+                self.rec(e.expr)
+
+        _Sub(self.contiguous)(expr)
+
+
+def _output_inames(insn: Any) -> list[str] | None:
+    """The inames indexing the assignee of *insn*, in order, if the
+    instruction is a plain store over exactly those inames."""
+    if not isinstance(insn, lp.Assignment):
+        return None
+    lhs = insn.assignee
+    if isinstance(lhs, prim.Variable):
+        idx: tuple[Any, ...] = ()
+    elif isinstance(lhs, prim.Subscript):
+        idx = lhs.index if isinstance(lhs.index, tuple) else (lhs.index,)
+    else:
+        return None
+    names = []
+    for i in idx:
+        if not isinstance(i, prim.Variable):
+            return None
+        names.append(i.name)
+    if len(set(names)) != len(names) or set(names) != set(insn.within_inames):
+        return None
+    return names
+
+# }}}
+
+
+# {{{ per-instruction schedule
+
+def _schedule_outputs(kernel: lp.LoopKernel, insn_id: str,
+                      inames: list[str], lengths: list[int | None],
+                      group_size: int | None) -> lp.LoopKernel:
+    """Map output inames onto ``g.0``/``l.0`` (and ``g.1``); with
+    *group_size* None, only onto ``g.0``."""
+    if not inames:
+        return kernel
+    if all(n is not None for n in lengths):
+        if len(inames) > 1:
+            flat = kernel.get_var_name_generator()(f"{inames[-1]}_flat")
+            kernel = lp.join_inames(kernel, inames, new_iname=flat)
+        else:
+            flat = inames[0]
+        if group_size is None:
+            return lp.tag_inames(kernel, {flat: "g.0"})
+        return lp.split_iname(kernel, flat, group_size,
+                              outer_tag="g.0", inner_tag="l.0")
+    inner = inames[-1]
+    if len(inames) == 1:
+        if group_size is None:
+            return lp.tag_inames(kernel, {inner: "g.0"})
+        return lp.split_iname(kernel, inner, group_size,
+                              outer_tag="g.0", inner_tag="l.0")
+    # symbolic, several axes: outermost axis to g.0, innermost split with
+    # its inner part to l.0 (only g.0 and l.0 are used anywhere, so that
+    # instructions sharing a device kernel agree on the hardware axes)
+    kernel = lp.tag_inames(kernel, {inames[0]: "g.0"})
+    if group_size is not None:
+        kernel = lp.split_iname(kernel, inner, group_size, inner_tag="l.0")
+    return kernel
+
+
+def _schedule_instruction(kernel: lp.LoopKernel, insn: Any,
+                          info: DeviceInfo, iname_users: dict[str, int],
+                          value_args: frozenset[str]) -> lp.LoopKernel:
+    out_inames = _output_inames(insn)
+    if out_inames is None:
+        return kernel
+    coll = _ReductionCollector()
+    coll(insn.expression)
+    all_inames = set(out_inames)
+    for red in coll.reductions:
+        all_inames.update(red.inames)
+    # inames with tags (implementation tags, or metadata that a user may
+    # look the iname up by) are left alone
+    if any(kernel.iname_tags(i) for i in all_inames):
+        return kernel
+    # inames shared with other instructions (e.g. from substitution rules)
+    # are left alone
+    if any(iname_users.get(i, 0) > 1 for i in all_inames):
+        return kernel
+
+    if kernel.get_inames_domain(frozenset(all_inames)).is_empty():
+        return kernel
+    lengths = [_constant_length(kernel, i) for i in out_inames]
+    if any(n == 0 for n in lengths):
+        return kernel
+    n_out: int | None = 1
+    for n in lengths:
+        n_out = None if (n is None or n_out is None) else n_out * n
+
+    red_iname = None
+    if len(coll.reductions) == 1:
+        red = coll.reductions[0]
+        # the innermost reduction iname if it is large, else the largest
+        r_lens = {i: _constant_length(kernel, i) for i in red.inames}
+        cands = sorted(red.inames, key=lambda i: (
+            r_lens[i] is None, r_lens[i] or 0,
+            r_lens[i] is not None
+            and r_lens[i] >= 4 * info.reduction_group_size
+            and i == red.inames[-1]))
+        if cands:
+            cand = cands[-1]
+            dom = kernel.domains[kernel.get_home_domain_index(cand)]
+            params = set(dom.get_var_names(_isl_dim_param()))
+            r_len = r_lens[cand]
+            affine = params <= value_args
+            large = (r_len is None and affine) or (
+                r_len is not None and r_len >= 4 * info.reduction_group_size)
+            few_outputs = n_out is not None and n_out < info.min_parallel_outputs
+            coalesced = info.is_gpu and cand in coll.contiguous and not (
+                out_inames and out_inames[-1] in coll.contiguous)
+            if large and affine and (few_outputs or coalesced):
+                red_iname = cand
+
+    if red_iname is None:
+        return _schedule_outputs(kernel, insn.id, out_inames, lengths,
+                                 info.group_size)
+
+    gsize = info.reduction_group_size
+    vng = kernel.get_var_name_generator()
+    inner = vng(f"{red_iname}_par")
+    outer = vng(f"{red_iname}_seq")
+    kernel = lp.split_iname(kernel, red_iname, gsize, inner_iname=inner,
+                            outer_iname=outer, inner_tag="l.0")
+    kernel = lp.split_reduction_outward(kernel, inner)
+    # all work-items of the group write the same (reduced) value
+    kernel = kernel.copy(silenced_warnings=frozenset(
+        kernel.silenced_warnings | {f"write_race({insn.id})"}))
+    return _schedule_outputs(kernel, insn.id, out_inames, lengths, None)
+
+
+def _isl_dim_param() -> Any:
+    import islpy as isl
+    return isl.dim_type.param
+
+# }}}
+
+
+def _add_global_barriers(kernel: lp.LoopKernel) -> lp.LoopKernel:
+    """Chain the instructions, in an order compatible with their
+    dependencies, with global barriers between consecutive ones."""
+    insns = list(kernel.instructions)
+    by_id = {i.id: i for i in insns}
+    order: list[str] = []
+    done: set[str] = set()
+    for start in insns:
+        stack: list[tuple[str, bool]] = [(start.id, False)]
+        while stack:
+            iid, expanded = stack.pop()
+            if iid in done:
+                continue
+            if expanded:
+                done.add(iid)
+                order.append(iid)
+                continue
+            stack.append((iid, True))
+            for dep in sorted(by_id[iid].depends_on, reverse=True):
+                if dep in by_id and dep not in done:
+                    stack.append((dep, False))
+    if len(order) < 2:
+        return kernel
+    vng = kernel.get_instruction_id_generator()
+    new_insns = {iid: by_id[iid] for iid in order}
+    barriers = []
+    for before, after in itertools.pairwise(order):
+        bid = vng("_pt_gbarrier")
+        barriers.append(lp.BarrierInstruction(
+            id=bid, synchronization_kind="global", mem_kind="global",
+            depends_on=frozenset({before}), within_inames=frozenset()))
+        a = new_insns[after]
+        new_insns[after] = a.copy(depends_on=a.depends_on | {bid})
+    return kernel.copy(instructions=[*new_insns.values(), *barriers])
+
+
+def default_schedule(t_unit: lp.TranslationUnit,
+                     device: cl.Device | DeviceInfo | None = None
+                     ) -> lp.TranslationUnit:
+    """Map the loops of *t_unit*'s entrypoint kernel onto work-groups and
+    work-items (see the module documentation).
+
+    :arg device: a :class:`pyopencl.Device` or a :class:`DeviceInfo`; None
+        (unknown) schedules for any device (:meth:`DeviceInfo.conservative`).
+    :returns: a new translation unit; results are unchanged.
+    """
+    if device is None:
+        info = DeviceInfo.conservative()
+    elif isinstance(device, DeviceInfo):
+        info = device
+    else:
+        info = DeviceInfo.from_cl_device(device)
+
+    kernel = t_unit.default_entrypoint
+    value_args = frozenset(a.name for a in kernel.args
+                           if isinstance(a, lp.ValueArg))
+    iname_users: dict[str, int] = {}
+    for insn in kernel.instructions:
+        names = set(insn.within_inames) | set(insn.reduction_inames())
+        for name in names:
+            iname_users[name] = iname_users.get(name, 0) + 1
+    # kernels with instructions other than plain stores (calls, sparse
+    # products with data-dependent loops) keep their sequential loops
+    if len(t_unit.callables_table) > 1 or any(
+            _output_inames(insn) is None for insn in kernel.instructions):
+        return t_unit
+    for insn in list(kernel.instructions):
+        kernel = _schedule_instruction(kernel, kernel.id_to_insn[insn.id],
+                                       info, iname_users, value_args)
+    if any(_has_impl_tag(kernel, i) for i in kernel.all_inames()):
+        kernel = _add_global_barriers(kernel)
+    return t_unit.with_kernel(kernel)

@@ -1,0 +1,128 @@
+"""Tests of the default schedule (:mod:`pytato.target.loopy.schedule`)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pytato as pt
+from pytato.target.loopy.schedule import DeviceInfo, default_schedule
+
+
+GPU = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024,
+                 name="fake GPU")
+CPU = DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=4096)
+
+
+def _hw_tags(t_unit):
+    from loopy.kernel.data import InameImplementationTag
+    knl = t_unit.default_entrypoint
+    return {n: str(t) for n in knl.all_inames() for t in knl.iname_tags(n)
+            if isinstance(t, InameImplementationTag)}
+
+
+def test_device_info():
+    assert GPU.group_size == 256
+    assert CPU.group_size == 32
+    assert DeviceInfo.conservative().kind == "cpu"
+    small = DeviceInfo(kind="gpu", compute_units=1, max_work_group_size=64)
+    assert small.group_size == 64
+    assert DeviceInfo(kind="cpu", compute_units=1, max_work_group_size=64,
+                      preferred_group_size=8).group_size == 8
+
+
+def test_applied_and_skippable():
+    x = pt.make_placeholder("x", (100, 30), np.float64)
+    prg = pt.generate_loopy(2 * x)
+    tags = _hw_tags(prg.program)
+    assert sorted(tags.values()) == ["g.0", "l.0"]
+    prg = pt.generate_loopy(2 * x, default_schedule=False)
+    assert not _hw_tags(prg.program)
+
+
+def test_gpu_group_size():
+    x = pt.make_placeholder("x", (1000,), np.float64)
+    prg = pt.generate_loopy(2 * x, default_schedule=False)
+    t_unit = default_schedule(prg.program, GPU)
+    assert "reqd_work_group_size(256" in _code(t_unit)
+    t_unit = default_schedule(prg.program, CPU)
+    assert "reqd_work_group_size(32" in _code(t_unit)
+
+
+def _code(t_unit):
+    import loopy as lp
+    return lp.generate_code_v2(t_unit).device_code()
+
+
+def test_user_tags_respected(queue):
+    import loopy as lp
+    x = pt.make_placeholder("x", (64,), np.float64)
+    prg = pt.generate_loopy(3 * x, default_schedule=False)
+    (iname,) = prg.program.default_entrypoint.all_inames()
+    t_unit = lp.tag_inames(prg.program, {iname: "g.0"})
+    t_unit = default_schedule(t_unit, GPU)
+    assert _hw_tags(t_unit) == {iname: "g.0"}
+    a = np.arange(64.0)
+    _, (res,) = prg.copy(program=t_unit)(queue, x=a)
+    np.testing.assert_allclose(res, 3 * a)
+
+
+def _cases():
+    n = pt.make_size_param("n")
+    x = pt.make_placeholder("x", (50, 300), np.float64)
+    v = pt.make_placeholder("v", (300,), np.float64)
+    a = pt.make_placeholder("a", (64, 5, 5), np.float64)
+    u = pt.make_placeholder("u", (64, 5), np.float64)
+    s = pt.make_placeholder("s", (n, 9), np.float64)
+    g = pt.make_placeholder("g", (40, 40), np.float64)
+    graph = {
+        "ew": pt.sin(x) * 2 + x,
+        "rows": pt.sum(x, axis=1),
+        "cols": pt.sum(x, axis=0),
+        "full": pt.sum(x),
+        "centered": x - pt.sum(x) / x.size,
+        "amax": pt.amax(x, axis=1),
+        "mv": x @ v,
+        "dg": pt.einsum("eij,ej->ei", a, u),
+        "stencil": (pt.roll(g, 1, 0) + pt.roll(g, -1, 0) + pt.roll(g, 1, 1)
+                    + pt.roll(g, -1, 1) - 4 * g),
+        "sym": 2 * s + 1,
+        "symsum": pt.sum(s, axis=0),
+        "symfull": pt.sum(s),
+    }
+    return graph
+
+
+@pytest.mark.parametrize("device", [None, CPU, GPU], ids=["any", "cpu", "gpu"])
+def test_results_unchanged(queue, device):
+    rng = np.random.default_rng(1)
+    graph = _cases()
+    inputs = {"x": rng.random((50, 300)), "v": rng.random(300),
+              "a": rng.random((64, 5, 5)), "u": rng.random((64, 5)),
+              "s": rng.random((7, 9)), "g": rng.random((40, 40))}
+    ref = pt.generate_loopy(graph, default_schedule=False)
+    prg = ref.copy(program=default_schedule(ref.program, device))
+    assert _hw_tags(prg.program)
+    _, want = ref(queue, **inputs)
+    _, got = prg(queue, **inputs)
+    for k in graph:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-12, atol=1e-12,
+                                   err_msg=k)
+    x = inputs["x"]
+    np.testing.assert_allclose(got["full"], x.sum(), rtol=1e-12)
+    np.testing.assert_allclose(got["symsum"], inputs["s"].sum(axis=0),
+                               rtol=1e-12)
+
+
+def test_empty_and_several_kernels(queue):
+    n = pt.make_size_param("n")
+    x = pt.make_placeholder("x", (n, 3), np.float64)
+    t = 2 * x
+    prg = pt.generate_loopy({"a": t + 1, "b": t * t, "c": pt.sum(t)})
+    import loopy as lp
+    assert len(lp.generate_code_v2(prg.program).device_programs) >= 2
+    for rows in (0, 5):
+        a = np.ones((rows, 3))
+        _, res = prg(queue, x=a)
+        np.testing.assert_allclose(res["a"], 2 * a + 1)
+        np.testing.assert_allclose(res["c"], 2 * a.sum())
