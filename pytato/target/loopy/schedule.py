@@ -41,10 +41,10 @@ axes (e.g. sparse products).
 Work-group sizes come from a :class:`DeviceInfo`:
 
 * GPU: 256 work-items per group on the (coalesced) innermost axis.
-* CPU (PoCL): 32 work-items per group, measured faster than 8, 16, 64 or
-  256, and than one long sequential loop per work-item, on PoCL with 2
-  cores (see ``benchmarks/README.md``); PoCL vectorizes across the
-  work-items of a group.
+* CPU (PoCL): 32 work-items per group. Measured on PoCL with 2 cores
+  (``benchmarks/README.md``): 8 was slowest; 32, 64 and 256 were within
+  5 % of each other on the elementwise chain (256 best) and the stencil
+  (32 best). PoCL vectorizes across the work-items of a group.
 * Unknown device (``None``): the CPU schedule with 32 work-items per group,
   which every OpenCL device we know accepts, so that the code runs
   anywhere.
