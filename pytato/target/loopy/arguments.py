@@ -70,6 +70,12 @@ class ArgumentSpec:
         self._shape_deps = {
             name: tuple(_deps(c) for c in shape) if shape is not None else ()
             for name, (shape, _) in self.arrays.items()}
+        # shapes of integer extents only, compared without evaluation
+        self._const_shapes = {
+            name: tuple(int(c) for c in shape)
+            for name, (shape, _) in self.arrays.items()
+            if shape is not None and all(
+                isinstance(c, (int, np.integer)) for c in shape)}
 
     @classmethod
     def from_kernel(cls, kernel: Any) -> ArgumentSpec:
@@ -162,6 +168,8 @@ class ArgumentSpec:
     def _infer(self, arrays: Mapping[str, Any], values: dict[str, int],
                source: dict[str, str]) -> None:
         """Solve shape components of one unknown, affine, for it."""
+        if not self.values:
+            return
         progress = True
         while progress:
             progress = False
@@ -182,6 +190,9 @@ class ArgumentSpec:
     def _verify(self, arrays: Mapping[str, Any], values: Mapping[str, int],
                 source: Mapping[str, str]) -> None:
         for name, ary in arrays.items():
+            const = self._const_shapes.get(name)
+            if const is not None and tuple(ary.shape) == const:
+                continue
             shape, _ = self.arrays[name]
             if shape is None:
                 continue
