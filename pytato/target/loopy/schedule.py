@@ -217,14 +217,22 @@ def _output_inames(insn: Any) -> list[str] | None:
 
 # {{{ per-instruction schedule
 
+#: Kernels with more instructions than this do not join output inames:
+#: :func:`loopy.join_inames` rewrites the whole kernel at each call, which
+#: made scheduling quadratic in the number of instructions (tens of seconds
+#: for a 1000-node graph).
+MAX_INSTRUCTIONS_FOR_JOIN = 32
+
+
 def _schedule_outputs(kernel: lp.LoopKernel, insn_id: str,
                       inames: list[str], lengths: list[int | None],
-                      group_size: int | None) -> lp.LoopKernel:
+                      group_size: int | None,
+                      allow_join: bool = True) -> lp.LoopKernel:
     """Map output inames onto ``g.0``/``l.0`` (and ``g.1``); with
     *group_size* None, only onto ``g.0``."""
     if not inames:
         return kernel
-    if all(n is not None for n in lengths):
+    if all(n is not None for n in lengths) and (allow_join or len(inames) == 1):
         if len(inames) > 1:
             flat = kernel.get_var_name_generator()(f"{inames[-1]}_flat")
             kernel = lp.join_inames(kernel, inames, new_iname=flat)
@@ -235,6 +243,9 @@ def _schedule_outputs(kernel: lp.LoopKernel, insn_id: str,
         return lp.split_iname(kernel, flat, group_size,
                               outer_tag="g.0", inner_tag="l.0")
     inner = inames[-1]
+    if group_size is not None and lengths[-1] is not None:
+        # a small innermost axis needs no larger work-groups than itself
+        group_size = max(1, min(group_size, lengths[-1]))
     if len(inames) == 1:
         if group_size is None:
             return lp.tag_inames(kernel, {inner: "g.0"})
@@ -251,7 +262,8 @@ def _schedule_outputs(kernel: lp.LoopKernel, insn_id: str,
 
 def _schedule_instruction(kernel: lp.LoopKernel, insn: Any,
                           info: DeviceInfo, iname_users: dict[str, int],
-                          value_args: frozenset[str]) -> lp.LoopKernel:
+                          value_args: frozenset[str],
+                          allow_join: bool = True) -> lp.LoopKernel:
     out_inames = _output_inames(insn)
     if out_inames is None:
         return kernel
@@ -304,7 +316,7 @@ def _schedule_instruction(kernel: lp.LoopKernel, insn: Any,
 
     if red_iname is None:
         return _schedule_outputs(kernel, insn.id, out_inames, lengths,
-                                 info.group_size)
+                                 info.group_size, allow_join)
 
     gsize = info.reduction_group_size
     vng = kernel.get_var_name_generator()
@@ -316,7 +328,8 @@ def _schedule_instruction(kernel: lp.LoopKernel, insn: Any,
     # all work-items of the group write the same (reduced) value
     kernel = kernel.copy(silenced_warnings=frozenset(
         kernel.silenced_warnings | {f"write_race({insn.id})"}))
-    return _schedule_outputs(kernel, insn.id, out_inames, lengths, None)
+    return _schedule_outputs(kernel, insn.id, out_inames, lengths, None,
+                             allow_join)
 
 
 def _isl_dim_param() -> Any:
@@ -392,9 +405,11 @@ def default_schedule(t_unit: lp.TranslationUnit,
     if len(t_unit.callables_table) > 1 or any(
             _output_inames(insn) is None for insn in kernel.instructions):
         return t_unit
+    allow_join = len(kernel.instructions) <= MAX_INSTRUCTIONS_FOR_JOIN
     for insn in list(kernel.instructions):
         kernel = _schedule_instruction(kernel, kernel.id_to_insn[insn.id],
-                                       info, iname_users, value_args)
+                                       info, iname_users, value_args,
+                                       allow_join)
     if any(_has_impl_tag(kernel, i) for i in kernel.all_inames()):
         kernel = _add_global_barriers(kernel)
     return t_unit.with_kernel(kernel)
