@@ -1,0 +1,211 @@
+"""Tests of the two-stage parallel reductions
+(:mod:`pytato.target.loopy.reduction`), run on the OpenCL test device."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import pytato as pt
+from pytato.target.loopy.reduction import split_reduction_two_stage
+
+
+CPU_GRID = (8, 32)
+GPU_GRID = (528, 256)   # an H100: 4 groups per compute unit, 256 items
+
+
+def _two_stage(graph, num_groups, group_size, **kwargs):
+    """The program of *graph* (without the default schedule) with every
+    instruction holding a reduction computed in two stages, and global
+    barriers between the instructions."""
+    import loopy as lp
+    prg = pt.generate_loopy(graph, default_schedule=False)
+    knl = prg.program.default_entrypoint
+    red_ids = [insn.id for insn in knl.instructions
+               if insn.reduction_inames()]
+    assert red_ids
+    for insn_id in red_ids:
+        knl = split_reduction_two_stage(knl, insn_id, num_groups=num_groups,
+                                        group_size=group_size, **kwargs)
+    # global barriers between consecutive instructions (as the default
+    # schedule adds them), in the order of the original instructions
+    order = []
+    for insn in prg.program.default_entrypoint.instructions:
+        if insn.id in red_ids:
+            order += [f"{insn.id}_stage1", f"{insn.id}_two_stage_barrier"]
+        order.append(insn.id)
+    insns = {insn.id: insn for insn in knl.instructions}
+    barriers = []
+    for i in range(len(order) - 1):
+        bid = f"_test_gbarrier_{i}"
+        barriers.append(lp.BarrierInstruction(
+            id=bid, synchronization_kind="global", mem_kind="global",
+            depends_on=frozenset({order[i]}), within_inames=frozenset()))
+        after = insns[order[i + 1]]
+        insns[after.id] = after.copy(depends_on=after.depends_on | {bid})
+    knl = knl.copy(instructions=[*insns.values(), *barriers])
+    return prg.copy(program=prg.program.with_kernel(knl))
+
+
+def _data(rng, dtype, shape, op):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return rng.random(shape) < (0.999 if op == "all" else 0.001)
+    if op == "prod":
+        # products that neither overflow nor underflow
+        if dtype.kind == "i":
+            return rng.choice(np.array([-1, 1], dtype), shape)
+        a = 1 + 1e-4 * (rng.random(shape) - 0.5)
+        return (a + 1j * 1e-4 * rng.random(shape) if dtype.kind == "c"
+                else a).astype(dtype)
+    if dtype.kind == "i":
+        return rng.integers(-1000, 1000, shape).astype(dtype)
+    a = rng.random(shape) - 0.3
+    if dtype.kind == "c":
+        a = a + 1j * rng.random(shape)
+    return a.astype(dtype)
+
+
+_PT_OPS = {"sum": pt.sum, "prod": pt.prod, "max": pt.amax, "min": pt.amin,
+           "any": pt.any, "all": pt.all}
+_NP_OPS = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
+           "any": np.any, "all": np.all}
+
+
+def _check(res, ref, dtype, n):
+    res = np.asarray(res)
+    if np.dtype(dtype).kind in "fc":
+        rtol = 1e-4 if np.dtype(dtype).itemsize <= 4 else 1e-12
+        if np.dtype(dtype) == np.complex64:
+            rtol = 1e-4
+        np.testing.assert_allclose(res, ref, rtol=rtol,
+                                   atol=rtol * max(n, 1) ** 0.5)
+    else:
+        np.testing.assert_array_equal(res, ref)
+
+
+def _run(queue, graph, grid, **inputs):
+    prg = _two_stage(graph, *grid)
+    _, out = prg(queue, **inputs)
+    return out
+
+
+@pytest.mark.parametrize("op", list(_PT_OPS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32,
+                                   np.complex128, np.bool_])
+def test_ops_and_dtypes(queue, op, dtype):
+    if op in ("max", "min") and np.dtype(dtype).kind == "c":
+        pytest.skip("no ordering of complex numbers")
+    rng = np.random.default_rng(7)
+    n = 10007
+    a = _data(rng, dtype, (n,), op)
+    x = pt.make_placeholder("x", (n,), dtype)
+    (res,) = _run(queue, _PT_OPS[op](x), CPU_GRID, x=a)
+    _check(res, _NP_OPS[op](a), dtype, n)
+
+
+@pytest.mark.parametrize("grid", [CPU_GRID, GPU_GRID, (3, 5)])
+@pytest.mark.parametrize("n", [0, 1, 100, 10007, 2**20])
+@pytest.mark.parametrize("op", ["sum", "max", "prod", "all"])
+def test_sizes(queue, op, n, grid):
+    if n == 0 and op == "max":
+        pytest.skip("max of an empty array")
+    dtype = {"all": np.bool_, "max": np.int32}.get(op, np.float64)
+    rng = np.random.default_rng(n)
+    a = _data(rng, dtype, (n,), op)
+    x = pt.make_placeholder("x", (n,), dtype)
+    (res,) = _run(queue, _PT_OPS[op](x), grid, x=a)
+    _check(res, _NP_OPS[op](a), dtype, n)
+
+
+@pytest.mark.parametrize("grid", [CPU_GRID, GPU_GRID])
+def test_symbolic_size(queue, grid):
+    n = pt.make_size_param("n")
+    x = pt.make_placeholder("x", (n,), np.float64)
+    prg = _two_stage(pt.sum(x), *grid)
+    rng = np.random.default_rng(3)
+    for size in [0, 1, 100, 10007, 2**20 + 3]:
+        a = rng.random(size)
+        _, (res,) = prg(queue, x=a)
+        np.testing.assert_allclose(res, a.sum(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 7])
+def test_chunk(queue, chunk):
+    a = np.random.default_rng(0).random(10007)
+    x = pt.make_placeholder("x", (10007,), np.float64)
+    prg = _two_stage(pt.sum(x), *CPU_GRID, chunk=chunk)
+    _, (res,) = prg(queue, x=a)
+    np.testing.assert_allclose(res, a.sum(), rtol=1e-12)
+
+
+def test_nan_propagation(queue):
+    a = np.random.default_rng(0).random(10007)
+    a[5000] = np.nan
+    x = pt.make_placeholder("x", (10007,), np.float64)
+    for op in [pt.amax, pt.amin]:
+        (res,) = _run(queue, op(x), CPU_GRID, x=a)
+        assert np.isnan(res)
+
+
+def test_reduction_in_arithmetic_and_outputs_with_inames(queue):
+    rng = np.random.default_rng(1)
+    n = pt.make_size_param("n")
+    x = pt.make_placeholder("x", (n, 10007), np.float64)
+    y = pt.make_placeholder("y", (n,), np.float64)
+    z = pt.make_placeholder("z", (n, 3), np.float64)
+    rows = pt.sum(x, axis=1) + 1
+    # (not many outputs: stage 1 runs a tree reduction per output in
+    # every group)
+    graph = {"rows": rows, "dot": 2 * pt.sum(rows * y), "other": 2 * y,
+             "all": pt.sum(x), "cols": pt.amax(z, axis=0)}
+    xa = rng.random((5, 10007))
+    ya = rng.random(5)
+    za = rng.random((5, 3))
+    for grid in [CPU_GRID, GPU_GRID]:
+        out = _run(queue, graph, grid, x=xa, y=ya, z=za)
+        ref_rows = xa.sum(axis=1) + 1
+        np.testing.assert_allclose(out["rows"], ref_rows, rtol=1e-12)
+        np.testing.assert_allclose(out["dot"], 2 * (ref_rows * ya).sum(),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(out["other"], 2 * ya)
+        np.testing.assert_allclose(out["all"], xa.sum(), rtol=1e-12)
+        np.testing.assert_array_equal(out["cols"], za.max(axis=0))
+
+
+def test_structure():
+    import loopy as lp
+    from loopy.kernel.data import InameImplementationTag
+    x = pt.make_placeholder("x", (1000,), np.float64)
+    prg = pt.generate_loopy(3 * pt.sum(x), default_schedule=False)
+    knl = prg.program.default_entrypoint
+    (insn,) = knl.instructions
+    new = split_reduction_two_stage(knl, insn.id, num_groups=4,
+                                    group_size=16)
+    ids = {i.id for i in new.instructions}
+    assert ids == {insn.id, f"{insn.id}_stage1",
+                   f"{insn.id}_two_stage_barrier"}
+    assert new.id_to_insn[insn.id].depends_on >= {
+        f"{insn.id}_two_stage_barrier"}
+    tags = sorted(str(t) for n in new.all_inames() for t in new.iname_tags(n)
+                  if isinstance(t, InameImplementationTag))
+    assert tags == ["g.0", "l.0", "l.0"]
+    (tmp,) = new.temporary_variables.values()
+    assert tmp.address_space == lp.AddressSpace.GLOBAL
+    assert tmp.shape == (4,)
+    code = lp.generate_code_v2(prg.program.with_kernel(new)).device_code()
+    assert code.count("__kernel") == 2
+
+
+def test_errors():
+    x = pt.make_placeholder("x", (100,), np.float64)
+    prg = pt.generate_loopy(2 * x, default_schedule=False)
+    knl = prg.program.default_entrypoint
+    (insn,) = knl.instructions
+    with pytest.raises(ValueError):
+        split_reduction_two_stage(knl, insn.id, num_groups=4, group_size=16)
+    prg = pt.generate_loopy(pt.sum(x), default_schedule=False)
+    knl = prg.program.default_entrypoint
+    (insn,) = knl.instructions
+    with pytest.raises(ValueError):
+        split_reduction_two_stage(knl, insn.id, num_groups=0, group_size=16)
