@@ -4,6 +4,34 @@
 .. autoclass:: LoopyPyOpenCLTarget
 .. autoclass:: BoundPyOpenCLProgram
 .. autoclass:: BoundPyOpenCLExecutable
+
+.. rubric:: Memory of outputs and temporaries
+
+Called without an *allocator*, programs, executables and launchers allocate
+their outputs, global temporaries and transferred inputs from a
+:class:`pyopencl.tools.MemoryPool` kept per command queue (see
+:func:`default_allocator`): a time-stepper calling the same program again
+and again then reuses the memory of arrays it has dropped instead of
+creating new :class:`pyopencl.Buffer`\\ s on every call. Arrays returned to
+the user keep their memory until they are garbage collected; only then is
+it handed to later calls.
+
+The pool is per queue, not per context: its memory is reused only by later
+commands of the same in-order queue, which run after the kernels that used
+it. (A pool shared by the queues of a context could hand memory that a
+kernel on one queue still writes to a kernel on another; pyopencl's
+:class:`~pyopencl.tools.ImmediateAllocator` is also bound to one queue.)
+Out-of-order queues get no pool. As with any pool, an array used on another
+queue must be synchronized with before it is dropped.
+
+To opt out, pass ``allocator=False`` to a call (fresh buffers, as
+``allocator=None`` gave before pools were the default), or switch the pools
+off for all calls with :func:`set_default_memory_pool`. Any other
+*allocator* (a callable of a size in bytes, as for :mod:`pyopencl.array`)
+is used as given.
+
+.. autofunction:: default_allocator
+.. autofunction:: set_default_memory_pool
 """
 
 from __future__ import annotations
@@ -30,7 +58,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BoundPyOpenCLExecutable", "BoundPyOpenCLProgram", "LoopyPyOpenCLTarget",
-    "LoopyTarget",
+    "LoopyTarget", "default_allocator", "set_default_memory_pool",
 ]
 
 
@@ -90,6 +118,73 @@ class LoopyPyOpenCLTarget(LoopyTarget):
 
 
 _logger = logging.getLogger("pytato.target.loopy")
+
+
+# {{{ default allocator: a memory pool per queue
+
+# the pool lives in an attribute of the queue object (command queues cannot
+# be weakly referenced; the pool's allocator holds the OpenCL queue, not the
+# Python object, so the pool goes away with the queue object)
+_POOL_ATTR = "_pytato_default_memory_pool"
+_USE_DEFAULT_POOL = True
+
+
+def set_default_memory_pool(enabled: bool) -> bool:
+    """Switch the default memory pools (see :func:`default_allocator`) on or
+    off for all later calls that pass no *allocator*; with *enabled* false,
+    such calls allocate fresh :class:`pyopencl.Buffer`\\ s. Returns the
+    previous setting. Pools already created are kept (with their memory)
+    until their queues are garbage collected; call
+    ``default_allocator(queue).free_held()`` to release their unused
+    memory earlier."""
+    global _USE_DEFAULT_POOL
+    previous = _USE_DEFAULT_POOL
+    _USE_DEFAULT_POOL = bool(enabled)
+    return previous
+
+
+def default_allocator(queue: cl.CommandQueue) -> Any:
+    """The :class:`pyopencl.tools.MemoryPool` that programs use on *queue*
+    when called without an *allocator* (created on first use, over a
+    :class:`pyopencl.tools.ImmediateAllocator` of *queue*, and kept as long
+    as the *queue* object), or *None* for out-of-order queues (and queue
+    objects that cannot hold it). Its ``held_blocks``, ``active_blocks``
+    and ``free_held()`` inspect and release the pooled memory. Ignores
+    :func:`set_default_memory_pool`."""
+    try:
+        return getattr(queue, _POOL_ATTR)
+    except AttributeError:
+        pass
+    import pyopencl as cl
+    try:
+        setattr(queue, _POOL_ATTR, None)
+    except (AttributeError, TypeError):
+        return None
+    pool = None
+    if not (queue.properties
+            & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE):
+        from pyopencl.tools import ImmediateAllocator, MemoryPool
+        pool = MemoryPool(ImmediateAllocator(queue))
+    setattr(queue, _POOL_ATTR, pool)
+    return pool
+
+
+def _allocator_for(queue: cl.CommandQueue, allocator: Any) -> Any:
+    """The allocator a call with *allocator* uses: *None* selects the
+    default pool, *False* fresh buffers (loopy's *None*)."""
+    if allocator is None:
+        if not _USE_DEFAULT_POOL:
+            return None
+        try:
+            return getattr(queue, _POOL_ATTR)
+        except AttributeError:
+            return default_allocator(queue)
+    if allocator is False:
+        return None
+    return allocator
+
+# }}}
+
 
 _WARMED_EXECUTORS: weakref.WeakSet[Any] = weakref.WeakSet()
 
@@ -209,6 +304,11 @@ class BoundPyOpenCLProgram(BoundProgram):
                  **kwargs: Any) -> Any:
         """Run the program on *queue* with the inputs in *kwargs*.
 
+        :arg allocator: allocates the outputs, global temporaries and
+            inputs transferred from the host: by default (*None*) the memory
+            pool of *queue* (see :func:`default_allocator`); *False* for
+            fresh :class:`pyopencl.Buffer`\\ s; else a callable of a size in
+            bytes (e.g. a :class:`pyopencl.tools.MemoryPool`).
         :arg out_host: whether to return :mod:`numpy` arrays. By default,
             outputs are numpy arrays if any array input is one (if no array
             is passed: if any bound data is one), else
@@ -227,6 +327,7 @@ class BoundPyOpenCLProgram(BoundProgram):
                     for v in self.bound_arguments.values()))
         executor = self._executor(queue.context)
         bound = self._bound_on(queue)
+        allocator = _allocator_for(queue, allocator)
         if self._no_numpy:
             arrays = {k: _to_device(queue, v, allocator)
                       for k, v in arrays.items()}
@@ -243,12 +344,13 @@ class BoundPyOpenCLProgram(BoundProgram):
                  **inputs: Any) -> Any:
         """A :class:`~pytato.target.loopy.launch.ProgramLauncher` of the
         program's kernels on *queue*, with all arguments set once (see
-        :func:`pytato.target.loopy.launch.make_program_launcher`)."""
+        :func:`pytato.target.loopy.launch.make_program_launcher`).
+        *allocator* is as for :meth:`__call__`."""
         from pytato.target.loopy.launch import make_program_launcher
         return make_program_launcher(
             self._executor(queue.context), queue, self._arg_spec,
             self._bound_on(queue), inputs, per_call=per_call, name=name,
-            allocator=allocator)
+            allocator=_allocator_for(queue, allocator))
 
     @property
     def statistics(self) -> Any:
@@ -324,13 +426,15 @@ class BoundPyOpenCLExecutable(BoundProgram):
     def __call__(self, queue: cl.CommandQueue, allocator: Any = None,
                  wait_for: Any = None, **kwargs: Any) -> Any:
         """Run the program on *queue* (of :attr:`cl_context`); returns
-        ``(event, result)`` as :meth:`BoundPyOpenCLProgram.__call__`."""
+        ``(event, result)`` as :meth:`BoundPyOpenCLProgram.__call__`
+        (*allocator* as there: by default the memory pool of *queue*)."""
         if queue.context != self.cl_context:
             raise ValueError("the queue's context is not the one the "
                              "executable is bound to")
         arrays, values = self._arg_spec.process(  # type: ignore[attr-defined]
             kwargs, self.bound_arguments)
-        return _run(self.program, queue, allocator=allocator,
+        return _run(self.program, queue,
+                    allocator=_allocator_for(queue, allocator),
                     wait_for=wait_for, **arrays, **self.bound_arguments, **values)
 
     def launcher(self, queue: cl.CommandQueue, *, per_call: Any = (),
@@ -338,7 +442,8 @@ class BoundPyOpenCLExecutable(BoundProgram):
                  **inputs: Any) -> Any:
         """A :class:`~pytato.target.loopy.launch.ProgramLauncher` of the
         kernels on *queue* (of :attr:`cl_context`), with all arguments set
-        once (see :func:`pytato.target.loopy.launch.make_program_launcher`).
+        once (see :func:`pytato.target.loopy.launch.make_program_launcher`;
+        *allocator* as for :meth:`BoundPyOpenCLProgram.__call__`).
         """
         if queue.context != self.cl_context:
             raise ValueError("the queue's context is not the one the "
@@ -348,7 +453,7 @@ class BoundPyOpenCLExecutable(BoundProgram):
             self.program, queue,
             self._arg_spec,  # type: ignore[attr-defined]
             self.bound_arguments, inputs, per_call=per_call, name=name,
-            allocator=allocator)
+            allocator=_allocator_for(queue, allocator))
 
     @property
     def statistics(self) -> Any:
