@@ -581,6 +581,7 @@ class CodeGenState:
     translation_unit_transforms: list[
         Callable[[lp.TranslationUnit], lp.TranslationUnit]] = field(
             default_factory=list)
+    stores: list[Any] = field(default_factory=list)
 
     def add_domain(self, inames: Sequence[str], lower: Sequence[Any],
                    upper: Sequence[Any]) -> None:
@@ -606,7 +607,10 @@ class CodeGenState:
     def store(self, name: str, ary: Array, result: ImplementedResult) -> str:
         """Add the instruction writing all elements of *ary* (given by
         *result*) to the array *name*; return its id."""
+        from pytato.target.loopy.fusion import _Store
+
         inames = [self.names(f"{name}_dim{i}") for i in range(ary.ndim)]
+        domain_index = len(self.domains) if inames else None
         if inames:
             self.add_domain(inames, [0] * ary.ndim,
                             [shape_component_to_expr(c) for c in ary.shape])
@@ -620,6 +624,8 @@ class CodeGenState:
         self.instructions.append(lp.Assignment(
             lhs, rhs, id=insn_id, within_inames=frozenset(inames),
             depends_on=frozenset(sorted(ctx.depends_on))))
+        self.stores.append(_Store(insn_id, name, tuple(inames),
+                                  self.loopy_shape(ary), domain_index))
         return insn_id
 
     def add_output_arg(self, name: str, ary: Array) -> None:
@@ -757,6 +763,7 @@ def build_translation_unit(
         axis_tag_t_to_not_propagate: frozenset[type[Tag]],
         stored_nodes: Callable[[DictOfNamedArrays], set[Array]] | None = None,
         mapper_class: type[CodeGenMapper] | None = None,
+        fuse_loops: bool = True,
         ) -> lp.TranslationUnit:
     """Lower the preprocessed *outputs* (see :func:`pytato.codegen.preprocess`)
     to a loopy translation unit with one kernel named *function_name*.
@@ -768,6 +775,8 @@ def build_translation_unit(
         node types (e.g. calls); it may add functions to
         :attr:`CodeGenState.translation_unit_transforms` to be applied to
         the created translation unit (e.g. to register callee kernels).
+    :arg fuse_loops: whether to fuse loop nests and keep values in private
+        memory where possible (:func:`pytato.target.loopy.fusion.fuse_loop_nests`).
     """
     order = canonical_topological_order([outputs])
     names = NameGenerator()
@@ -796,6 +805,10 @@ def build_translation_unit(
             continue
         state.add_output_arg(name, ary)
         state.store(name, ary, result)
+
+    if fuse_loops:
+        from pytato.target.loopy.fusion import fuse_loop_nests
+        fuse_loop_nests(state, state.stores)
 
     kernel_data = [state.kernel_data[n] for n in sorted(
         state.kernel_data, key=lambda n: (_data_rank(state.kernel_data[n]), n))]

@@ -7,9 +7,10 @@ to the translation unit it builds (unless called with
 It is a pure function from translation unit to translation unit, in the
 style of :mod:`loopy`'s transformations, and can also be applied by hand.
 
-Per instruction of the entrypoint kernel (an assignment computing all
-elements of a stored array, as :mod:`pytato.target.loopy.codegen` emits
-them):
+Per loop nest of the entrypoint kernel (the instructions sharing a set of
+loops: one assignment computing all elements of a stored array, as
+:mod:`pytato.target.loopy.codegen` emits them, or several fused by
+:mod:`pytato.target.loopy.fusion`):
 
 * **Output axes.** When all extents are known integers, the output inames
   are joined into one flat iname (row-major, so consecutive work-items
@@ -18,18 +19,24 @@ them):
   outermost iname goes to ``g.0``, the innermost is split with its inner
   part on ``l.0``, and the other loops stay sequential inside each
   work-item (1-D: split onto ``g.0``/``l.0``).
-* **Reductions.** An instruction holding one reduction whose extent is
-  large, and whose outputs are too few to occupy the device (or, on a GPU,
-  whose reduction runs along the contiguous axis of an operand) reduces in
-  parallel: the reduction iname is split, its inner part tagged ``l.0`` (a
-  work-group tree reduction in local memory, by :mod:`loopy`), and the
-  output inames go to ``g.0`` alone. Other reductions are loops inside each
-  work-item.
-* **Kernels.** Instructions are separated by global barriers, so that each
+* **Reductions.** An instruction alone in its loop nest holding one
+  reduction whose extent is large, and whose outputs are too few to occupy
+  the device (or, on a GPU, whose reduction runs along the contiguous axis
+  of an operand) reduces in parallel: the reduction iname is split, its
+  inner part tagged ``l.0`` (a work-group tree reduction in local memory,
+  by :mod:`loopy`), and the output inames go to ``g.0`` alone. A full
+  reduction (0-d result) over at least
+  :attr:`DeviceInfo.reduction_num_groups` times
+  :attr:`DeviceInfo.reduction_group_size` elements (or a symbolic number)
+  runs in two stages
+  (:func:`~pytato.target.loopy.reduction.split_reduction_two_stage`): every
+  group reduces a part, then one group reduces the parts. Other reductions
+  are loops inside each work-item.
+* **Kernels.** Loop nests are separated by global barriers, so that each
   becomes its own device kernel with its own grid (no work-item repeats
-  another instruction's work, and loopy's requirement that instructions of
-  one device kernel use the same hardware axes holds), and stored
-  intermediate results are complete before their users start.
+  another nest's work, and loopy's requirement that instructions of one
+  device kernel use the same hardware axes holds), and stored intermediate
+  results are complete before their users start.
 
 Instructions with an iname that already carries a
 :class:`loopy.kernel.data.InameImplementationTag` (set by the user, e.g.
@@ -92,6 +99,8 @@ class DeviceInfo:
     .. automethod:: conservative
     .. attribute:: group_size
     .. attribute:: reduction_group_size
+    .. attribute:: reduction_num_groups
+    .. attribute:: min_parallel_outputs
     """
 
     kind: str
@@ -131,6 +140,12 @@ class DeviceInfo:
         """Work-items per group for a parallel (tree) reduction."""
         size = self.preferred_group_size or (256 if self.is_gpu else 32)
         return max(1, min(size, self.max_work_group_size))
+
+    @property
+    def reduction_num_groups(self) -> int:
+        """Work-groups of the first stage of a two-stage (full)
+        reduction: four per compute unit."""
+        return 4 * self.compute_units
 
     @property
     def min_parallel_outputs(self) -> int:
@@ -217,11 +232,11 @@ def _output_inames(insn: Any) -> list[str] | None:
 
 # {{{ per-instruction schedule
 
-#: Kernels with more instructions than this do not join output inames:
+#: Kernels with more loop nests than this do not join output inames:
 #: :func:`loopy.join_inames` rewrites the whole kernel at each call, which
-#: made scheduling quadratic in the number of instructions (tens of seconds
+#: made scheduling quadratic in the number of loop nests (tens of seconds
 #: for a 1000-node graph).
-MAX_INSTRUCTIONS_FOR_JOIN = 32
+MAX_GROUPS_FOR_JOIN = 32
 
 
 def _schedule_outputs(kernel: lp.LoopKernel, insn_id: str,
@@ -260,25 +275,22 @@ def _schedule_outputs(kernel: lp.LoopKernel, insn_id: str,
     return kernel
 
 
-def _schedule_instruction(kernel: lp.LoopKernel, insn: Any,
-                          info: DeviceInfo, iname_users: dict[str, int],
-                          value_args: frozenset[str],
-                          allow_join: bool = True) -> lp.LoopKernel:
-    out_inames = _output_inames(insn)
-    if out_inames is None:
-        return kernel
+def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
+                    out_inames: list[str], info: DeviceInfo,
+                    value_args: frozenset[str],
+                    allow_join: bool = True) -> lp.LoopKernel:
+    """Schedule the loop nest *out_inames* shared by the instructions
+    *insns* (one instruction, or several fused by
+    :mod:`pytato.target.loopy.fusion`)."""
     coll = _ReductionCollector()
-    coll(insn.expression)
+    for insn in insns:
+        coll(insn.expression)
     all_inames = set(out_inames)
     for red in coll.reductions:
         all_inames.update(red.inames)
     # inames with tags (implementation tags, or metadata that a user may
     # look the iname up by) are left alone
     if any(kernel.iname_tags(i) for i in all_inames):
-        return kernel
-    # inames shared with other instructions (e.g. from substitution rules)
-    # are left alone
-    if any(iname_users.get(i, 0) > 1 for i in all_inames):
         return kernel
 
     if kernel.get_inames_domain(frozenset(all_inames)).is_empty():
@@ -291,7 +303,7 @@ def _schedule_instruction(kernel: lp.LoopKernel, insn: Any,
         n_out = None if (n is None or n_out is None) else n_out * n
 
     red_iname = None
-    if len(coll.reductions) == 1:
+    if len(insns) == 1 and len(coll.reductions) == 1:
         red = coll.reductions[0]
         # the innermost reduction iname if it is large, else the largest
         r_lens = {i: _constant_length(kernel, i) for i in red.inames}
@@ -315,9 +327,19 @@ def _schedule_instruction(kernel: lp.LoopKernel, insn: Any,
                 red_iname = cand
 
     if red_iname is None:
-        return _schedule_outputs(kernel, insn.id, out_inames, lengths,
+        return _schedule_outputs(kernel, insns[0].id, out_inames, lengths,
                                  info.group_size, allow_join)
 
+    insn, = insns
+    r_len = _constant_length(kernel, red_iname)
+    if not out_inames and (
+            r_len is None
+            or r_len >= info.reduction_num_groups * info.reduction_group_size):
+        # a full reduction: all groups reduce a part, one group the parts
+        from pytato.target.loopy.reduction import split_reduction_two_stage
+        return split_reduction_two_stage(
+            kernel, insn.id, num_groups=info.reduction_num_groups,
+            group_size=info.reduction_group_size, iname=red_iname)
     gsize = info.reduction_group_size
     vng = kernel.get_var_name_generator()
     inner = vng(f"{red_iname}_par")
@@ -332,6 +354,33 @@ def _schedule_instruction(kernel: lp.LoopKernel, insn: Any,
                              allow_join)
 
 
+def _loop_groups(kernel: lp.LoopKernel
+                 ) -> list[tuple[list[Any], list[str]]] | None:
+    """The instructions of *kernel* grouped by loop nest (their set of
+    inames), in instruction order, each with its output inames in order;
+    None if some instruction is not an assignment or no instruction of a
+    group stores over exactly the group's inames."""
+    groups: dict[Any, list[Any]] = {}
+    for insn in kernel.instructions:
+        if not isinstance(insn, lp.Assignment):
+            return None
+        # instructions outside loops are never fused
+        key = frozenset(insn.within_inames) or insn.id
+        groups.setdefault(key, []).append(insn)
+    result = []
+    for insns in groups.values():
+        order = None
+        for insn in insns:
+            names = _output_inames(insn)
+            if names is not None and set(names) == set(insn.within_inames):
+                order = names
+                break
+        if order is None:
+            return None
+        result.append((insns, order))
+    return result
+
+
 def _isl_dim_param() -> Any:
     import islpy as isl
     return isl.dim_type.param
@@ -339,39 +388,55 @@ def _isl_dim_param() -> Any:
 # }}}
 
 
-def _add_global_barriers(kernel: lp.LoopKernel) -> lp.LoopKernel:
-    """Chain the instructions, in an order compatible with their
-    dependencies, with global barriers between consecutive ones."""
-    insns = list(kernel.instructions)
-    by_id = {i.id: i for i in insns}
-    order: list[str] = []
-    done: set[str] = set()
-    for start in insns:
-        stack: list[tuple[str, bool]] = [(start.id, False)]
+def _add_global_barriers(kernel: lp.LoopKernel,
+                         groups: list[list[str]]) -> lp.LoopKernel:
+    """Chain the loop nests *groups* (lists of instruction ids), in an order
+    compatible with their dependencies, with global barriers between
+    consecutive ones."""
+    group_of = {iid: k for k, ids in enumerate(groups) for iid in ids}
+    by_id = kernel.id_to_insn
+    deps: list[set[int]] = [set() for _ in groups]
+    for k, ids in enumerate(groups):
+        for iid in ids:
+            for dep in by_id[iid].depends_on:
+                g = group_of.get(dep)
+                if g is not None and g != k:
+                    deps[k].add(g)
+    order: list[int] = []
+    done: set[int] = set()
+    entered: set[int] = set()
+    for start in range(len(groups)):
+        stack: list[tuple[int, bool]] = [(start, False)]
         while stack:
-            iid, expanded = stack.pop()
-            if iid in done:
+            k, expanded = stack.pop()
+            if k in done:
                 continue
             if expanded:
-                done.add(iid)
-                order.append(iid)
+                done.add(k)
+                order.append(k)
                 continue
-            stack.append((iid, True))
-            for dep in sorted(by_id[iid].depends_on, reverse=True):
-                if dep in by_id and dep not in done:
+            if k in entered:
+                raise lp.LoopyError(
+                    "default_schedule: loop nests depend on each other "
+                    f"cyclically (through {groups[k]})")
+            entered.add(k)
+            stack.append((k, True))
+            for dep in sorted(deps[k], reverse=True):
+                if dep not in done:
                     stack.append((dep, False))
     if len(order) < 2:
         return kernel
     vng = kernel.get_instruction_id_generator()
-    new_insns = {iid: by_id[iid] for iid in order}
+    new_insns = dict(by_id)
     barriers = []
     for before, after in itertools.pairwise(order):
         bid = vng("_pt_gbarrier")
         barriers.append(lp.BarrierInstruction(
             id=bid, synchronization_kind="global", mem_kind="global",
-            depends_on=frozenset({before}), within_inames=frozenset()))
-        a = new_insns[after]
-        new_insns[after] = a.copy(depends_on=a.depends_on | {bid})
+            depends_on=frozenset(groups[before]), within_inames=frozenset()))
+        for iid in groups[after]:
+            a = new_insns[iid]
+            new_insns[iid] = a.copy(depends_on=a.depends_on | {bid})
     return kernel.copy(instructions=[*new_insns.values(), *barriers])
 
 
@@ -395,21 +460,37 @@ def default_schedule(t_unit: lp.TranslationUnit,
     kernel = t_unit.default_entrypoint
     value_args = frozenset(a.name for a in kernel.args
                            if isinstance(a, lp.ValueArg))
-    iname_users: dict[str, int] = {}
-    for insn in kernel.instructions:
-        names = set(insn.within_inames) | set(insn.reduction_inames())
-        for name in names:
-            iname_users[name] = iname_users.get(name, 0) + 1
     # kernels with instructions other than plain stores (calls, sparse
     # products with data-dependent loops) keep their sequential loops
-    if len(t_unit.callables_table) > 1 or any(
-            _output_inames(insn) is None for insn in kernel.instructions):
+    groups = _loop_groups(kernel)
+    if len(t_unit.callables_table) > 1 or groups is None:
         return t_unit
-    allow_join = len(kernel.instructions) <= MAX_INSTRUCTIONS_FOR_JOIN
-    for insn in list(kernel.instructions):
-        kernel = _schedule_instruction(kernel, kernel.id_to_insn[insn.id],
-                                       info, iname_users, value_args,
-                                       allow_join)
+    iname_users: dict[str, int] = {}
+    for insns, _ in groups:
+        names: set[str] = set()
+        for insn in insns:
+            names.update(insn.within_inames)
+            names.update(insn.reduction_inames())
+        for name in names:
+            iname_users[name] = iname_users.get(name, 0) + 1
+    allow_join = len(groups) <= MAX_GROUPS_FOR_JOIN
+    nests = []
+    for insns, out_inames in groups:
+        ids = [insn.id for insn in insns]
+        nests.append(ids)
+        # inames shared with other loop nests (e.g. from substitution
+        # rules) are left alone
+        if any(iname_users.get(i, 0) > 1 for i in out_inames) or any(
+                iname_users.get(i, 0) > 1
+                for insn in insns for i in insn.reduction_inames()):
+            continue
+        before = set(kernel.id_to_insn)
+        kernel = _schedule_group(
+            kernel, [kernel.id_to_insn[i] for i in ids],
+            out_inames, info, value_args, allow_join)
+        # instructions added for this nest (stages of a reduction) run
+        # between the same global barriers as the nest
+        ids.extend(sorted(set(kernel.id_to_insn) - before))
     if any(_has_impl_tag(kernel, i) for i in kernel.all_inames()):
-        kernel = _add_global_barriers(kernel)
+        kernel = _add_global_barriers(kernel, nests)
     return t_unit.with_kernel(kernel)

@@ -1,0 +1,279 @@
+"""Loop fusion: computing several stored arrays in one loop nest.
+
+:func:`~pytato.target.loopy.codegen.build_translation_unit` emits one
+instruction per stored array (outputs, shared subexpressions, ...), each
+over loops of its own. :func:`fuse_loop_nests` then lets instructions share
+their loops where that cannot change results, and keeps values that never
+leave a loop nest in registers:
+
+* **Fusible instructions** are the plain stores of the code generator
+  (``a[i, j] = expr``) without reductions, substitution rules or user-tagged
+  loops, over at least one axis.
+* **Levels.** An instruction reading another one *elementwise* (every read
+  is at exactly its own output indices, and both have the same shape) may
+  run in the same iteration as the instruction it reads. Any other read
+  (shifted, transposed, gathered, inside a reduction) needs the whole array
+  first. The level of an instruction is the largest number of
+  non-elementwise reads along a chain of dependencies leading to it
+  (reads of or by non-fusible instructions count as non-elementwise).
+* **Loop nests.** Fusible instructions of one level and one shape share
+  their loops (the loops of the first of them). Every dependency between
+  two different nests goes from a lower level to a higher one, so the nests
+  can run one after the other: fusion never needs a value before it is
+  computed.
+* **Private temporaries.** A temporary array written in a nest and read
+  only elementwise in that same nest becomes a scalar in private memory
+  (a register): it never reaches global memory. A stored array that is also
+  read outside its nest (or is an output) is computed into a private scalar
+  that its readers in the nest use, and copied to global memory once.
+
+The pass runs in time linear in the size of the kernel and leaves kernels
+with calls or other instruction kinds alone.
+
+.. autofunction:: fuse_loop_nests
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import loopy as lp
+import pymbolic.primitives as prim
+from loopy.symbolic import (
+    IdentityMapper as _LoopyIdentityMapper,
+    Reduction as LoopyReduction,
+    WalkMapper as _LoopyWalkMapper,
+)
+
+
+if TYPE_CHECKING:
+    from pytato.target.loopy.codegen import CodeGenState
+
+
+__all__ = ["fuse_loop_nests"]
+
+
+@dataclass
+class _Store:
+    """One plain store instruction, as :meth:`CodeGenState.store` made it."""
+
+    insn_id: str
+    name: str
+    inames: tuple[str, ...]
+    shape: tuple[Any, ...]
+    domain_index: int | None
+
+
+class _AccessCollector(_LoopyWalkMapper):
+    """Collects, per array name of interest, the index tuples it is read at
+    (``None`` for a read without subscript), and whether the expression has
+    reductions or calls to substitution rules."""
+
+    def __init__(self, names: Mapping[str, Any], rules: frozenset[str]) -> None:
+        super().__init__()
+        self.names = names
+        self.rules = rules
+        self.accesses: dict[str, set[Any]] = {}
+        self.opaque = False
+
+    def map_subscript(self, expr: prim.Subscript, *args: Any) -> None:
+        agg = expr.aggregate
+        if isinstance(agg, prim.Variable) and agg.name in self.names:
+            idx = expr.index if isinstance(expr.index, tuple) else (expr.index,)
+            self.accesses.setdefault(agg.name, set()).add(idx)
+            self.rec(expr.index)
+            return
+        super().map_subscript(expr)
+
+    def map_variable(self, expr: prim.Variable, *args: Any) -> None:
+        if expr.name in self.names:
+            self.accesses.setdefault(expr.name, set()).add(None)
+
+    def map_call(self, expr: prim.Call, *args: Any) -> None:
+        fn = expr.function
+        if isinstance(fn, prim.Variable) and fn.name in self.rules:
+            self.opaque = True
+        super().map_call(expr)
+
+    def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
+        self.opaque = True
+        self.rec(expr.expr)
+
+
+
+class _Rewriter(_LoopyIdentityMapper):
+    """Renames loop variables and redirects array reads: reads of arrays in
+    *to_scalar* at any index become reads of the named scalar."""
+
+    def __init__(self, renames: Mapping[str, str],
+                 to_scalar: Mapping[str, str]) -> None:
+        super().__init__()
+        self.renames = renames
+        self.to_scalar = to_scalar
+
+    def map_variable(self, expr: prim.Variable, *args: Any) -> Any:
+        new = self.renames.get(expr.name)
+        return prim.Variable(new) if new is not None else expr
+
+    def map_subscript(self, expr: prim.Subscript, *args: Any) -> Any:
+        agg = expr.aggregate
+        if isinstance(agg, prim.Variable) and agg.name in self.to_scalar:
+            return prim.Variable(self.to_scalar[agg.name])
+        return prim.Subscript(self.rec(agg), self.rec(expr.index))
+
+    def map_call(self, expr: prim.Call, *args: Any) -> Any:
+        return prim.Call(expr.function,
+                         tuple(self.rec(p) for p in expr.parameters))
+
+
+def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
+    """Fuse the loop nests of the instructions of *state* (see the module
+    documentation), in place: instructions, domains and temporaries of
+    *state* are rewritten. *stores* describes the plain store instructions
+    (in the order they were emitted, children first)."""
+    insns = state.instructions
+    if len(stores) != len(insns) \
+            or not all(isinstance(i, lp.Assignment) for i in insns):
+        return
+    by_id = {s.insn_id: s for s in stores}
+    if set(by_id) != {i.id for i in insns}:
+        return
+    writer_of = {s.name: s for s in stores}
+    rules = frozenset(state.substitutions)
+    rule_reads: set[str] = set()
+    for rule in state.substitutions.values():
+        coll = _AccessCollector(writer_of, rules)
+        coll(rule.expression)
+        rule_reads.update(coll.accesses)
+
+    # {{{ fusible instructions, elementwise reads, levels
+
+    fusible: dict[str, bool] = {}
+    accesses: dict[str, dict[str, set[Any]]] = {}
+    for insn in insns:
+        s = by_id[insn.id]
+        coll = _AccessCollector(writer_of, rules)
+        coll(insn.expression)
+        accesses[insn.id] = coll.accesses
+        fusible[insn.id] = (bool(s.inames) and not coll.opaque
+                            and not any(i in state.iname_tags for i in s.inames))
+
+    def elementwise(reader: _Store, writer: _Store) -> bool:
+        if not (fusible[reader.insn_id] and fusible[writer.insn_id]):
+            return False
+        if reader.shape != writer.shape or writer.name in rule_reads:
+            return False
+        own = tuple(prim.Variable(i) for i in reader.inames)
+        return accesses[reader.insn_id].get(writer.name, set()) <= {own}
+
+    level: dict[str, int] = {}
+    for insn in insns:
+        s = by_id[insn.id]
+        lev = 0
+        for dep in insn.depends_on:
+            w = by_id.get(dep)
+            if w is None:
+                continue
+            lev = max(lev, level[dep] + (0 if elementwise(s, w) else 1))
+        level[insn.id] = lev
+
+    # }}}
+
+    # {{{ loop nests
+
+    nests: dict[tuple[int, tuple[Any, ...]], list[_Store]] = {}
+    for s in stores:
+        if fusible[s.insn_id]:
+            nests.setdefault((level[s.insn_id], s.shape), []).append(s)
+    nest_of: dict[str, int] = {}
+    renames: dict[str, dict[str, str]] = {}
+    drop_domains: set[int] = set()
+    for k, members in enumerate(nests.values()):
+        lead = members[0]
+        for s in members:
+            nest_of[s.insn_id] = k
+            if s is lead:
+                continue
+            renames[s.insn_id] = dict(zip(s.inames, lead.inames, strict=True))
+            if s.domain_index is not None:
+                drop_domains.add(s.domain_index)
+
+    # }}}
+
+    # {{{ private scalars
+
+    readers: dict[str, list[str]] = {}
+    for insn in insns:
+        for name in accesses[insn.id]:
+            readers.setdefault(name, []).append(insn.id)
+    output_like = {name for name, d in state.kernel_data.items()
+                   if not isinstance(d, lp.TemporaryVariable)}
+    # name -> scalar read by the writer's nest mates
+    scalar_of: dict[str, str] = {}
+    # names whose global copy is written by an extra instruction
+    copied: dict[str, str] = {}
+    for s in stores:
+        if not fusible[s.insn_id]:
+            continue
+        k = nest_of[s.insn_id]
+        local_readers = []
+        has_other = s.name in output_like or s.name in rule_reads
+        for rid in readers.get(s.name, ()):
+            if nest_of.get(rid) == k and elementwise(by_id[rid], s):
+                local_readers.append(rid)
+            else:
+                has_other = True
+        if not local_readers and has_other:
+            continue
+        scalar = state.names(f"{s.name}_prv") if has_other else s.name
+        scalar_of[s.name] = scalar
+        data = state.kernel_data.get(s.name)
+        dtype = data.dtype if data is not None else None
+        state.kernel_data[scalar] = lp.TemporaryVariable(
+            scalar, dtype, shape=(), address_space=lp.AddressSpace.PRIVATE)
+        if has_other:
+            copied[s.name] = state.names(f"_pt_copy_{s.name}", try_bare=True)
+
+    # }}}
+
+    # {{{ rewrite
+
+    new_insns: list[Any] = []
+    for insn in insns:
+        s = by_id[insn.id]
+        ren = renames.get(insn.id, {})
+        k = nest_of.get(insn.id)
+        # reads of nest mates' scalars; other readers keep the global array
+        to_scalar = {name: scalar_of[name] for name in accesses[insn.id]
+                     if name in scalar_of
+                     and nest_of.get(writer_of[name].insn_id) == k
+                     and k is not None
+                     and elementwise(s, writer_of[name])}
+        mapper = _Rewriter(ren, to_scalar)
+        expr = mapper(insn.expression)
+        deps = frozenset(
+            copied[by_id[d].name] if (d in by_id and by_id[d].name in copied
+                                      and by_id[d].name not in to_scalar)
+            else d for d in insn.depends_on)
+        within = frozenset(ren.get(i, i) for i in insn.within_inames)
+        if s.name in scalar_of:
+            lhs: Any = prim.Variable(scalar_of[s.name])
+        else:
+            lhs = mapper(insn.assignee)
+        new_insns.append(insn.copy(assignee=lhs, expression=expr,
+                                   depends_on=deps, within_inames=within))
+        if s.name in copied:
+            inames = tuple(ren.get(i, i) for i in s.inames)
+            idx = tuple(prim.Variable(i) for i in inames)
+            new_insns.append(lp.Assignment(
+                prim.Variable(s.name)[idx], prim.Variable(scalar_of[s.name]),
+                id=copied[s.name], within_inames=within,
+                depends_on=frozenset({insn.id})))
+    state.instructions[:] = new_insns
+    if drop_domains:
+        state.domains[:] = [d for i, d in enumerate(state.domains)
+                            if i not in drop_domains]
+
+    # }}}
