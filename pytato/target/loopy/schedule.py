@@ -275,13 +275,173 @@ def _schedule_outputs(kernel: lp.LoopKernel, insn_id: str,
     return kernel
 
 
+@dataclass
+class _OutputPlan:
+    """The output axes *inames* (extents *lengths*, None where symbolic) of
+    the loop nest of instructions *insn_ids*, to map onto work-groups of
+    *group_size* work-items."""
+
+    insn_ids: list[str]
+    inames: list[str]
+    lengths: list[int | None]
+    group_size: int
+
+
+def _split_in_domain(dom: Any, iname: str, outer: str, inner: str,
+                     size: int) -> Any:
+    """*dom* with *iname* replaced by ``size*outer + inner``,
+    ``0 <= inner < size``."""
+    import islpy as isl
+    set_t = isl.dim_type.set
+    n = dom.dim(set_t)
+    dom = dom.add_dims(set_t, 2)
+    dom = dom.set_dim_name(set_t, n, outer).set_dim_name(set_t, n + 1, inner)
+    space = dom.get_space()
+    dom = dom.add_constraint(isl.Constraint.eq_from_names(
+        space, {iname: 1, outer: -size, inner: -1}))
+    dom = dom.add_constraint(isl.Constraint.ineq_from_names(
+        space, {inner: 1}))
+    dom = dom.add_constraint(isl.Constraint.ineq_from_names(
+        space, {1: size - 1, inner: -1}))
+    idx = dom.get_var_dict()[iname][1]
+    return dom.project_out(set_t, idx, 1)
+
+
+def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
+                        ) -> lp.LoopKernel:
+    """Apply the schedules of the output axes of many loop nests in one
+    rewrite of the kernel (what :func:`_schedule_outputs` does with one
+    :mod:`loopy` transformation per nest, each rewriting the whole kernel,
+    which is quadratic in the number of nests).
+
+    Constant extents: the output inames are replaced by a flat index
+    ``f = group_size*f_outer + f_inner`` (row-major, ``f_outer`` on ``g.0``,
+    ``f_inner`` on ``l.0``). Symbolic extents: the innermost iname is split
+    likewise (one axis), or the outermost goes to ``g.0`` and the innermost
+    is split with its inner part on ``l.0`` (several axes)."""
+    import islpy as isl
+    from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag
+
+    if not plans:
+        return kernel
+    vng = kernel.get_var_name_generator()
+    domains = list(kernel.domains)
+    inames = dict(kernel.inames)
+    subst_of_insn: dict[str, dict[str, Any]] = {}
+    within_of_insn: dict[str, frozenset[str]] = {}
+    all_subst: dict[Any, Any] = {}
+    unbatched = []
+    for plan in plans:
+        home = {kernel.get_home_domain_index(i) for i in plan.inames}
+        dom_idx = next(iter(home))
+        dom = domains[dom_idx]
+        if len(home) != 1 or (set(dom.get_var_names(isl.dim_type.set))
+                              != set(plan.inames)):
+            # not a domain of its own: loopy's transformations
+            unbatched.append(plan)
+            continue
+        subst: dict[str, Any] = {}
+        new_tags: dict[str, Any] = {}
+        lengths = plan.lengths
+        if all(n is not None for n in lengths):
+            size = max(1, min(plan.group_size, _prod(lengths)))
+            base = plan.inames[-1] + ("_flat" if len(plan.inames) > 1 else "")
+            outer, inner = vng(f"{base}_outer"), vng(f"{base}_inner")
+            total = _prod(lengths)
+            domains[dom_idx] = isl.BasicSet(
+                f"{{ [{outer}, {inner}] : 0 <= {inner} < {size} and "
+                f"0 <= {size}*{outer} + {inner} < {total} }}")
+            flat = prim.Sum((prim.Product((size, prim.Variable(outer))),
+                             prim.Variable(inner)))
+            stride = total
+            for k, (iname, n) in enumerate(zip(plan.inames, lengths,
+                                               strict=True)):
+                stride //= n
+                e: Any = flat if stride == 1 else prim.FloorDiv(flat, stride)
+                if k > 0:
+                    e = prim.Remainder(e, n)
+                subst[iname] = e
+            new_tags = {outer: GroupInameTag(0), inner: LocalInameTag(0)}
+            removed = set(plan.inames)
+            added = {outer, inner}
+        else:
+            last = plan.inames[-1]
+            size = plan.group_size
+            if lengths[-1] is not None:
+                size = max(1, min(size, lengths[-1]))
+            outer, inner = vng(f"{last}_outer"), vng(f"{last}_inner")
+            domains[dom_idx] = _split_in_domain(dom, last, outer, inner, size)
+            subst[last] = prim.Sum((prim.Product((size, prim.Variable(outer))),
+                                    prim.Variable(inner)))
+            removed = {last}
+            added = {outer, inner}
+            if len(plan.inames) == 1:
+                new_tags = {outer: GroupInameTag(0), inner: LocalInameTag(0)}
+            else:
+                new_tags = {inner: LocalInameTag(0)}
+                first = plan.inames[0]
+                inames[first] = inames[first].tagged(GroupInameTag(0))
+        for name in removed:
+            inames.pop(name, None)
+        for name in added:
+            inames[name] = Iname(name, frozenset(
+                [new_tags[name]] if name in new_tags else []))
+        for iid in plan.insn_ids:
+            subst_of_insn[iid] = subst
+            within_of_insn[iid] = frozenset(
+                (kernel.id_to_insn[iid].within_inames - removed) | added)
+        all_subst.update({prim.Variable(k): v for k, v in subst.items()})
+    if subst_of_insn:
+        kernel = _rewrite_inames(kernel, domains, inames, subst_of_insn,
+                                 within_of_insn, all_subst)
+    for plan in unbatched:
+        kernel = _schedule_outputs(kernel, plan.insn_ids[0], plan.inames,
+                                   plan.lengths, plan.group_size)
+    return kernel
+
+
+def _rewrite_inames(kernel: lp.LoopKernel, domains: list[Any],
+                    inames: dict[str, Any],
+                    subst_of_insn: dict[str, dict[str, Any]],
+                    within_of_insn: dict[str, frozenset[str]],
+                    all_subst: dict[Any, Any]) -> lp.LoopKernel:
+    from loopy.symbolic import SubstitutionMapper
+    from pymbolic.mapper.substitutor import make_subst_func
+
+    new_insns = []
+    for insn in kernel.instructions:
+        subst = subst_of_insn.get(insn.id)
+        if subst is None:
+            new_insns.append(insn)
+            continue
+        mapper = SubstitutionMapper(make_subst_func(subst))
+        new_insns.append(insn.copy(
+            assignee=mapper(insn.assignee),
+            expression=mapper(insn.expression),
+            within_inames=within_of_insn[insn.id]))
+    return kernel.copy(
+        domains=domains, instructions=new_insns, inames=inames,
+        applied_iname_rewrites=(*kernel.applied_iname_rewrites, all_subst))
+
+
+def _prod(values: list[int | None]) -> int:
+    result = 1
+    for v in values:
+        assert v is not None
+        result *= v
+    return result
+
+
 def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
                     out_inames: list[str], info: DeviceInfo,
                     value_args: frozenset[str],
-                    allow_join: bool = True) -> lp.LoopKernel:
+                    allow_join: bool = True,
+                    batch: list[_OutputPlan] | None = None) -> lp.LoopKernel:
     """Schedule the loop nest *out_inames* shared by the instructions
     *insns* (one instruction, or several fused by
-    :mod:`pytato.target.loopy.fusion`)."""
+    :mod:`pytato.target.loopy.fusion`). With *batch* given, a schedule of
+    the output axes alone is appended to it (to be applied by
+    :func:`_apply_output_plans`) instead of being applied."""
     coll = _ReductionCollector()
     for insn in insns:
         coll(insn.expression)
@@ -327,6 +487,13 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
                 red_iname = cand
 
     if red_iname is None:
+        if not out_inames:
+            return kernel
+        if batch is not None:
+            batch.append(_OutputPlan([insn.id for insn in insns],
+                                     list(out_inames), lengths,
+                                     info.group_size))
+            return kernel
         return _schedule_outputs(kernel, insns[0].id, out_inames, lengths,
                                  info.group_size, allow_join)
 
@@ -475,6 +642,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
             iname_users[name] = iname_users.get(name, 0) + 1
     allow_join = len(groups) <= MAX_GROUPS_FOR_JOIN
     nests = []
+    batch: list[_OutputPlan] = []
     for insns, out_inames in groups:
         ids = [insn.id for insn in insns]
         nests.append(ids)
@@ -487,10 +655,11 @@ def default_schedule(t_unit: lp.TranslationUnit,
         before = set(kernel.id_to_insn)
         kernel = _schedule_group(
             kernel, [kernel.id_to_insn[i] for i in ids],
-            out_inames, info, value_args, allow_join)
+            out_inames, info, value_args, allow_join, batch)
         # instructions added for this nest (stages of a reduction) run
         # between the same global barriers as the nest
         ids.extend(sorted(set(kernel.id_to_insn) - before))
+    kernel = _apply_output_plans(kernel, batch)
     if any(_has_impl_tag(kernel, i) for i in kernel.all_inames()):
         kernel = _add_global_barriers(kernel, nests)
     return t_unit.with_kernel(kernel)
