@@ -112,14 +112,24 @@ def bench_dag(nnodes: int, ctx: Any, *, build: bool = True) -> dict[str, Any]:
             axis_tag_t_to_not_propagate=frozenset()))
     knl = t_unit.default_entrypoint
     res["instructions"] = len(knl.instructions)
-    res["global_temporaries"] = len(knl.temporary_variables)
-    import inspect
-    kw: dict[str, Any] = {}
-    if "default_schedule" in inspect.signature(pt.generate_loopy).parameters:
-        # the default schedule is measured by bench_kernels.py
-        kw["default_schedule"] = False
-    res["t_generate_loopy"], prog = _time(lambda: pt.generate_loopy(graph, **kw))
-    res["t_cache_hit"], prog2 = _time(lambda: pt.generate_loopy(graph, **kw))
+    res["global_temporaries"] = sum(
+        1 for v in knl.temporary_variables.values()
+        if v.address_space == lp.AddressSpace.GLOBAL)
+    res["private_temporaries"] = sum(
+        1 for v in knl.temporary_variables.values()
+        if v.address_space == lp.AddressSpace.PRIVATE)
+    res["loop_nests"] = len({frozenset(i.within_inames)
+                             for i in knl.instructions if i.within_inames})
+    # what users get: generate_loopy with its default schedule (for the
+    # device of ctx), then loopy's phases on that translation unit
+    dev = ctx.devices[0]
+    res["t_generate_loopy_unscheduled"], _ = _time(
+        lambda: pt.generate_loopy(graph, default_schedule=False))
+    res["t_generate_loopy"], prog = _time(
+        lambda: pt.generate_loopy(graph, cl_device=dev))
+    res["t_cache_hit"], prog2 = _time(
+        lambda: pt.generate_loopy(graph, cl_device=dev))
+    res["device_kernels"] = None
     assert prog2 is prog
     t_unit = prog.program
     res["t_loopy_preprocess"], pre = _time(lambda: lp.preprocess_kernel(t_unit))
@@ -128,6 +138,7 @@ def bench_dag(nnodes: int, ctx: Any, *, build: bool = True) -> dict[str, Any]:
     res["t_loopy_linearize"], lin = _time(lambda: lp.linearize(pre))
     res["t_loopy_codegen"], code = _time(
         lambda: lp.generate_code_v2(lin).device_code())
+    res["device_kernels"] = code.count("__kernel ")
     res["t_opencl_build"], _ = _time(
         lambda: cl.Program(ctx, code).build())
     for k in ("t_transform", "t_lowering"):
@@ -179,11 +190,7 @@ from bench_codegen import make_random_dag
 ctx = cl.create_some_context(interactive=False)
 queue = cl.CommandQueue(ctx)
 g = make_random_dag({nnodes})
-import inspect
-kw = {{}}
-if "default_schedule" in inspect.signature(pt.generate_loopy).parameters:
-    kw["default_schedule"] = False
-prog = pt.generate_loopy(g, **kw)
+prog = pt.generate_loopy(g, cl_device=queue.device)
 t1 = time.perf_counter()
 inputs = {{f"in{{i}}": np.ones((16, 16)) for i in range(4)}}
 prog(queue, **inputs)

@@ -31,7 +31,13 @@ always stored:
 The default policy of :func:`get_stored_nodes` (``store_shared=True``)
 strengthens the MPMS condition so that shared subexpressions are computed
 once: any computed node read at more than one place is stored, whatever the
-number of its materialized predecessors.
+number of its materialized predecessors. Storing is cheap where it does not
+leave a loop: the loopy code generator fuses the loop nests of stored
+arrays of one shape that read each other elementwise
+(:mod:`pytato.target.loopy.fusion`) and keeps a stored value read only
+there in a register, so an elementwise chain with shared subexpressions
+becomes one kernel with no global temporaries. Only values read shifted,
+transposed, gathered or inside reductions go through global memory.
 
 Size expressions (0-d integer expressions of size parameters) are never
 stored; nodes tagged :class:`~pytato.tags.ImplInlined` (or
