@@ -67,6 +67,8 @@ class ArgumentSpec:
         self.arrays = dict(arrays)
         self.values = dict(values)
         self.not_inputs = dict(not_inputs)
+        self._cache: dict[tuple[Any, ...], tuple[Any, tuple[str, ...],
+                                                  dict[str, int]]] = {}
         self._shape_deps = {
             name: tuple(_deps(c) for c in shape) if shape is not None else ()
             for name, (shape, _) in self.arrays.items()}
@@ -208,13 +210,55 @@ class ArgumentSpec:
                     f"{at}, i.e. {_fmt_shape(expected)}, got "
                     f"{tuple(ary.shape)}")
 
+    def _cache_key(self, kwargs: Mapping[str, Any]) -> tuple[Any, ...] | None:
+        """What the outcome of :meth:`process` depends on, for arguments
+        that are arrays (numpy or device; by type, shape, dtype and strides)
+        or Python ints; *None* for other arguments (not cached)."""
+        parts: list[Any] = []
+        arrays = self.arrays
+        values = self.values
+        for name, v in kwargs.items():
+            t = type(v)
+            if t is int:
+                parts.append((name, v))
+            elif name in arrays:
+                if t not in _CACHED_ARRAY_TYPES:
+                    return None
+                parts.append((name, t, v.shape, v.dtype, v.strides))
+            elif name in values:
+                return None
+            else:
+                parts.append(name)
+        return tuple(parts)
+
     def process(self, kwargs: Mapping[str, Any], bound: Mapping[str, Any]
                 ) -> tuple[dict[str, Any], dict[str, int]]:
         """Check *kwargs* (the caller's arguments) with the *bound* ones.
 
+        Successful checks of arguments that need no conversion are cached
+        (by the names, types, shapes, dtypes and strides of the arguments
+        and the values of integers), so that repeated calls of the same
+        kind are cheap.
+
         :returns: ``(arrays, values)``: the caller's array arguments
             (converted where needed) and the values of all value arguments.
         """
+        if not _CACHED_ARRAY_TYPES:
+            _init_cached_array_types()
+        key = self._cache_key(kwargs)
+        if key is not None:
+            hit = self._cache.get((id(bound), key))
+            if hit is not None and hit[0] is bound:
+                return {n: kwargs[n] for n in hit[1]}, dict(hit[2])
+        arrays, values = self._process(kwargs, bound)
+        if key is not None and all(v is kwargs[n] for n, v in arrays.items()):
+            if len(self._cache) >= 128:
+                self._cache.clear()
+            self._cache[id(bound), key] = (bound, tuple(arrays), dict(values))
+        return arrays, values
+
+    def _process(self, kwargs: Mapping[str, Any], bound: Mapping[str, Any]
+                 ) -> tuple[dict[str, Any], dict[str, int]]:
         self._check_names(kwargs, bound)
         user_arrays: dict[str, Any] = {}
         all_arrays: dict[str, Any] = {}
@@ -250,6 +294,20 @@ class ArgumentSpec:
         return user_arrays, values
 
     # }}}
+
+
+_CACHED_ARRAY_TYPES: set[type] = set()
+
+
+def _init_cached_array_types() -> None:
+    """Array types whose checks :meth:`ArgumentSpec.process` caches (their
+    shape, dtype and strides determine the outcome)."""
+    _CACHED_ARRAY_TYPES.add(np.ndarray)
+    try:
+        import pyopencl.array as cla
+    except ImportError:  # pragma: no cover
+        return
+    _CACHED_ARRAY_TYPES.add(cla.Array)
 
 
 def _solve_affine(expr: Any, var: str, actual: int,

@@ -376,7 +376,10 @@ def env_switches_set() -> bool:
     data = getattr(os.environ, "_data", None)
     if isinstance(data, dict):
         # a dict lookup: os.environ.get costs microseconds per call
-        return any(key in data for key in _ENV_KEYS)
+        for key in _ENV_KEYS:
+            if key in data:
+                return True
+        return False
     return any(name in os.environ for name in _ENV_NAMES)
 
 # }}}
@@ -641,6 +644,255 @@ def make_program_launcher(executor: Any, queue: cl.CommandQueue,
 # }}}
 
 
+# {{{ fast calls
+
+_QUEUE_FLAGS_ATTR = "_pytato_queue_flags"
+
+
+def _queue_flags(queue: cl.CommandQueue) -> tuple[bool, bool]:
+    """``(profiling, out_of_order)`` of *queue*, cached on the queue object
+    (its properties cannot change; reading them costs an OpenCL call)."""
+    try:
+        return getattr(queue, _QUEUE_FLAGS_ATTR)  # type: ignore[no-any-return]
+    except AttributeError:
+        pass
+    flags = (has_profiling(queue), is_out_of_order(queue))
+    try:
+        setattr(queue, _QUEUE_FLAGS_ATTR, flags)
+    except (AttributeError, TypeError):
+        pass
+    return flags
+
+
+# loopy options whose effect on the invoker the fast path reproduces (or
+# that only affect the device code, which the fast path shares with loopy)
+_FAST_OPTION_DEFAULTS = {
+    "cl_exec_manage_array_events": True,
+    "write_wrapper": False,
+    "write_code": False,
+    "edit_code": False,
+    "skip_arg_checks": False,
+}
+
+
+class _SizedCall:
+    """The parts of a :class:`_FastCall` that depend on the values of the
+    size parameters: kernels with their value arguments set, work sizes,
+    output and temporary sizes."""
+
+    __slots__ = ("kernels", "outputs", "temporaries")
+
+    def __init__(self, fast: _FastCall, values: Mapping[str, int]) -> None:
+        plan = fast.plan
+        typed = plan.typed_values(values)
+        kernels = []
+        for sk in plan.subkernels:
+            knl = plan.new_kernel(sk.name)
+            mem_slots = []
+            for i, name in enumerate(sk.arg_names):
+                if name in typed:
+                    knl.set_arg(i, typed[name])
+                else:
+                    mem_slots.append((i, name))
+            gsize, lsize = sk.work_sizes(values)
+            kernels.append((knl, tuple(mem_slots), gsize, lsize))
+        self.kernels = tuple(kernels)
+        outputs = []
+        for name in plan.outputs:
+            shape, dtype = plan._array_info[name]
+            ishape = _eval_shape(shape, values)
+            ustrides = tuple(int(evaluate(s, values))
+                             for s in plan._strides[name])
+            if (len(ustrides) != len(ishape) or any(n <= 0 for n in ishape)
+                    or any(s < 0 for s in ustrides)):
+                raise _NoFastCall
+            size = 1 + sum(s * (n - 1) for s, n in zip(ustrides, ishape,
+                                                        strict=True))
+            outputs.append((name, ishape, dtype,
+                            tuple(s * dtype.itemsize for s in ustrides),
+                            size, size * dtype.itemsize))
+        self.outputs = tuple(outputs)
+        temporaries = []
+        for name, (shape, dtype) in plan._temporaries.items():
+            nbytes = int(np.prod(_eval_shape(shape, values), dtype=np.int64)
+                         ) * dtype.itemsize
+            if nbytes <= 0:
+                raise _NoFastCall
+            temporaries.append((name, nbytes))
+        self.temporaries = tuple(temporaries)
+
+
+class _NoFastCall(Exception):
+    pass
+
+
+class _FastCall:
+    """A program run as :mod:`loopy`'s invoker runs it (same results,
+    events and conversions of numpy arrays), with prebuilt kernels and
+    argument lists: for arguments already checked by
+    :class:`~pytato.target.loopy.arguments.ArgumentSpec`. Calling it
+    returns *None* for calls it does not handle (the caller then calls
+    loopy's executor)."""
+
+    def __init__(self, executor: Any) -> None:
+        plan = get_kernel_plan(executor)
+        if not plan.subkernels or plan.cl_program is None:
+            raise _NoFastCall
+        knl = executor.t_unit[executor.entrypoint]
+        opts = knl.options
+        for name, default in _FAST_OPTION_DEFAULTS.items():
+            if getattr(opts, name, default) != default:
+                raise _NoFastCall
+        for name in plan.input_arrays + plan.outputs:
+            shape, _ = plan._array_info[name]
+            if shape is None or not isinstance(shape, tuple):
+                raise _NoFastCall
+        self.plan = plan
+        self.inputs = tuple(plan.input_arrays)
+        self.value_names = tuple(plan.value_args)
+        self.known = frozenset(
+            {*plan.input_arrays, *plan.value_args,
+             "allocator", "wait_for", "out_host"})
+        self.no_numpy = plan.no_numpy
+        self.return_dict = plan.return_dict
+        self._sized: dict[tuple[Any, ...], _SizedCall | None] = {}
+        self._deferred: Any = None
+        self.context = executor.context
+
+    def _sized_for(self, key: tuple[Any, ...],
+                   kwargs: Mapping[str, Any]) -> _SizedCall | None:
+        try:
+            return self._sized[key]
+        except KeyError:
+            pass
+        for v in key:
+            if type(v) is not int:
+                return None
+        try:
+            sized: _SizedCall | None = _SizedCall(
+                self, dict(zip(self.value_names, key, strict=True)))
+        except (_NoFastCall, Exception):
+            sized = None
+        if len(self._sized) >= 64:
+            self._sized.clear()
+        self._sized[key] = sized
+        return sized
+
+    def __call__(self, queue: cl.CommandQueue, kwargs: Mapping[str, Any]
+                 ) -> Any:
+        if not kwargs.keys() <= self.known:
+            return None
+        names = self.value_names
+        key = tuple([kwargs[n] for n in names]) if names else ()
+        sized = self._sized.get(key)
+        if sized is None:
+            sized = self._sized_for(key, kwargs)
+            if sized is None:
+                return None
+        wait_for = kwargs.get("wait_for")
+        wait = list(wait_for) if wait_for is not None else []
+        mem: dict[str, Any] = {}
+        host_inputs = None
+        encountered_numpy = encountered_dev = False
+        array_type = cla.Array
+        for name in self.inputs:
+            v = kwargs[name]
+            if isinstance(v, array_type):
+                if v.offset or not v.flags.c_contiguous:
+                    return None
+                encountered_dev = True
+                if v.events:
+                    wait.extend(v.events)
+                mem[name] = v.base_data
+            elif type(v) is np.ndarray and not self.no_numpy:
+                if not v.flags.c_contiguous:
+                    return None
+                if host_inputs is None:
+                    host_inputs = []
+                host_inputs.append((name, v))
+                encountered_numpy = True
+            else:
+                return None
+
+        allocator = kwargs.get("allocator")
+        if allocator is None:
+            allocator = self._deferred
+            if allocator is None:
+                from pyopencl.tools import DeferredAllocator
+                allocator = self._deferred = DeferredAllocator(
+                    queue.context)
+        if host_inputs is not None:
+            for name, v in host_inputs:
+                dev = cla.to_device(queue, v, allocator=allocator)
+                if dev.events:
+                    wait.extend(dev.events)
+                mem[name] = dev.base_data
+
+        context = self.context
+        outputs = []
+        for name, shape, dtype, strides, size, nbytes in sized.outputs:
+            ary = array_type(None, shape, dtype, strides=strides,
+                             data=allocator(nbytes), allocator=allocator,
+                             _fast=True, _size=size, _context=context,
+                             _queue=queue)
+            outputs.append((name, ary))
+            mem[name] = ary.base_data
+        temporaries = []
+        for name, nbytes in sized.temporaries:
+            buf = allocator(nbytes)
+            temporaries.append(buf)
+            mem[name] = buf
+
+        chain = _queue_flags(queue)[1]
+        wait_list = wait or None
+        evt = None
+        for knl, slots, gsize, lsize in sized.kernels:
+            args: list[Any] = []
+            for i, name in slots:
+                args.append(i)
+                args.append(mem[name])
+            knl._set_arg_multi(tuple(args))
+            evt = _enqueue(queue, knl, gsize, lsize, None, wait_list,
+                           False, True)
+            wait_list = [evt] if chain else None
+        for buf in temporaries:
+            buf.release()
+        for _, ary in outputs:
+            ary.add_event(evt)
+
+        if not self.no_numpy:
+            out_host = kwargs.get("out_host")
+            if out_host is None and encountered_numpy and not encountered_dev:
+                out_host = True
+            if out_host:
+                outputs = [(name, ary.get(queue=queue))
+                           for name, ary in outputs]
+        if self.return_dict:
+            return evt, dict(outputs)
+        return evt, tuple([ary for _, ary in outputs])
+
+
+_FAST_CALLS: weakref.WeakKeyDictionary[Any, _FastCall | None] = (
+    weakref.WeakKeyDictionary())
+
+
+def _fast_call(executor: Any) -> _FastCall | None:
+    """The (cached) :class:`_FastCall` of *executor*, or *None* if it
+    cannot be run that way."""
+    try:
+        return _FAST_CALLS[executor]
+    except KeyError:
+        pass
+    try:
+        fast: _FastCall | None = _FastCall(executor)
+    except (_NoFastCall, UnsupportedByTargetError):
+        fast = None
+    _FAST_CALLS[executor] = fast
+    return fast
+
+# }}}
+
+
 # {{{ statistics of programs
 
 class EventStatistics:
@@ -716,7 +968,7 @@ def wants_instrumented_run(queue: cl.CommandQueue) -> bool:
     """Whether programs run on *queue* should enqueue their kernels one by
     one and keep their events: if *queue* has profiling enabled, or if
     kernel tracing or profiling is switched on in the environment."""
-    return has_profiling(queue) or (env_switches_set() and any(
+    return _queue_flags(queue)[0] or (env_switches_set() and any(
         os.environ.get(n, "").strip().lower() not in _OFF_WORDS
         for n in _ENV_NAMES))
 

@@ -187,6 +187,16 @@ def _allocator_for(queue: cl.CommandQueue, allocator: Any) -> Any:
 
 
 _WARMED_EXECUTORS: weakref.WeakSet[Any] = weakref.WeakSet()
+_LAUNCH_MODULE: list[Any] = []
+
+
+def _launch_module() -> Any:
+    """:mod:`pytato.target.loopy.launch` (imported on first use: an import
+    statement costs about a microsecond per call)."""
+    if not _LAUNCH_MODULE:
+        from pytato.target.loopy import launch
+        _LAUNCH_MODULE.append(launch)
+    return _LAUNCH_MODULE[0]
 
 
 def _run(executor: Any, queue: cl.CommandQueue, **kwargs: Any) -> Any:
@@ -196,12 +206,24 @@ def _run(executor: Any, queue: cl.CommandQueue, **kwargs: Any) -> Any:
 
     On queues with profiling enabled (or with kernel tracing switched on),
     the kernels are enqueued one by one and their events kept (see
-    :mod:`pytato.target.loopy.launch`)."""
-    from pytato.target.loopy import launch
+    :mod:`pytato.target.loopy.launch`). Later calls of programs with
+    straight-line host code run through a cached plan of prebuilt kernels
+    and argument lists (``launch._FastCall``, the same results as loopy's
+    invoker at a fraction of its cost); calls it does not handle (e.g.
+    device arrays with offsets, zero-size outputs) go to loopy's
+    executor."""
+    launch = _launch_module()
     if (launch.wants_instrumented_run(queue)
             and launch.supports_instrumented_run(executor)):
         return launch.run_instrumented(executor, queue, **kwargs)
-    if executor in _WARMED_EXECUTORS:
+    fast = launch._FAST_CALLS.get(executor, False)
+    if fast is False and executor in _WARMED_EXECUTORS:
+        fast = launch._fast_call(executor)
+    if fast is not False:
+        if fast is not None:
+            result = fast(queue, kwargs)
+            if result is not None:
+                return result
         return executor(queue, **kwargs)
     from loopy.diagnostic import ParameterFinderWarning
 
