@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 
 import pytato as pt
-from pytato.target.loopy.reduction import split_reduction_two_stage
+from pytato.target.loopy.reduction import (
+    split_reduction_columns,
+    split_reduction_two_stage,
+)
 
 
 CPU_GRID = (8, 32)
@@ -18,6 +21,24 @@ def _two_stage(graph, num_groups, group_size, **kwargs):
     """The program of *graph* (without the default schedule) with every
     instruction holding a reduction computed in two stages, and global
     barriers between the instructions."""
+    return _split_all(graph, lambda knl, insn_id: split_reduction_two_stage(
+        knl, insn_id, num_groups=num_groups, group_size=group_size,
+        **kwargs))
+
+
+def _columns(graph, num_chunks, group_size, **kwargs):
+    """As :func:`_two_stage`, by :func:`split_reduction_columns` (full
+    reductions by :func:`split_reduction_two_stage`)."""
+    def split(knl, insn_id):
+        if not knl.id_to_insn[insn_id].within_inames:
+            return split_reduction_two_stage(knl, insn_id, num_groups=8,
+                                             group_size=group_size)
+        return split_reduction_columns(knl, insn_id, num_chunks=num_chunks,
+                                       group_size=group_size, **kwargs)
+    return _split_all(graph, split)
+
+
+def _split_all(graph, split):
     import loopy as lp
     prg = pt.generate_loopy(graph, default_schedule=False)
     knl = prg.program.default_entrypoint
@@ -25,16 +46,18 @@ def _two_stage(graph, num_groups, group_size, **kwargs):
                if insn.reduction_inames()]
     assert red_ids
     for insn_id in red_ids:
-        knl = split_reduction_two_stage(knl, insn_id, num_groups=num_groups,
-                                        group_size=group_size, **kwargs)
+        knl = split(knl, insn_id)
     # global barriers between consecutive instructions (as the default
     # schedule adds them), in the order of the original instructions
     order = []
     for insn in prg.program.default_entrypoint.instructions:
         if insn.id in red_ids:
-            order += [f"{insn.id}_stage1", f"{insn.id}_two_stage_barrier"]
+            order += [f"{insn.id}_stage1", f"{insn.id}_two_stage_barrier",
+                      f"{insn.id}_columns_barrier"]
         order.append(insn.id)
     insns = {insn.id: insn for insn in knl.instructions}
+    # (a split may leave an instruction unchanged)
+    order = [iid for iid in order if iid in insns]
     barriers = []
     for i in range(len(order) - 1):
         bid = f"_test_gbarrier_{i}"
@@ -209,3 +232,139 @@ def test_errors():
     (insn,) = knl.instructions
     with pytest.raises(ValueError):
         split_reduction_two_stage(knl, insn.id, num_groups=0, group_size=16)
+
+
+# {{{ split_reduction_columns
+
+COLUMN_GRIDS = [(8, 32), (64, 256), (3, 5)]
+
+
+def _run_columns(queue, graph, grid, **inputs):
+    _, out = _columns(graph, *grid)(queue, **inputs)
+    return out
+
+
+@pytest.mark.parametrize("op", list(_PT_OPS))
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32,
+                                   np.complex128, np.bool_])
+def test_columns_ops_and_dtypes(queue, op, dtype):
+    if op in ("max", "min") and np.dtype(dtype).kind == "c":
+        pytest.skip("no ordering of complex numbers")
+    rng = np.random.default_rng(7)
+    shape = (1001, 67)
+    a = _data(rng, dtype, shape, op)
+    x = pt.make_placeholder("x", shape, dtype)
+    (res,) = _run_columns(queue, _PT_OPS[op](x, axis=0), (8, 32), x=a)
+    _check(res, _NP_OPS[op](a, axis=0), dtype, shape[0])
+
+
+@pytest.mark.parametrize("grid", COLUMN_GRIDS)
+@pytest.mark.parametrize("shape", [
+    (0, 37), (1, 1), (100, 37), (1000, 300), (7, 1000), (0, 2, 3),
+    (50, 3, 40), (333, 4, 100), (5, 0)])
+@pytest.mark.parametrize("op", ["sum", "max", "prod", "any"])
+def test_columns_sizes(queue, op, shape, grid):
+    if shape[0] == 0 and op == "max":
+        pytest.skip("max of an empty array")
+    dtype = {"any": np.bool_, "max": np.int32}.get(op, np.float64)
+    rng = np.random.default_rng(sum(shape))
+    a = _data(rng, dtype, shape, op)
+    x = pt.make_placeholder("x", shape, dtype)
+    (res,) = _run_columns(queue, _PT_OPS[op](x, axis=0), grid, x=a)
+    _check(res, _NP_OPS[op](a, axis=0), dtype, shape[0])
+
+
+@pytest.mark.parametrize("grid", [(8, 32), (64, 256)])
+@pytest.mark.parametrize("ndim", [2, 3])
+def test_columns_symbolic_sizes(queue, grid, ndim):
+    n = pt.make_size_param("n")
+    m = pt.make_size_param("m")
+    shape = (n, m) if ndim == 2 else (n, 3, m)
+    x = pt.make_placeholder("x", shape, np.float64)
+    prg = _columns({"sum": pt.sum(x, axis=0), "min": pt.amin(x, axis=0)},
+                   *grid)
+    rng = np.random.default_rng(3)
+    for size in [(0, 5), (1, 1), (100, 37), (1003, 300), (5, 0)]:
+        a = rng.random(size if ndim == 2 else (size[0], 3, size[1]))
+        _, out = prg(queue, x=a)
+        np.testing.assert_allclose(out["sum"], a.sum(axis=0), rtol=1e-12)
+        if size[0]:
+            np.testing.assert_array_equal(out["min"], a.min(axis=0))
+
+
+@pytest.mark.parametrize("run", [None, 1, 7])
+def test_columns_run(queue, run):
+    a = np.random.default_rng(0).random((1001, 67))
+    x = pt.make_placeholder("x", a.shape, np.float64)
+    prg = _columns(pt.sum(x, axis=0), 8, 32, run=run)
+    _, (res,) = prg(queue, x=a)
+    np.testing.assert_allclose(res, a.sum(axis=0), rtol=1e-12)
+
+
+def test_columns_nan_and_several_reduction_axes(queue):
+    a = np.random.default_rng(0).random((301, 20, 37))
+    a[100, 3, 5] = np.nan
+    x = pt.make_placeholder("x", a.shape, np.float64)
+    for pt_op, np_op in [(pt.amax, np.max), (pt.amin, np.min)]:
+        (res,) = _run_columns(queue, pt_op(x, axis=0), (8, 32), x=a)
+        np.testing.assert_array_equal(res, np_op(a, axis=0))
+        assert np.isnan(res[3, 5])
+    b = np.nan_to_num(a)
+    (res,) = _run_columns(queue, pt.sum(x, axis=(0, 1)), (8, 32), x=b)
+    np.testing.assert_allclose(res, b.sum(axis=(0, 1)), rtol=1e-12)
+
+
+def test_columns_arithmetic_and_dependents(queue):
+    rng = np.random.default_rng(1)
+    x = pt.make_placeholder("x", (1000, 300), np.float64)
+    y = pt.make_placeholder("y", (300,), np.float64)
+    cols = 2 * pt.sum(x, axis=0) + 1
+    graph = {"cols": cols, "scaled": cols * y, "total": pt.sum(cols * y)}
+    xa = rng.random((1000, 300))
+    ya = rng.random(300)
+    out = _run_columns(queue, graph, (8, 32), x=xa, y=ya)
+    ref = 2 * xa.sum(axis=0) + 1
+    np.testing.assert_allclose(out["cols"], ref, rtol=1e-12)
+    np.testing.assert_allclose(out["scaled"], ref * ya, rtol=1e-12)
+    np.testing.assert_allclose(out["total"], (ref * ya).sum(), rtol=1e-12)
+
+
+def test_columns_structure():
+    import loopy as lp
+    from loopy.kernel.data import InameImplementationTag
+    x = pt.make_placeholder("x", (1000, 300), np.float64)
+    prg = pt.generate_loopy(3 * pt.sum(x, axis=0), default_schedule=False)
+    knl = prg.program.default_entrypoint
+    (insn,) = knl.instructions
+    new = split_reduction_columns(knl, insn.id, num_chunks=4, group_size=16)
+    ids = {i.id for i in new.instructions}
+    assert ids == {insn.id, f"{insn.id}_stage1",
+                   f"{insn.id}_columns_barrier"}
+    assert new.id_to_insn[insn.id].depends_on >= {
+        f"{insn.id}_columns_barrier"}
+    tags = sorted(str(t) for n in new.all_inames() for t in new.iname_tags(n)
+                  if isinstance(t, InameImplementationTag))
+    assert tags == ["g.0", "g.0", "g.1", "l.0", "l.0"]
+    (tmp,) = new.temporary_variables.values()
+    assert tmp.address_space == lp.AddressSpace.GLOBAL
+    assert tmp.shape == (4, 300)
+    code = lp.generate_code_v2(prg.program.with_kernel(new)).device_code()
+    assert code.count("__kernel") == 2
+
+
+def test_columns_errors():
+    x = pt.make_placeholder("x", (100, 10), np.float64)
+    for graph in [2 * x, pt.sum(x)]:
+        prg = pt.generate_loopy(graph, default_schedule=False)
+        knl = prg.program.default_entrypoint
+        (insn,) = knl.instructions
+        with pytest.raises(ValueError):
+            split_reduction_columns(knl, insn.id, num_chunks=4,
+                                    group_size=16)
+    prg = pt.generate_loopy(pt.sum(x, axis=0), default_schedule=False)
+    knl = prg.program.default_entrypoint
+    (insn,) = knl.instructions
+    with pytest.raises(ValueError):
+        split_reduction_columns(knl, insn.id, num_chunks=0, group_size=16)
+
+# }}}

@@ -34,6 +34,17 @@ empty there).
 
 .. autofunction:: split_reduction_two_stage
 .. autodata:: DEFAULT_CHUNK
+
+Reductions with many outputs that are still too few to occupy a device one
+work-item per output (e.g. ``sum(x, axis=0)`` of a 4096 x 4096 array on a
+GPU), or whose reduction axis is strided, are split along the reduction by
+:func:`split_reduction_columns`: every output column is cut into chunks
+reduced by different work-groups (``g.1``), consecutive work-items taking
+consecutive outputs (coalesced loads), then a second kernel reduces the
+chunks of each output.
+
+.. autofunction:: split_reduction_columns
+.. autodata:: DEFAULT_COLUMN_RUN
 """
 
 from __future__ import annotations
@@ -50,7 +61,12 @@ from loopy.symbolic import (
 )
 
 
-__all__ = ["DEFAULT_CHUNK", "split_reduction_two_stage"]
+__all__ = [
+    "DEFAULT_CHUNK",
+    "DEFAULT_COLUMN_RUN",
+    "split_reduction_columns",
+    "split_reduction_two_stage",
+]
 
 
 class _TopLevelReductions(WalkMapper):
@@ -325,3 +341,254 @@ def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
     kernel = lp.prioritize_loops(kernel, (r_s, r_c))
     return lp.tag_inames(kernel, {r_g: "g.0", r_l: "l.0", p_l: "l.0"})
 
+
+
+# {{{ column reductions: many outputs, each a long reduction
+
+#: The default *run* of :func:`split_reduction_columns` for reductions of
+#: symbolic extent.
+DEFAULT_COLUMN_RUN = 16
+
+
+def _column_domains(kernel: lp.LoopKernel, iname: str, r_c: str, r_s: str,
+                    r_t: str, r_d: str, num_chunks: int,
+                    run: int) -> list[isl.BasicSet]:
+    """The domains of stage 1 of :func:`split_reduction_columns`, for
+    ``r = (r_s*num_chunks + r_c)*run + r_t``:
+
+    * the chunk iname *r_c* in ``[0, num_chunks)`` (a box: every chunk
+      exists even where it has nothing to reduce);
+    * the sequential inames *r_s* (over the values for which some chunk has
+      an element) and *r_t* in ``[0, run)``;
+    * nested in those (and *r_c*), the guard iname *r_d*, 0 where *r* is in
+      the domain of *iname*, else empty (a domain of its own: :mod:`loopy`
+      fails on loops with piecewise bounds).
+    """
+    dom = kernel.domains[kernel.get_home_domain_index(iname)]
+    if dom.get_var_names(isl.dim_type.set) != [iname]:
+        raise ValueError(f"the domain of '{iname}' must have no other inames")
+    params = dom.get_var_names(isl.dim_type.param)
+    if set(params) & kernel.all_inames():
+        raise ValueError(f"the domain of '{iname}' depends on other inames")
+    dom = dom.set_tuple_name(None) if dom.get_tuple_name() else dom
+    flat = f"({r_s}*{num_chunks} + {r_c})*{run} + {r_t}"
+
+    def preimage(space_params: list[str], dims: list[str]) -> isl.BasicSet:
+        ma = isl.MultiAff(f"[{', '.join(space_params)}] -> "
+                          f"{{ [{', '.join(dims)}] -> [{flat}] }}")
+        result = dom.align_params(ma.get_space().params()) \
+            .preimage_multi_aff(ma)
+        for i, name in enumerate(dims):
+            result = result.set_dim_name(isl.dim_type.set, i, name)
+        return result
+
+    chunk_dom = isl.BasicSet(f"{{ [{r_c}] : 0 <= {r_c} < {num_chunks} }}")
+    s_dom = preimage(params, [r_s, r_c, r_t]) & isl.BasicSet(
+        f"[{', '.join(params)}] -> {{ [{r_s}, {r_c}, {r_t}] : "
+        f"0 <= {r_c} < {num_chunks} and 0 <= {r_t} < {run} }}")
+    s_dom = s_dom.project_out(isl.dim_type.set, 1, 2)
+    # (nested in the chunk domain: the guard needs both)
+    seq_dom = (s_dom.align_params(isl.BasicSet(
+        f"[{', '.join([*params, r_c])}] -> {{ : }}").get_space())
+        .insert_dims(isl.dim_type.set, 1, 1)
+        .set_dim_name(isl.dim_type.set, 1, r_t)
+        & isl.BasicSet(f"[{', '.join([*params, r_c])}] -> "
+                       f"{{ [{r_s}, {r_t}] : 0 <= {r_t} < {run} }}"))
+    seq_dom = seq_dom.remove_redundancies()
+    guard = preimage([*params, r_c, r_s, r_t], [r_d]) & isl.BasicSet(
+        f"[{', '.join([*params, r_c, r_s, r_t])}] -> "
+        f"{{ [{r_d}] : {r_d} = 0 }}")
+    return [chunk_dom, seq_dom, guard]
+
+
+def _tag_outputs(kernel: lp.LoopKernel, inames: list[str],
+                 group_size: int, second_axis: str) -> lp.LoopKernel:
+    """Map the output inames *inames* (the last one the fastest varying)
+    onto ``g.0``/``l.0`` (and *second_axis*), see
+    :func:`split_reduction_columns`.
+    """
+    lengths = []
+    for name in inames:
+        try:
+            lengths.append(int(kernel.get_constant_iname_length(name)))
+        except Exception:
+            lengths.append(None)
+    if len(inames) > 1 and all(n is not None for n in lengths):
+        flat = kernel.get_var_name_generator()(f"{inames[-1]}_flat")
+        kernel = lp.join_inames(kernel, inames, new_iname=flat)
+        inames = [flat]
+    kernel = lp.split_iname(kernel, inames[-1], group_size,
+                            outer_tag="g.0", inner_tag="l.0")
+    if len(inames) > 1:
+        kernel = lp.tag_inames(kernel, {inames[-2]: second_axis})
+    return kernel
+
+
+def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
+                            num_chunks: int, group_size: int,
+                            iname: str | None = None,
+                            run: int | None = None) -> lp.LoopKernel:
+    """Compute the reduction in instruction *insn_id* of *kernel*, which
+    has output inames ``j...`` (many outputs, but too few to occupy the
+    device one work-item per output) and a long reduction, in two stages
+    (e.g. ``sum(x, axis=0)`` of a tall 2-D array):
+
+    * **Stage 1.** ``partial[c, j...]`` is the reduction over the elements
+      ``r = (s*num_chunks + c)*run + t`` (``t = 0, ..., run - 1`` and
+      ``s = 0, 1, ...``, sequential in each work-item) of the reduction
+      iname, for chunks ``c = 0, ..., num_chunks - 1`` (``g.1``). The
+      output inames are mapped onto the grid with consecutive work-items
+      on consecutive values of the last output iname (coalesced where it
+      is the contiguous axis of the operand): when all their extents are
+      known integers they are joined into one flat iname (row-major) which
+      is split by *group_size*, inner part ``l.0`` and outer part ``g.0``;
+      otherwise the last one is split that way, the one before it goes to
+      ``g.2`` (``g.1`` in stage 2) and any others stay sequential loops in
+      each work-item.
+    * **Stage 2.** A global barrier, then the instruction *insn_id* with
+      the reduction replaced by the reduction of ``partial[c, j...]`` over
+      ``c`` (sequential in each work-item), with its output inames mapped
+      as in stage 1.
+
+    Both stages use the reduction operation of the original reduction, so
+    every operation (sum, product, max and min with :mod:`numpy`'s NaN
+    semantics, all, any) and dtype is handled; chunks without elements
+    (fewer than ``num_chunks*run`` elements, or none) contribute the
+    neutral element.
+
+    :arg insn_id: an :class:`loopy.Assignment` whose assignee is a variable
+        indexed by distinct inames (at least one: for full reductions see
+        :func:`split_reduction_two_stage`), the loops around it exactly
+        those inames, and whose right-hand side contains exactly one
+        reduction that is not nested in another one (it may be nested in
+        arithmetic; reductions nested in it stay sequential).
+    :arg num_chunks: the number of chunks of the reduction (the extent of
+        ``g.1`` in stage 1).
+    :arg group_size: the number of work-items per group (``l.0``), in both
+        stages.
+    :arg iname: the reduction iname to split into chunks; by default the
+        first one of the reduction (the axis of the largest stride for a
+        reduction over leading axes). Other inames of the reduction are
+        reduced sequentially in each work-item. Its domain must involve no
+        other iname (its bounds may depend on size parameters).
+    :arg run: the number of consecutive elements reduced in a row by one
+        chunk. By default, for a constant extent ``N``,
+        ``ceil(N/num_chunks)`` (each chunk is one contiguous range), else
+        :data:`DEFAULT_COLUMN_RUN` (the chunks take turns over runs).
+    :returns: the new kernel. The instruction *insn_id* keeps its id and
+        becomes stage 2; it depends on a new global barrier
+        (``<insn_id>_columns_barrier``) which depends on the new stage-1
+        instruction ``<insn_id>_stage1`` which has the original
+        instruction's dependencies. Stage 1 is within duplicates of the
+        output inames, and writes the new global temporary
+        ``<assignee>_partial`` of shape ``(num_chunks, *output shape)``.
+        If the output domain is empty (an extent is the integer 0), the
+        kernel is returned unchanged.
+    """
+    if num_chunks < 1 or group_size < 1:
+        raise ValueError("num_chunks and group_size must be positive")
+    insn = kernel.id_to_insn[insn_id]
+    if not isinstance(insn, lp.Assignment):
+        raise ValueError(f"instruction '{insn_id}' is not an Assignment")
+    out_name, out_inames = _assignee_inames(insn)
+    if not out_inames:
+        raise ValueError(f"instruction '{insn_id}' has no output inames "
+                         "(use split_reduction_two_stage)")
+    if set(out_inames) != set(insn.within_inames):
+        raise ValueError(f"instruction '{insn_id}': the loops around it "
+                         "must be exactly the output inames")
+    coll = _TopLevelReductions()
+    coll(insn.expression)
+    if len(coll.reductions) != 1:
+        raise ValueError(f"instruction '{insn_id}' has "
+                         f"{len(coll.reductions)} (top-level) reductions, "
+                         "expected one")
+    if kernel.get_inames_domain(frozenset(out_inames)).is_empty():
+        # no outputs (loopy cannot map an empty loop onto the grid)
+        return kernel
+    (red,) = coll.reductions
+    if iname is None:
+        iname = red.inames[0]
+    elif iname not in red.inames:
+        raise ValueError(f"'{iname}' is not an iname of the reduction")
+    if run is None:
+        try:
+            length = int(kernel.get_constant_iname_length(iname))
+            run = max(1, -(-length // num_chunks))
+        except Exception:
+            run = DEFAULT_COLUMN_RUN
+    if run < 1:
+        raise ValueError("run must be positive")
+
+    vng = kernel.get_var_name_generator()
+    ing = kernel.get_instruction_id_generator()
+    r_c = vng(f"{iname}_chunk")
+    r_s = vng(f"{iname}_s")
+    r_t = vng(f"{iname}_t")
+    r_d = vng(f"{iname}_guard")
+    p_c = vng(f"{iname}_pc")
+    partial = vng(f"{out_name}_partial")
+    stage1_id = ing(f"{insn_id}_stage1")
+    barrier_id = ing(f"{insn_id}_columns_barrier")
+
+    from loopy.symbolic import SubstitutionMapper
+    from pymbolic.mapper.substitutor import make_subst_func
+    flat = ((prim.Variable(r_s) * num_chunks + prim.Variable(r_c)) * run
+            + prim.Variable(r_t))
+    inner_expr = SubstitutionMapper(make_subst_func({iname: flat}))(red.expr)
+    seq_inames = tuple(j for i in red.inames
+                       for j in ((r_s, r_t, r_d) if i == iname else (i,)))
+    out_shape = tuple(kernel.get_var_descriptor(out_name).shape)
+    stage1 = lp.Assignment(
+        prim.Subscript(prim.Variable(partial), (
+            prim.Variable(r_c), *(prim.Variable(i) for i in out_inames))),
+        LoopyReduction(red.operation, seq_inames, inner_expr,
+                       allow_simultaneous=False),
+        id=stage1_id,
+        depends_on=insn.depends_on,
+        within_inames=frozenset({r_c, *out_inames}),
+        tags=insn.tags)
+    barrier = lp.BarrierInstruction(
+        id=barrier_id, synchronization_kind="global", mem_kind="global",
+        depends_on=frozenset({stage1_id}), within_inames=frozenset())
+    stage2_red = LoopyReduction(
+        red.operation, (p_c,),
+        prim.Subscript(prim.Variable(partial), (
+            prim.Variable(p_c), *(prim.Variable(i) for i in out_inames))),
+        allow_simultaneous=False)
+    stage2 = insn.copy(
+        expression=_ReplaceReduction(red, stage2_red)(insn.expression),
+        depends_on=frozenset({barrier_id, stage1_id}))
+
+    doms = _column_domains(kernel, iname, r_c, r_s, r_t, r_d, num_chunks,
+                           run)
+    p_dom = isl.BasicSet(f"{{ [{p_c}] : 0 <= {p_c} < {num_chunks} }}")
+    temp = lp.TemporaryVariable(
+        partial, dtype=None, shape=(num_chunks, *out_shape),
+        address_space=lp.AddressSpace.GLOBAL)
+
+    insns = [stage2 if i.id == insn_id else i for i in kernel.instructions]
+    domains = list(kernel.domains)
+    inames = dict(kernel.inames)
+    if not any(iname in i.within_inames or iname in i.reduction_inames()
+               for i in kernel.instructions if i.id != insn_id):
+        home = kernel.get_home_domain_index(iname)
+        if domains[home].get_var_names(isl.dim_type.set) == [iname]:
+            del domains[home]
+        inames.pop(iname, None)
+    kernel = kernel.copy(
+        instructions=[*insns, stage1, barrier],
+        domains=[*domains, *doms, p_dom],
+        inames=inames,
+        temporary_variables={**kernel.temporary_variables, partial: temp},
+        silenced_warnings=frozenset(kernel.silenced_warnings | {
+            f"write_race({stage1_id})", f"write_race({insn_id})"}))
+    dup = [vng(f"{i}_s1") for i in out_inames]
+    kernel = lp.duplicate_inames(kernel, out_inames, within=f"id:{stage1_id}",
+                                 new_inames=dup)
+    kernel = lp.prioritize_loops(kernel, (r_s, r_t))
+    kernel = lp.tag_inames(kernel, {r_c: "g.1"})
+    kernel = _tag_outputs(kernel, dup, group_size, "g.2")
+    return _tag_outputs(kernel, list(out_inames), group_size, "g.1")
+
+# }}}
