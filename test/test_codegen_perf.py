@@ -191,6 +191,12 @@ def test_phase_logging(caplog, queue):
                and "nodes)" in m for n, m in msgs)
     assert any(n == "pytato.target.loopy" and m.startswith("first call")
                for n, m in msgs)
+    assert any(m.startswith("default schedule took") for _, m in msgs)
+    import loopy as lp
+    if lp.CACHING_ENABLED:
+        for phase in ("loopy preprocessing and linearization",
+                      "loopy code generation"):
+            assert any(m.startswith(f"{phase} took") for _, m in msgs)
     assert any("cache hit" in m for _, m in msgs)
 
 # }}}

@@ -173,7 +173,9 @@ def generate_loopy(
             axis_tag_t_to_not_propagate=frozenset(axis_tag_t_to_not_propagate))
     if default_schedule:
         from pytato.target.loopy.schedule import default_schedule as schedule
-        t_unit = schedule(t_unit, cl_device or getattr(target, "device", None))
+        with PhaseTimer(logger, "default schedule"):
+            t_unit = schedule(t_unit,
+                              cl_device or getattr(target, "device", None))
     prog = target.bind_program(t_unit, prep.bound_arguments)
     if cache_key is not None:
         PROGRAM_CACHE.put(cache_key, prog)
