@@ -126,3 +126,61 @@ def test_empty_and_several_kernels(queue):
         _, res = prg(queue, x=a)
         np.testing.assert_allclose(res["a"], 2 * a + 1)
         np.testing.assert_allclose(res["c"], 2 * a.sum())
+
+
+# {{{ one device kernel per dependency level
+
+def _device_kernels(t_unit):
+    import loopy as lp
+    return len(lp.generate_code_v2(t_unit).device_programs)
+
+
+@pytest.mark.parametrize("device", [None, CPU, GPU], ids=["any", "cpu", "gpu"])
+def test_independent_nests_share_a_device_kernel(queue, device):
+    """Stored arrays of different shapes that do not read each other run
+    in one device kernel (smaller ones predicated); each non-elementwise
+    read of a stored array starts a new kernel."""
+    rng = np.random.default_rng(3)
+    x = pt.make_placeholder("x", (37, 11), np.float64)
+    y = pt.make_placeholder("y", (5, 300), np.float64)
+    z = pt.make_placeholder("z", (3,), np.float64)
+    # level 0: four independent stores of different sizes
+    a, b, c = pt.sin(x) + 1, y * y, 2 * z
+    s = pt.sum(x, axis=1)
+    graph = {"a": a, "b": b, "c": c, "s": s,
+             # level 1: reads of level-0 arrays at other indices
+             "at": a.T * 3, "br": pt.roll(b, 1, axis=1) - b[::-1],
+             "sc": s[:3] * c[::-1]}
+    ref = pt.generate_loopy(graph, default_schedule=False)
+    prg = ref.copy(program=default_schedule(ref.program, device))
+    assert _device_kernels(prg.program) == 2
+    inputs = {"x": rng.random((37, 11)), "y": rng.random((5, 300)),
+              "z": rng.random(3)}
+    _, want = ref(queue, **inputs)
+    _, got = prg(queue, **inputs)
+    for k in graph:
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-13, err_msg=k)
+    np.testing.assert_allclose(got["br"], np.roll(inputs["y"] ** 2, 1, axis=1)
+                               - (inputs["y"] ** 2)[::-1], rtol=1e-13)
+
+
+def test_levels_with_symbolic_and_parallel_nests(queue):
+    """Nests with symbolic grid sizes and parallel reductions keep device
+    kernels of their own next to a shared one."""
+    n = pt.make_size_param("n")
+    x = pt.make_placeholder("x", (n, 4), np.float64)
+    v = pt.make_placeholder("v", (100000,), np.float64)
+    w = pt.make_placeholder("w", (6,), np.float64)
+    graph = {"a": x + 1, "b": 3 * w, "full": pt.sum(v), "c": w[::-1] * 2}
+    prg = pt.generate_loopy(graph, cl_device=CPU)
+    assert _device_kernels(prg.program) >= 3
+    rng = np.random.default_rng(4)
+    for rows in (0, 1, 9):
+        xa, va, wa = rng.random((rows, 4)), rng.random(100000), rng.random(6)
+        _, res = prg(queue, x=xa, v=va, w=wa)
+        np.testing.assert_allclose(res["a"], xa + 1)
+        np.testing.assert_allclose(res["b"], 3 * wa)
+        np.testing.assert_allclose(res["c"], wa[::-1] * 2)
+        np.testing.assert_allclose(res["full"], va.sum(), rtol=1e-11)
+
+# }}}

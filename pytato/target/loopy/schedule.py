@@ -38,11 +38,20 @@ loops: one assignment computing all elements of a stored array, as
   GPU when the outputs alone would not occupy the device, on a CPU always
   (runs of 32 rows per chunk). Other reductions are loops inside each
   work-item.
-* **Kernels.** Loop nests are separated by global barriers, so that each
-  becomes its own device kernel with its own grid (no work-item repeats
-  another nest's work, and loopy's requirement that instructions of one
-  device kernel use the same hardware axes holds), and stored intermediate
-  results are complete before their users start.
+* **Kernels.** Loop nests are ordered by dependency level (the longest
+  chain of nests reading each other's stored arrays before them) and
+  separated by global barriers between levels, so that stored
+  intermediate results are complete before their users start. The nests
+  of one level whose output axes are mapped onto ``g.0`` and ``l.0`` with
+  constant extents share one device kernel and one pair of hardware
+  inames, sized for the largest of them; instructions of smaller nests
+  are predicated on the flat index being in range. A graph thus becomes
+  one device kernel per level, not one per stored array. Other nests
+  (symbolic grid sizes, parallel or two-stage reductions) get a device
+  kernel each.
+* **Sequential reductions** (those left inside a work-item) become
+  explicit accumulator loops
+  (:func:`~pytato.target.loopy.accumulate.realize_sequential_reductions`).
 
 Instructions with an iname that already carries a
 :class:`loopy.kernel.data.InameImplementationTag` (set by the user, e.g.
@@ -291,6 +300,9 @@ class _OutputPlan:
     inames: list[str]
     lengths: list[int | None]
     group_size: int
+    #: the nest's dependency level: plans of one level with constant
+    #: extents share their hardware inames (one device kernel)
+    level: int = 0
 
 
 def _split_in_domain(dom: Any, iname: str, outer: str, inner: str,
@@ -322,94 +334,132 @@ def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
 
     Constant extents: the output inames are replaced by a flat index
     ``f = group_size*f_outer + f_inner`` (row-major, ``f_outer`` on ``g.0``,
-    ``f_inner`` on ``l.0``). Symbolic extents: the innermost iname is split
-    likewise (one axis), or the outermost goes to ``g.0`` and the innermost
-    is split with its inner part on ``l.0`` (several axes)."""
+    ``f_inner`` on ``l.0``). All such nests of one dependency level share
+    one pair ``f_outer, f_inner``, sized for the largest of them; the
+    instructions of smaller nests are predicated on ``f < size``. (One pair
+    of hardware inames per device kernel instead of one per nest: loopy's
+    code generation walks every hardware iname of a kernel for each of
+    them.) Symbolic extents: the innermost iname is split likewise (one
+    axis), or the outermost goes to ``g.0`` and the innermost is split with
+    its inner part on ``l.0`` (several axes)."""
     import islpy as isl
     from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag
 
     if not plans:
         return kernel
     vng = kernel.get_var_name_generator()
-    domains = list(kernel.domains)
+    domains: list[Any] = list(kernel.domains)
     inames = dict(kernel.inames)
     subst_of_insn: dict[str, dict[str, Any]] = {}
     within_of_insn: dict[str, frozenset[str]] = {}
+    pred_of_insn: dict[str, Any] = {}
     all_subst: dict[Any, Any] = {}
     unbatched = []
+    own: list[tuple[_OutputPlan, int]] = []
     for plan in plans:
         home = {kernel.get_home_domain_index(i) for i in plan.inames}
         dom_idx = next(iter(home))
-        dom = domains[dom_idx]
-        if len(home) != 1 or (set(dom.get_var_names(isl.dim_type.set))
-                              != set(plan.inames)):
+        if len(home) != 1 or (set(domains[dom_idx].get_var_names(
+                isl.dim_type.set)) != set(plan.inames)):
             # not a domain of its own: loopy's transformations
             unbatched.append(plan)
-            continue
-        subst: dict[str, Any] = {}
-        new_tags: dict[str, Any] = {}
-        lengths = plan.lengths
-        if all(n is not None for n in lengths):
-            size = max(1, min(plan.group_size, _prod(lengths)))
-            base = plan.inames[-1] + ("_flat" if len(plan.inames) > 1 else "")
-            outer, inner = vng(f"{base}_outer"), vng(f"{base}_inner")
-            total = _prod(lengths)
-            domains[dom_idx] = isl.BasicSet(
-                f"{{ [{outer}, {inner}] : 0 <= {inner} < {size} and "
-                f"0 <= {size}*{outer} + {inner} < {total} }}")
-            flat = prim.Sum((prim.Product((size, prim.Variable(outer))),
-                             prim.Variable(inner)))
-            stride = total
-            for k, (iname, n) in enumerate(zip(plan.inames, lengths,
+        else:
+            own.append((plan, dom_idx))
+
+    # constant extents: one flat pair of inames per level
+    by_level: dict[int, list[tuple[_OutputPlan, int]]] = {}
+    for plan, dom_idx in own:
+        if all(n is not None for n in plan.lengths):
+            by_level.setdefault(plan.level, []).append((plan, dom_idx))
+    dropped: set[int] = set()
+    for members in by_level.values():
+        totals = [_prod(plan.lengths) for plan, _ in members]
+        total = max(totals)
+        size = max(1, min(members[0][0].group_size, total))
+        lead = members[0][0]
+        base = lead.inames[-1] + ("_flat" if len(lead.inames) > 1 else "")
+        outer, inner = vng(f"{base}_outer"), vng(f"{base}_inner")
+        domains[members[0][1]] = isl.BasicSet(
+            f"{{ [{outer}, {inner}] : 0 <= {inner} < {size} and "
+            f"0 <= {size}*{outer} + {inner} < {total} }}")
+        dropped.update(idx for _, idx in members[1:])
+        inames[outer] = Iname(outer, frozenset([GroupInameTag(0)]))
+        inames[inner] = Iname(inner, frozenset([LocalInameTag(0)]))
+        flat = prim.Sum((prim.Product((size, prim.Variable(outer))),
+                         prim.Variable(inner)))
+        for (plan, _), n_plan in zip(members, totals, strict=True):
+            subst: dict[str, Any] = {}
+            stride = n_plan
+            for k, (iname, n) in enumerate(zip(plan.inames, plan.lengths,
                                                strict=True)):
+                assert n is not None
                 stride //= n
                 e: Any = flat if stride == 1 else prim.FloorDiv(flat, stride)
                 if k > 0:
                     e = prim.Remainder(e, n)
                 subst[iname] = e
-            new_tags = {outer: GroupInameTag(0), inner: LocalInameTag(0)}
-            removed = set(plan.inames)
-            added = {outer, inner}
+            pred = (prim.Comparison(flat, "<", n_plan) if n_plan < total
+                    else None)
+            _record(kernel, plan, subst, set(plan.inames), {outer, inner},
+                    inames, subst_of_insn, within_of_insn, all_subst)
+            if pred is not None:
+                for iid in plan.insn_ids:
+                    pred_of_insn[iid] = pred
+
+    # symbolic extents: a split of the innermost axis per nest
+    for plan, dom_idx in own:
+        if all(n is not None for n in plan.lengths):
+            continue
+        last = plan.inames[-1]
+        size = plan.group_size
+        if plan.lengths[-1] is not None:
+            size = max(1, min(size, plan.lengths[-1]))
+        outer, inner = vng(f"{last}_outer"), vng(f"{last}_inner")
+        domains[dom_idx] = _split_in_domain(domains[dom_idx], last, outer,
+                                            inner, size)
+        if len(plan.inames) == 1:
+            inames[outer] = Iname(outer, frozenset([GroupInameTag(0)]))
         else:
-            last = plan.inames[-1]
-            size = plan.group_size
-            if lengths[-1] is not None:
-                size = max(1, min(size, lengths[-1]))
-            outer, inner = vng(f"{last}_outer"), vng(f"{last}_inner")
-            domains[dom_idx] = _split_in_domain(dom, last, outer, inner, size)
-            subst[last] = prim.Sum((prim.Product((size, prim.Variable(outer))),
-                                    prim.Variable(inner)))
-            removed = {last}
-            added = {outer, inner}
-            if len(plan.inames) == 1:
-                new_tags = {outer: GroupInameTag(0), inner: LocalInameTag(0)}
-            else:
-                new_tags = {inner: LocalInameTag(0)}
-                first = plan.inames[0]
-                inames[first] = inames[first].tagged(GroupInameTag(0))
-        for name in removed:
-            inames.pop(name, None)
-        for name in added:
-            inames[name] = Iname(name, frozenset(
-                [new_tags[name]] if name in new_tags else []))
-        for iid in plan.insn_ids:
-            subst_of_insn[iid] = subst
-            within_of_insn[iid] = frozenset(
-                (kernel.id_to_insn[iid].within_inames - removed) | added)
-        all_subst.update({prim.Variable(k): v for k, v in subst.items()})
+            inames[outer] = Iname(outer, frozenset())
+            first = plan.inames[0]
+            inames[first] = inames[first].tagged(GroupInameTag(0))
+        inames[inner] = Iname(inner, frozenset([LocalInameTag(0)]))
+        subst = {last: prim.Sum((prim.Product((size, prim.Variable(outer))),
+                                 prim.Variable(inner)))}
+        _record(kernel, plan, subst, {last}, {outer, inner}, inames,
+                subst_of_insn, within_of_insn, all_subst)
+
     if subst_of_insn:
+        domains = [d for i, d in enumerate(domains) if i not in dropped]
         kernel = _rewrite_inames(kernel, domains, inames, subst_of_insn,
-                                 within_of_insn, all_subst)
+                                 within_of_insn, pred_of_insn, all_subst)
     for plan in unbatched:
         kernel = _schedule_outputs(kernel, plan.insn_ids[0], plan.inames,
                                    plan.lengths, plan.group_size)
     return kernel
 
 
+def _record(kernel: lp.LoopKernel, plan: _OutputPlan, subst: dict[str, Any],
+            removed: set[str], added: set[str], inames: dict[str, Any],
+            subst_of_insn: dict[str, dict[str, Any]],
+            within_of_insn: dict[str, frozenset[str]],
+            all_subst: dict[Any, Any]) -> None:
+    """Note the rewrite of the nest of *plan*: inames *removed* replaced
+    (in expressions, by *subst*; in loops, by *added*)."""
+    for name in removed:
+        inames.pop(name, None)
+    for iid in plan.insn_ids:
+        subst_of_insn[iid] = subst
+        within_of_insn[iid] = frozenset(
+            (kernel.id_to_insn[iid].within_inames - removed) | added)
+    all_subst.update({prim.Variable(k): v for k, v in subst.items()})
+
+
 def _rewrite_inames(kernel: lp.LoopKernel, domains: list[Any],
                     inames: dict[str, Any],
                     subst_of_insn: dict[str, dict[str, Any]],
                     within_of_insn: dict[str, frozenset[str]],
+                    pred_of_insn: dict[str, Any],
                     all_subst: dict[Any, Any]) -> lp.LoopKernel:
     from loopy.symbolic import SubstitutionMapper
     from pymbolic.mapper.substitutor import make_subst_func
@@ -421,10 +471,14 @@ def _rewrite_inames(kernel: lp.LoopKernel, domains: list[Any],
             new_insns.append(insn)
             continue
         mapper = SubstitutionMapper(make_subst_func(subst))
+        pred = pred_of_insn.get(insn.id)
+        predicates = frozenset(mapper(p) for p in insn.predicates)
         new_insns.append(insn.copy(
             assignee=mapper(insn.assignee),
             expression=mapper(insn.expression),
-            within_inames=within_of_insn[insn.id]))
+            within_inames=within_of_insn[insn.id],
+            predicates=predicates | {pred} if pred is not None
+            else predicates))
     return kernel.copy(
         domains=domains, instructions=new_insns, inames=inames,
         applied_iname_rewrites=(*kernel.applied_iname_rewrites, all_subst))
@@ -482,7 +536,8 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
                     out_inames: list[str], info: DeviceInfo,
                     value_args: frozenset[str],
                     allow_join: bool = True,
-                    batch: list[_OutputPlan] | None = None) -> lp.LoopKernel:
+                    batch: list[_OutputPlan] | None = None,
+                    level: int = 0) -> lp.LoopKernel:
     """Schedule the loop nest *out_inames* shared by the instructions
     *insns* (one instruction, or several fused by
     :mod:`pytato.target.loopy.fusion`). With *batch* given, a schedule of
@@ -542,7 +597,7 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
         if batch is not None:
             batch.append(_OutputPlan([insn.id for insn in insns],
                                      list(out_inames), lengths,
-                                     info.group_size))
+                                     info.group_size, level))
             return kernel
         return _schedule_outputs(kernel, insns[0].id, out_inames, lengths,
                                  info.group_size, allow_join)
@@ -607,9 +662,86 @@ def _isl_dim_param() -> Any:
 
 def _add_global_barriers(kernel: lp.LoopKernel,
                          groups: list[list[str]]) -> lp.LoopKernel:
-    """Chain the loop nests *groups* (lists of instruction ids), in an order
-    compatible with their dependencies, with global barriers between
-    consecutive ones."""
+    """Order the loop nests *groups* (lists of instruction ids) by their
+    dependencies and separate them with global barriers, so that every
+    nest sees the arrays it reads complete.
+
+    Nests of one dependency level (none reads another) share a device
+    kernel (loopy sizes its grid for the largest of them and guards the
+    others), so that a graph becomes as many device kernels as it has
+    levels, not one per nest. A nest that is not mapped onto both ``g.0``
+    and ``l.0`` in all its instructions, or that holds a global barrier of
+    its own (two-stage reductions), gets a level of its own."""
+    from loopy.kernel.data import GroupInameTag, LocalInameTag
+
+    order, level = _nest_levels(kernel, groups)
+    if len(order) < 2:
+        return kernel
+    by_id = kernel.id_to_insn
+
+    hw_cache: dict[str, tuple[bool, bool, bool]] = {}
+
+    def hw_axes(iname: str) -> tuple[bool, bool, bool]:
+        """(on g.0, on l.0, of constant length)"""
+        r = hw_cache.get(iname)
+        if r is None:
+            tags = kernel.iname_tags(iname)
+            g = any(isinstance(t, GroupInameTag) and t.axis == 0 for t in tags)
+            loc = any(isinstance(t, LocalInameTag) and t.axis == 0
+                      for t in tags)
+            r = (g, loc, not (g or loc)
+                 or _constant_length(kernel, iname) is not None)
+            hw_cache[iname] = r
+        return r
+
+    def shareable(ids: list[str]) -> bool:
+        # symbolic grid sizes stay alone: loopy cannot size a grid for the
+        # largest of several symbolic (or symbolic and constant) extents
+        for iid in ids:
+            insn = by_id[iid]
+            if isinstance(insn, lp.BarrierInstruction):
+                return False
+            axes = [hw_axes(i) for i in insn.within_inames]
+            if not (any(a[0] for a in axes) and any(a[1] for a in axes)
+                    and all(a[2] for a in axes)):
+                return False
+        return True
+
+    # the nests of one level that can share a device kernel do, the others
+    # (after them) get one each
+    order = sorted(order, key=lambda k: (level[k], not shareable(groups[k])))
+    chunks: list[list[int]] = []
+    prev: int | None = None
+    for k in order:
+        key = level[k] if shareable(groups[k]) else None
+        if key is not None and key == prev:
+            chunks[-1].append(k)
+        else:
+            chunks.append([k])
+        prev = key
+    if len(chunks) < 2:
+        return kernel
+    vng = kernel.get_instruction_id_generator()
+    new_insns = dict(by_id)
+    barriers = []
+    for before, after in itertools.pairwise(chunks):
+        bid = vng("_pt_gbarrier")
+        barriers.append(lp.BarrierInstruction(
+            id=bid, synchronization_kind="global", mem_kind="global",
+            depends_on=frozenset(i for k in before for i in groups[k]),
+            within_inames=frozenset()))
+        for k in after:
+            for iid in groups[k]:
+                a = new_insns[iid]
+                new_insns[iid] = a.copy(depends_on=a.depends_on | {bid})
+    return kernel.copy(instructions=[*new_insns.values(), *barriers])
+
+
+def _nest_levels(kernel: lp.LoopKernel, groups: list[list[str]]
+                 ) -> tuple[list[int], dict[int, int]]:
+    """The loop nests *groups* (lists of instruction ids) sorted by level
+    (the longest chain of dependencies between nests before a nest; stable
+    within a level), and the level of each."""
     group_of = {iid: k for k, ids in enumerate(groups) for iid in ids}
     by_id = kernel.id_to_insn
     deps: list[set[int]] = [set() for _ in groups]
@@ -619,6 +751,14 @@ def _add_global_barriers(kernel: lp.LoopKernel,
                 g = group_of.get(dep)
                 if g is not None and g != k:
                     deps[k].add(g)
+    return _topological_order(deps, groups)
+
+
+def _topological_order(deps: list[set[int]], groups: list[list[str]]
+                       ) -> tuple[list[int], dict[int, int]]:
+    """The loop nests ``0 .. len(deps)-1`` sorted by level (the longest
+    chain of dependencies before a nest; stable within a level), and the
+    levels."""
     order: list[int] = []
     done: set[int] = set()
     entered: set[int] = set()
@@ -641,20 +781,10 @@ def _add_global_barriers(kernel: lp.LoopKernel,
             for dep in sorted(deps[k], reverse=True):
                 if dep not in done:
                     stack.append((dep, False))
-    if len(order) < 2:
-        return kernel
-    vng = kernel.get_instruction_id_generator()
-    new_insns = dict(by_id)
-    barriers = []
-    for before, after in itertools.pairwise(order):
-        bid = vng("_pt_gbarrier")
-        barriers.append(lp.BarrierInstruction(
-            id=bid, synchronization_kind="global", mem_kind="global",
-            depends_on=frozenset(groups[before]), within_inames=frozenset()))
-        for iid in groups[after]:
-            a = new_insns[iid]
-            new_insns[iid] = a.copy(depends_on=a.depends_on | {bid})
-    return kernel.copy(instructions=[*new_insns.values(), *barriers])
+    level: dict[int, int] = {}
+    for k in order:
+        level[k] = 1 + max((level[d] for d in deps[k]), default=-1)
+    return sorted(order, key=lambda k: level[k]), level
 
 
 def default_schedule(t_unit: lp.TranslationUnit,
@@ -691,11 +821,11 @@ def default_schedule(t_unit: lp.TranslationUnit,
         for name in names:
             iname_users[name] = iname_users.get(name, 0) + 1
     allow_join = len(groups) <= MAX_GROUPS_FOR_JOIN
-    nests = []
+    nests = [[insn.id for insn in insns] for insns, _ in groups]
+    _, level = _nest_levels(kernel, nests)
     batch: list[_OutputPlan] = []
-    for insns, out_inames in groups:
-        ids = [insn.id for insn in insns]
-        nests.append(ids)
+    for k, (insns, out_inames) in enumerate(groups):
+        ids = nests[k]
         # inames shared with other loop nests (e.g. from substitution
         # rules) are left alone
         if any(iname_users.get(i, 0) > 1 for i in out_inames) or any(
@@ -705,11 +835,18 @@ def default_schedule(t_unit: lp.TranslationUnit,
         before = set(kernel.id_to_insn)
         kernel = _schedule_group(
             kernel, [kernel.id_to_insn[i] for i in ids],
-            out_inames, info, value_args, allow_join, batch)
+            out_inames, info, value_args, allow_join, batch, level[k])
         # instructions added for this nest (stages of a reduction) run
         # between the same global barriers as the nest
         ids.extend(sorted(set(kernel.id_to_insn) - before))
     kernel = _apply_output_plans(kernel, batch)
+    # reductions left sequential become accumulator loops (linear here,
+    # quadratic in loopy's preprocessing)
+    from pytato.target.loopy.accumulate import realize_sequential_reductions
+    realized, added = realize_sequential_reductions(t_unit.with_kernel(kernel))
+    kernel = realized.default_entrypoint
+    for ids in nests:
+        ids.extend(a for iid in list(ids) for a in added.get(iid, ()))
     if any(_has_impl_tag(kernel, i) for i in kernel.all_inames()):
         kernel = _add_global_barriers(kernel, nests)
     return t_unit.with_kernel(kernel)
