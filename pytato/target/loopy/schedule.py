@@ -38,6 +38,9 @@ loops: one assignment computing all elements of a stored array, as
   GPU when the outputs alone would not occupy the device, on a CPU always
   (runs of 32 rows per chunk). Other reductions are loops inside each
   work-item.
+* **Small reductions (GPU).** An einsum-like nest (one instruction, one sum
+  over at most 64 terms) with an operand shared by all elements is tiled
+  in local memory (:mod:`pytato.target.loopy.tiling`).
 * **Kernels.** Loop nests are separated by global barriers, so that each
   becomes its own device kernel with its own grid (no work-item repeats
   another nest's work, and loopy's requirement that instructions of one
@@ -76,6 +79,8 @@ import loopy as lp
 import pymbolic.primitives as prim
 from loopy.kernel.data import InameImplementationTag
 from loopy.symbolic import Reduction as LoopyReduction, WalkMapper
+
+from pytato.target.loopy.tiling import TilingPlan, apply_tilings, plan_tiling
 
 
 if TYPE_CHECKING:
@@ -482,12 +487,16 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
                     out_inames: list[str], info: DeviceInfo,
                     value_args: frozenset[str],
                     allow_join: bool = True,
-                    batch: list[_OutputPlan] | None = None) -> lp.LoopKernel:
+                    batch: list[_OutputPlan] | None = None,
+                    tilings: list[TilingPlan] | None = None
+                    ) -> lp.LoopKernel:
     """Schedule the loop nest *out_inames* shared by the instructions
     *insns* (one instruction, or several fused by
     :mod:`pytato.target.loopy.fusion`). With *batch* given, a schedule of
     the output axes alone is appended to it (to be applied by
-    :func:`_apply_output_plans`) instead of being applied."""
+    :func:`_apply_output_plans`) instead of being applied; likewise a
+    tiling with *tilings* given (applied by
+    :func:`~pytato.target.loopy.tiling.apply_tilings`)."""
     coll = _ReductionCollector()
     for insn in insns:
         coll(insn.expression)
@@ -507,6 +516,14 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
     n_out: int | None = 1
     for n in lengths:
         n_out = None if (n is None or n_out is None) else n_out * n
+
+    if info.is_gpu and len(insns) == 1:
+        tiling = plan_tiling(kernel, insns[0].id, info.group_size)
+        if tiling is not None:
+            if tilings is None:
+                return apply_tilings(kernel, [tiling])[0]
+            tilings.append(tiling)
+            return kernel
 
     columns = _column_reduction(kernel, insns, coll, out_inames, n_out, info)
     if columns is not None:
@@ -693,6 +710,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
     allow_join = len(groups) <= MAX_GROUPS_FOR_JOIN
     nests = []
     batch: list[_OutputPlan] = []
+    tilings: list[TilingPlan] = []
     for insns, out_inames in groups:
         ids = [insn.id for insn in insns]
         nests.append(ids)
@@ -705,10 +723,13 @@ def default_schedule(t_unit: lp.TranslationUnit,
         before = set(kernel.id_to_insn)
         kernel = _schedule_group(
             kernel, [kernel.id_to_insn[i] for i in ids],
-            out_inames, info, value_args, allow_join, batch)
+            out_inames, info, value_args, allow_join, batch, tilings)
         # instructions added for this nest (stages of a reduction) run
         # between the same global barriers as the nest
         ids.extend(sorted(set(kernel.id_to_insn) - before))
+    kernel, loads = apply_tilings(kernel, tilings)
+    for ids in nests:
+        ids.extend(loads.get(ids[0], ()))
     kernel = _apply_output_plans(kernel, batch)
     if any(_has_impl_tag(kernel, i) for i in kernel.all_inames()):
         kernel = _add_global_barriers(kernel, nests)
