@@ -85,6 +85,27 @@ def test_symbolic_elements(queue, gpu, spec, dtype):
                dtype)
 
 
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_several_batch_axes(queue, gpu, symbolic):
+    rng = np.random.default_rng(7)
+    n_a = pt.make_size_param("n_a") if symbolic else 13
+    d = pt.make_placeholder("d", (6, 5), np.float64)
+    t = pt.make_placeholder("t", (3, 4, 5), np.float64)
+    u = pt.make_placeholder("u", (n_a, 70, 5), np.float64)
+    prg = pt.generate_loopy({"a": pt.einsum("ij,abj->abi", d, u),
+                             "b": pt.einsum("ikj,abj->abik", t, u)},
+                            cl_device=gpu)
+    assert len(_local_temporaries(prg)) == 4
+    for count in ((0, 13) if symbolic else (13,)):
+        arrays = {"d": rng.random((6, 5)), "t": rng.random((3, 4, 5)),
+                  "u": rng.random((count, 70, 5))}
+        _, res = prg(queue, **arrays)
+        np.testing.assert_allclose(
+            res["a"], np.einsum("ij,abj->abi", arrays["d"], arrays["u"]))
+        np.testing.assert_allclose(
+            res["b"], np.einsum("ikj,abj->abik", arrays["t"], arrays["u"]))
+
+
 def test_structure():
     d = pt.make_placeholder("D", (20, 20), np.float64)
     u = pt.make_placeholder("u", (2**20, 20), np.float64)
@@ -121,6 +142,10 @@ def test_left_alone():
         "batched": pt.einsum("ej,ej->e", u, u),
         # not a sum
         "max": pt.amax(d[None, :, :] * u[:, None, :], axis=2),
+        # a symbolic inner extent
+        "symbolic inner": pt.einsum(
+            "ij,ej->ei", pt.make_placeholder(
+                "S", (pt.make_size_param("m"), 20), np.float64), u),
     }
     for name, result in cases.items():
         prg = pt.generate_loopy(result, cl_device=gpu)

@@ -46,10 +46,11 @@ local arrays fit in :data:`LOCAL_MEMORY_BUDGET` bytes. Anything else
 reductions with other operations or several inames) is left to the caller.
 
 The default schedule (:mod:`pytato.target.loopy.schedule`) applies it on
-GPUs only. On PoCL (CPU, 2 cores, work-groups of 32), the tiled
-``ij,ej->ei`` of ``benchmarks/bench_kernels.py`` was slower than one output
-per work-item (see ``benchmarks/README.md``): there, loads of ``D`` are
-cache hits, and the work-group barrier splits PoCL's work-item loops.
+GPUs only. On PoCL (CPU, 2 cores), the tiled ``ij,ej->ei`` of
+``benchmarks/bench_kernels.py`` was 1.6 times slower than one output per
+work-item, with groups of 32 to 1024 work-items (see
+``benchmarks/README.md``): there, the rows of ``D`` are cache hits, and
+the work-group barrier splits PoCL's work-item loops.
 
 Deciding and rewriting are separate (:func:`plan_tiling`,
 :func:`apply_tilings`), so that the default schedule rewrites the kernel
