@@ -6,6 +6,7 @@ Usage::
 
     python benchmarks/bench_kernels.py [--device-type cpu|gpu] [--quick]
         [--json PATH] [--group-sizes 8,16,32,...] [--dtype float64]
+        [--only SUBSTRING] [--schedule-kind cpu|gpu]
 
 For each case: kernel time from OpenCL profiling events (median of several
 runs after warm-up; the queue waits behind a user event while the program
@@ -356,6 +357,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--group-sizes", default=None,
                     help="comma-separated work-group sizes to compare")
     ap.add_argument("--only", default=None, help="substring of case names")
+    ap.add_argument("--schedule-kind", choices=["cpu", "gpu"], default=None,
+                    help="schedule for this kind of device instead of the "
+                    "one run on (e.g. the GPU schedule on PoCL)")
     args = ap.parse_args(argv)
 
     import pyopencl as cl
@@ -384,6 +388,11 @@ def main(argv: list[str] | None = None) -> int:
         else (2**24 if args.quick else 2**27)
     bw = copy_bandwidth(queue, copy_bytes, runs)
     info = DeviceInfo.from_cl_device(dev)
+    if args.schedule_kind:
+        info = DeviceInfo(kind=args.schedule_kind,
+                          compute_units=info.compute_units,
+                          max_work_group_size=info.max_work_group_size,
+                          name=info.name)
     print(f"device: {dev.name} ({dev.platform.name}), {info.compute_units} "
           f"compute units; copy bandwidth {bw:.1f} GB/s", flush=True)
 

@@ -184,3 +184,27 @@ def test_levels_with_symbolic_and_parallel_nests(queue):
         np.testing.assert_allclose(res["full"], va.sum(), rtol=1e-11)
 
 # }}}
+
+
+def test_tiled_nest_keeps_its_own_kernel(queue):
+    """A nest tiled in local memory (on l.0 and l.1) does not share a device
+    kernel with the element-wise nests of its level."""
+    import loopy as lp
+    rng = np.random.default_rng(5)
+    d = pt.make_placeholder("D", (20, 20), np.float64)
+    u = pt.make_placeholder("u", (50, 20), np.float64)
+    w = pt.make_placeholder("w", (7,), np.float64)
+    graph = {"t": pt.einsum("ij,ej->ei", d, u), "b": 2 * w, "c": u * 3}
+    gpu = DeviceInfo(kind="gpu", compute_units=4,
+                     max_work_group_size=min(256, queue.device.max_work_group_size),
+                     name="test")
+    prg = pt.generate_loopy(graph, cl_device=gpu)
+    knl = prg.program.default_entrypoint
+    assert any(t.address_space == lp.AddressSpace.LOCAL
+               for t in knl.temporary_variables.values())
+    assert _device_kernels(prg.program) == 2
+    da, ua, wa = rng.random((20, 20)), rng.random((50, 20)), rng.random(7)
+    _, res = prg(queue, D=da, u=ua, w=wa)
+    np.testing.assert_allclose(res["t"], ua @ da.T, rtol=1e-12)
+    np.testing.assert_allclose(res["b"], 2 * wa)
+    np.testing.assert_allclose(res["c"], 3 * ua)

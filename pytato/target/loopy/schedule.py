@@ -38,6 +38,9 @@ loops: one assignment computing all elements of a stored array, as
   GPU when the outputs alone would not occupy the device, on a CPU always
   (runs of 32 rows per chunk). Other reductions are loops inside each
   work-item.
+* **Small reductions (GPU).** An einsum-like nest (one instruction, one sum
+  over at most 64 terms) with an operand shared by all elements is tiled
+  in local memory (:mod:`pytato.target.loopy.tiling`).
 * **Kernels.** Loop nests are ordered by dependency level (the longest
   chain of nests reading each other's stored arrays before them) and
   separated by global barriers between levels, so that stored
@@ -47,8 +50,8 @@ loops: one assignment computing all elements of a stored array, as
   inames, sized for the largest of them; instructions of smaller nests
   are predicated on the flat index being in range. A graph thus becomes
   one device kernel per level, not one per stored array. Other nests
-  (symbolic grid sizes, parallel or two-stage reductions) get a device
-  kernel each.
+  (symbolic grid sizes, parallel or two-stage reductions, local-memory
+  tiling) get a device kernel each.
 * **Sequential reductions** (those left inside a work-item) become
   explicit accumulator loops
   (:func:`~pytato.target.loopy.accumulate.realize_sequential_reductions`).
@@ -85,6 +88,8 @@ import loopy as lp
 import pymbolic.primitives as prim
 from loopy.kernel.data import InameImplementationTag
 from loopy.symbolic import Reduction as LoopyReduction, WalkMapper
+
+from pytato.target.loopy.tiling import TilingPlan, apply_tilings, plan_tiling
 
 
 if TYPE_CHECKING:
@@ -537,12 +542,16 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
                     value_args: frozenset[str],
                     allow_join: bool = True,
                     batch: list[_OutputPlan] | None = None,
-                    level: int = 0) -> lp.LoopKernel:
+                    level: int = 0,
+                    tilings: list[TilingPlan] | None = None
+                    ) -> lp.LoopKernel:
     """Schedule the loop nest *out_inames* shared by the instructions
     *insns* (one instruction, or several fused by
     :mod:`pytato.target.loopy.fusion`). With *batch* given, a schedule of
     the output axes alone is appended to it (to be applied by
-    :func:`_apply_output_plans`) instead of being applied."""
+    :func:`_apply_output_plans`) instead of being applied; likewise a
+    tiling with *tilings* given (applied by
+    :func:`~pytato.target.loopy.tiling.apply_tilings`)."""
     coll = _ReductionCollector()
     for insn in insns:
         coll(insn.expression)
@@ -562,6 +571,14 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
     n_out: int | None = 1
     for n in lengths:
         n_out = None if (n is None or n_out is None) else n_out * n
+
+    if info.is_gpu and len(insns) == 1:
+        tiling = plan_tiling(kernel, insns[0].id, info.group_size)
+        if tiling is not None:
+            if tilings is None:
+                return apply_tilings(kernel, [tiling])[0]
+            tilings.append(tiling)
+            return kernel
 
     columns = _column_reduction(kernel, insns, coll, out_inames, n_out, info)
     if columns is not None:
@@ -682,21 +699,25 @@ def _add_global_barriers(kernel: lp.LoopKernel,
     hw_cache: dict[str, tuple[bool, bool, bool]] = {}
 
     def hw_axes(iname: str) -> tuple[bool, bool, bool]:
-        """(on g.0, on l.0, of constant length)"""
+        """(on g.0, on l.0, fit for sharing: of constant length and on no
+        other hardware axis)"""
         r = hw_cache.get(iname)
         if r is None:
             tags = kernel.iname_tags(iname)
             g = any(isinstance(t, GroupInameTag) and t.axis == 0 for t in tags)
             loc = any(isinstance(t, LocalInameTag) and t.axis == 0
                       for t in tags)
-            r = (g, loc, not (g or loc)
-                 or _constant_length(kernel, iname) is not None)
+            other = any(isinstance(t, (GroupInameTag, LocalInameTag))
+                        and t.axis != 0 for t in tags)
+            r = (g, loc, not other and (
+                not (g or loc) or _constant_length(kernel, iname) is not None))
             hw_cache[iname] = r
         return r
 
     def shareable(ids: list[str]) -> bool:
         # symbolic grid sizes stay alone: loopy cannot size a grid for the
-        # largest of several symbolic (or symbolic and constant) extents
+        # largest of several symbolic (or symbolic and constant) extents;
+        # so do nests on other axes (l.1 of local-memory tiling)
         for iid in ids:
             insn = by_id[iid]
             if isinstance(insn, lp.BarrierInstruction):
@@ -824,6 +845,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
     nests = [[insn.id for insn in insns] for insns, _ in groups]
     _, level = _nest_levels(kernel, nests)
     batch: list[_OutputPlan] = []
+    tilings: list[TilingPlan] = []
     for k, (insns, out_inames) in enumerate(groups):
         ids = nests[k]
         # inames shared with other loop nests (e.g. from substitution
@@ -835,10 +857,14 @@ def default_schedule(t_unit: lp.TranslationUnit,
         before = set(kernel.id_to_insn)
         kernel = _schedule_group(
             kernel, [kernel.id_to_insn[i] for i in ids],
-            out_inames, info, value_args, allow_join, batch, level[k])
+            out_inames, info, value_args, allow_join, batch, level[k],
+            tilings)
         # instructions added for this nest (stages of a reduction) run
         # between the same global barriers as the nest
         ids.extend(sorted(set(kernel.id_to_insn) - before))
+    kernel, loads = apply_tilings(kernel, tilings)
+    for ids in nests:
+        ids.extend(loads.get(ids[0], ()))
     kernel = _apply_output_plans(kernel, batch)
     # reductions left sequential become accumulator loops (linear here,
     # quadratic in loopy's preprocessing)

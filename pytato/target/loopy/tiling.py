@@ -1,0 +1,611 @@
+"""Local-memory tiling of small reductions (einsum-like loop nests).
+
+A loop nest computing ``out[e, i] = sum_j D[i, j]*u[e, j]`` (e.g.
+``einsum("ij,ej->ei", D, u)``, a DG-like operator: a small matrix applied
+to the values of many elements) scheduled one output per work-item reads
+``D`` at as many rows per ``j`` as there are work-items in a warp, and
+``u[e, :]`` once per output of the element. :func:`tile_small_reduction`
+stages such operands in local memory, per work-group:
+
+* **Blocking.** The output axes are cut into *inner* axes, the longest
+  suffix of constant extents whose product ``N`` fits in a work-group, and
+  *batch* axes, the others (constant extents, except the first, which may be
+  symbolic). A work-group computes all outputs of ``Eb`` consecutive batch
+  elements (flat index over the batch axes): a ``N x Eb`` work-group,
+  ``l.0`` over the inner axes (row-major, joined), ``l.1`` over the
+  elements, ``g.0`` over the blocks of elements. Its outputs are one
+  contiguous range of the (row-major) result, so that stores stay
+  coalesced. ``Eb`` is the largest number of elements that fits in
+  *group_size* work-items (and in the local memory budget).
+* **Staged operands.** An array access in the reduction that depends on the
+  reduction iname, and whose indices are plain inames, is staged when it
+  is re-read by several work-items of a group: if it depends on no batch
+  axis (*shared*: ``D`` above, or the matrix and vector of a small
+  ``ij,j->i``), the whole of it is copied into a local array by every
+  group; if it depends on batch axes but not on all output axes
+  (*blocked*: ``u[e, j]``, shared by the ``N`` work-items of element
+  ``e``), the group's ``Eb`` elements of it are copied. Accesses depending on
+  all output axes (``A[e, i, j]`` of a batched ``eij,ej->ei``) are read by
+  one work-item each and stay in global memory.
+* **Loads.** The work-items of the group copy each staged block through
+  their flat index (consecutive work-items read consecutive elements of the
+  block, in the index order of the access: coalesced for row-major arrays),
+  several elements each if the block is larger than the group, guarded
+  where the block or the batch ends. The last axis of local arrays of two
+  or more axes is padded to an odd length (e.g. 21 for 20), so that reading
+  a column (fixed ``j``, work-items along the rows) hits distinct banks.
+* Then a local barrier (inserted by :mod:`loopy`), and each work-item
+  computes its output from local memory.
+
+Tiling applies to an instruction alone in its loop nest, storing over
+exactly its output inames (at least one), whose expression holds one sum
+reduction over one iname of constant extent at most
+:data:`MAX_REDUCTION_EXTENT`, with at least one shared operand, when the
+local arrays fit in :data:`LOCAL_MEMORY_BUDGET` bytes. Anything else
+(symbolic inner extents, domains that are not boxes starting at 0,
+reductions with other operations or several inames) is left to the caller.
+
+The default schedule (:mod:`pytato.target.loopy.schedule`) applies it on
+GPUs only. On PoCL (CPU, 2 cores), the tiled ``ij,ej->ei`` of
+``benchmarks/bench_kernels.py`` was 1.6 times slower than one output per
+work-item, with groups of 32 to 1024 work-items (see
+``benchmarks/README.md``): there, the rows of ``D`` are cache hits, and
+the work-group barrier splits PoCL's work-item loops.
+
+Deciding and rewriting are separate (:func:`plan_tiling`,
+:func:`apply_tilings`), so that the default schedule rewrites the kernel
+once for all tiled nests (each rewrite copies the kernel, which made
+tiling nest by nest quadratic in the number of nests).
+:func:`tile_small_reduction` does both for one instruction.
+
+.. autofunction:: tile_small_reduction
+.. autofunction:: plan_tiling
+.. autofunction:: apply_tilings
+.. autoclass:: TilingPlan
+.. autodata:: MAX_REDUCTION_EXTENT
+.. autodata:: LOCAL_MEMORY_BUDGET
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import islpy as isl
+import loopy as lp
+import pymbolic.primitives as prim
+from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag
+from loopy.library.reduction import SumReductionOperation
+from loopy.symbolic import (
+    IdentityMapper as LoopyIdentityMapper,
+    Reduction as LoopyReduction,
+    SubstitutionMapper,
+    WalkMapper,
+)
+from pymbolic.mapper.substitutor import make_subst_func
+
+
+__all__ = [
+    "LOCAL_MEMORY_BUDGET",
+    "MAX_REDUCTION_EXTENT",
+    "TilingPlan",
+    "apply_tilings",
+    "plan_tiling",
+    "tile_small_reduction",
+]
+
+#: Largest extent of the reduction iname for which operands are staged.
+MAX_REDUCTION_EXTENT = 64
+
+#: Bytes of local memory that the staged operands of one work-group may
+#: take: half of the 32 KiB that OpenCL guarantees, so that several groups
+#: fit on a compute unit.
+LOCAL_MEMORY_BUDGET = 16 * 1024
+
+
+# {{{ analysis
+
+class _Reductions(WalkMapper):
+    """Collects the reductions of an expression, nested ones included."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[LoopyReduction] = []
+
+    def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
+        self.found.append(expr)
+        self.rec(expr.expr, *args)
+
+
+class _Accesses(WalkMapper):
+    """Collects the subscripts of an expression, outermost first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[prim.Subscript] = []
+
+    def map_subscript(self, expr: prim.Subscript, *args: Any) -> None:
+        self.found.append(expr)
+        self.rec(expr.index, *args)
+
+
+@dataclass(frozen=True)
+class _Staged:
+    """An access *expr* (``array[v_1, ..., v_p]``, the *inames* ``v_k``)
+    to copy into a local array of shape *shape* (unpadded) and *dtype*,
+    *blocked* (its first axis: the group's elements) or shared."""
+
+    expr: prim.Subscript
+    inames: tuple[str, ...]
+    blocked: bool
+    dtype: Any
+    shape: tuple[int, ...]
+
+    @property
+    def padded_shape(self) -> tuple[int, ...]:
+        if len(self.shape) >= 2 and self.shape[-1] % 2 == 0:
+            return (*self.shape[:-1], self.shape[-1] + 1)
+        return self.shape
+
+    @property
+    def size(self) -> int:
+        return _prod(self.shape)
+
+    @property
+    def nbytes(self) -> int:
+        return _prod(self.padded_shape) * self.dtype.numpy_dtype.itemsize
+
+
+@dataclass(frozen=True)
+class TilingPlan:
+    """How :func:`apply_tilings` tiles the loop nest of one instruction
+    (made by :func:`plan_tiling`).
+
+    .. attribute:: insn_id
+    .. attribute:: batch
+
+        The batch output inames (their flat index: the elements, ``l.1``
+        within a group).
+
+    .. attribute:: inner
+
+        The inner output inames (joined onto ``l.0``).
+
+    .. attribute:: lengths
+
+        The extents of the output and reduction inames (ints; the first
+        batch extent may be an expression in the kernel's parameters).
+
+    .. attribute:: n_batch
+
+        The number of elements (flat over the batch axes).
+
+    .. attribute:: elements_per_group
+    .. attribute:: staged
+
+        The accesses copied into local arrays.
+    """
+
+    insn_id: str
+    batch: tuple[str, ...]
+    inner: tuple[str, ...]
+    lengths: dict[str, Any]
+    n_batch: Any
+    elements_per_group: int
+    staged: tuple[_Staged, ...]
+
+
+def _prod(values: Any) -> int:
+    result = 1
+    for v in values:
+        result *= v
+    return result
+
+
+def _plain_inames(index: Any) -> list[str] | None:
+    idx = index if isinstance(index, tuple) else (index,)
+    if not all(isinstance(i, prim.Variable) for i in idx):
+        return None
+    return [i.name for i in idx]
+
+
+def _global_dtype(kernel: lp.LoopKernel, name: str) -> Any:
+    """The dtype of the global array *name*, or None if it is not one."""
+    var = kernel.arg_dict.get(name)
+    if var is None:
+        var = kernel.temporary_variables.get(name)
+    if not isinstance(var, (lp.ArrayArg, lp.TemporaryVariable)):
+        return None
+    if var.address_space != lp.AddressSpace.GLOBAL:
+        return None
+    dtype = var.dtype
+    return None if dtype is None or dtype is lp.auto else dtype
+
+
+def _box_lengths(kernel: lp.LoopKernel, inames: list[str]
+                 ) -> list[Any] | None:
+    """The extents of *inames* (ints; the first may be an expression in the
+    kernel's parameters) if their domain is the box ``0 <= v < extent``
+    over exactly them, else None."""
+    from loopy.symbolic import aff_from_expr, pw_aff_to_expr
+
+    homes = {kernel.get_home_domain_index(i) for i in inames}
+    if len(homes) != 1:
+        return None
+    dom = kernel.domains[homes.pop()]
+    if set(dom.get_var_names(isl.dim_type.set)) != set(inames):
+        return None
+    params = set(dom.get_var_names(isl.dim_type.param))
+    if params & kernel.all_inames():
+        return None
+    var_dict = dom.get_var_dict()
+    as_set = isl.Set.from_basic_set(dom)
+    box = isl.BasicSet.universe(dom.get_space())
+    lengths: list[Any] = []
+    for k, iname in enumerate(inames):
+        idx = var_dict[iname][1]
+        lo, hi = as_set.dim_min(idx), as_set.dim_max(idx)
+        if lo.n_piece() != 1 or hi.n_piece() != 1:
+            return None
+        if pw_aff_to_expr(lo) != 0:
+            return None
+        length = pw_aff_to_expr(hi + 1)
+        if not isinstance(length, int):
+            if k > 0:
+                return None
+        lengths.append(length)
+        space = box.get_space()
+        box = box.add_constraint(isl.Constraint.ineq_from_names(
+            space, {iname: 1}))
+        box = box.add_constraint(isl.Constraint.inequality_from_aff(
+            aff_from_expr(space, length - 1 - prim.Variable(iname))))
+    return lengths if box.is_equal(dom) else None
+
+
+def plan_tiling(kernel: lp.LoopKernel, insn_id: str, group_size: int,
+                local_memory_budget: int = LOCAL_MEMORY_BUDGET
+                ) -> TilingPlan | None:
+    """How to tile the loop nest of instruction *insn_id* (see the module
+    documentation) with work-groups of at most *group_size* work-items;
+    None if the nest does not qualify."""
+    insn = kernel.id_to_insn[insn_id]
+    if not isinstance(insn, lp.Assignment):
+        return None
+    lhs = insn.assignee
+    if not (isinstance(lhs, prim.Subscript)
+            and isinstance(lhs.aggregate, prim.Variable)):
+        return None
+    out = _plain_inames(lhs.index)
+    if (not out or len(set(out)) != len(out)
+            or set(out) != set(insn.within_inames)):
+        return None
+    reds = _Reductions()
+    reds(insn.expression)
+    if len(reds.found) != 1:
+        return None
+    red, = reds.found
+    if (len(red.inames) != 1
+            or not isinstance(red.operation, SumReductionOperation)):
+        return None
+    r, = red.inames
+    r_len = _box_lengths(kernel, [r])
+    if r_len is None or not isinstance(r_len[0], int) \
+            or not 1 <= r_len[0] <= MAX_REDUCTION_EXTENT:
+        return None
+    out_lengths = _box_lengths(kernel, out)
+    if out_lengths is None or 0 in out_lengths:
+        return None
+    lengths = dict(zip(out, out_lengths, strict=True))
+    lengths[r] = r_len[0]
+
+    # inner axes: the longest constant suffix fitting in a group
+    split = len(out)
+    while (split > 0 and isinstance(out_lengths[split - 1], int)
+           and _prod(out_lengths[split - 1:]) <= group_size):
+        split -= 1
+    batch, inner = out[:split], out[split:]
+    n_batch: Any = _prod(out_lengths[1:split])
+    if split:
+        n_batch = out_lengths[0] * n_batch if n_batch > 1 else out_lengths[0]
+
+    accesses = _Accesses()
+    accesses(red.expr)
+    staged: list[_Staged] = []
+    for expr in accesses.found:
+        names = _plain_inames(expr.index)
+        if (names is None or r not in names or not set(names) <= set(lengths)
+                or any(s.expr == expr for s in staged)):
+            continue
+        dtype = _global_dtype(kernel, expr.aggregate.name)
+        blocked = bool(set(names) & set(batch))
+        if dtype is None or (blocked and set(out) <= set(names)):
+            # one work-item per element: no reuse
+            continue
+        shape = tuple(lengths[v] for v in names if v not in batch)
+        staged.append(_Staged(expr, tuple(names), blocked, dtype,
+                              ((1,) if blocked else ()) + shape))
+    if all(s.blocked for s in staged):
+        return None
+
+    eb = max(1, group_size // _prod(out_lengths[split:])) if batch else 1
+    if isinstance(n_batch, int):
+        eb = min(eb, n_batch)
+    shared_bytes = sum(s.nbytes for s in staged if not s.blocked)
+    row_bytes = sum(s.nbytes for s in staged if s.blocked)
+    if shared_bytes + row_bytes > local_memory_budget:
+        return None
+    if row_bytes:
+        eb = min(eb, (local_memory_budget - shared_bytes) // row_bytes)
+    return TilingPlan(
+        insn_id, tuple(batch), tuple(inner), lengths, n_batch, eb,
+        tuple(replace(s, shape=(eb, *s.shape[1:])) if s.blocked else s
+              for s in staged))
+
+# }}}
+
+
+# {{{ rewriting
+
+def _unflatten(flat: Any, extents: list[int]) -> list[Any]:
+    """The row-major multi-index of *flat* in a box of *extents* (the first
+    extent is not used: *flat* is not reduced modulo the box size)."""
+    result: list[Any] = []
+    for k, n in enumerate(extents):
+        stride = _prod(extents[k + 1:])
+        e: Any = flat if stride == 1 else prim.FloorDiv(flat, stride)
+        if k > 0:
+            e = 0 if n == 1 else prim.Remainder(e, n)
+        result.append(e)
+    return result
+
+
+class _ReplaceAccesses(LoopyIdentityMapper):
+    def __init__(self, replacements: dict[prim.Subscript, Any]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def map_subscript(self, expr: prim.Subscript, *args: Any) -> Any:
+        new = self.replacements.get(expr)
+        if new is not None:
+            return new
+        return super().map_subscript(expr, *args)
+
+
+def _box_domain(names: list[str], extents: list[int],
+                params: list[str] | None = None) -> isl.BasicSet:
+    """``{ [names] : 0 <= name < extent }`` (with *params*)."""
+    space = isl.Space.create_from_names(isl.DEFAULT_CONTEXT, set=names,
+                                        params=params or [])
+    dom = isl.BasicSet.universe(space)
+    for name, n in zip(names, extents, strict=True):
+        dom = dom.add_constraint(isl.Constraint.ineq_from_names(
+            space, {name: 1}))
+        dom = dom.add_constraint(isl.Constraint.ineq_from_names(
+            space, {1: n - 1, name: -1}))
+    return dom
+
+
+@dataclass(frozen=True)
+class _Grid:
+    """The work-groups of a plan: group iname *group* (``g.0``), local
+    axes ``l.0`` over the *n_inner* inner outputs and ``l.1`` over the *eb*
+    elements of a block (axes of extent 1 are left out)."""
+
+    group: str
+    n_inner: int
+    eb: int
+
+    @property
+    def extents(self) -> list[int]:
+        return [n for n in (self.n_inner, self.eb) if n > 1]
+
+    @property
+    def size(self) -> int:
+        return self.n_inner * self.eb
+
+    def local_inames(self, vng: Any, prefix: str) -> list[str]:
+        """New inames for the local axes."""
+        return [vng(f"{prefix}_{suffix}")
+                for suffix, n in (("inner", self.n_inner), ("elem", self.eb))
+                if n > 1]
+
+    def tagged(self, names: list[str]) -> dict[str, Iname]:
+        """The local inames *names*, tagged with their local axes."""
+        return {n: Iname(n, frozenset([LocalInameTag(k)]))
+                for k, n in enumerate(names)}
+
+    def inner_and_elem(self, names: list[str]) -> tuple[Any, Any]:
+        """The inner output and the element in the block of the work-item
+        with local inames *names*."""
+        it = iter(prim.Variable(n) for n in names)
+        return (next(it) if self.n_inner > 1 else 0,
+                next(it) if self.eb > 1 else 0)
+
+    def block_start(self) -> Any:
+        """The first (flat) element of the group's block."""
+        g = prim.Variable(self.group)
+        return g * self.eb if self.eb > 1 else g
+
+    def linear_id(self, names: list[str]) -> Any:
+        """The flat index of the work-item with local inames *names*."""
+        terms: list[Any] = []
+        stride = 1
+        for name, n in zip(names, self.extents, strict=True):
+            terms.append(prim.Variable(name) * stride if stride > 1
+                         else prim.Variable(name))
+            stride *= n
+        return prim.flattened_sum(terms) if terms else 0
+
+
+def _batch_index(plan: TilingPlan, flat: Any) -> dict[str, Any]:
+    """The values of the batch inames at the flat batch index *flat*."""
+    if not plan.batch:
+        return {}
+    # the first extent, maybe symbolic, is not used
+    extents = [1] + [plan.lengths[v] for v in plan.batch[1:]]
+    return dict(zip(plan.batch, _unflatten(flat, extents), strict=True))
+
+
+@dataclass
+class _Rewrite:
+    """What :func:`apply_tilings` changes in the kernel, for all plans."""
+
+    domains: list[isl.BasicSet]
+    new_domains: list[isl.BasicSet]
+    insns: dict[str, Any]
+    loads: list[lp.Assignment]
+    inames: dict[str, Iname]
+    temporaries: dict[str, lp.TemporaryVariable]
+    silenced: set[str]
+    vng: Any
+    ids: Any
+
+
+def _load(rw: _Rewrite, plan: TilingPlan, grid: _Grid, s: _Staged,
+          name: str) -> lp.Assignment:
+    """The instruction (and its domain and inames, added to *rw*) copying
+    the block of *s* into the local array *name*: the work-items of the
+    group take consecutive elements of the (unpadded, row-major) block, in
+    ``ceil(size/group size)`` steps."""
+    local = grid.local_inames(rw.vng, name)
+    rw.inames.update(grid.tagged(local))
+    q = grid.linear_id(local)
+    steps = -(-s.size // grid.size)
+    if steps > 1:
+        step = rw.vng(f"{name}_step")
+        rw.inames[step] = Iname(step, frozenset())
+        q = prim.flattened_sum((q, prim.Variable(step) * grid.size))
+        rw.new_domains.append(_box_domain([*local, step],
+                                          [*grid.extents, steps]))
+        local.append(step)
+    else:
+        rw.new_domains.append(_box_domain(local, grid.extents))
+    coords = _unflatten(q, list(s.shape))
+    predicates = []
+    if steps * grid.size != s.size:
+        predicates.append(prim.Comparison(q, "<", s.size))
+    unbatched = [v for v in s.inames if v not in plan.batch]
+    index = dict(zip(unbatched, coords[1:] if s.blocked else coords,
+                     strict=True))
+    if s.blocked:
+        index.update(_batch_index(plan, prim.flattened_sum(
+            (grid.block_start(), coords[0]))))
+        if not (isinstance(plan.n_batch, int)
+                and plan.n_batch % grid.eb == 0):
+            # the block is cut at the end of the batch
+            row = s.size // grid.eb
+            predicates.append(prim.Comparison(
+                prim.flattened_sum(
+                    (prim.Variable(grid.group) * (grid.eb * row), q)),
+                "<", plan.n_batch * row))
+    insn = rw.insns[plan.insn_id]
+    return lp.Assignment(
+        prim.Variable(name)[tuple(coords)],
+        s.expr.aggregate[tuple(index[v] for v in s.inames)],
+        id=rw.ids(f"{plan.insn_id}_load_{s.expr.aggregate.name}"),
+        within_inames=frozenset([grid.group, *local]),
+        depends_on=insn.depends_on,
+        predicates=frozenset(predicates))
+
+
+def _tile(kernel: lp.LoopKernel, rw: _Rewrite, plan: TilingPlan) -> list[str]:
+    """Record the rewrite of *plan* in *rw*; the ids of its loads."""
+    from loopy.symbolic import aff_from_expr
+
+    insn = rw.insns[plan.insn_id]
+    base = insn.assignee.aggregate.name
+    grid = _Grid(rw.vng(f"{base}_block"),
+                 _prod(plan.lengths[v] for v in plan.inner),
+                 plan.elements_per_group)
+    local = grid.local_inames(rw.vng, base)
+    rw.inames[grid.group] = Iname(grid.group, frozenset([GroupInameTag(0)]))
+    rw.inames.update(grid.tagged(local))
+    for name in (*plan.batch, *plan.inner):
+        del rw.inames[name]
+
+    # the computation: one output per work-item, in blocks of whole
+    # elements (the block of the last group is cut at the end of the batch)
+    out_dom = kernel.get_home_domain_index([*plan.batch, *plan.inner][0])
+    dom = _box_domain(local, grid.extents,
+                      kernel.domains[out_dom].get_var_names(
+                          isl.dim_type.param))
+    dom = dom.insert_dims(isl.dim_type.set, 0, 1).set_dim_name(
+        isl.dim_type.set, 0, grid.group)
+    inner, elem = grid.inner_and_elem(local)
+    first = prim.flattened_sum((grid.block_start(), elem))
+    dom = dom.add_constraint(isl.Constraint.ineq_from_names(
+        dom.get_space(), {grid.group: 1}))
+    dom = dom.add_constraint(isl.Constraint.inequality_from_aff(
+        aff_from_expr(dom.get_space(), plan.n_batch - 1 - first)))
+    rw.domains[out_dom] = dom
+    subst = _batch_index(plan, first)
+    subst.update(zip(plan.inner, _unflatten(
+        inner, [plan.lengths[v] for v in plan.inner]), strict=True))
+
+    loads = []
+    replacements: dict[prim.Subscript, Any] = {}
+    for s in plan.staged:
+        name = rw.vng(f"{s.expr.aggregate.name}_local")
+        rw.temporaries[name] = lp.TemporaryVariable(
+            name, dtype=s.dtype, shape=s.padded_shape,
+            address_space=lp.AddressSpace.LOCAL)
+        index = [prim.Variable(v) for v in s.inames if v not in plan.batch]
+        if s.blocked:
+            index.insert(0, elem)
+        replacements[s.expr] = prim.Variable(name)[tuple(index)]
+        loads.append(_load(rw, plan, grid, s, name))
+
+    mapper = SubstitutionMapper(make_subst_func(subst))
+    rw.insns[plan.insn_id] = insn.copy(
+        assignee=mapper(insn.assignee),
+        expression=mapper(_ReplaceAccesses(replacements)(insn.expression)),
+        within_inames=frozenset([grid.group, *local]),
+        depends_on=insn.depends_on | {load.id for load in loads})
+    rw.loads.extend(loads)
+    if not plan.batch:
+        # a single group, which the stores do not mention
+        rw.silenced.add(f"write_race({plan.insn_id})")
+    return [load.id for load in loads]
+
+
+def apply_tilings(kernel: lp.LoopKernel, plans: list[TilingPlan]
+                  ) -> tuple[lp.LoopKernel, dict[str, list[str]]]:
+    """The kernel with the loop nests of *plans* (from :func:`plan_tiling`
+    on this kernel, or on one differing only in other loop nests) tiled,
+    in one rewrite; and the ids of the instructions added for each tiled
+    instruction (the loads into local memory).
+
+    The tiled instructions' output inames are replaced by new ones
+    (``g.0``, ``l.0``, ``l.1``); results are unchanged.
+    """
+    if not plans:
+        return kernel, {}
+    rw = _Rewrite(
+        domains=list(kernel.domains), new_domains=[],
+        insns={p.insn_id: kernel.id_to_insn[p.insn_id] for p in plans},
+        loads=[], inames=dict(kernel.inames),
+        temporaries=dict(kernel.temporary_variables),
+        silenced=set(kernel.silenced_warnings),
+        vng=kernel.get_var_name_generator(),
+        ids=kernel.get_instruction_id_generator())
+    added = {plan.insn_id: _tile(kernel, rw, plan) for plan in plans}
+    kernel = kernel.copy(
+        domains=[*rw.domains, *rw.new_domains],
+        instructions=[*(rw.insns.get(i.id, i) for i in kernel.instructions),
+                      *rw.loads],
+        inames=rw.inames, temporary_variables=rw.temporaries,
+        silenced_warnings=frozenset(rw.silenced))
+    return kernel, added
+
+
+def tile_small_reduction(kernel: lp.LoopKernel, insn_id: str,
+                         group_size: int,
+                         local_memory_budget: int = LOCAL_MEMORY_BUDGET
+                         ) -> lp.LoopKernel | None:
+    """The kernel with the loop nest of instruction *insn_id* tiled in
+    local memory (see the module documentation), with work-groups of at
+    most *group_size* work-items; None if the nest does not qualify."""
+    plan = plan_tiling(kernel, insn_id, group_size, local_memory_budget)
+    if plan is None:
+        return None
+    return apply_tilings(kernel, [plan])[0]

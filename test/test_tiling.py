@@ -1,0 +1,175 @@
+"""Tests of the local-memory tiling of small reductions
+(:mod:`pytato.target.loopy.tiling`): GPU schedules run on the test device."""
+
+from __future__ import annotations
+
+import loopy as lp
+import numpy as np
+import pytest
+
+import pytato as pt
+from pytato.target.loopy.schedule import DeviceInfo, default_schedule
+from pytato.target.loopy.tiling import tile_small_reduction
+
+
+CPU = DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=4096)
+
+
+@pytest.fixture
+def gpu(queue) -> DeviceInfo:
+    """A GPU description whose work-groups fit on the test device."""
+    return DeviceInfo(kind="gpu", compute_units=4, name="test",
+                      max_work_group_size=min(
+                          1024, queue.device.max_work_group_size))
+
+
+def _local_temporaries(prg) -> dict[str, tuple[int, ...]]:
+    knl = prg.program.default_entrypoint
+    return {t.name: t.shape for t in knl.temporary_variables.values()
+            if t.address_space == lp.AddressSpace.LOCAL}
+
+
+def _operands(spec: str, n_el: int, n: int, dtype, rng):
+    shapes = {"ij": (n, n), "ej": (n_el, n), "eij": (n_el, n, n), "j": (n,)}
+    ins = spec.split("->")[0].split(",")
+    return [rng.random(shapes[s]).astype(dtype) for s in ins]
+
+
+def _check(queue, prg, arrays, spec, dtype, names=("a", "b")):
+    _, (res,) = prg(queue, **dict(zip(names, arrays, strict=True)))
+    want = np.einsum(spec, *(a.astype(np.float64) for a in arrays))
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(res, want, rtol=tol, atol=tol)
+    assert res.dtype == dtype
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 3, 20])
+@pytest.mark.parametrize("n_el", [0, 1, 7, 1000, 4099])
+@pytest.mark.parametrize("spec", ["ij,ej->ei", "eij,ej->ei"])
+def test_batched_matches_numpy(queue, gpu, spec, n_el, n, dtype):
+    rng = np.random.default_rng(n_el + n)
+    arrays = _operands(spec, n_el, n, dtype, rng)
+    a, b = (pt.make_placeholder(k, x.shape, dtype)
+            for k, x in zip("ab", arrays, strict=True))
+    prg = pt.generate_loopy(pt.einsum(spec, a, b), cl_device=gpu)
+    _check(queue, prg, arrays, spec, dtype)
+    if spec == "ij,ej->ei" and n_el > 0:
+        assert _local_temporaries(prg)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 3, 20])
+def test_small_matvec(queue, gpu, n, dtype):
+    arrays = _operands("ij,j->i", 0, n, dtype, np.random.default_rng(n))
+    a, b = (pt.make_placeholder(k, x.shape, dtype)
+            for k, x in zip("ab", arrays, strict=True))
+    prg = pt.generate_loopy(pt.einsum("ij,j->i", a, b), cl_device=gpu)
+    assert len(_local_temporaries(prg)) == 2
+    _check(queue, prg, arrays, "ij,j->i", dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("spec", ["ij,ej->ei", "eij,ej->ei"])
+def test_symbolic_elements(queue, gpu, spec, dtype):
+    n_el = pt.make_size_param("n_el")
+    shapes = {"ij": (20, 20), "ej": (n_el, 20), "eij": (n_el, 20, 20)}
+    a, b = (pt.make_placeholder(k, shapes[s], dtype) for k, s in
+            zip("ab", spec.split("->")[0].split(","), strict=True))
+    prg = pt.generate_loopy(pt.einsum(spec, a, b), cl_device=gpu)
+    if spec == "ij,ej->ei":
+        assert _local_temporaries(prg)
+    rng = np.random.default_rng(5)
+    for count in (0, 1, 7, 1000, 4099):
+        _check(queue, prg, _operands(spec, count, 20, dtype, rng), spec,
+               dtype)
+
+
+@pytest.mark.parametrize("symbolic", [False, True])
+def test_several_batch_axes(queue, gpu, symbolic):
+    rng = np.random.default_rng(7)
+    n_a = pt.make_size_param("n_a") if symbolic else 13
+    d = pt.make_placeholder("d", (6, 5), np.float64)
+    t = pt.make_placeholder("t", (3, 4, 5), np.float64)
+    u = pt.make_placeholder("u", (n_a, 70, 5), np.float64)
+    prg = pt.generate_loopy({"a": pt.einsum("ij,abj->abi", d, u),
+                             "b": pt.einsum("ikj,abj->abik", t, u)},
+                            cl_device=gpu)
+    assert len(_local_temporaries(prg)) == 4
+    for count in ((0, 13) if symbolic else (13,)):
+        arrays = {"d": rng.random((6, 5)), "t": rng.random((3, 4, 5)),
+                  "u": rng.random((count, 70, 5))}
+        _, res = prg(queue, **arrays)
+        np.testing.assert_allclose(
+            res["a"], np.einsum("ij,abj->abi", arrays["d"], arrays["u"]))
+        np.testing.assert_allclose(
+            res["b"], np.einsum("ikj,abj->abik", arrays["t"], arrays["u"]))
+
+
+def test_structure():
+    d = pt.make_placeholder("D", (20, 20), np.float64)
+    u = pt.make_placeholder("u", (2**20, 20), np.float64)
+    gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024)
+    result = pt.einsum("ij,ej->ei", d, u)
+    prg = pt.generate_loopy(result, cl_device=gpu)
+    # padded rows for D; 12 whole elements per group of 20 x 12
+    assert _local_temporaries(prg) == {"D_local": (20, 21),
+                                       "u_local": (12, 21)}
+    code = lp.generate_code_v2(prg.program).device_code()
+    assert "reqd_work_group_size(20, 12, 1)" in code
+    assert "barrier(CLK_LOCAL_MEM_FENCE)" in code
+    assert not _local_temporaries(pt.generate_loopy(
+        result, cl_device=gpu, default_schedule=False))
+    # on CPUs (PoCL) tiling was slower: not applied
+    assert not _local_temporaries(pt.generate_loopy(result, cl_device=CPU))
+
+
+def test_left_alone():
+    from pytato.tags import ImplStored
+
+    gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024)
+    d = pt.make_placeholder("D", (20, 20), np.float64)
+    u = pt.make_placeholder("u", (1000, 20), np.float64)
+    big = pt.make_placeholder("B", (20, 100), np.float64)
+    w = pt.make_placeholder("w", (1000, 100), np.float64)
+    cases = {
+        # a user axis tag
+        "tagged": pt.einsum("ij,ej->ei", d, u).with_tagged_axis(
+            0, ImplStored()),
+        # a reduction longer than MAX_REDUCTION_EXTENT
+        "long": pt.einsum("ij,ej->ei", big, w),
+        # no operand shared by all elements
+        "batched": pt.einsum("ej,ej->e", u, u),
+        # not a sum
+        "max": pt.amax(d[None, :, :] * u[:, None, :], axis=2),
+        # a symbolic inner extent
+        "symbolic inner": pt.einsum(
+            "ij,ej->ei", pt.make_placeholder(
+                "S", (pt.make_size_param("m"), 20), np.float64), u),
+    }
+    for name, result in cases.items():
+        prg = pt.generate_loopy(result, cl_device=gpu)
+        assert not _local_temporaries(prg), name
+
+
+def test_tile_by_hand(queue):
+    d = pt.make_placeholder("D", (5, 4), np.float64)
+    u = pt.make_placeholder("u", (33, 4), np.float64)
+    prg = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u),
+                            default_schedule=False)
+    knl = prg.program.default_entrypoint
+    insn, = knl.instructions
+    assert tile_small_reduction(knl, insn.id, 64, local_memory_budget=8) \
+        is None
+    tiled = tile_small_reduction(knl, insn.id, 64)
+    assert tiled is not None
+    prg = prg.copy(program=prg.program.with_kernel(tiled))
+    assert _local_temporaries(prg) == {"D_local": (5, 5), "u_local": (12, 5)}
+    rng = np.random.default_rng(3)
+    arrays = [rng.random((5, 4)), rng.random((33, 4))]
+    _check(queue, prg, arrays, "ij,ej->ei", np.float64, names=("D", "u"))
+    # the default schedule leaves a tiled nest alone
+    again = default_schedule(prg.program, DeviceInfo(
+        kind="gpu", compute_units=4, max_work_group_size=64))
+    _check(queue, prg.copy(program=again), arrays, "ij,ej->ei", np.float64,
+           names=("D", "u"))
