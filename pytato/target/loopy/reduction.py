@@ -183,6 +183,32 @@ def _default_chunk(kernel: lp.LoopKernel, iname: str, num_groups: int,
     return max(1, -(-length // (num_groups * group_size)))
 
 
+def _with_stages(kernel: lp.LoopKernel, insn_id: str, iname: str,
+                 stage1: Any, barrier: Any, stage2: Any,
+                 new_domains: list[Any], temp: Any) -> lp.LoopKernel:
+    """*kernel* with the instruction *insn_id* replaced by *stage2*, *stage1*
+    and the global *barrier* between them added, with the domains
+    *new_domains* and the global temporary *temp* (the partial results).
+    The reduction iname *iname* is dropped (with its domain, where it is
+    the domain's only iname) if nothing else uses it."""
+    insns = [stage2 if i.id == insn_id else i for i in kernel.instructions]
+    domains = list(kernel.domains)
+    inames = dict(kernel.inames)
+    if not any(iname in i.within_inames or iname in i.reduction_inames()
+               for i in kernel.instructions if i.id != insn_id):
+        home = kernel.get_home_domain_index(iname)
+        if domains[home].get_var_names(isl.dim_type.set) == [iname]:
+            del domains[home]
+        inames.pop(iname, None)
+    return kernel.copy(
+        instructions=[*insns, stage1, barrier],
+        domains=[*domains, *new_domains],
+        inames=inames,
+        temporary_variables={**kernel.temporary_variables, temp.name: temp},
+        silenced_warnings=frozenset(kernel.silenced_warnings | {
+            f"write_race({stage1.id})", f"write_race({insn_id})"}))
+
+
 def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
                               num_groups: int, group_size: int,
                               iname: str | None = None,
@@ -317,24 +343,8 @@ def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
         partial, dtype=None, shape=(num_groups, *out_shape),
         address_space=lp.AddressSpace.GLOBAL)
 
-    insns = [stage2 if i.id == insn_id else i for i in kernel.instructions]
-    domains = list(kernel.domains)
-    inames = dict(kernel.inames)
-    if not any(iname in i.within_inames or iname in i.reduction_inames()
-               for i in kernel.instructions if i.id != insn_id):
-        # the reduction iname is no longer used: drop it (and its domain,
-        # where it is the domain's only iname)
-        home = kernel.get_home_domain_index(iname)
-        if domains[home].get_var_names(isl.dim_type.set) == [iname]:
-            del domains[home]
-        inames.pop(iname, None)
-    kernel = kernel.copy(
-        instructions=[*insns, stage1, barrier],
-        domains=[*domains, *stage1_doms, p_dom],
-        inames=inames,
-        temporary_variables={**kernel.temporary_variables, partial: temp},
-        silenced_warnings=frozenset(kernel.silenced_warnings | {
-            f"write_race({stage1_id})", f"write_race({insn_id})"}))
+    kernel = _with_stages(kernel, insn_id, iname, stage1, barrier, stage2,
+                          [*stage1_doms, p_dom], temp)
     if out_inames:
         kernel = lp.duplicate_inames(kernel, out_inames, within=f"id:{stage1_id}")
     # steps over a contiguous run inside the steps over runs
@@ -567,22 +577,8 @@ def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
         partial, dtype=None, shape=(num_chunks, *out_shape),
         address_space=lp.AddressSpace.GLOBAL)
 
-    insns = [stage2 if i.id == insn_id else i for i in kernel.instructions]
-    domains = list(kernel.domains)
-    inames = dict(kernel.inames)
-    if not any(iname in i.within_inames or iname in i.reduction_inames()
-               for i in kernel.instructions if i.id != insn_id):
-        home = kernel.get_home_domain_index(iname)
-        if domains[home].get_var_names(isl.dim_type.set) == [iname]:
-            del domains[home]
-        inames.pop(iname, None)
-    kernel = kernel.copy(
-        instructions=[*insns, stage1, barrier],
-        domains=[*domains, *doms, p_dom],
-        inames=inames,
-        temporary_variables={**kernel.temporary_variables, partial: temp},
-        silenced_warnings=frozenset(kernel.silenced_warnings | {
-            f"write_race({stage1_id})", f"write_race({insn_id})"}))
+    kernel = _with_stages(kernel, insn_id, iname, stage1, barrier, stage2,
+                          [*doms, p_dom], temp)
     dup = [vng(f"{i}_s1") for i in out_inames]
     kernel = lp.duplicate_inames(kernel, out_inames, within=f"id:{stage1_id}",
                                  new_inames=dup)
