@@ -677,11 +677,11 @@ def _isl_dim_param() -> Any:
 # }}}
 
 
-def _add_global_barriers(kernel: lp.LoopKernel,
-                         groups: list[list[str]]) -> lp.LoopKernel:
+def _add_global_barriers(kernel: lp.LoopKernel, groups: list[list[str]],
+                         level: dict[int, int]) -> lp.LoopKernel:
     """Order the loop nests *groups* (lists of instruction ids) by their
-    dependencies and separate them with global barriers, so that every
-    nest sees the arrays it reads complete.
+    dependency *level* and separate them with global barriers, so that
+    every nest sees the arrays it reads complete.
 
     Nests of one dependency level (none reads another) share a device
     kernel (loopy sizes its grid for the largest of them and guards the
@@ -691,8 +691,7 @@ def _add_global_barriers(kernel: lp.LoopKernel,
     its own (two-stage reductions), gets a level of its own."""
     from loopy.kernel.data import GroupInameTag, LocalInameTag
 
-    order, level = _nest_levels(kernel, groups)
-    if len(order) < 2:
+    if len(groups) < 2:
         return kernel
     by_id = kernel.id_to_insn
 
@@ -730,7 +729,8 @@ def _add_global_barriers(kernel: lp.LoopKernel,
 
     # the nests of one level that can share a device kernel do, the others
     # (after them) get one each
-    order = sorted(order, key=lambda k: (level[k], not shareable(groups[k])))
+    order = sorted(range(len(groups)),
+                   key=lambda k: (level[k], not shareable(groups[k])))
     chunks: list[list[int]] = []
     prev: int | None = None
     for k in order:
@@ -759,10 +759,11 @@ def _add_global_barriers(kernel: lp.LoopKernel,
 
 
 def _nest_levels(kernel: lp.LoopKernel, groups: list[list[str]]
-                 ) -> tuple[list[int], dict[int, int]]:
-    """The loop nests *groups* (lists of instruction ids) sorted by level
-    (the longest chain of dependencies between nests before a nest; stable
-    within a level), and the level of each."""
+                 ) -> dict[int, int]:
+    """The dependency level of each loop nest of *groups* (lists of
+    instruction ids, by index): the longest chain of nests, each reading a
+    result of the one before, that ends in it (0 for nests that read no
+    other nest's results)."""
     group_of = {iid: k for k, ids in enumerate(groups) for iid in ids}
     by_id = kernel.id_to_insn
     deps: list[set[int]] = [set() for _ in groups]
@@ -772,26 +773,17 @@ def _nest_levels(kernel: lp.LoopKernel, groups: list[list[str]]
                 g = group_of.get(dep)
                 if g is not None and g != k:
                     deps[k].add(g)
-    return _topological_order(deps, groups)
-
-
-def _topological_order(deps: list[set[int]], groups: list[list[str]]
-                       ) -> tuple[list[int], dict[int, int]]:
-    """The loop nests ``0 .. len(deps)-1`` sorted by level (the longest
-    chain of dependencies before a nest; stable within a level), and the
-    levels."""
-    order: list[int] = []
-    done: set[int] = set()
+    # depth-first, without recursion (graphs may be deep)
+    level: dict[int, int] = {}
     entered: set[int] = set()
     for start in range(len(groups)):
         stack: list[tuple[int, bool]] = [(start, False)]
         while stack:
             k, expanded = stack.pop()
-            if k in done:
+            if k in level:
                 continue
             if expanded:
-                done.add(k)
-                order.append(k)
+                level[k] = 1 + max((level[d] for d in deps[k]), default=-1)
                 continue
             if k in entered:
                 raise lp.LoopyError(
@@ -799,13 +791,8 @@ def _topological_order(deps: list[set[int]], groups: list[list[str]]
                     f"cyclically (through {groups[k]})")
             entered.add(k)
             stack.append((k, True))
-            for dep in sorted(deps[k], reverse=True):
-                if dep not in done:
-                    stack.append((dep, False))
-    level: dict[int, int] = {}
-    for k in order:
-        level[k] = 1 + max((level[d] for d in deps[k]), default=-1)
-    return sorted(order, key=lambda k: level[k]), level
+            stack.extend((d, False) for d in deps[k] if d not in level)
+    return level
 
 
 def default_schedule(t_unit: lp.TranslationUnit,
@@ -843,7 +830,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
             iname_users[name] = iname_users.get(name, 0) + 1
     allow_join = len(groups) <= MAX_GROUPS_FOR_JOIN
     nests = [[insn.id for insn in insns] for insns, _ in groups]
-    _, level = _nest_levels(kernel, nests)
+    level = _nest_levels(kernel, nests)
     batch: list[_OutputPlan] = []
     tilings: list[TilingPlan] = []
     for k, (insns, out_inames) in enumerate(groups):
@@ -874,5 +861,5 @@ def default_schedule(t_unit: lp.TranslationUnit,
     for ids in nests:
         ids.extend(a for iid in list(ids) for a in added.get(iid, ()))
     if any(_has_impl_tag(kernel, i) for i in kernel.all_inames()):
-        kernel = _add_global_barriers(kernel, nests)
+        kernel = _add_global_barriers(kernel, nests, level)
     return t_unit.with_kernel(kernel)
