@@ -1,4 +1,4 @@
-"""Tests of the local-memory tiling of small reductions
+"""Tests of the tiling of small reductions
 (:mod:`pytato.target.loopy.tiling`): GPU schedules run on the test device."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 import pytato as pt
 from pytato.target.loopy.schedule import DeviceInfo, default_schedule
-from pytato.target.loopy.tiling import tile_small_reduction
+from pytato.target.loopy.tiling import plan_tiling, tile_small_reduction
 
 
 CPU = DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=4096)
@@ -23,14 +23,24 @@ def gpu(queue) -> DeviceInfo:
                           1024, queue.device.max_work_group_size))
 
 
-def _local_temporaries(prg) -> dict[str, tuple[int, ...]]:
+def _temporaries(prg, space) -> dict[str, tuple[int, ...]]:
     knl = prg.program.default_entrypoint
     return {t.name: t.shape for t in knl.temporary_variables.values()
-            if t.address_space == lp.AddressSpace.LOCAL}
+            if t.address_space == space}
+
+
+def _local_temporaries(prg) -> dict[str, tuple[int, ...]]:
+    return _temporaries(prg, lp.AddressSpace.LOCAL)
+
+
+def _private_arrays(prg) -> dict[str, tuple[int, ...]]:
+    return {k: v for k, v in _temporaries(
+        prg, lp.AddressSpace.PRIVATE).items() if v}
 
 
 def _operands(spec: str, n_el: int, n: int, dtype, rng):
-    shapes = {"ij": (n, n), "ej": (n_el, n), "eij": (n_el, n, n), "j": (n,)}
+    shapes = {"ij": (n, n), "ji": (n, n), "ej": (n_el, n),
+              "eij": (n_el, n, n), "j": (n,)}
     ins = spec.split("->")[0].split(",")
     return [rng.random(shapes[s]).astype(dtype) for s in ins]
 
@@ -44,9 +54,11 @@ def _check(queue, prg, arrays, spec, dtype, names=("a", "b")):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("n", [1, 3, 20])
-@pytest.mark.parametrize("n_el", [0, 1, 7, 1000, 4099])
-@pytest.mark.parametrize("spec", ["ij,ej->ei", "eij,ej->ei"])
+@pytest.mark.parametrize("n", [1, 3, 20, 35])
+# 4099: 43 groups of 8 blocks of 12 (n = 20), the last one cut within a
+# block; 4128: exactly 43 groups
+@pytest.mark.parametrize("n_el", [0, 1, 7, 1000, 4099, 4128])
+@pytest.mark.parametrize("spec", ["ij,ej->ei", "ji,ej->ei", "eij,ej->ei"])
 def test_batched_matches_numpy(queue, gpu, spec, n_el, n, dtype):
     rng = np.random.default_rng(n_el + n)
     arrays = _operands(spec, n_el, n, dtype, rng)
@@ -54,8 +66,64 @@ def test_batched_matches_numpy(queue, gpu, spec, n_el, n, dtype):
             for k, x in zip("ab", arrays, strict=True))
     prg = pt.generate_loopy(pt.einsum(spec, a, b), cl_device=gpu)
     _check(queue, prg, arrays, spec, dtype)
-    if spec == "ij,ej->ei" and n_el > 0:
-        assert _local_temporaries(prg)
+    if spec != "eij,ej->ei" and n_el * n > gpu.group_size:
+        # the rows of the matrix in private memory, u in local memory
+        assert set(_private_arrays(prg)) == {"a_row"}
+        assert set(_local_temporaries(prg)) == {"b_local"}
+    elif spec != "eij,ej->ei" and n_el > 0:
+        # all outputs in one group: no rows (no reuse across blocks)
+        assert not _private_arrays(prg)
+        assert set(_local_temporaries(prg)) == {"a_local", "b_local"}
+
+
+@pytest.mark.parametrize("private_rows", [False, True])
+@pytest.mark.parametrize("blocks", [1, 3, 8])
+@pytest.mark.parametrize("n_el", [1, 7, 35, 100])
+def test_blocks_by_hand(queue, blocks, private_rows, n_el):
+    """Several blocks per group, with the shared matrix in local or private
+    memory; numbers of elements below, at and past a group's."""
+    d = pt.make_placeholder("D", (5, 4), np.float64)
+    u = pt.make_placeholder("u", (n_el, 4), np.float64)
+    prg = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u),
+                            default_schedule=False)
+    knl = prg.program.default_entrypoint
+    insn, = knl.instructions
+    plan = plan_tiling(knl, insn.id, 32, blocks=blocks,
+                       private_rows=private_rows)
+    # 6 elements of 5 outputs per block
+    assert plan.elements_per_group == min(6, n_el)
+    assert plan.blocks == min(blocks, -(-n_el // plan.elements_per_group))
+    tiled = tile_small_reduction(knl, insn.id, 32, blocks=blocks,
+                                 private_rows=private_rows)
+    prg = prg.copy(program=prg.program.with_kernel(tiled))
+    # a single element: one group, no batch axis, no rows
+    rows = private_rows and n_el > 1
+    assert ("D_row" in _private_arrays(prg)) == rows
+    assert ("D_local" in _local_temporaries(prg)) != rows
+    rng = np.random.default_rng(n_el)
+    arrays = [rng.random((5, 4)), rng.random((n_el, 4))]
+    _check(queue, prg, arrays, "ij,ej->ei", np.float64, names=("D", "u"))
+
+
+@pytest.mark.parametrize("spec", ["ij,j,ej->ei", "eij,ij->ei"])
+def test_rows_with_other_operands(queue, gpu, spec):
+    """A row in private memory beside a shared vector in local memory, and
+    beside an operand read from global memory (no local arrays)."""
+    n_el = pt.make_size_param("n_el")
+    shapes = {"ij": (20, 20), "j": (20,), "ej": (n_el, 20),
+              "eij": (n_el, 20, 20)}
+    specs = spec.split("->")[0].split(",")
+    names = "abc"[:len(specs)]
+    args = [pt.make_placeholder(k, shapes[x], np.float64)
+            for k, x in zip(names, specs, strict=True)]
+    prg = pt.generate_loopy(pt.einsum(spec, *args), cl_device=gpu)
+    row = names[specs.index("ij")]
+    assert set(_private_arrays(prg)) == {f"{row}_row"}
+    rng = np.random.default_rng(11)
+    for count in (0, 5, 1000):
+        arrays = [rng.random(tuple(x if isinstance(x, int) else count
+                                   for x in shapes[y])) for y in specs]
+        _check(queue, prg, arrays, spec, np.float64, names=names)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -78,9 +146,11 @@ def test_symbolic_elements(queue, gpu, spec, dtype):
             zip("ab", spec.split("->")[0].split(","), strict=True))
     prg = pt.generate_loopy(pt.einsum(spec, a, b), cl_device=gpu)
     if spec == "ij,ej->ei":
+        assert _private_arrays(prg) == {"a_row": (20,)}
         assert _local_temporaries(prg)
     rng = np.random.default_rng(5)
-    for count in (0, 1, 7, 1000, 4099):
+    # 8 blocks of 12 elements per group
+    for count in (0, 1, 7, 1000, 4099, 96 * 5):
         _check(queue, prg, _operands(spec, count, 20, dtype, rng), spec,
                dtype)
 
@@ -95,7 +165,9 @@ def test_several_batch_axes(queue, gpu, symbolic):
     prg = pt.generate_loopy({"a": pt.einsum("ij,abj->abi", d, u),
                              "b": pt.einsum("ikj,abj->abik", t, u)},
                             cl_device=gpu)
-    assert len(_local_temporaries(prg)) == 4
+    # the rows of d and t in private memory, u in local memory
+    assert len(_local_temporaries(prg)) == 2
+    assert _private_arrays(prg) == {"d_row": (5,), "t_row": (5,)}
     for count in ((0, 13) if symbolic else (13,)):
         arrays = {"d": rng.random((6, 5)), "t": rng.random((3, 4, 5)),
                   "u": rng.random((count, 70, 5))}
@@ -107,21 +179,62 @@ def test_several_batch_axes(queue, gpu, symbolic):
 
 
 def test_structure():
+    import re
+
     d = pt.make_placeholder("D", (20, 20), np.float64)
     u = pt.make_placeholder("u", (2**20, 20), np.float64)
     gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024)
     result = pt.einsum("ij,ej->ei", d, u)
     prg = pt.generate_loopy(result, cl_device=gpu)
-    # padded rows for D; 12 whole elements per group of 20 x 12
-    assert _local_temporaries(prg) == {"D_local": (20, 21),
-                                       "u_local": (12, 21)}
+    # a row of D per work-item; blocks of 12 whole elements per group of
+    # 20 x 12, padded rows
+    assert _private_arrays(prg) == {"D_row": (20,)}
+    assert _local_temporaries(prg) == {"u_local": (12, 21)}
     code = lp.generate_code_v2(prg.program).device_code()
     assert "reqd_work_group_size(20, 12, 1)" in code
-    assert "barrier(CLK_LOCAL_MEM_FENCE)" in code
+    # the blocks of a group one after the other, between two barriers
+    assert re.search(r"for \(int \w+_block = 0; \w+_block <= 7;", code)
+    assert code.count("barrier(CLK_LOCAL_MEM_FENCE)") == 2
+    # the row at constant indices only (unrolled loops): registers
+    indices = re.findall(r"(?<!double )D_row\[([^\]]*)\]", code)
+    assert len(indices) == 2 * 20
+    assert all(i.isdigit() for i in indices)
+    assert "for (int _pt_sum_r" not in code
+    # D read once per group of 8 blocks: 10923 groups
+    knl = prg.program.default_entrypoint
+    gsize, _ = knl.get_grid_size_upper_bounds_as_exprs(
+        prg.program.callables_table)
+    assert gsize == (-(-2**20 // 96),)
+    # D in local memory without private rows, one block per group
+    insn, = pt.generate_loopy(
+        result, default_schedule=False).program.default_entrypoint.instructions
+    plan = plan_tiling(
+        pt.generate_loopy(result, default_schedule=False)
+        .program.default_entrypoint, insn.id, 256, private_rows=False)
+    assert plan.blocks == 1
+    assert {s.expr.aggregate.name for s in plan.staged if not s.blocked} \
+        == {"D"}
+    assert not any(s.row for s in plan.staged)
     assert not _local_temporaries(pt.generate_loopy(
         result, cl_device=gpu, default_schedule=False))
     # on CPUs (PoCL) tiling was slower: not applied
     assert not _local_temporaries(pt.generate_loopy(result, cl_device=CPU))
+    assert not _private_arrays(pt.generate_loopy(result, cl_device=CPU))
+
+
+@pytest.mark.parametrize(("n_el", "blocks"), [
+    (2**20, 8), (2**16, 8), (96 * 132 * 4, 8), (96 * 132 * 4 - 12, 7),
+    (12 * 2 * 132 * 4 - 12, 1), (5, 1)])
+def test_default_blocks(n_el, blocks):
+    """8 blocks per group unless that leaves fewer than 4 groups per
+    compute unit."""
+    d = pt.make_placeholder("D", (20, 20), np.float64)
+    u = pt.make_placeholder("u", (n_el, 20), np.float64)
+    knl = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u),
+                            default_schedule=False).program.default_entrypoint
+    insn, = knl.instructions
+    plan = plan_tiling(knl, insn.id, 256, compute_units=132)
+    assert plan.blocks == blocks
 
 
 def test_left_alone():
@@ -164,7 +277,9 @@ def test_tile_by_hand(queue):
     tiled = tile_small_reduction(knl, insn.id, 64)
     assert tiled is not None
     prg = prg.copy(program=prg.program.with_kernel(tiled))
-    assert _local_temporaries(prg) == {"D_local": (5, 5), "u_local": (12, 5)}
+    # 12 elements of 5 outputs per block, all 33 in one group of 3 blocks
+    assert _private_arrays(prg) == {"D_row": (4,)}
+    assert _local_temporaries(prg) == {"u_local": (12, 5)}
     rng = np.random.default_rng(3)
     arrays = [rng.random((5, 4)), rng.random((33, 4))]
     _check(queue, prg, arrays, "ij,ej->ei", np.float64, names=("D", "u"))

@@ -40,7 +40,7 @@ loops: one assignment computing all elements of a stored array, as
   work-item.
 * **Small reductions (GPU).** An einsum-like nest (one instruction, one sum
   over at most 64 terms) with an operand shared by all elements is tiled
-  in local memory (:mod:`pytato.target.loopy.tiling`).
+  in local and private memory (:mod:`pytato.target.loopy.tiling`).
 * **Kernels.** Loop nests are ordered by dependency level (the longest
   chain of nests reading each other's stored arrays before them) and
   separated by global barriers between levels, so that stored
@@ -573,7 +573,8 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
         n_out = None if (n is None or n_out is None) else n_out * n
 
     if info.is_gpu and len(insns) == 1:
-        tiling = plan_tiling(kernel, insns[0].id, info.group_size)
+        tiling = plan_tiling(kernel, insns[0].id, info.group_size,
+                             compute_units=info.compute_units)
         if tiling is not None:
             if tilings is None:
                 return apply_tilings(kernel, [tiling])[0]

@@ -1,56 +1,95 @@
-"""Local-memory tiling of small reductions (einsum-like loop nests).
+"""Tiling of small reductions (einsum-like loop nests) in local and
+private memory.
 
 A loop nest computing ``out[e, i] = sum_j D[i, j]*u[e, j]`` (e.g.
 ``einsum("ij,ej->ei", D, u)``, a DG-like operator: a small matrix applied
 to the values of many elements) scheduled one output per work-item reads
 ``D`` at as many rows per ``j`` as there are work-items in a warp, and
 ``u[e, :]`` once per output of the element. :func:`tile_small_reduction`
-stages such operands in local memory, per work-group:
+stages such operands in faster memory, per work-group:
 
 * **Blocking.** The output axes are cut into *inner* axes, the longest
   suffix of constant extents whose product ``N`` fits in a work-group, and
   *batch* axes, the others (constant extents, except the first, which may be
-  symbolic). A work-group computes all outputs of ``Eb`` consecutive batch
-  elements (flat index over the batch axes): a ``N x Eb`` work-group,
-  ``l.0`` over the inner axes (row-major, joined), ``l.1`` over the
-  elements, ``g.0`` over the blocks of elements. Its outputs are one
-  contiguous range of the (row-major) result, so that stores stay
-  coalesced. ``Eb`` is the largest number of elements that fits in
+  symbolic). A work-group computes all outputs of ``K`` consecutive blocks
+  of ``Eb`` consecutive batch elements (flat index over the batch axes),
+  one block after the other in a sequential loop: a ``N x Eb``
+  work-group, ``l.0`` over the inner axes (row-major, joined), ``l.1``
+  over the elements of a block, ``g.0`` over the groups. The outputs of a
+  block are one contiguous range of the (row-major) result, so that stores
+  stay coalesced. ``Eb`` is the largest number of elements that fits in
   *group_size* work-items (and in the local memory budget).
 * **Staged operands.** An array access in the reduction that depends on the
   reduction iname, and whose indices are plain inames, is staged when it
-  is re-read by several work-items of a group: if it depends on no batch
-  axis (*shared*: ``D`` above, or the matrix and vector of a small
-  ``ij,j->i``), the whole of it is copied into a local array by every
-  group; if it depends on batch axes but not on all output axes
-  (*blocked*: ``u[e, j]``, shared by the ``N`` work-items of element
-  ``e``), the group's ``Eb`` elements of it are copied. Accesses depending on
-  all output axes (``A[e, i, j]`` of a batched ``eij,ej->ei``) are read by
-  one work-item each and stay in global memory.
-* **Loads.** The work-items of the group copy each staged block through
+  is re-read by several work-items of a group or by several blocks:
+
+  - *rows* (register blocking): an access depending on no batch axis but
+    on inner axes (and the reduction iname) only, like ``D[i, j]``, when
+    there are batch axes. Each work-item copies its row ``D[i, :]`` once
+    into a private array (of the reduction's extent, at most
+    :data:`PRIVATE_MEMORY_BUDGET` bytes for all rows) and keeps it for all
+    ``K`` blocks. The copy and the reduction run in unrolled loops
+    (``unr``), so that the row is only indexed by constants: registers.
+    The reduction, its iname tagged, is realized by :mod:`loopy`
+    (:mod:`pytato.target.loopy.accumulate` leaves tagged reductions alone).
+  - *shared* operands depending on no batch axis that are not rows (the
+    vector of ``ij,j->i``, or any shared operand of a nest without batch
+    axes): the whole of it is copied into a local array by every group,
+    once.
+  - *blocked* operands depending on batch axes but not on all output
+    axes (``u[e, j]``, shared by the ``N`` work-items of element ``e``):
+    the block's ``Eb`` elements of it are copied into a local array, once
+    per block.
+
+  Accesses depending on all output axes (``A[e, i, j]`` of a batched
+  ``eij,ej->ei``) are read by one work-item each and stay in global
+  memory.
+* **Loads.** The work-items of the group copy each local block through
   their flat index (consecutive work-items read consecutive elements of the
   block, in the index order of the access: coalesced for row-major arrays),
   several elements each if the block is larger than the group, guarded
   where the block or the batch ends. The last axis of local arrays of two
   or more axes is padded to an odd length (e.g. 21 for 20), so that reading
   a column (fixed ``j``, work-items along the rows) hits distinct banks.
-* Then a local barrier (inserted by :mod:`loopy`), and each work-item
-  computes its output from local memory.
+* **Barriers.** With one block per group, loopy inserts the local barrier
+  between the loads and the computation. With several, the block loop
+  holds two explicit ones: after the block's loads, and after its
+  computation (before the next block overwrites the local arrays). The
+  loop has ``K`` iterations in every group, so that all work-items reach
+  the barriers; blocks past the end of the batch (in the last group) are
+  guarded by predicates, as are elements past it.
+
+Why rows in registers: with ``D`` in local memory, every term of
+``ij,ej->ei`` reads two doubles from local memory (``D_local[i, j]`` at
+``N`` distinct addresses per warp, ``u_local[e, j]`` broadcast), which
+bounded the kernel by the local memory bandwidth on an H100 (0.30 ms at
+``2**20 x 20`` doubles, against 0.17 ms for torch's GEMM), and ``D``
+(3.2 KB) was copied by every group of only 12 elements. With the row in
+registers each term reads one broadcast local value, and ``D`` is read
+once per ``K Eb`` elements. ``K`` (:data:`DEFAULT_BLOCKS`) is lowered for
+small batches so that at least :data:`MIN_GROUPS_PER_UNIT` groups per
+compute unit remain (when the default schedule gives the number of
+compute units). Without batch axes all outputs are computed by one group
+and nothing is reused across blocks: shared operands stay in local
+memory.
 
 Tiling applies to an instruction alone in its loop nest, storing over
 exactly its output inames (at least one), whose expression holds one sum
 reduction over one iname of constant extent at most
-:data:`MAX_REDUCTION_EXTENT`, with at least one shared operand, when the
-local arrays fit in :data:`LOCAL_MEMORY_BUDGET` bytes. Anything else
-(symbolic inner extents, domains that are not boxes starting at 0,
-reductions with other operations or several inames) is left to the caller.
+:data:`MAX_REDUCTION_EXTENT`, with at least one shared operand (a row or
+not), when the local arrays fit in :data:`LOCAL_MEMORY_BUDGET` bytes.
+Anything else (symbolic inner extents, domains that are not boxes starting
+at 0, reductions with other operations or several inames) is left to the
+caller.
 
 The default schedule (:mod:`pytato.target.loopy.schedule`) applies it on
 GPUs only. On PoCL (CPU, 2 cores), the tiled ``ij,ej->ei`` of
-``benchmarks/bench_kernels.py`` was 1.6 times slower than one output per
-work-item, with groups of 32 to 1024 work-items (see
-``benchmarks/README.md``): there, the rows of ``D`` are cache hits, and
-the work-group barrier splits PoCL's work-item loops.
+``benchmarks/bench_kernels.py`` (``D`` in local memory, one block per
+group) was 1.6 times slower than one output per work-item, with groups of
+32 to 1024 work-items (see ``benchmarks/README.md``): there, the rows of
+``D`` are cache hits, and the work-group barrier splits PoCL's work-item
+loops. ``benchmarks/bench_tiling.py`` times the variants (flat, local,
+private rows with several ``K``) against each other.
 
 Deciding and rewriting are separate (:func:`plan_tiling`,
 :func:`apply_tilings`), so that the default schedule rewrites the kernel
@@ -64,6 +103,9 @@ tiling nest by nest quadratic in the number of nests).
 .. autoclass:: TilingPlan
 .. autodata:: MAX_REDUCTION_EXTENT
 .. autodata:: LOCAL_MEMORY_BUDGET
+.. autodata:: PRIVATE_MEMORY_BUDGET
+.. autodata:: DEFAULT_BLOCKS
+.. autodata:: MIN_GROUPS_PER_UNIT
 """
 
 from __future__ import annotations
@@ -74,7 +116,7 @@ from typing import Any
 import islpy as isl
 import loopy as lp
 import pymbolic.primitives as prim
-from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag
+from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag, UnrollTag
 from loopy.library.reduction import SumReductionOperation
 from loopy.symbolic import (
     IdentityMapper as LoopyIdentityMapper,
@@ -86,8 +128,11 @@ from pymbolic.mapper.substitutor import make_subst_func
 
 
 __all__ = [
+    "DEFAULT_BLOCKS",
     "LOCAL_MEMORY_BUDGET",
     "MAX_REDUCTION_EXTENT",
+    "MIN_GROUPS_PER_UNIT",
+    "PRIVATE_MEMORY_BUDGET",
     "TilingPlan",
     "apply_tilings",
     "plan_tiling",
@@ -101,6 +146,18 @@ MAX_REDUCTION_EXTENT = 64
 #: take: half of the 32 KiB that OpenCL guarantees, so that several groups
 #: fit on a compute unit.
 LOCAL_MEMORY_BUDGET = 16 * 1024
+
+#: Bytes of private memory (registers) that the rows of shared operands
+#: kept by one work-item may take: 64 doubles.
+PRIVATE_MEMORY_BUDGET = 512
+
+#: Blocks of elements that a work-group computes one after the other when
+#: rows of a shared operand are kept in private memory.
+DEFAULT_BLOCKS = 8
+
+#: The default number of blocks per group is lowered so that there are at
+#: least this many work-groups per compute unit.
+MIN_GROUPS_PER_UNIT = 4
 
 
 # {{{ analysis
@@ -132,14 +189,18 @@ class _Accesses(WalkMapper):
 @dataclass(frozen=True)
 class _Staged:
     """An access *expr* (``array[v_1, ..., v_p]``, the *inames* ``v_k``)
-    to copy into a local array of shape *shape* (unpadded) and *dtype*,
-    *blocked* (its first axis: the group's elements) or shared."""
+    to copy into a local array of shape *shape* (unpadded) and *dtype*:
+    *blocked* (its first axis: the elements of a block) or shared; a shared
+    access that is a *row* (its inames: inner ones and the reduction iname)
+    is copied into a private array of shape ``(reduction extent,)``
+    instead."""
 
     expr: prim.Subscript
     inames: tuple[str, ...]
     blocked: bool
     dtype: Any
     shape: tuple[int, ...]
+    row: bool = False
 
     @property
     def padded_shape(self) -> tuple[int, ...]:
@@ -181,9 +242,21 @@ class TilingPlan:
         The number of elements (flat over the batch axes).
 
     .. attribute:: elements_per_group
+
+        The number of elements of a block (``Eb``).
+
     .. attribute:: staged
 
-        The accesses copied into local arrays.
+        The accesses copied into local arrays (rows: private arrays).
+
+    .. attribute:: blocks
+
+        The number of blocks of elements that a work-group computes one
+        after the other (``K``; 1: no loop over blocks).
+
+    .. attribute:: reduction
+
+        The reduction iname.
     """
 
     insn_id: str
@@ -193,6 +266,13 @@ class TilingPlan:
     n_batch: Any
     elements_per_group: int
     staged: tuple[_Staged, ...]
+    blocks: int = 1
+    reduction: str = ""
+
+    @property
+    def has_rows(self) -> bool:
+        """Whether some shared operand is kept in private memory."""
+        return any(s.row for s in self.staged)
 
 
 def _prod(values: Any) -> int:
@@ -263,11 +343,22 @@ def _box_lengths(kernel: lp.LoopKernel, inames: list[str]
 
 
 def plan_tiling(kernel: lp.LoopKernel, insn_id: str, group_size: int,
-                local_memory_budget: int = LOCAL_MEMORY_BUDGET
-                ) -> TilingPlan | None:
+                local_memory_budget: int = LOCAL_MEMORY_BUDGET, *,
+                private_rows: bool = True, blocks: int | None = None,
+                compute_units: int | None = None) -> TilingPlan | None:
     """How to tile the loop nest of instruction *insn_id* (see the module
     documentation) with work-groups of at most *group_size* work-items;
-    None if the nest does not qualify."""
+    None if the nest does not qualify.
+
+    :arg private_rows: keep rows of shared operands in private memory
+        (register blocking); False stages all shared operands in local
+        memory.
+    :arg blocks: the number of blocks of elements per work-group; None
+        chooses: :data:`DEFAULT_BLOCKS` when rows are kept in private
+        memory, else 1, at most as many as leave
+        :data:`MIN_GROUPS_PER_UNIT` groups per compute unit (with
+        *compute_units* and a constant number of elements given).
+    """
     insn = kernel.id_to_insn[insn_id]
     if not isinstance(insn, lp.Assignment):
         return None
@@ -311,6 +402,7 @@ def plan_tiling(kernel: lp.LoopKernel, insn_id: str, group_size: int,
     accesses = _Accesses()
     accesses(red.expr)
     staged: list[_Staged] = []
+    private_bytes = 0
     for expr in accesses.found:
         names = _plain_inames(expr.index)
         if (names is None or r not in names or not set(names) <= set(lengths)
@@ -321,6 +413,14 @@ def plan_tiling(kernel: lp.LoopKernel, insn_id: str, group_size: int,
         if dtype is None or (blocked and set(out) <= set(names)):
             # one work-item per element: no reuse
             continue
+        private = lengths[r] * dtype.numpy_dtype.itemsize
+        if (private_rows and batch and not blocked
+                and set(names) & set(inner) and set(names) <= {*inner, r}
+                and private_bytes + private <= PRIVATE_MEMORY_BUDGET):
+            private_bytes += private
+            staged.append(_Staged(expr, tuple(names), False, dtype,
+                                  (lengths[r],), row=True))
+            continue
         shape = tuple(lengths[v] for v in names if v not in batch)
         staged.append(_Staged(expr, tuple(names), blocked, dtype,
                               ((1,) if blocked else ()) + shape))
@@ -330,16 +430,30 @@ def plan_tiling(kernel: lp.LoopKernel, insn_id: str, group_size: int,
     eb = max(1, group_size // _prod(out_lengths[split:])) if batch else 1
     if isinstance(n_batch, int):
         eb = min(eb, n_batch)
-    shared_bytes = sum(s.nbytes for s in staged if not s.blocked)
-    row_bytes = sum(s.nbytes for s in staged if s.blocked)
+    local = [s for s in staged if not s.row]
+    shared_bytes = sum(s.nbytes for s in local if not s.blocked)
+    row_bytes = sum(s.nbytes for s in local if s.blocked)
     if shared_bytes + row_bytes > local_memory_budget:
         return None
     if row_bytes:
         eb = min(eb, (local_memory_budget - shared_bytes) // row_bytes)
+
+    if not batch:
+        blocks = 1
+    elif blocks is None:
+        blocks = DEFAULT_BLOCKS if private_bytes else 1
+        if isinstance(n_batch, int) and compute_units:
+            n_blocks = -(-n_batch // eb)
+            blocks = min(blocks, n_blocks // (MIN_GROUPS_PER_UNIT
+                                              * compute_units))
+    if isinstance(n_batch, int):
+        blocks = min(blocks, -(-n_batch // eb))
+    blocks = max(1, blocks)
     return TilingPlan(
         insn_id, tuple(batch), tuple(inner), lengths, n_batch, eb,
         tuple(replace(s, shape=(eb, *s.shape[1:])) if s.blocked else s
-              for s in staged))
+              for s in staged),
+        blocks=blocks, reduction=r)
 
 # }}}
 
@@ -389,11 +503,15 @@ def _box_domain(names: list[str], extents: list[int],
 class _Grid:
     """The work-groups of a plan: group iname *group* (``g.0``), local
     axes ``l.0`` over the *n_inner* inner outputs and ``l.1`` over the *eb*
-    elements of a block (axes of extent 1 are left out)."""
+    elements of a block (axes of extent 1 are left out), and the
+    sequential iname *block* over the *blocks* blocks of a group (None if
+    one block)."""
 
     group: str
     n_inner: int
     eb: int
+    blocks: int = 1
+    block: str | None = None
 
     @property
     def extents(self) -> list[int]:
@@ -421,10 +539,22 @@ class _Grid:
         return (next(it) if self.n_inner > 1 else 0,
                 next(it) if self.eb > 1 else 0)
 
-    def block_start(self) -> Any:
-        """The first (flat) element of the group's block."""
+    @property
+    def outer_inames(self) -> list[str]:
+        """The group iname, and the block iname if any."""
+        return [self.group] + ([self.block] if self.block else [])
+
+    def block_index(self) -> Any:
+        """The (global) index of the current block."""
         g = prim.Variable(self.group)
-        return g * self.eb if self.eb > 1 else g
+        if self.block is None:
+            return g
+        return prim.flattened_sum((g * self.blocks, prim.Variable(self.block)))
+
+    def block_start(self) -> Any:
+        """The first (flat) element of the current block."""
+        return (self.block_index() * self.eb if self.eb > 1
+                else self.block_index())
 
     def linear_id(self, names: list[str]) -> Any:
         """The flat index of the work-item with local inames *names*."""
@@ -446,6 +576,14 @@ def _batch_index(plan: TilingPlan, flat: Any) -> dict[str, Any]:
     return dict(zip(plan.batch, _unflatten(flat, extents), strict=True))
 
 
+def _cut(plan: TilingPlan, grid: _Grid) -> bool:
+    """Whether the blocks of the last group may end past the end of the
+    batch (the first block of a group starts before it)."""
+    per_group = grid.eb * grid.blocks
+    return per_group > 1 and not (isinstance(plan.n_batch, int)
+                                  and plan.n_batch % per_group == 0)
+
+
 @dataclass
 class _Rewrite:
     """What :func:`apply_tilings` changes in the kernel, for all plans."""
@@ -453,7 +591,7 @@ class _Rewrite:
     domains: list[isl.BasicSet]
     new_domains: list[isl.BasicSet]
     insns: dict[str, Any]
-    loads: list[lp.Assignment]
+    added: list[Any]
     inames: dict[str, Iname]
     temporaries: dict[str, lp.TemporaryVariable]
     silenced: set[str]
@@ -466,7 +604,8 @@ def _load(rw: _Rewrite, plan: TilingPlan, grid: _Grid, s: _Staged,
     """The instruction (and its domain and inames, added to *rw*) copying
     the block of *s* into the local array *name*: the work-items of the
     group take consecutive elements of the (unpadded, row-major) block, in
-    ``ceil(size/group size)`` steps."""
+    ``ceil(size/group size)`` steps; blocked operands once per block,
+    shared ones once per group."""
     local = grid.local_inames(rw.vng, name)
     rw.inames.update(grid.tagged(local))
     q = grid.linear_id(local)
@@ -487,64 +626,112 @@ def _load(rw: _Rewrite, plan: TilingPlan, grid: _Grid, s: _Staged,
     unbatched = [v for v in s.inames if v not in plan.batch]
     index = dict(zip(unbatched, coords[1:] if s.blocked else coords,
                      strict=True))
+    outer = grid.outer_inames if s.blocked else [grid.group]
     if s.blocked:
         index.update(_batch_index(plan, prim.flattened_sum(
             (grid.block_start(), coords[0]))))
-        if not (isinstance(plan.n_batch, int)
-                and plan.n_batch % grid.eb == 0):
+        if _cut(plan, grid):
             # the block is cut at the end of the batch
             row = s.size // grid.eb
             predicates.append(prim.Comparison(
                 prim.flattened_sum(
-                    (prim.Variable(grid.group) * (grid.eb * row), q)),
+                    (grid.block_index() * (grid.eb * row), q)),
                 "<", plan.n_batch * row))
     insn = rw.insns[plan.insn_id]
     return lp.Assignment(
         prim.Variable(name)[tuple(coords)],
         s.expr.aggregate[tuple(index[v] for v in s.inames)],
         id=rw.ids(f"{plan.insn_id}_load_{s.expr.aggregate.name}"),
-        within_inames=frozenset([grid.group, *local]),
+        within_inames=frozenset([*outer, *local]),
         depends_on=insn.depends_on,
         predicates=frozenset(predicates))
 
 
+def _load_row(rw: _Rewrite, plan: TilingPlan, grid: _Grid, s: _Staged,
+              name: str, local: list[str], inner: dict[str, Any]
+              ) -> lp.Assignment:
+    """The instruction (and its domain and iname, added to *rw*) copying the
+    row of *s* of the work-item (local inames *local*, inner outputs
+    *inner*) into the private array *name*, in an unrolled loop."""
+    j = rw.vng(f"{name}_j")
+    rw.inames[j] = Iname(j, frozenset([UnrollTag()]))
+    rw.new_domains.append(_box_domain([j], [plan.lengths[plan.reduction]]))
+    index = {**inner, plan.reduction: prim.Variable(j)}
+    return lp.Assignment(
+        prim.Variable(name)[prim.Variable(j)],
+        s.expr.aggregate[tuple(index[v] for v in s.inames)],
+        id=rw.ids(f"{plan.insn_id}_load_{s.expr.aggregate.name}"),
+        within_inames=frozenset([grid.group, *local, j]),
+        depends_on=rw.insns[plan.insn_id].depends_on)
+
+
 def _tile(kernel: lp.LoopKernel, rw: _Rewrite, plan: TilingPlan) -> list[str]:
-    """Record the rewrite of *plan* in *rw*; the ids of its loads."""
+    """Record the rewrite of *plan* in *rw*; the ids of the instructions
+    it adds."""
     from loopy.symbolic import aff_from_expr
 
     insn = rw.insns[plan.insn_id]
     base = insn.assignee.aggregate.name
-    grid = _Grid(rw.vng(f"{base}_block"),
+    grid = _Grid(rw.vng(f"{base}_group"),
                  _prod(plan.lengths[v] for v in plan.inner),
-                 plan.elements_per_group)
+                 plan.elements_per_group, plan.blocks,
+                 rw.vng(f"{base}_block") if plan.blocks > 1 else None)
     local = grid.local_inames(rw.vng, base)
     rw.inames[grid.group] = Iname(grid.group, frozenset([GroupInameTag(0)]))
+    if grid.block is not None:
+        rw.inames[grid.block] = Iname(grid.block, frozenset())
     rw.inames.update(grid.tagged(local))
     for name in (*plan.batch, *plan.inner):
         del rw.inames[name]
+    if plan.has_rows:
+        # the rows are read at constant indices only: registers
+        rw.inames[plan.reduction] = Iname(
+            plan.reduction, rw.inames[plan.reduction].tags | {UnrollTag()})
 
-    # the computation: one output per work-item, in blocks of whole
-    # elements (the block of the last group is cut at the end of the batch)
+    # the groups and their blocks: {[g, b] : 0 <= b < K, 0 <= g,
+    # K Eb g < n}; work-items: a box of their own. The block loop has a
+    # constant trip count (uniform over the group, as its barriers need;
+    # loopy also fails to simplify a bound min(K - 1, ...)): the last
+    # group's blocks past the end of the batch are guarded by predicates
     out_dom = kernel.get_home_domain_index([*plan.batch, *plan.inner][0])
-    dom = _box_domain(local, grid.extents,
-                      kernel.domains[out_dom].get_var_names(
-                          isl.dim_type.param))
-    dom = dom.insert_dims(isl.dim_type.set, 0, 1).set_dim_name(
-        isl.dim_type.set, 0, grid.group)
+    space = isl.Space.create_from_names(
+        isl.DEFAULT_CONTEXT, set=grid.outer_inames,
+        params=kernel.domains[out_dom].get_var_names(isl.dim_type.param))
+    dom = isl.BasicSet.universe(space)
+    dom = dom.add_constraint(isl.Constraint.ineq_from_names(
+        space, {grid.group: 1}))
+    if grid.block is not None:
+        dom = dom.add_constraint(isl.Constraint.ineq_from_names(
+            space, {grid.block: 1}))
+        dom = dom.add_constraint(isl.Constraint.ineq_from_names(
+            space, {1: grid.blocks - 1, grid.block: -1}))
+    dom = dom.add_constraint(isl.Constraint.inequality_from_aff(
+        aff_from_expr(space, plan.n_batch - 1 - prim.Variable(grid.group)
+                      * (grid.blocks * grid.eb))))
+    rw.domains[out_dom] = dom
+    rw.new_domains.append(_box_domain(local, grid.extents))
+
     inner, elem = grid.inner_and_elem(local)
     first = prim.flattened_sum((grid.block_start(), elem))
-    dom = dom.add_constraint(isl.Constraint.ineq_from_names(
-        dom.get_space(), {grid.group: 1}))
-    dom = dom.add_constraint(isl.Constraint.inequality_from_aff(
-        aff_from_expr(dom.get_space(), plan.n_batch - 1 - first)))
-    rw.domains[out_dom] = dom
     subst = _batch_index(plan, first)
-    subst.update(zip(plan.inner, _unflatten(
+    inner_subst = dict(zip(plan.inner, _unflatten(
         inner, [plan.lengths[v] for v in plan.inner]), strict=True))
+    subst.update(inner_subst)
 
     loads = []
+    once = []
     replacements: dict[prim.Subscript, Any] = {}
     for s in plan.staged:
+        if s.row:
+            name = rw.vng(f"{s.expr.aggregate.name}_row")
+            rw.temporaries[name] = lp.TemporaryVariable(
+                name, dtype=s.dtype, shape=s.shape,
+                address_space=lp.AddressSpace.PRIVATE)
+            replacements[s.expr] = prim.Variable(name)[
+                prim.Variable(plan.reduction)]
+            once.append(_load_row(rw, plan, grid, s, name, local,
+                                  inner_subst))
+            continue
         name = rw.vng(f"{s.expr.aggregate.name}_local")
         rw.temporaries[name] = lp.TemporaryVariable(
             name, dtype=s.dtype, shape=s.padded_shape,
@@ -553,19 +740,37 @@ def _tile(kernel: lp.LoopKernel, rw: _Rewrite, plan: TilingPlan) -> list[str]:
         if s.blocked:
             index.insert(0, elem)
         replacements[s.expr] = prim.Variable(name)[tuple(index)]
-        loads.append(_load(rw, plan, grid, s, name))
+        (loads if s.blocked else once).append(
+            _load(rw, plan, grid, s, name))
 
+    depends = {load.id for load in (*loads, *once)}
+    barriers = []
+    if grid.block is not None and loads:
+        # the blocks of a group share the local arrays: one barrier after
+        # the loads of a block, one before the next block's loads
+        barriers = [lp.BarrierInstruction(
+            id=rw.ids(f"{plan.insn_id}_{when}"), synchronization_kind="local",
+            mem_kind="local", within_inames=frozenset(grid.outer_inames),
+            depends_on=frozenset(deps))
+            for when, deps in (("loaded", depends), ("used", [plan.insn_id]))]
+        depends.add(barriers[0].id)
+
+    predicates = set(insn.predicates)
+    if _cut(plan, grid):
+        predicates.add(prim.Comparison(first, "<", plan.n_batch))
     mapper = SubstitutionMapper(make_subst_func(subst))
     rw.insns[plan.insn_id] = insn.copy(
         assignee=mapper(insn.assignee),
         expression=mapper(_ReplaceAccesses(replacements)(insn.expression)),
-        within_inames=frozenset([grid.group, *local]),
-        depends_on=insn.depends_on | {load.id for load in loads})
-    rw.loads.extend(loads)
+        within_inames=frozenset([*grid.outer_inames, *local]),
+        depends_on=insn.depends_on | depends,
+        predicates=frozenset(predicates))
+    added = [*once, *loads, *barriers]
+    rw.added.extend(added)
     if not plan.batch:
         # a single group, which the stores do not mention
         rw.silenced.add(f"write_race({plan.insn_id})")
-    return [load.id for load in loads]
+    return [a.id for a in added]
 
 
 def apply_tilings(kernel: lp.LoopKernel, plans: list[TilingPlan]
@@ -573,17 +778,19 @@ def apply_tilings(kernel: lp.LoopKernel, plans: list[TilingPlan]
     """The kernel with the loop nests of *plans* (from :func:`plan_tiling`
     on this kernel, or on one differing only in other loop nests) tiled,
     in one rewrite; and the ids of the instructions added for each tiled
-    instruction (the loads into local memory).
+    instruction (the loads into local and private memory, the barriers of
+    the block loop).
 
     The tiled instructions' output inames are replaced by new ones
-    (``g.0``, ``l.0``, ``l.1``); results are unchanged.
+    (``g.0``, ``l.0``, ``l.1``, and a sequential block iname with several
+    blocks per group); results are unchanged.
     """
     if not plans:
         return kernel, {}
     rw = _Rewrite(
         domains=list(kernel.domains), new_domains=[],
         insns={p.insn_id: kernel.id_to_insn[p.insn_id] for p in plans},
-        loads=[], inames=dict(kernel.inames),
+        added=[], inames=dict(kernel.inames),
         temporaries=dict(kernel.temporary_variables),
         silenced=set(kernel.silenced_warnings),
         vng=kernel.get_var_name_generator(),
@@ -592,7 +799,7 @@ def apply_tilings(kernel: lp.LoopKernel, plans: list[TilingPlan]
     kernel = kernel.copy(
         domains=[*rw.domains, *rw.new_domains],
         instructions=[*(rw.insns.get(i.id, i) for i in kernel.instructions),
-                      *rw.loads],
+                      *rw.added],
         inames=rw.inames, temporary_variables=rw.temporaries,
         silenced_warnings=frozenset(rw.silenced))
     return kernel, added
@@ -600,12 +807,18 @@ def apply_tilings(kernel: lp.LoopKernel, plans: list[TilingPlan]
 
 def tile_small_reduction(kernel: lp.LoopKernel, insn_id: str,
                          group_size: int,
-                         local_memory_budget: int = LOCAL_MEMORY_BUDGET
+                         local_memory_budget: int = LOCAL_MEMORY_BUDGET, *,
+                         private_rows: bool = True,
+                         blocks: int | None = None,
+                         compute_units: int | None = None
                          ) -> lp.LoopKernel | None:
-    """The kernel with the loop nest of instruction *insn_id* tiled in
-    local memory (see the module documentation), with work-groups of at
-    most *group_size* work-items; None if the nest does not qualify."""
-    plan = plan_tiling(kernel, insn_id, group_size, local_memory_budget)
+    """The kernel with the loop nest of instruction *insn_id* tiled (see
+    the module documentation and :func:`plan_tiling` for the arguments),
+    with work-groups of at most *group_size* work-items; None if the nest
+    does not qualify."""
+    plan = plan_tiling(kernel, insn_id, group_size, local_memory_budget,
+                       private_rows=private_rows, blocks=blocks,
+                       compute_units=compute_units)
     if plan is None:
         return None
     return apply_tilings(kernel, [plan])[0]
