@@ -288,3 +288,27 @@ def test_tile_by_hand(queue):
         kind="gpu", compute_units=4, max_work_group_size=64))
     _check(queue, prg.copy(program=again), arrays, "ij,ej->ei", np.float64,
            names=("D", "u"))
+
+
+def test_guarded_accesses_not_staged(queue, gpu):
+    """An operand read in a branch of a conditional (here a concatenation
+    inlined into the reduction: ``x1[j] if j < 2 else x1[j - 2]``) may be
+    out of bounds where its branch is not taken: it is not copied whole
+    (found by the random-graph test with the GPU schedule)."""
+    rng = np.random.default_rng(7)
+    x1 = pt.make_placeholder("x1", (2,), np.float64)
+    d = pt.make_placeholder("d", (4, 4), np.float64)
+    m = pt.make_placeholder("m", (300, 4), np.float64)
+    c = pt.concatenate([x1, x1])
+    xa, da, ma = rng.random(2), rng.random((4, 4)), rng.random((300, 4))
+    ca = np.concatenate([xa, xa])
+    # one program each: in one program, c (read twice) would be stored
+    for spec, ops, inputs, ref in [
+            ("j,ej->e", (c, m), {"x1": xa, "m": ma}, ma @ ca),
+            ("ij,ej,j->ei", (d, m, c), {"x1": xa, "d": da, "m": ma},
+             np.einsum("ij,ej,j->ei", da, ma, ca))]:
+        prg = pt.generate_loopy(pt.einsum(spec, *ops), cl_device=gpu)
+        staged = set(_local_temporaries(prg)) | set(_private_arrays(prg))
+        assert not any(n.startswith("x1") for n in staged), spec
+        _, (res,) = prg(queue, **inputs)
+        np.testing.assert_allclose(res, ref, rtol=1e-12, err_msg=spec)

@@ -115,6 +115,7 @@ from typing import Any
 
 import islpy as isl
 import loopy as lp
+import numpy as np
 import pymbolic.primitives as prim
 from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag, UnrollTag
 from loopy.library.reduction import SumReductionOperation
@@ -302,6 +303,26 @@ def _global_dtype(kernel: lp.LoopKernel, name: str) -> Any:
     return None if dtype is None or dtype is lp.auto else dtype
 
 
+def _fits_array(kernel: lp.LoopKernel, name: str, names: list[str],
+                lengths: dict[str, Any]) -> bool:
+    """Whether the box of *names* (extents *lengths*) lies inside the shape
+    of the array *name*: only then may it be copied whole. (An access in a
+    branch of a conditional, e.g. of a concatenation, may be in bounds only
+    where its branch is taken.)"""
+    var = kernel.arg_dict.get(name) or kernel.temporary_variables.get(name)
+    shape = getattr(var, "shape", None)
+    if not isinstance(shape, tuple) or len(shape) != len(names):
+        return False
+    for dim, v in zip(shape, names, strict=True):
+        n = lengths[v]
+        if isinstance(n, int) and isinstance(dim, (int, np.integer)):
+            if n > dim:
+                return False
+        elif n != dim:
+            return False
+    return True
+
+
 def _box_lengths(kernel: lp.LoopKernel, inames: list[str]
                  ) -> list[Any] | None:
     """The extents of *inames* (ints; the first may be an expression in the
@@ -409,6 +430,8 @@ def plan_tiling(kernel: lp.LoopKernel, insn_id: str, group_size: int,
                 or any(s.expr == expr for s in staged)):
             continue
         dtype = _global_dtype(kernel, expr.aggregate.name)
+        if not _fits_array(kernel, expr.aggregate.name, names, lengths):
+            continue
         blocked = bool(set(names) & set(batch))
         if dtype is None or (blocked and set(out) <= set(names)):
             # one work-item per element: no reuse
