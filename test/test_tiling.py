@@ -55,9 +55,9 @@ def _check(queue, prg, arrays, spec, dtype, names=("a", "b")):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n", [1, 3, 20, 35])
-# 4099: 43 groups of 8 blocks of 12 (n = 20), the last one cut within a
-# block; 4128: exactly 43 groups
-@pytest.mark.parametrize("n_el", [0, 1, 7, 1000, 4099, 4128])
+# 4099: 22 groups of 16 blocks of 12 (n = 20), the last one cut within a
+# block; 4224: exactly 22 groups
+@pytest.mark.parametrize("n_el", [0, 1, 7, 1000, 4099, 4224])
 @pytest.mark.parametrize("spec", ["ij,ej->ei", "ji,ej->ei", "eij,ej->ei"])
 def test_batched_matches_numpy(queue, gpu, spec, n_el, n, dtype):
     rng = np.random.default_rng(n_el + n)
@@ -149,8 +149,8 @@ def test_symbolic_elements(queue, gpu, spec, dtype):
         assert _private_arrays(prg) == {"a_row": (20,)}
         assert _local_temporaries(prg)
     rng = np.random.default_rng(5)
-    # 8 blocks of 12 elements per group
-    for count in (0, 1, 7, 1000, 4099, 96 * 5):
+    # 16 blocks of 12 elements per group
+    for count in (0, 1, 7, 1000, 4099, 192 * 5):
         _check(queue, prg, _operands(spec, count, 20, dtype, rng), spec,
                dtype)
 
@@ -193,18 +193,18 @@ def test_structure():
     code = lp.generate_code_v2(prg.program).device_code()
     assert "reqd_work_group_size(20, 12, 1)" in code
     # the blocks of a group one after the other, between two barriers
-    assert re.search(r"for \(int \w+_block = 0; \w+_block <= 7;", code)
+    assert re.search(r"for \(int \w+_block = 0; \w+_block <= 15;", code)
     assert code.count("barrier(CLK_LOCAL_MEM_FENCE)") == 2
     # the row at constant indices only (unrolled loops): registers
     indices = re.findall(r"(?<!double )D_row\[([^\]]*)\]", code)
     assert len(indices) == 2 * 20
     assert all(i.isdigit() for i in indices)
     assert "for (int _pt_sum_r" not in code
-    # D read once per group of 8 blocks: 10923 groups
+    # D read once per group of 16 blocks: 5462 groups
     knl = prg.program.default_entrypoint
     gsize, _ = knl.get_grid_size_upper_bounds_as_exprs(
         prg.program.callables_table)
-    assert gsize == (-(-2**20 // 96),)
+    assert gsize == (-(-2**20 // 192),)
     # D in local memory without private rows, one block per group
     insn, = pt.generate_loopy(
         result, default_schedule=False).program.default_entrypoint.instructions
@@ -223,10 +223,10 @@ def test_structure():
 
 
 @pytest.mark.parametrize(("n_el", "blocks"), [
-    (2**20, 8), (2**16, 8), (96 * 132 * 4, 8), (96 * 132 * 4 - 12, 7),
-    (12 * 2 * 132 * 4 - 12, 1), (5, 1)])
+    (2**20, 16), (2**16, 10), (192 * 132 * 4, 16), (96 * 132 * 4, 8),
+    (96 * 132 * 4 - 12, 7), (12 * 2 * 132 * 4 - 12, 1), (5, 1)])
 def test_default_blocks(n_el, blocks):
-    """8 blocks per group unless that leaves fewer than 4 groups per
+    """16 blocks per group unless that leaves fewer than 4 groups per
     compute unit."""
     d = pt.make_placeholder("D", (20, 20), np.float64)
     u = pt.make_placeholder("u", (n_el, 20), np.float64)

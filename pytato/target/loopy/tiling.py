@@ -59,14 +59,17 @@ stages such operands in faster memory, per work-group:
   the barriers; blocks past the end of the batch (in the last group) are
   guarded by predicates, as are elements past it.
 
-Why rows in registers: with ``D`` in local memory, every term of
-``ij,ej->ei`` reads two doubles from local memory (``D_local[i, j]`` at
-``N`` distinct addresses per warp, ``u_local[e, j]`` broadcast), which
-bounded the kernel by the local memory bandwidth on an H100 (0.30 ms at
-``2**20 x 20`` doubles, against 0.17 ms for torch's GEMM), and ``D``
-(3.2 KB) was copied by every group of only 12 elements. With the row in
-registers each term reads one broadcast local value, and ``D`` is read
-once per ``K Eb`` elements. ``K`` (:data:`DEFAULT_BLOCKS`) is lowered for
+Why blocks and rows: with ``D`` in local memory and one block per group,
+``D`` (3.2 KB) was copied by every group of only 12 elements, and every
+term of ``ij,ej->ei`` read two doubles from local memory (``D_local[i,
+j]`` at ``N`` distinct addresses per warp, ``u_local[e, j]`` broadcast).
+Measured on an H100 (``benchmarks/bench_tiling.py``, ``2**20 x 20``
+doubles): one block per group 0.297 ms, 8 blocks with ``D`` in local
+memory 0.257 ms, 8 blocks with rows in registers 0.251 ms, 16 blocks with
+rows 0.237 ms (torch's GEMM: 0.18 to 0.21 ms): most of the gain is from the
+blocks, which amortize the copy of ``D`` and the group's start, a little
+from the rows, which halve the local memory reads.
+``K`` (:data:`DEFAULT_BLOCKS`) is lowered for
 small batches so that at least :data:`MIN_GROUPS_PER_UNIT` groups per
 compute unit remain (when the default schedule gives the number of
 compute units). Without batch axes all outputs are computed by one group
@@ -153,8 +156,11 @@ LOCAL_MEMORY_BUDGET = 16 * 1024
 PRIVATE_MEMORY_BUDGET = 512
 
 #: Blocks of elements that a work-group computes one after the other when
-#: rows of a shared operand are kept in private memory.
-DEFAULT_BLOCKS = 8
+#: rows of a shared operand are kept in private memory. On the H100
+#: (``benchmarks/bench_tiling.py``, 2026-11-23) 16 was faster than 1, 2, 4
+#: and 8 at all three sizes measured (e.g. 0.237 ms at 2**20 x 20 against
+#: 0.251 ms with 8 and 0.297 ms without blocks or rows).
+DEFAULT_BLOCKS = 16
 
 #: The default number of blocks per group is lowered so that there are at
 #: least this many work-groups per compute unit.
