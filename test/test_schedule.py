@@ -208,3 +208,21 @@ def test_tiled_nest_keeps_its_own_kernel(queue):
     np.testing.assert_allclose(res["t"], ua @ da.T, rtol=1e-12)
     np.testing.assert_allclose(res["b"], 2 * wa)
     np.testing.assert_allclose(res["c"], 3 * ua)
+
+
+def test_full_reduction_groups():
+    """Two-stage full reductions use 16 groups per compute unit in their
+    first stage on GPUs, 4 on CPUs, from 4 groups' worth of elements per
+    compute unit on."""
+    import loopy as lp
+    assert GPU.reduction_num_groups == 16 * 132
+    assert CPU.reduction_num_groups == 4 * 2
+    for n, two_stage in [(4 * 132 * 256, True), (4 * 132 * 256 - 1, False)]:
+        v = pt.make_placeholder("v", (n,), np.float64)
+        prg = pt.generate_loopy(pt.sum(v), cl_device=GPU)
+        knl = prg.program.default_entrypoint
+        partial = [t for t in knl.temporary_variables.values()
+                   if t.address_space == lp.AddressSpace.GLOBAL]
+        assert bool(partial) == two_stage
+        if two_stage:
+            assert partial[0].shape == (16 * 132,)

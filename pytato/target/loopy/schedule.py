@@ -25,10 +25,11 @@ loops: one assignment computing all elements of a stored array, as
   of an operand) reduces in parallel: the reduction iname is split, its
   inner part tagged ``l.0`` (a work-group tree reduction in local memory,
   by :mod:`loopy`), and the output inames go to ``g.0`` alone. A full
-  reduction (0-d result) over at least
-  :attr:`DeviceInfo.reduction_num_groups` times
+  reduction (0-d result) over at least 4 times
+  :attr:`DeviceInfo.compute_units` times
   :attr:`DeviceInfo.reduction_group_size` elements (or a symbolic number)
-  runs in two stages
+  runs in two stages, with :attr:`DeviceInfo.reduction_num_groups` groups
+  in the first
   (:func:`~pytato.target.loopy.reduction.split_reduction_two_stage`): every
   group reduces a part, then one group reduces the parts. A large reduction
   along a strided axis whose outputs run along the contiguous one (e.g.
@@ -164,8 +165,10 @@ class DeviceInfo:
     @property
     def reduction_num_groups(self) -> int:
         """Work-groups of the first stage of a two-stage (full)
-        reduction: four per compute unit."""
-        return 4 * self.compute_units
+        reduction: 16 per compute unit on a GPU (the sum of 2**24 doubles
+        on an H100: 0.055 ms, against 0.062 ms with 4 per unit), 4 on a
+        CPU."""
+        return (16 if self.is_gpu else 4) * self.compute_units
 
     @property
     def min_parallel_outputs(self) -> int:
@@ -624,7 +627,7 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
     r_len = _constant_length(kernel, red_iname)
     if not out_inames and (
             r_len is None
-            or r_len >= info.reduction_num_groups * info.reduction_group_size):
+            or r_len >= 4 * info.compute_units * info.reduction_group_size):
         # a full reduction: all groups reduce a part, one group the parts
         from pytato.target.loopy.reduction import split_reduction_two_stage
         return split_reduction_two_stage(
