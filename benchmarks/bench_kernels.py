@@ -6,7 +6,7 @@ Usage::
 
     python benchmarks/bench_kernels.py [--device-type cpu|gpu] [--quick]
         [--json PATH] [--group-sizes 8,16,32,...] [--dtype float64]
-        [--only SUBSTRING] [--schedule-kind cpu|gpu]
+        [--only SUBSTRING] [--schedule-kind cpu|gpu] [--no-gate]
 
 For each case: kernel time from OpenCL profiling events (median of several
 runs after warm-up; the queue waits behind a user event while the program
@@ -225,8 +225,12 @@ def _kernel_events(prg: Any, queue: Any) -> list[Any]:
 
 
 def time_pytato(queue: Any, prg: Any, inputs: dict[str, Any], runs: int,
-                warmup: int) -> tuple[float, str]:
+                warmup: int, gate: bool = True) -> tuple[float, str]:
     """Median device time of a call of *prg* and how it was measured.
+
+    ``"plain"`` (with *gate* False): the call runs as it is enqueued; the
+    time is from the start of the first to the end of the last of its
+    kernels (it counts gaps while the host enqueues the next kernel).
 
     ``"gated"``: the queue waits behind a user event while the call is
     enqueued, then runs all kernels back to back; the time is from the
@@ -289,7 +293,24 @@ def time_pytato(queue: Any, prg: Any, inputs: dict[str, Any], runs: int,
         except cl.Error:
             return float("nan")
 
+    def plain() -> float:
+        queue.finish()
+        prg.clear_statistics()
+        call().wait()
+        queue.finish()
+        events = _kernel_events(prg, queue)
+        try:
+            return (max(e.profile.end for e in events)
+                    - min(e.profile.start for e in events)) * 1e-9
+        except (cl.Error, ValueError):
+            return float("nan")
+
+    if not gate:
+        method[0] = "plain"
+
     def once() -> float:
+        if method[0] == "plain":
+            return plain()
         if method[0] == "gated":
             t = gated()
             if method[0] == "gated":
@@ -299,7 +320,7 @@ def time_pytato(queue: Any, prg: Any, inputs: dict[str, Any], runs: int,
     # warm up outside the gate (a first call may build the kernels)
     call().wait()
     t = _median_time(once, runs, warmup)
-    if method[0] == "gated" and not (t > 0):
+    if method[0] in ("gated", "plain") and not (t > 0):
         method[0] = "marker"
         t = _median_time(marker, runs, warmup)
     if not (t > 0):
@@ -357,6 +378,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--group-sizes", default=None,
                     help="comma-separated work-group sizes to compare")
     ap.add_argument("--only", default=None, help="substring of case names")
+    ap.add_argument("--no-gate", action="store_true",
+                    help="time plain calls (kernel events of each call) "
+                    "instead of calls gated behind a user event; on "
+                    "NVIDIA's OpenCL the gate crashed a few timing loops")
     ap.add_argument("--schedule-kind", choices=["cpu", "gpu"], default=None,
                     help="schedule for this kind of device instead of the "
                     "one run on (e.g. the GPU schedule on PoCL)")
@@ -424,7 +449,8 @@ def main(argv: list[str] | None = None) -> int:
             _, out = prg(queue, **d_inputs)
             ref = case.numpy_fn(inputs)
             ok = _compare(out, ref)
-            t, timing = time_pytato(queue, prg, d_inputs, runs, 2)
+            t, timing = time_pytato(queue, prg, d_inputs, runs, 2,
+                                    gate=not args.no_gate)
             n_knl, n_tmp = count_kernels(prg.program)
             row = {
                 "case": case.name, "group_size": gs or info.group_size,
