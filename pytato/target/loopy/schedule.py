@@ -845,14 +845,16 @@ def default_schedule(t_unit: lp.TranslationUnit,
                 iname_users.get(i, 0) > 1
                 for insn in insns for i in insn.reduction_inames()):
             continue
-        before = set(kernel.id_to_insn)
+        old = kernel
         kernel = _schedule_group(
             kernel, [kernel.id_to_insn[i] for i in ids],
             out_inames, info, value_args, allow_join, batch, level[k],
             tilings)
-        # instructions added for this nest (stages of a reduction) run
-        # between the same global barriers as the nest
-        ids.extend(sorted(set(kernel.id_to_insn) - before))
+        if kernel is not old:
+            # instructions added for this nest (stages of a reduction) run
+            # between the same global barriers as the nest (most nests
+            # are only planned here: no scan of the kernel for them)
+            ids.extend(sorted(set(kernel.id_to_insn) - set(old.id_to_insn)))
     kernel, loads = apply_tilings(kernel, tilings)
     for ids in nests:
         ids.extend(loads.get(ids[0], ()))
