@@ -211,11 +211,13 @@ def test_tiled_nest_keeps_its_own_kernel(queue):
 
 
 def test_full_reduction_groups():
-    """Two-stage full reductions use 16 groups per compute unit in their
-    first stage on GPUs, 4 on CPUs, from 4 groups' worth of elements per
-    compute unit on."""
+    """Two-stage full reductions use 2 groups of 1024 per compute unit in
+    their first stage on GPUs, 4 on CPUs, from 4 groups' worth of elements
+    per compute unit on."""
     import loopy as lp
-    assert GPU.reduction_num_groups == 16 * 132
+    assert GPU.reduction_num_groups == 2 * 132
+    assert GPU.two_stage_group_size == 1024
+    assert CPU.two_stage_group_size == CPU.reduction_group_size
     assert CPU.reduction_num_groups == 4 * 2
     for n, two_stage in [(4 * 132 * 256, True), (4 * 132 * 256 - 1, False)]:
         v = pt.make_placeholder("v", (n,), np.float64)
@@ -225,4 +227,33 @@ def test_full_reduction_groups():
                    if t.address_space == lp.AddressSpace.GLOBAL]
         assert bool(partial) == two_stage
         if two_stage:
-            assert partial[0].shape == (16 * 132,)
+            assert partial[0].shape == (2 * 132,)
+
+
+@pytest.mark.parametrize("op", ["sum", "amax", "prod"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_column_reduction_in_one_kernel(queue, op, dtype):
+    """On GPUs, a long reduction along a strided axis with few outputs
+    (``sum(x, axis=0)``) runs in one kernel of 32 x 16 work-groups (rows
+    tree-reduced in local memory) where the extents are multiples of
+    those, else in two (chunks, then their reduction)."""
+    rng = np.random.default_rng(3)
+    fn = getattr(pt, op)
+    for shape, axis, kernels in [((2048, 64), 0, 1), ((1024, 2, 32), 0, 1),
+                                 ((1024, 3, 32), (0, 1), 1),
+                                 ((2048, 40), 0, 2), ((2056, 64), 0, 2)]:
+        a = rng.random(shape)
+        if op == "prod":
+            a = 1 + (a - 0.5) / 1000
+        if np.dtype(dtype).kind == "i":
+            a = (10 * a).astype(dtype) if op != "prod" else np.ones(shape,
+                                                                  dtype)
+        a = a.astype(dtype)
+        x = pt.make_placeholder("x", shape, dtype)
+        prg = pt.generate_loopy(fn(x, axis=axis), cl_device=GPU)
+        assert _device_kernels(prg.program) == kernels, shape
+        assert (kernels == 1) == ("l.1" in _hw_tags(prg.program).values())
+        _, (res,) = prg(queue, x=a)
+        want = getattr(np, {"amax": "max"}.get(op, op))(a, axis=axis)
+        np.testing.assert_allclose(res, want, rtol=1e-5 if dtype == np.float32
+                                   else 1e-12)

@@ -251,8 +251,17 @@ def test_left_alone():
             0, ImplStored()),
         # a reduction longer than MAX_REDUCTION_EXTENT
         "long": pt.einsum("ij,ej->ei", big, w),
-        # no operand shared by all elements
-        "batched": pt.einsum("ej,ej->e", u, u),
+        # no operand shared by all elements, per-element ones read along
+        # their contiguous axis
+        "batched": pt.einsum("je,je->e", pt.make_placeholder(
+            "T", (20, 1000), np.float64), pt.make_placeholder(
+            "T2", (20, 1000), np.float64)),
+        "strided": pt.einsum("eji,ej->ei", pt.make_placeholder(
+            "A", (1000, 20, 20), np.float64), u),
+        # a per-element block too large for the local memory budget
+        "large": pt.einsum("eij,ej->ei", pt.make_placeholder(
+            "A", (1000, 64, 64), np.float64), pt.make_placeholder(
+            "v", (1000, 64), np.float64)),
         # not a sum
         "max": pt.amax(d[None, :, :] * u[:, None, :], axis=2),
         # a symbolic inner extent
@@ -263,6 +272,28 @@ def test_left_alone():
     for name, result in cases.items():
         prg = pt.generate_loopy(result, cl_device=gpu)
         assert not _local_temporaries(prg), name
+
+
+@pytest.mark.parametrize("nel", [1, 7, 64, 1001])
+def test_per_element_operands(queue, nel):
+    """Per-element operands read at a stride of the reduction's extent
+    (``A[e, i, j]`` of ``eij,ej->ei``, ``u[e, j]`` of ``ej,ej->e``) are
+    staged in local memory on GPUs; results are unchanged."""
+    gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024)
+    rng = np.random.default_rng(nel)
+    a, u = rng.random((nel, 20, 20)), rng.random((nel, 20))
+    pa = pt.make_placeholder("A", a.shape, np.float64)
+    pu = pt.make_placeholder("u", u.shape, np.float64)
+    for result, want in [
+            (pt.einsum("eij,ej->ei", pa, pu), np.einsum("eij,ej->ei", a, u)),
+            (pt.einsum("ej,ej->e", pu, 2 * pu), 2 * np.einsum("ej,ej->e", u,
+                                                               u))]:
+        prg = pt.generate_loopy(result, cl_device=gpu)
+        # (fewer elements: one group, all operands shared, if they fit)
+        assert _local_temporaries(prg) or nel < 64
+        _, (res,) = prg(queue, A=a, u=u) if "A" in prg.program \
+            .default_entrypoint.arg_dict else prg(queue, u=u)
+        np.testing.assert_allclose(res, want, rtol=1e-12)
 
 
 def test_tile_by_hand(queue):

@@ -29,16 +29,18 @@ loops: one assignment computing all elements of a stored array, as
   :attr:`DeviceInfo.compute_units` times
   :attr:`DeviceInfo.reduction_group_size` elements (or a symbolic number)
   runs in two stages, with :attr:`DeviceInfo.reduction_num_groups` groups
-  in the first
+  of :attr:`DeviceInfo.two_stage_group_size` work-items in the first
   (:func:`~pytato.target.loopy.reduction.split_reduction_two_stage`): every
   group reduces a part, then one group reduces the parts. A large reduction
   along a strided axis whose outputs run along the contiguous one (e.g.
-  ``sum(x, axis=0)``) is split into chunks of rows reduced side by side,
-  then summed per output
-  (:func:`~pytato.target.loopy.reduction.split_reduction_columns`): on a
-  GPU when the outputs alone would not occupy the device, on a CPU always
-  (runs of 32 rows per chunk). Other reductions are loops inside each
-  work-item.
+  ``sum(x, axis=0)``) is reduced by column, rows side by side: on a GPU
+  when the outputs alone would not occupy the device, in one kernel of
+  2-D work-groups (consecutive outputs on ``l.0``, rows on ``l.1``,
+  tree-reduced in local memory) where the extents are multiples of the
+  group's, else in chunks of rows summed per output by a second kernel
+  (:func:`~pytato.target.loopy.reduction.split_reduction_columns`); on a
+  CPU always in chunks (runs of 32 rows per chunk). Other reductions are
+  loops inside each work-item.
 * **Small reductions (GPU).** An einsum-like nest (one instruction, one sum
   over at most 64 terms) with an operand shared by all elements is tiled
   in local and private memory (:mod:`pytato.target.loopy.tiling`).
@@ -120,6 +122,7 @@ class DeviceInfo:
     .. automethod:: conservative
     .. attribute:: group_size
     .. attribute:: reduction_group_size
+    .. attribute:: two_stage_group_size
     .. attribute:: reduction_num_groups
     .. attribute:: min_parallel_outputs
     """
@@ -163,12 +166,22 @@ class DeviceInfo:
         return max(1, min(size, self.max_work_group_size))
 
     @property
+    def two_stage_group_size(self) -> int:
+        """Work-items per group of a two-stage (full) reduction: 1024 on
+        a GPU, else :attr:`reduction_group_size` (at most the device's
+        maximum)."""
+        size = self.preferred_group_size or (
+            1024 if self.is_gpu else self.reduction_group_size)
+        return max(1, min(size, self.max_work_group_size))
+
+    @property
     def reduction_num_groups(self) -> int:
         """Work-groups of the first stage of a two-stage (full)
-        reduction: 16 per compute unit on a GPU (the sum of 2**24 doubles
-        on an H100: 0.055 ms, against 0.062 ms with 4 per unit), 4 on a
-        CPU."""
-        return (16 if self.is_gpu else 4) * self.compute_units
+        reduction: 2 per compute unit on a GPU, 4 on a CPU. On an H100
+        (the sum of 2**24 doubles, 2026-11-23), 2 groups of 1024 per unit
+        (one full wave: 2048 work-items per unit) took 0.054 ms; 2, 4 or
+        8 groups of 256, 512 or 1024 per unit took 0.055 to 0.062 ms."""
+        return (2 if self.is_gpu else 4) * self.compute_units
 
     @property
     def min_parallel_outputs(self) -> int:
@@ -500,22 +513,66 @@ def _prod(values: list[int | None]) -> int:
     return result
 
 
+#: Columns (``l.0``) and rows (``l.1``) of the work-groups of a column
+#: reduction in one kernel on a GPU (:func:`_column_tree`). On an H100
+#: (``sum(x, axis=0)``, 4096 x 4096 doubles, 2026-11-23): 32 x 16 0.052
+#: ms, 32 x 32 0.051 ms, 16 x 16 0.052 ms, 32 x 8 0.060 ms, 64 x 8
+#: 0.060 ms, against 0.059 ms for two kernels (chunks, then their sum).
+COLUMN_TREE_COLUMNS = 32
+COLUMN_TREE_ROWS = 16
+
+
+def _column_tree(kernel: lp.LoopKernel, insn: Any, col: str,
+                 out_inames: list[str], n_out: int, r_len: int,
+                 info: DeviceInfo) -> lp.LoopKernel | None:
+    """The column reduction of *insn* in one kernel (GPU): work-groups of
+    :data:`COLUMN_TREE_COLUMNS` consecutive outputs (``l.0``, the
+    output inames joined, row-major) times :data:`COLUMN_TREE_ROWS` rows
+    (``l.1``); each work-item reduces every ``COLUMN_TREE_ROWS``-th row of
+    its column, then the rows of the group are reduced in local memory (a
+    tree, by :mod:`loopy`). None where the outputs or the rows are not a
+    multiple of the group's extents (the work-items of a group must all
+    reach the tree's barriers)."""
+    cols = COLUMN_TREE_COLUMNS
+    rows = max(1, min(COLUMN_TREE_ROWS, info.max_work_group_size // cols))
+    if n_out % cols or r_len % rows or rows == 1:
+        return None
+    vng = kernel.get_var_name_generator()
+    if len(out_inames) > 1:
+        flat = vng(f"{out_inames[-1]}_flat")
+        kernel = lp.join_inames(kernel, out_inames, new_iname=flat)
+    else:
+        flat, = out_inames
+    kernel = lp.split_iname(kernel, flat, cols, outer_tag="g.0",
+                            inner_tag="l.0")
+    inner = vng(f"{col}_rows")
+    kernel = lp.split_iname(kernel, col, rows, inner_iname=inner,
+                            outer_iname=vng(f"{col}_seq"), inner_tag="l.1")
+    kernel = lp.split_reduction_outward(kernel, inner)
+    # all rows of a group write the same (reduced) value
+    return kernel.copy(silenced_warnings=frozenset(
+        kernel.silenced_warnings | {f"write_race({insn.id})"}))
+
+
 def _column_reduction(kernel: lp.LoopKernel, insns: list[Any],
                       coll: _ReductionCollector, out_inames: list[str],
                       n_out: int | None, info: DeviceInfo
                       ) -> lp.LoopKernel | None:
-    """The kernel with the reduction of *insns* split into chunks of
-    columns (:func:`~pytato.target.loopy.reduction.split_reduction_columns`)
-    if it reduces along a strided axis (e.g. ``sum(x, axis=0)``) while the
-    outputs run along the contiguous one, and is large enough; else None.
+    """The kernel with the reduction of *insns* computed by column (rows
+    reduced side by side) if it reduces along a strided axis (e.g.
+    ``sum(x, axis=0)``) while the outputs run along the contiguous one,
+    and is large enough; else None.
 
-    Each chunk of the reduction axis is reduced by its own work-items,
-    consecutive work-items handling consecutive outputs (coalesced); a
-    second kernel reduces the chunks. On a GPU this is used when the
-    outputs alone would not occupy the device, with enough chunks to give
-    about eight groups' worth of work-items per compute unit; on a CPU
-    always, with runs of 32 rows per chunk (a work-item walking a whole
-    strided column was 5 to 9 times slower than numpy)."""
+    On a GPU this is used when the outputs alone would not occupy the
+    device: in one kernel (:func:`_column_tree`) where the extents allow,
+    else in two
+    (:func:`~pytato.target.loopy.reduction.split_reduction_columns`: each
+    chunk of the reduction axis is reduced by its own work-items,
+    consecutive work-items handling consecutive outputs, with enough
+    chunks to give about eight groups' worth of work-items per compute
+    unit; a second kernel reduces the chunks). On a CPU always in two,
+    with runs of 32 rows per chunk (a work-item walking a whole strided
+    column was 5 to 9 times slower than numpy)."""
     if len(insns) != 1 or len(coll.reductions) != 1 or not out_inames:
         return None
     red = coll.reductions[0]
@@ -529,6 +586,10 @@ def _column_reduction(kernel: lp.LoopKernel, insns: list[Any],
         if r_len < 4 * info.reduction_group_size \
                 or n_out >= info.min_parallel_outputs:
             return None
+        tree = _column_tree(kernel, insns[0], col, out_inames, n_out, r_len,
+                            info)
+        if tree is not None:
+            return tree
         wanted = -(-8 * info.compute_units * info.group_size // n_out)
         chunks = max(1, min(-(-r_len // 32), wanted))
     else:
@@ -632,7 +693,7 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
         from pytato.target.loopy.reduction import split_reduction_two_stage
         return split_reduction_two_stage(
             kernel, insn.id, num_groups=info.reduction_num_groups,
-            group_size=info.reduction_group_size, iname=red_iname)
+            group_size=info.two_stage_group_size, iname=red_iname)
     gsize = info.reduction_group_size
     vng = kernel.get_var_name_generator()
     inner = vng(f"{red_iname}_par")
