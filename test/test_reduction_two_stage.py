@@ -368,3 +368,29 @@ def test_columns_errors():
         split_reduction_columns(knl, insn.id, num_chunks=0, group_size=16)
 
 # }}}
+
+
+@pytest.mark.parametrize("n", [4096, 4000, 4099, 0, 1])
+def test_two_stage_unroll_and_final_group(queue, n):
+    """Stage 1 with its steps unrolled where their number (the chunk: 8 for
+    4096 and 4000 elements, 9 for 4099, 64 for an empty domain, 1 for
+    one element) is a multiple of the factor, with
+    or without a bounds check per element, and a stage-2 group smaller than
+    stage 1's."""
+    from pytato.target.loopy.reduction import split_reduction_two_stage
+    x = pt.make_placeholder("x", (n,), np.float64)
+    prg = pt.generate_loopy(pt.sum(x), default_schedule=False)
+    knl = prg.program.default_entrypoint
+    insn, = knl.instructions
+    knl = split_reduction_two_stage(knl, insn.id, num_groups=8,
+                                    group_size=64, unroll=4,
+                                    final_group_size=4)
+    assert any("unr" in str(t) for i in knl.all_inames()
+               for t in knl.iname_tags(i)) == (n in (4096, 4000, 0))
+    prg = prg.copy(program=prg.program.with_kernel(knl))
+    a = np.random.default_rng(n).random(n)
+    _, (res,) = prg(queue, x=a)
+    np.testing.assert_allclose(res, a.sum(), rtol=1e-12)
+    with pytest.raises(ValueError, match="unroll"):
+        split_reduction_two_stage(prg.program.default_entrypoint, insn.id,
+                                  num_groups=2, group_size=2, unroll=0)

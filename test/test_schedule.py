@@ -227,7 +227,13 @@ def test_full_reduction_groups():
                    if t.address_space == lp.AddressSpace.GLOBAL]
         assert bool(partial) == two_stage
         if two_stage:
-            assert partial[0].shape == (2 * 132,)
+            assert partial[0].shape == (GPU.two_stage_groups(n),)
+    # a whole number of elements per work-item where possible
+    assert GPU.two_stage_groups(2**24) == 256
+    assert GPU.two_stage_groups(4 * 132 * 256) == 132
+    assert GPU.two_stage_groups(2**24 + 1) == 2 * 132
+    assert GPU.two_stage_groups(None) == 2 * 132
+    assert CPU.two_stage_groups(2**24) == 4 * 2
 
 
 @pytest.mark.parametrize("op", ["sum", "amax", "prod"])

@@ -212,7 +212,10 @@ def _with_stages(kernel: lp.LoopKernel, insn_id: str, iname: str,
 def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
                               num_groups: int, group_size: int,
                               iname: str | None = None,
-                              chunk: int | None = None) -> lp.LoopKernel:
+                              chunk: int | None = None,
+                              unroll: int = 1,
+                              final_group_size: int | None = None
+                              ) -> lp.LoopKernel:
     """Compute the reduction in instruction *insn_id* of *kernel* in two
     stages (see the module documentation).
 
@@ -234,6 +237,11 @@ def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
         group_size))`` (each group reduces one contiguous block: on a CPU
         much faster than interleaving the groups element-wise), else
         :data:`DEFAULT_CHUNK`.
+    :arg unroll: unroll the steps over a run by this factor (when it
+        divides *chunk*; else the steps stay a plain loop), so that each
+        work-item has several loads in flight.
+    :arg final_group_size: the number of work-items of the group of stage
+        2 (by default *group_size*).
     :returns: the new kernel. The instruction *insn_id* keeps its id and
         becomes stage 2 (so instructions depending on it still wait for the
         result); it depends on a new global barrier
@@ -245,8 +253,12 @@ def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
         ``(num_groups, *output shape)``. Write races of all work-items of a
         group writing the same reduced value are silenced.
     """
-    if num_groups < 1 or group_size < 1:
-        raise ValueError("num_groups and group_size must be positive")
+    if final_group_size is None:
+        final_group_size = group_size
+    if num_groups < 1 or group_size < 1 or final_group_size < 1:
+        raise ValueError("num_groups and group sizes must be positive")
+    if unroll < 1:
+        raise ValueError("unroll must be positive")
     insn = kernel.id_to_insn[insn_id]
     if not isinstance(insn, lp.Assignment):
         raise ValueError(f"instruction '{insn_id}' is not an Assignment")
@@ -319,14 +331,14 @@ def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
 
     # }}}
 
-    # {{{ stage 2: reduce partial over p = p_s*group_size + p_l
+    # {{{ stage 2: reduce partial over p = p_s*final_group_size + p_l
 
     stage2_red = LoopyReduction(
         red.operation, (p_l,),
         LoopyReduction(
             red.operation, (p_s,),
             prim.Subscript(prim.Variable(partial), (
-                prim.Variable(p_s) * group_size + prim.Variable(p_l),
+                prim.Variable(p_s) * final_group_size + prim.Variable(p_l),
                 *(prim.Variable(i) for i in out_inames))),
             allow_simultaneous=False),
         allow_simultaneous=False)
@@ -337,8 +349,8 @@ def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
     # }}}
 
     p_dom = isl.BasicSet(
-        f"{{ [{p_s}, {p_l}] : 0 <= {p_l} < {group_size} and "
-        f"0 <= {p_s}*{group_size} + {p_l} < {num_groups} }}")
+        f"{{ [{p_s}, {p_l}] : 0 <= {p_l} < {final_group_size} and "
+        f"0 <= {p_s}*{final_group_size} + {p_l} < {num_groups} }}")
     temp = lp.TemporaryVariable(
         partial, dtype=None, shape=(num_groups, *out_shape),
         address_space=lp.AddressSpace.GLOBAL)
@@ -349,6 +361,8 @@ def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
         kernel = lp.duplicate_inames(kernel, out_inames, within=f"id:{stage1_id}")
     # steps over a contiguous run inside the steps over runs
     kernel = lp.prioritize_loops(kernel, (r_s, r_c))
+    if unroll > 1 and chunk % unroll == 0:
+        kernel = lp.split_iname(kernel, r_c, unroll, inner_tag="unr")
     return lp.tag_inames(kernel, {r_g: "g.0", r_l: "l.0", p_l: "l.0"})
 
 
