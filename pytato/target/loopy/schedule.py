@@ -42,8 +42,10 @@ loops: one assignment computing all elements of a stored array, as
   CPU always in chunks (runs of 32 rows per chunk). Other reductions are
   loops inside each work-item.
 * **Small reductions (GPU).** An einsum-like nest (one instruction, one sum
-  over at most 64 terms) with an operand shared by all elements is tiled
-  in local and private memory (:mod:`pytato.target.loopy.tiling`).
+  over at most 64 terms) with an operand shared by all elements, or with a
+  per-element operand read at a stride of the reduction's extent (``A[e,
+  i, j]`` of a batched ``eij,ej->ei``), is tiled in local and private
+  memory (:mod:`pytato.target.loopy.tiling`).
 * **Kernels.** Loop nests are ordered by dependency level (the longest
   chain of nests reading each other's stored arrays before them) and
   separated by global barriers between levels, so that stored
