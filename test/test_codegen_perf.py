@@ -195,9 +195,31 @@ def test_phase_logging(caplog, queue):
     import loopy as lp
     if lp.CACHING_ENABLED:
         for phase in ("loopy preprocessing and linearization",
-                      "loopy code generation"):
-            assert any(m.startswith(f"{phase} took") for _, m in msgs)
+                      "loopy code generation", "OpenCL build",
+                      "loopy host code"):
+            assert sum(m.startswith(f"{phase} took") for _, m in msgs) == 1
     assert any("cache hit" in m for _, m in msgs)
+
+
+def test_executor_looks_up_once(queue):
+    """Programs run through :class:`PhasedExecutor`, which memoizes the
+    typed and linearized translation unit: loopy's caches are looked up
+    once per result, also when a launch plan is built for later calls."""
+    from pytato.target.loopy.executor import PhasedExecutor
+    PROGRAM_CACHE.clear()
+    a = pt.make_placeholder("a", (7,), np.float64)
+    prog = pt.generate_loopy(2 * a)
+    _, (res,) = prog(queue, a=np.ones(7))
+    _, (res,) = prog(queue, a=np.ones(7))
+    np.testing.assert_allclose(res, 2)
+    exe = prog._executor(queue.context)
+    assert isinstance(exe, PhasedExecutor)
+    t_unit = exe.get_typed_and_scheduled_translation_unit(None)
+    assert exe.get_typed_and_scheduled_translation_unit(None) is t_unit
+    assert exe.translation_unit_info(None) is exe.translation_unit_info(None)
+    executable = prog.bind_to_context(queue.context)
+    assert isinstance(executable.program, PhasedExecutor)
+    np.testing.assert_allclose(executable(queue, a=np.ones(7))[1][0], 2)
 
 # }}}
 

@@ -199,6 +199,13 @@ def _launch_module() -> Any:
     return _LAUNCH_MODULE[0]
 
 
+def _make_executor(t_unit: lp.TranslationUnit, context: cl.Context) -> Any:
+    """See :func:`pytato.target.loopy.executor.make_executor` (imported
+    on first use: it imports :mod:`loopy`)."""
+    from pytato.target.loopy.executor import make_executor as make
+    return make(t_unit, context)
+
+
 def _run(executor: Any, queue: cl.CommandQueue, **kwargs: Any) -> Any:
     """Call loopy's *executor*. On its first call (when loopy generates its
     invoker), silence loopy's warnings about size parameters it cannot
@@ -232,31 +239,9 @@ def _run(executor: Any, queue: cl.CommandQueue, **kwargs: Any) -> Any:
             _logger, "first call (loopy preprocessing, code generation, "
             "OpenCL build)"):
         warnings.simplefilter("ignore", ParameterFinderWarning)
-        _log_loopy_phases(executor)
         result = executor(queue, **kwargs)
     _WARMED_EXECUTORS.add(executor)
     return result
-
-
-def _log_loopy_phases(executor: Any) -> None:
-    """Run (and log the time of) loopy's preprocessing/linearization and
-    code generation ahead of the executor's first call, which then finds
-    their results in loopy's caches; the rest of the first call is mostly
-    the OpenCL build. Only with loopy's caches on (else the work would be
-    done twice) and for kernels without arguments typed at run time."""
-    import loopy as lp
-
-    from pytato.codegen import PhaseTimer
-    if not getattr(lp, "CACHING_ENABLED", False) \
-            or getattr(executor, "has_runtime_typed_args", True):
-        return
-    try:
-        with PhaseTimer(_logger, "loopy preprocessing and linearization"):
-            t_unit = executor.get_typed_and_scheduled_translation_unit(None)
-        with PhaseTimer(_logger, "loopy code generation"):
-            lp.generate_code_v2(t_unit)
-    except Exception:  # the executor's own call reports real errors
-        _logger.debug("loopy phases could not be run ahead", exc_info=True)
 
 
 def _to_device(queue: cl.CommandQueue, value: Any, allocator: Any = None) -> Any:
@@ -339,7 +324,7 @@ class BoundPyOpenCLProgram(BoundProgram):
     def _executor(self, context: cl.Context) -> Any:
         exe = self._executor_cache.get(context)
         if exe is None:
-            exe = self.program.executor(context)
+            exe = _make_executor(self.program, context)
             self._executor_cache[context] = exe
         return exe
 
@@ -426,7 +411,8 @@ class BoundPyOpenCLProgram(BoundProgram):
                  for k, v in self.bound_arguments.items()}
         queue.finish()
         return BoundPyOpenCLExecutable(
-            program=self.program.executor(context), bound_arguments=bound,
+            program=_make_executor(self.program, context),
+            bound_arguments=bound,
             target=self.target, cl_context=context)
 
     def get_code(self) -> str:
@@ -519,4 +505,5 @@ class BoundPyOpenCLExecutable(BoundProgram):
         """A copy of *self* running the translation unit transformed by
         *f*."""
         t_unit = f(self.program.t_unit)
-        return dataclasses.replace(self, program=t_unit.executor(self.cl_context))
+        return dataclasses.replace(
+            self, program=_make_executor(t_unit, self.cl_context))
