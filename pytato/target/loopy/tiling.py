@@ -460,7 +460,8 @@ def plan_tiling(kernel: lp.LoopKernel, insn_id: str, group_size: int,
         if blocked and set(out) <= set(names) and not (
                 stage_per_element and names[-1] == r
                 and names[:len(batch)] == list(batch)):
-            # read by one work-item, along the contiguous axis
+            # read by one work-item each, not at a stride of the
+            # reduction's extent (or not contiguous per block): no gain
             continue
         private = lengths[r] * dtype.numpy_dtype.itemsize
         if (private_rows and batch and not blocked
