@@ -41,15 +41,15 @@ def test_random_graphs_opencl(queue: object, seed: int) -> None:
 
 @pytest.mark.parametrize("seed", range(2000, 2040))
 def test_random_graphs_gpu_schedule(queue: object, seed: int) -> None:
-    """The GPU schedule (256 work-items per group, local-memory tiling,
-    column-split reductions, shared per-level kernels), generated for a
-    fake GPU and run on the test device: a GPU schedule must be correct
-    on any device."""
+    """The GPU schedule (256 work-items per group, local-memory tiling of
+    nests of any size, column-split reductions, shared per-level kernels),
+    generated for a fake GPU and run on the test device: a GPU schedule
+    must be correct on any device."""
     from pytato.target.loopy.schedule import DeviceInfo
     dev = queue.device  # type: ignore[attr-defined]
     gpu = DeviceInfo(kind="gpu", compute_units=4,
                      max_work_group_size=min(256, dev.max_work_group_size),
-                     name="fake GPU")
+                     name="fake GPU", min_tiled_outputs=0)
     dtype = np.float32 if seed % 4 == 3 else np.float64
     g = make_random_graph(seed, dtype=dtype)
     prg = pt.generate_loopy(g.outputs, cl_device=gpu)

@@ -197,7 +197,7 @@ def test_tiled_nest_keeps_its_own_kernel(queue):
     graph = {"t": pt.einsum("ij,ej->ei", d, u), "b": 2 * w, "c": u * 3}
     gpu = DeviceInfo(kind="gpu", compute_units=4,
                      max_work_group_size=min(256, queue.device.max_work_group_size),
-                     name="test")
+                     name="test", min_tiled_outputs=0)
     prg = pt.generate_loopy(graph, cl_device=gpu)
     knl = prg.program.default_entrypoint
     assert any(t.address_space == lp.AddressSpace.LOCAL

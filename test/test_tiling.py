@@ -19,6 +19,7 @@ CPU = DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=4096)
 def gpu(queue) -> DeviceInfo:
     """A GPU description whose work-groups fit on the test device."""
     return DeviceInfo(kind="gpu", compute_units=4, name="test",
+                      min_tiled_outputs=0,
                       max_work_group_size=min(
                           1024, queue.device.max_work_group_size))
 
@@ -183,7 +184,8 @@ def test_structure():
 
     d = pt.make_placeholder("D", (20, 20), np.float64)
     u = pt.make_placeholder("u", (2**20, 20), np.float64)
-    gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024)
+    gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024,
+                     min_tiled_outputs=0)
     result = pt.einsum("ij,ej->ei", d, u)
     prg = pt.generate_loopy(result, cl_device=gpu)
     # a row of D per work-item; blocks of 12 whole elements per group of
@@ -240,7 +242,8 @@ def test_default_blocks(n_el, blocks):
 def test_left_alone():
     from pytato.tags import ImplStored
 
-    gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024)
+    gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024,
+                     min_tiled_outputs=0)
     d = pt.make_placeholder("D", (20, 20), np.float64)
     u = pt.make_placeholder("u", (1000, 20), np.float64)
     big = pt.make_placeholder("B", (20, 100), np.float64)
@@ -279,7 +282,8 @@ def test_per_element_operands(queue, nel):
     """Per-element operands read at a stride of the reduction's extent
     (``A[e, i, j]`` of ``eij,ej->ei``, ``u[e, j]`` of ``ej,ej->e``) are
     staged in local memory on GPUs; results are unchanged."""
-    gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024)
+    gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024,
+                     min_tiled_outputs=0)
     rng = np.random.default_rng(nel)
     a, u = rng.random((nel, 20, 20)), rng.random((nel, 20))
     pa = pt.make_placeholder("A", a.shape, np.float64)
@@ -294,6 +298,19 @@ def test_per_element_operands(queue, nel):
         _, (res,) = prg(queue, A=a, u=u) if "A" in prg.program \
             .default_entrypoint.arg_dict else prg(queue, u=u)
         np.testing.assert_allclose(res, want, rtol=1e-12)
+
+
+def test_small_nests_not_tiled():
+    """By default, nests with fewer than ``min_tiled_outputs`` outputs are
+    not tiled (each tiled nest costs loopy's code generation more than it
+    saves at run time)."""
+    d = pt.make_placeholder("D", (20, 20), np.float64)
+    for nel, tiled in [(100, False), (300, True)]:
+        u = pt.make_placeholder("u", (nel, 20), np.float64)
+        gpu = DeviceInfo(kind="gpu", compute_units=132,
+                         max_work_group_size=1024)
+        prg = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u), cl_device=gpu)
+        assert bool(_local_temporaries(prg) or _private_arrays(prg)) == tiled
 
 
 def test_tile_by_hand(queue):

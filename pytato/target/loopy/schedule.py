@@ -120,6 +120,17 @@ class DeviceInfo:
 
         Overrides the default work-group size (see :attr:`group_size`).
 
+    .. attribute:: min_tiled_outputs
+
+        Loop nests with fewer outputs than this (default 4096: a few
+        work-groups' worth) are not tiled on GPUs: what staging saves there
+        is negligible, and each tiled nest brings hardware inames of its
+        own, which made :mod:`loopy`'s code generation superlinear in their
+        number (the 10^4-node random DAG of
+        ``benchmarks/bench_codegen.py``, whose 16 x 16 reductions were all
+        tiled, took 152 s of code generation with the GPU schedule on the
+        H100 machine).
+
     .. automethod:: from_cl_device
     .. automethod:: conservative
     .. attribute:: group_size
@@ -137,6 +148,7 @@ class DeviceInfo:
     max_work_group_size: int
     name: str = ""
     preferred_group_size: int | None = None
+    min_tiled_outputs: int = 4096
 
     @classmethod
     def from_cl_device(cls, device: cl.Device) -> DeviceInfo:
@@ -676,7 +688,8 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
     for n in lengths:
         n_out = None if (n is None or n_out is None) else n_out * n
 
-    if info.is_gpu and len(insns) == 1:
+    if info.is_gpu and len(insns) == 1 and (
+            n_out is None or n_out >= info.min_tiled_outputs):
         tiling = plan_tiling(kernel, insns[0].id, info.group_size,
                              compute_units=info.compute_units)
         if tiling is not None:
