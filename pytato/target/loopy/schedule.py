@@ -589,14 +589,11 @@ def _column_tree(kernel: lp.LoopKernel, insn: Any, col: str,
     rows = max(1, min(COLUMN_TREE_ROWS, info.max_work_group_size // cols))
     if n_out % cols or r_len % rows or rows == 1:
         return None
+    from pytato.target.loopy.reduction import _tag_outputs
+
+    # the output inames (constant extents) joined, split onto g.0/l.0
+    kernel = _tag_outputs(kernel, out_inames, cols, second_axis="g.1")
     vng = kernel.get_var_name_generator()
-    if len(out_inames) > 1:
-        flat = vng(f"{out_inames[-1]}_flat")
-        kernel = lp.join_inames(kernel, out_inames, new_iname=flat)
-    else:
-        flat, = out_inames
-    kernel = lp.split_iname(kernel, flat, cols, outer_tag="g.0",
-                            inner_tag="l.0")
     inner = vng(f"{col}_rows")
     kernel = lp.split_iname(kernel, col, rows, inner_iname=inner,
                             outer_iname=vng(f"{col}_seq"), inner_tag="l.1")
