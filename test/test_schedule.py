@@ -263,3 +263,54 @@ def test_column_reduction_in_one_kernel(queue, op, dtype):
         want = getattr(np, {"amax": "max"}.get(op, op))(a, axis=axis)
         np.testing.assert_allclose(res, want, rtol=1e-5 if dtype == np.float32
                                    else 1e-12)
+
+
+def test_flat_nests_index_through_variables(queue):
+    """The indices derived from a flat nest's index are private integer
+    variables computed once per work-item, shared by the nests of a level;
+    loopy's write-race check is silenced for pytato's instructions only."""
+    import warnings
+
+    import loopy as lp
+    import pymbolic.primitives as prim
+    from loopy.diagnostic import WriteRaceConditionWarning
+
+    from pytato.target.loopy.schedule import SILENCED_WRITE_RACES
+
+    a = np.random.default_rng(1).random((16, 24))
+    x = pt.make_placeholder("x", (16, 24), np.float64)
+    y = 2 * x
+    outs = {"u": y.T + 1, "v": pt.roll(y, 3, axis=1) * y,
+            "w": pt.sum(y, axis=1)}
+    for info in (GPU, CPU):
+        prg = pt.generate_loopy(outs, default_schedule=False)
+        t_unit = default_schedule(prg.program, info)
+        knl = t_unit.default_entrypoint
+        index_insns = [i for i in knl.instructions
+                       if i.id.startswith("_pt_index_")]
+        assert index_insns
+        index_vars = {i.assignee.name for i in index_insns}
+        for name in index_vars:
+            tv = knl.temporary_variables[name]
+            assert tv.address_space == lp.AddressSpace.PRIVATE
+            assert tv.shape == ()
+        # one variable per derived index and level, not per nest
+        rhs = {str(i.expression) for i in index_insns}
+        assert len(rhs) == len(index_insns)
+        stores = [i for i in knl.instructions
+                  if isinstance(i, lp.Assignment)
+                  and i.assignee_var_names()[0] in ("u", "v")]
+        for insn in stores:
+            idx = insn.assignee.index_tuple
+            assert all(isinstance(e, prim.Variable)
+                       and e.name in index_vars for e in idx), insn
+            assert insn.depends_on & {i.id for i in index_insns}
+        assert SILENCED_WRITE_RACES in knl.silenced_warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", WriteRaceConditionWarning)
+            lp.generate_code_v2(t_unit)
+        _, res = prg.copy(program=t_unit)(queue, x=a)
+        np.testing.assert_allclose(res["u"], (2 * a).T + 1)
+        np.testing.assert_allclose(res["v"],
+                                   np.roll(2 * a, 3, axis=1) * 2 * a)
+        np.testing.assert_allclose(res["w"], (2 * a).sum(axis=1))

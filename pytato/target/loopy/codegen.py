@@ -70,6 +70,7 @@ from pytato.scalar_expr import (
     TypeCast,
 )
 from pytato.tags import Named, PrefixNamed
+from pytato.target.loopy.index_arith import simplify_floor_div, simplify_remainder
 from pytato.transform.mappers import CachedMapper
 
 
@@ -347,6 +348,10 @@ def _complex_parts(x: Any) -> tuple[Any, Any]:
     return _call("real", x), _call("imag", x)
 
 
+def _is_index_constant(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
 def _opaque_divisor(den: Any) -> Any:
     """Hide a constant integer divisor from loopy's affine simplification of
     array indices. Loopy re-simplifies an index after choosing C's ``/`` and
@@ -473,6 +478,9 @@ class ScalarToLoopyMapper(IdentityMapper):
         num, den = self._operand(expr.numerator), self._operand(expr.denominator)
         if _is_inexact(self._dtype(expr)):
             return prim.Call(prim.Variable("floor"), (prim.Quotient(num, den),))
+        simple = simplify_floor_div(num, den, self.state.index_ranges)
+        if simple is not None:
+            return simple
         return prim.FloorDiv(num, _opaque_divisor(den))
 
     def map_remainder(self, expr: prim.Remainder) -> Any:
@@ -481,6 +489,9 @@ class ScalarToLoopyMapper(IdentityMapper):
             # numpy: the result has the sign of the divisor
             quot = prim.Call(prim.Variable("floor"), (prim.Quotient(num, den),))
             return prim.Sum((num, prim.Product((-1, den, quot))))
+        simple = simplify_remainder(num, den, self.state.index_ranges)
+        if simple is not None:
+            return simple
         return prim.Remainder(num, _opaque_divisor(den))
 
     def map_quotient(self, expr: prim.Quotient) -> Any:
@@ -582,10 +593,16 @@ class CodeGenState:
         Callable[[lp.TranslationUnit], lp.TranslationUnit]] = field(
             default_factory=list)
     stores: list[Any] = field(default_factory=list)
+    #: inclusive bounds of the inames with constant bounds (for
+    #: :mod:`pytato.target.loopy.index_arith`)
+    index_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def add_domain(self, inames: Sequence[str], lower: Sequence[Any],
                    upper: Sequence[Any]) -> None:
         """Add the domain ``lower[k] <= inames[k] < upper[k]``."""
+        for i, lo, hi in zip(inames, lower, upper, strict=True):
+            if _is_index_constant(lo) and _is_index_constant(hi) and lo < hi:
+                self.index_ranges[i] = (int(lo), int(hi) - 1)
         params: set[str] = set()
         conds = [f"{_isl_affine(lo, params)} <= {i} < {_isl_affine(hi, params)}"
                  for i, lo, hi in zip(inames, lower, upper, strict=True)]

@@ -15,7 +15,14 @@ loops: one assignment computing all elements of a stored array, as
 * **Output axes.** When all extents are known integers, the output inames
   are joined into one flat iname (row-major, so consecutive work-items
   touch consecutive elements) which is split by the work-group size:
-  inner part ``l.0``, outer part ``g.0``. With symbolic extents the
+  inner part ``l.0``, outer part ``g.0``. The output indices derived from
+  the flat one (``f // stride % n``) are computed once per work-item into
+  private integer variables that all subscripts of the nest read
+  (``_pt_..._div16``, ``_pt_..._mod16``), not repeated in each subscript:
+  it halves the expressions loopy walks in each of its passes. Loopy
+  cannot see the hardware inames in such stores' indices, so its
+  write-race warning is silenced for pytato's instructions there
+  (:data:`SILENCED_WRITE_RACES`). With symbolic extents the
   outermost iname goes to ``g.0``, the innermost is split with its inner
   part on ``l.0``, and the other loops stay sequential inside each
   work-item (1-D: split onto ``g.0``/``l.0``).
@@ -80,6 +87,7 @@ Work-group sizes come from a :class:`DeviceInfo`:
   anywhere.
 
 .. autoclass:: DeviceInfo
+.. autodata:: SILENCED_WRITE_RACES
 .. autofunction:: default_schedule
 """
 
@@ -398,8 +406,74 @@ def _split_in_domain(dom: Any, iname: str, outer: str, inner: str,
     return dom.project_out(set_t, idx, 1)
 
 
+#: The write-race warnings that :func:`default_schedule` silences in
+#: kernels where stores index through :class:`_IndexVariables` (loopy sees
+#: no hardware iname in their index): those of pytato's instructions,
+#: whose ids all start with ``_pt_``. Instructions added later under other
+#: ids keep loopy's check.
+SILENCED_WRITE_RACES = "write_race(_pt_*)"
+
+
+class _IndexVariables:
+    """The private integer temporaries holding the indices derived from the
+    flat index *flat* of one pair of hardware inames *within*: ``flat //
+    stride`` and ``flat // stride % n``, each computed once per work-item
+    by an instruction of its own.
+
+    Every subscript of a flat loop nest then reads a variable instead of
+    repeating ``(s*f_outer + f_inner) // stride % n``: loopy's passes and
+    its C code generation walk every node of every expression (and prove
+    the signs of ``//`` and ``%`` operands with isl at each), so those
+    repeated index expressions were about half of loopy's work on graphs of
+    many small arrays."""
+
+    def __init__(self, base: str, flat: Any, within: frozenset[str],
+                 vng: Any, ids: Any, dtype: Any) -> None:
+        self.base = base
+        self.flat = flat
+        self.within = within
+        self.vng = vng
+        self.ids = ids
+        self.dtype = dtype
+        self.insns: list[lp.Assignment] = []
+        self.temporaries: dict[str, lp.TemporaryVariable] = {}
+        self._vars: dict[tuple[int, int | None], prim.Variable] = {}
+        self._insn_of: dict[str, str] = {}
+
+    def get(self, stride: int, mod: int | None) -> prim.Variable:
+        """The variable holding ``flat // stride % mod`` (no ``% mod``
+        for None)."""
+        key = (stride, mod)
+        var = self._vars.get(key)
+        if var is not None:
+            return var
+        expr: Any = self.flat if stride == 1 else prim.FloorDiv(self.flat,
+                                                                 stride)
+        name = self.base + ("" if stride == 1 else f"_div{stride}")
+        if mod is not None:
+            expr = prim.Remainder(expr, mod)
+            name += f"_mod{mod}"
+        elif stride == 1:
+            name += "_idx"
+        var = prim.Variable(self.vng(name))
+        insn_id = self.ids(f"_pt_index_{var.name}")
+        self.temporaries[var.name] = lp.TemporaryVariable(
+            var.name, self.dtype, shape=(),
+            address_space=lp.AddressSpace.PRIVATE)
+        self.insns.append(lp.Assignment(
+            var, expr, id=insn_id, within_inames=self.within,
+            depends_on=frozenset()))
+        self._vars[key] = var
+        self._insn_of[var.name] = insn_id
+        return var
+
+    def ids_of(self, variables: Any) -> frozenset[str]:
+        """The ids of the instructions computing *variables*."""
+        return frozenset(self._insn_of[v.name] for v in variables)
+
+
 def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
-                        ) -> lp.LoopKernel:
+                        ) -> tuple[lp.LoopKernel, dict[str, list[str]]]:
     """Apply the schedules of the output axes of many loop nests in one
     rewrite of the kernel (what :func:`_schedule_outputs` does with one
     :mod:`loopy` transformation per nest, each rewriting the whole kernel,
@@ -419,13 +493,18 @@ def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
     from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag
 
     if not plans:
-        return kernel
+        return kernel, {}
     vng = kernel.get_var_name_generator()
+    ids = kernel.get_instruction_id_generator()
     domains: list[Any] = list(kernel.domains)
     inames = dict(kernel.inames)
     subst_of_insn: dict[str, dict[str, Any]] = {}
     within_of_insn: dict[str, frozenset[str]] = {}
     pred_of_insn: dict[str, Any] = {}
+    deps_of_insn: dict[str, frozenset[str]] = {}
+    index_insns: list[lp.Assignment] = []
+    temporaries: dict[str, lp.TemporaryVariable] = {}
+    added: dict[str, list[str]] = {}
     all_subst: dict[Any, Any] = {}
     unbatched = []
     own: list[tuple[_OutputPlan, int]] = []
@@ -460,8 +539,11 @@ def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
         inames[inner] = Iname(inner, frozenset([LocalInameTag(0)]))
         flat = prim.Sum((prim.Product((size, prim.Variable(outer))),
                          prim.Variable(inner)))
+        index_vars = _IndexVariables(base, flat, frozenset({outer, inner}),
+                                     vng, ids, kernel.index_dtype)
         for (plan, _), n_plan in zip(members, totals, strict=True):
             subst: dict[str, Any] = {}
+            exprs: dict[str, Any] = {}
             stride = n_plan
             for k, (iname, n) in enumerate(zip(plan.inames, plan.lengths,
                                                strict=True)):
@@ -470,14 +552,25 @@ def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
                 e: Any = flat if stride == 1 else prim.FloorDiv(flat, stride)
                 if k > 0:
                     e = prim.Remainder(e, n)
-                subst[iname] = e
+                exprs[iname] = e
+                subst[iname] = (0 if n == 1 else
+                                index_vars.get(stride, n if k > 0 else None))
             pred = (prim.Comparison(flat, "<", n_plan) if n_plan < total
                     else None)
             _record(kernel, plan, subst, set(plan.inames), {outer, inner},
-                    inames, subst_of_insn, within_of_insn, all_subst)
-            if pred is not None:
-                for iid in plan.insn_ids:
+                    inames, subst_of_insn, within_of_insn, all_subst,
+                    exprs=exprs)
+            used = index_vars.ids_of(
+                v for v in subst.values() if isinstance(v, prim.Variable))
+            for iid in plan.insn_ids:
+                deps_of_insn[iid] = used
+                if pred is not None:
                     pred_of_insn[iid] = pred
+        index_insns.extend(index_vars.insns)
+        temporaries.update(index_vars.temporaries)
+        if index_vars.insns:
+            added[members[0][0].insn_ids[0]] = [
+                i.id for i in index_vars.insns]
 
     # symbolic extents: a split of the innermost axis per nest
     for plan, dom_idx in own:
@@ -505,27 +598,42 @@ def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
     if subst_of_insn:
         domains = [d for i, d in enumerate(domains) if i not in dropped]
         kernel = _rewrite_inames(kernel, domains, inames, subst_of_insn,
-                                 within_of_insn, pred_of_insn, all_subst)
+                                 within_of_insn, pred_of_insn, all_subst,
+                                 deps_of_insn)
+        if index_insns:
+            # loopy's write-race check looks for the hardware inames in
+            # the stored index; it now reads index variables (a bijection
+            # of the flat index, so no two work-items store one element)
+            kernel = kernel.copy(
+                instructions=[*index_insns, *kernel.instructions],
+                temporary_variables={**kernel.temporary_variables,
+                                     **temporaries},
+                silenced_warnings=kernel.silenced_warnings
+                | {SILENCED_WRITE_RACES})
     for plan in unbatched:
         kernel = _schedule_outputs(kernel, plan.insn_ids[0], plan.inames,
                                    plan.lengths, plan.group_size)
-    return kernel
+    return kernel, added
 
 
 def _record(kernel: lp.LoopKernel, plan: _OutputPlan, subst: dict[str, Any],
             removed: set[str], added: set[str], inames: dict[str, Any],
             subst_of_insn: dict[str, dict[str, Any]],
             within_of_insn: dict[str, frozenset[str]],
-            all_subst: dict[Any, Any]) -> None:
+            all_subst: dict[Any, Any],
+            exprs: dict[str, Any] | None = None) -> None:
     """Note the rewrite of the nest of *plan*: inames *removed* replaced
-    (in expressions, by *subst*; in loops, by *added*)."""
+    (in expressions, by *subst*; in loops, by *added*). *exprs*: the
+    values of the removed inames in terms of the added ones, where *subst*
+    replaces them by variables holding those values."""
     for name in removed:
         inames.pop(name, None)
     for iid in plan.insn_ids:
         subst_of_insn[iid] = subst
         within_of_insn[iid] = frozenset(
             (kernel.id_to_insn[iid].within_inames - removed) | added)
-    all_subst.update({prim.Variable(k): v for k, v in subst.items()})
+    all_subst.update({prim.Variable(k): v
+                      for k, v in (exprs or subst).items()})
 
 
 def _rewrite_inames(kernel: lp.LoopKernel, domains: list[Any],
@@ -533,7 +641,9 @@ def _rewrite_inames(kernel: lp.LoopKernel, domains: list[Any],
                     subst_of_insn: dict[str, dict[str, Any]],
                     within_of_insn: dict[str, frozenset[str]],
                     pred_of_insn: dict[str, Any],
-                    all_subst: dict[Any, Any]) -> lp.LoopKernel:
+                    all_subst: dict[Any, Any],
+                    deps_of_insn: dict[str, frozenset[str]]
+                    ) -> lp.LoopKernel:
     from loopy.symbolic import SubstitutionMapper
     from pymbolic.mapper.substitutor import make_subst_func
 
@@ -550,6 +660,7 @@ def _rewrite_inames(kernel: lp.LoopKernel, domains: list[Any],
             assignee=mapper(insn.assignee),
             expression=mapper(insn.expression),
             within_inames=within_of_insn[insn.id],
+            depends_on=insn.depends_on | deps_of_insn.get(insn.id, frozenset()),
             predicates=predicates | {pred} if pred is not None
             else predicates))
     return kernel.copy(
@@ -971,7 +1082,9 @@ def default_schedule(t_unit: lp.TranslationUnit,
     kernel, loads = apply_tilings(kernel, tilings)
     for ids in nests:
         ids.extend(loads.get(ids[0], ()))
-    kernel = _apply_output_plans(kernel, batch)
+    kernel, index_insns = _apply_output_plans(kernel, batch)
+    for ids in nests:
+        ids.extend(index_insns.get(ids[0], ()))
     # reductions left sequential become accumulator loops (linear here,
     # quadratic in loopy's preprocessing)
     from pytato.target.loopy.accumulate import realize_sequential_reductions
