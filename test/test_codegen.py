@@ -801,3 +801,73 @@ def test_size_param_used_only_in_expressions(queue: Any) -> None:
     x = pt.make_placeholder("x", (3,), np.float64)
     _, (out,) = pt.generate_loopy(x * n)(queue, x=np.ones(3), n=4)
     np.testing.assert_allclose(out, 4 * np.ones(3))
+
+
+def _creation_graphs():
+    from pytato.target.loopy import ImplStored, ImplSubstitution
+    x = pt.make_placeholder("x", (10, 4), np.float64)
+    n = pt.make_size_param("n")
+    y = pt.make_placeholder("y", (n, 3), np.float32)
+    m = pt.make_size_param("m")
+    z = pt.make_placeholder("z", (m, m), np.float64)
+    c = pt.make_placeholder("c", (6,), np.complex128)
+    v = pt.make_placeholder("v", (4,), np.float64)
+    return {
+        "symbolic": {"a": pt.sum(y, axis=0), "b": 2 * y + 1},
+        "symbolic reductions": {"t": z @ z, "u": pt.sum(z, axis=1),
+                                "v": pt.amax(z)},
+        "einsum": pt.einsum("ij,j->i", x, v),
+        "where": pt.where(x > 0, x, 0 * x),
+        "integer": pt.make_placeholder("k", (5,), np.int8) // 3,
+        "0-d": pt.sum(x),
+        "empty": pt.make_placeholder("e", (0, 3), np.float64) + 1,
+        "concatenate": pt.concatenate([x, x * 2]),
+        "gather": x[pt.make_placeholder("ii", (3,), np.int64)],
+        "stored and substitutions": (
+            (2 * x).tagged(ImplStored())
+            + (x + 1).tagged([ImplStored(), Named("xplus1")])
+            + (x * x).tagged([ImplSubstitution(), Named("sq")])
+            + pt.sum(x, axis=1).tagged(ImplSubstitution()).reshape(10, 1)),
+        "complex": {"r": pt.abs(c) + pt.real(c * c), "s": c.conj()},
+        "shared outputs": {"a": x + 1, "b": x + 1, "c": x},
+        "roll": pt.roll(x, 2, axis=0) + x.T.T,
+    }
+
+
+@pytest.mark.parametrize("case", list(_creation_graphs()))
+def test_kernel_creation_matches_make_kernel(case, monkeypatch):
+    """:func:`pytato.target.loopy.creation.make_translation_unit` creates
+    the kernel that :func:`loopy.make_kernel` would (it skips make_kernel's
+    generic passes)."""
+    from pytato.target.loopy import PROGRAM_CACHE, creation
+
+    graph = _creation_graphs()[case]
+    quick = _kernel(pt.generate_loopy(graph, default_schedule=False))
+    monkeypatch.setattr(creation, "make_translation_unit",
+                        creation._with_make_kernel)
+    PROGRAM_CACHE.clear()
+    reference = _kernel(pt.generate_loopy(graph, default_schedule=False))
+    assert quick is not reference
+    assert quick == reference
+
+
+def test_kernel_creation_matches_make_kernel_on_random_dags(monkeypatch):
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).parent.parent / "benchmarks" \
+        / "bench_codegen.py"
+    spec = importlib.util.spec_from_file_location("bench_codegen", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    from pytato.target.loopy import PROGRAM_CACHE, creation
+
+    for nnodes in (60, 400):
+        graph = bench.make_random_dag(nnodes, seed=nnodes)
+        quick = pt.generate_loopy(graph, default_schedule=False)
+        with monkeypatch.context() as m:
+            m.setattr(creation, "make_translation_unit",
+                      creation._with_make_kernel)
+            PROGRAM_CACHE.clear()
+            reference = pt.generate_loopy(graph, default_schedule=False)
+        assert quick is not reference
+        assert _kernel(quick) == _kernel(reference)

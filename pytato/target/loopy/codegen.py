@@ -834,12 +834,13 @@ def build_translation_unit(
     # also those used only in expressions (not in loop bounds)
     param_domain = ([f"[{', '.join(sorted(size_params))}] -> {{ : }}"]
                     if size_params else [])
-    t_unit = lp.make_kernel(
+    from pytato.target.loopy.creation import make_translation_unit
+    t_unit = make_translation_unit(
         [*param_domain, *state.domains] or ["{ : }"],
         [*state.instructions, *state.substitutions.values()],
         kernel_data,
         name=function_name, target=target, options=options,
-        lang_version=(2018, 2), assumptions=assumptions)
+        assumptions=assumptions)
     if state.iname_tags:
         knl = t_unit.default_entrypoint
         knl = knl.copy(inames={
