@@ -58,3 +58,22 @@ def test_random_graphs_gpu_schedule(queue: object, seed: int) -> None:
     # result near 0 after cancellation has no relative accuracy)
     _check(result, g, rtol=2e-4 if dtype == np.float32 else 1e-10,
            atol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3000, 3040))
+def test_random_graphs_kernel_creation(seed: int, monkeypatch) -> None:
+    """The kernel created without :func:`loopy.make_kernel`
+    (:mod:`pytato.target.loopy.creation`) equals make_kernel's, which also
+    adds dependencies of reads on single writers: so the lowering's own
+    dependencies are complete (the default schedule orders loop nests by
+    them)."""
+    from pytato.target.loopy import PROGRAM_CACHE, creation
+    g = make_random_graph(seed)
+    quick = pt.generate_loopy(g.outputs, default_schedule=False)
+    PROGRAM_CACHE.clear()
+    monkeypatch.setattr(creation, "make_translation_unit",
+                        creation._with_make_kernel)
+    reference = pt.generate_loopy(g.outputs, default_schedule=False)
+    assert quick is not reference
+    assert quick.program.default_entrypoint \
+        == reference.program.default_entrypoint

@@ -9,10 +9,11 @@ fifteen), which took a third of :func:`~pytato.target.loopy.generate_loopy`
 for a graph of 10^4 nodes (2.4 s). The lowering in
 :mod:`pytato.target.loopy.codegen` gives all of it explicitly: instruction
 objects with their loops and dependencies, every argument and temporary
-with its shape and type. What is left to do is what
+with its shape and type, every instruction with its dependencies on the
+instructions storing what it reads (so loopy's single-writer dependency
+heuristic adds none). What is left to do is what
 :func:`make_translation_unit` does: parse the domains, order the
-arguments' axes (C order), add the dependencies of reads on the single
-writer of a variable, and wrap the kernel in a translation unit.
+arguments' axes (C order) and wrap the kernel in a translation unit.
 
 The result is the kernel :func:`loopy.make_kernel` would create (the test
 suite checks equality on a set of graphs); where loopy's internals it uses
@@ -45,7 +46,6 @@ def make_translation_unit(domains: Sequence[str], instructions: Sequence[Any],
         from loopy.kernel import LoopKernel, _get_inames_from_domains
         from loopy.kernel.creation import (
             apply_default_order_to_args,
-            apply_single_writer_dependency_heuristic,
             parse_domains,
         )
         from loopy.kernel.data import Iname
@@ -78,8 +78,6 @@ def make_translation_unit(domains: Sequence[str], instructions: Sequence[Any],
         assumptions=assumption_set, name=name,
         iname_slab_increments=constantdict(), applied_iname_rewrites=())
     kernel = apply_default_order_to_args(kernel, "C")
-    kernel = apply_single_writer_dependency_heuristic(kernel,
-                                                      warn_if_used=False)
     return make_program(kernel).with_entrypoints(name)
 
 
