@@ -1,6 +1,8 @@
 """The fast call path of pytato's OpenCL programs and executables
 (``pytato.target.loopy.launch._FastCall``) gives what loopy's executor
-gives: same result types and structure, same values, events, errors."""
+gives: same result types and structure, same values, events, errors; and
+repeated calls (``launch._RepeatedCalls``), which skip the argument checks,
+skip them only for arguments checked before."""
 
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ def _same(a: object, b: object) -> None:
 @pytest.mark.parametrize("name", ["one", "several", "temporary", "symbolic"])
 @pytest.mark.parametrize("host", [False, True])
 @pytest.mark.parametrize("bound", [False, True])
-def test_fast_call_matches_loopy(cl_ctx, name, host, bound):
+def test_fast_call_matches_loopy(cl_ctx, monkeypatch, name, host, bound):
     queue = cl.CommandQueue(cl_ctx)
     result, inputs = _programs()[name]
     prog = pt.generate_loopy(result)
@@ -69,12 +71,19 @@ def test_fast_call_matches_loopy(cl_ctx, name, host, bound):
         executor = prog._executor(cl_ctx)
     runner(queue, **args)        # first call: loopy (warms up)
     evt, got = runner(queue, **args)
+    # repeated calls: no argument checks
+    calls = _counting_process(monkeypatch)
+    evt_again, got_again = runner(queue, **args)
+    assert calls[0] == 0
+    assert isinstance(evt_again, cl.Event)
+    _same(got_again, got)
     fast = launch._FAST_CALLS.get(executor)
     assert fast is not None, "the fast path is not used"
     assert any(v is not None for v in fast._sized.values())
     assert isinstance(evt, cl.Event)
     evt.wait()
     # loopy's executor, as the programs call it
+    monkeypatch.undo()
     arrays, values = runner._arg_spec.process(args, runner.bound_arguments)
     kwargs = dict(arrays, **values)
     if bound:
@@ -119,3 +128,248 @@ def test_fast_call_errors_and_fallbacks(cl_ctx):
     np.testing.assert_allclose(out, np.arange(100)[::2] * 2)
     _, (out,) = exe(queue, x=xd)
     np.testing.assert_allclose(out.get(), np.arange(50) * 2)
+
+
+# {{{ repeated calls: checks skipped only for arguments checked before
+
+def _counting_process(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Count the calls of ``ArgumentSpec.process`` (the argument checks)."""
+    from pytato.target.loopy.arguments import ArgumentSpec
+    calls = [0]
+    process = ArgumentSpec.process
+
+    def counted(self, *args, **kwargs):
+        calls[0] += 1
+        return process(self, *args, **kwargs)
+
+    monkeypatch.setattr(ArgumentSpec, "process", counted)
+    return calls
+
+
+def _runner(kind: str, prog, ctx):
+    return prog.bind_to_context(ctx) if kind == "exe" else prog
+
+
+def _bound_program():
+    x = pt.make_placeholder("x", (50,), np.float32)
+    c = pt.make_data_wrapper(np.arange(50, dtype=np.float32))
+    return pt.generate_loopy(x * c + 1), np.arange(50) ** 2 + 1
+
+
+@pytest.mark.parametrize("kind", ["exe", "prog"])
+@pytest.mark.parametrize("host", [False, True])
+def test_repeated_calls_skip_checks(cl_ctx, monkeypatch, kind, host):
+    queue = cl.CommandQueue(cl_ctx)
+    prog, ref = _bound_program()
+    runner = _runner(kind, prog, cl_ctx)
+    xv = np.arange(50, dtype=np.float32)
+    x = xv if host else cla.to_device(queue, xv)
+    for _ in range(2):
+        runner(queue, x=x)
+    calls = _counting_process(monkeypatch)
+    for _ in range(3):
+        evt, (out,) = runner(queue, x=x)
+        assert isinstance(evt, cl.Event)
+        # an executable's bound data is on the device: device arrays out
+        host_out = host and kind == "prog"
+        assert isinstance(out, np.ndarray if host_out else cla.Array)
+        np.testing.assert_allclose(out if host_out else out.get(), ref)
+    assert calls[0] == 0, "repeated calls were checked again"
+    # a new array of the same kind is checked no more
+    runner(queue, x=xv.copy() if host else cla.to_device(queue, xv))
+    assert calls[0] == 0
+
+
+def _bad_calls(queue: cl.CommandQueue) -> dict[str, tuple[dict, type]]:
+    from pytato.diagnostic import (
+        BoundArgumentError,
+        MissingArgumentError,
+        UnknownArgumentError,
+    )
+    big = cla.to_device(queue, np.arange(101, dtype=np.float32))
+    return {
+        "shape": ({"x": cla.zeros(queue, 49, np.float32)}, ArgumentShapeError),
+        "ndim": ({"x": cla.zeros(queue, (50, 1), np.float32)},
+                 ArgumentShapeError),
+        "dtype": ({"x": cla.zeros(queue, 50, np.float64)}, ArgumentDTypeError),
+        "numpy shape": ({"x": np.zeros(49, np.float32)}, ArgumentShapeError),
+        "numpy dtype": ({"x": np.zeros(50, np.float64)}, ArgumentDTypeError),
+        "missing": ({}, MissingArgumentError),
+        "missing, other name": ({"y": big}, MissingArgumentError),
+        "output": ({"x": big[:50], "_pt_out": big}, UnknownArgumentError),
+        "bound": ({"x": big[:50], "_pt_data_0": big}, BoundArgumentError),
+        # loopy's checks of device arrays
+        "offset": ({"x": big[1:51]}, ValueError),
+        "non-contiguous": ({"x": big[::2][:50]}, ValueError),
+    }
+
+
+@pytest.mark.parametrize("kind", ["exe", "prog"])
+@pytest.mark.parametrize("warm", ["device", "numpy"])
+def test_repeated_calls_still_raise(cl_ctx, monkeypatch, kind, warm):
+    """After good calls, each bad call raises its typed error, and does not
+    disturb later good calls."""
+    queue = cl.CommandQueue(cl_ctx)
+    prog, ref = _bound_program()
+    runner = _runner(kind, prog, cl_ctx)
+    xv = np.arange(50, dtype=np.float32)
+    good = {"x": xv if warm == "numpy" else cla.to_device(queue, xv)}
+    for _ in range(3):
+        runner(queue, **good)
+    calls = _counting_process(monkeypatch)
+    for name, (kwargs, error) in _bad_calls(queue).items():
+        for _ in range(2):
+            with pytest.raises(error):
+                runner(queue, **kwargs)
+            # the good signature still runs unchecked, with the right result
+            before = calls[0]
+            _, (out,) = runner(queue, **good)
+            assert calls[0] == before, name
+            np.testing.assert_allclose(
+                out if isinstance(out, np.ndarray) else out.get(), ref)
+
+
+@pytest.mark.parametrize("kind", ["exe", "prog"])
+def test_repeated_calls_symbolic_sizes(cl_ctx, monkeypatch, kind):
+    from pytato.diagnostic import MissingArgumentError
+    queue = cl.CommandQueue(cl_ctx)
+    n = pt.make_size_param("n")
+    z = pt.make_placeholder("z", (n, 3), np.float64)
+    runner = _runner(kind, pt.generate_loopy((z * 2).sum(axis=1)), cl_ctx)
+    rng = np.random.default_rng(1)
+    zs = {m: cla.to_device(queue, rng.random((m, 3))) for m in (7, 8, 9)}
+
+    def check(m: int, **kwargs) -> None:
+        _, (out,) = runner(queue, z=zs[m], **kwargs)
+        assert out.shape == (m,)
+        np.testing.assert_allclose(out.get(), 2 * zs[m].get().sum(axis=1))
+
+    for _ in range(2):
+        check(7)
+        check(8, n=8)
+    calls = _counting_process(monkeypatch)
+    for _ in range(3):
+        check(7)
+        check(8, n=8)
+    assert calls[0] == 0
+    check(9)                       # a new size: checked, then kept
+    check(9)
+    assert calls[0] == 1
+    with pytest.raises(ArgumentShapeError, match="n=8"):
+        runner(queue, z=zs[7], n=8)
+    with pytest.raises(ArgumentShapeError, match="non-negative"):
+        runner(queue, z=zs[7], n=-1)
+    with pytest.raises(ArgumentDTypeError, match="'n'"):
+        runner(queue, z=zs[7], n=7.0)
+    with pytest.raises(ArgumentDTypeError, match="'n'"):
+        runner(queue, z=zs[7], n=True)
+    with pytest.raises(ArgumentShapeError, match="'z'"):
+        runner(queue, z=cla.zeros(queue, (7, 4), np.float64))
+    with pytest.raises(ArgumentDTypeError, match="'z'"):
+        runner(queue, z=cla.zeros(queue, (7, 3), np.float32))
+    with pytest.raises(MissingArgumentError, match="'z'"):
+        runner(queue, n=7)
+    check(8, n=np.int64(8))        # numpy integers: checked every time
+    check(7)
+    check(8, n=8)
+
+
+def test_repeated_calls_keep_few_signatures(cl_ctx):
+    queue = cl.CommandQueue(cl_ctx)
+    n = pt.make_size_param("n")
+    z = pt.make_placeholder("z", (n,), np.float64)
+    exe = pt.generate_loopy(z + 1).bind_to_context(cl_ctx)
+    repeated = exe._repeated
+    for m in [*range(1, 8), *range(1, 8)]:
+        zd = cla.to_device(queue, np.arange(m, dtype=np.float64))
+        for _ in range(3):
+            _, (out,) = exe(queue, z=zd)
+            np.testing.assert_allclose(out.get(), np.arange(m) + 1)
+        assert len(repeated.signatures) <= repeated.max_signatures
+    assert repeated.signatures[0].device_arrays[0][1] == (7,)
+
+
+def test_repeated_calls_numpy_conversions(cl_ctx, monkeypatch):
+    """Inputs that the checks convert (non-contiguous numpy arrays, lists)
+    are checked on every call."""
+    queue = cl.CommandQueue(cl_ctx)
+    prog, ref = _bound_program()
+    exe = prog.bind_to_context(cl_ctx)
+    xv = np.arange(50, dtype=np.float32)
+    for _ in range(2):
+        exe(queue, x=xv)
+    calls = _counting_process(monkeypatch)
+    strided = np.arange(100, dtype=np.float32)[::2]
+    for _ in range(2):
+        _, (out,) = exe(queue, x=strided)
+        np.testing.assert_allclose(out.get(), strided * np.arange(50) + 1)
+    assert calls[0] == 2
+    with pytest.raises(ArgumentDTypeError, match="int64"):
+        exe(queue, x=list(range(50)))
+    _, (out,) = exe(queue, x=xv)
+    np.testing.assert_allclose(out.get(), ref)
+    assert calls[0] == 3
+
+
+def test_repeated_calls_other_queues(cl_ctx, monkeypatch):
+    """Queues of other contexts, with profiling, or with kernel tracing go
+    the checked way."""
+    from pytato.target.loopy.launcher import TRACE_KERNELS_ENV
+    queue = cl.CommandQueue(cl_ctx)
+    prog, ref = _bound_program()
+    exe = prog.bind_to_context(cl_ctx)
+    xv = np.arange(50, dtype=np.float32)
+    xd = cla.to_device(queue, xv)
+    for _ in range(2):
+        exe(queue, x=xd)
+        prog(queue, x=xd)
+    calls = _counting_process(monkeypatch)
+
+    other = cl.CommandQueue(cl.Context(cl_ctx.devices))
+    with pytest.raises(ValueError, match="context"):
+        exe(other, x=xv)
+    _, (out,) = prog(other, x=xv)
+    np.testing.assert_allclose(out, ref)
+    assert calls[0] == 1
+
+    profiling = cl.CommandQueue(
+        cl_ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    exe.clear_statistics()
+    for _ in range(2):
+        _, (out,) = exe(profiling, x=xd)
+        np.testing.assert_allclose(out.get(), ref)
+    profiling.finish()
+    assert sum(s.count for s in exe.statistics.values()) == 2
+    assert calls[0] == 3
+
+    monkeypatch.setenv(TRACE_KERNELS_ENV, "all")
+    exe(queue, x=xd)
+    assert calls[0] == 4
+    monkeypatch.delenv(TRACE_KERNELS_ENV)
+    _, (out,) = exe(queue, x=xd)
+    np.testing.assert_allclose(out.get(), ref)
+    assert calls[0] == 4
+
+
+@pytest.mark.parametrize("allocator", [None, False, "pool"])
+def test_repeated_calls_allocators(cl_ctx, allocator):
+    from pyopencl.tools import ImmediateAllocator, MemoryPool
+
+    from pytato.target.loopy.programs import default_allocator
+    queue = cl.CommandQueue(cl_ctx)
+    prog, ref = _bound_program()
+    exe = prog.bind_to_context(cl_ctx)
+    alloc = (MemoryPool(ImmediateAllocator(queue)) if allocator == "pool"
+             else allocator)
+    xd = cla.to_device(queue, np.arange(50, dtype=np.float32))
+    for _ in range(3):
+        _, (out,) = exe(queue, allocator=alloc, x=xd)
+        np.testing.assert_allclose(out.get(), ref)
+    if allocator is None:
+        assert out.allocator is default_allocator(queue)
+    elif allocator == "pool":
+        assert out.allocator is alloc
+    else:
+        assert out.allocator is not default_allocator(queue)
+
+# }}}

@@ -364,8 +364,8 @@ def supports_instrumented_run(executor: Any) -> bool:
 _ENV_NAMES = (TRACE_KERNELS_ENV, PROFILE_KERNELS_ENV)
 # the values that select no kernel (as in pytato.target.loopy.launcher)
 _OFF_WORDS = frozenset({"", "0", "false", "no", "off", "none"})
-_ENV_KEYS = tuple(os.environ.encodekey(n)  # type: ignore[attr-defined]
-                  for n in _ENV_NAMES)
+_TRACE_KEY, _PROFILE_KEY = (os.environ.encodekey(n)  # type: ignore[attr-defined]
+                            for n in _ENV_NAMES)
 
 
 def env_switches_set() -> bool:
@@ -373,13 +373,13 @@ def env_switches_set() -> bool:
     :data:`~pytato.target.loopy.launcher.PROFILE_KERNELS_ENV` is set (to
     anything): a cheap check for the per-call fast paths, which leave the
     exact selection to the launchers."""
-    data = getattr(os.environ, "_data", None)
-    if isinstance(data, dict):
-        # a dict lookup: os.environ.get costs microseconds per call
-        for key in _ENV_KEYS:
-            if key in data:
-                return True
-        return False
+    try:
+        # dict lookups: os.environ.get costs microseconds per call
+        data = os.environ._data  # type: ignore[attr-defined]
+    except AttributeError:
+        data = None
+    if type(data) is dict:
+        return _TRACE_KEY in data or _PROFILE_KEY in data
     return any(name in os.environ for name in _ENV_NAMES)
 
 # }}}
@@ -646,22 +646,24 @@ def make_program_launcher(executor: Any, queue: cl.CommandQueue,
 
 # {{{ fast calls
 
-_QUEUE_FLAGS_ATTR = "_pytato_queue_flags"
+_QUEUE_INFO_ATTR = "_pytato_queue_info"
 
 
-def _queue_flags(queue: cl.CommandQueue) -> tuple[bool, bool]:
-    """``(profiling, out_of_order)`` of *queue*, cached on the queue object
-    (its properties cannot change; reading them costs an OpenCL call)."""
+def _queue_info(queue: cl.CommandQueue) -> tuple[bool, bool, int]:
+    """``(profiling, out_of_order, context)`` of *queue*: its flags and the
+    address of its context (``int_ptr``), cached on the queue object (they
+    cannot change; reading them costs OpenCL calls)."""
     try:
-        return getattr(queue, _QUEUE_FLAGS_ATTR)  # type: ignore[no-any-return]
+        return getattr(queue, _QUEUE_INFO_ATTR)  # type: ignore[no-any-return]
     except AttributeError:
         pass
-    flags = (has_profiling(queue), is_out_of_order(queue))
+    info = (has_profiling(queue), is_out_of_order(queue),
+            queue.context.int_ptr)
     try:
-        setattr(queue, _QUEUE_FLAGS_ATTR, flags)
+        setattr(queue, _QUEUE_INFO_ATTR, info)
     except (AttributeError, TypeError):
         pass
-    return flags
+    return info
 
 
 # loopy options whose effect on the invoker the fast path reproduces (or
@@ -674,17 +676,49 @@ _FAST_OPTION_DEFAULTS = {
     "skip_arg_checks": False,
 }
 
+# the leading parameters of pyopencl.array.Array.__init__, which
+# _SizedCall.run passes by position where they match (about 0.4 us less per
+# output than by keyword)
+_ARRAY_PARAMS = ("cq", "shape", "dtype", "order", "allocator", "data", "offset",
+                 "strides", "events", "_flags", "_fast", "_size", "_context",
+                 "_queue")
+
+
+def _array_takes_positional() -> bool:
+    """Whether :class:`pyopencl.array.Array` takes :data:`_ARRAY_PARAMS` in
+    this order."""
+    import inspect
+    try:
+        params = tuple(inspect.signature(cla.Array.__init__).parameters)
+    except (TypeError, ValueError):  # pragma: no cover
+        return False
+    return params[1:1 + len(_ARRAY_PARAMS)] == _ARRAY_PARAMS
+
+
+_ARRAY_POSITIONAL = _array_takes_positional()
+_Array = cla.Array
+_ndarray = np.ndarray
+
 
 class _SizedCall:
     """The parts of a :class:`_FastCall` that depend on the values of the
     size parameters: kernels with their value arguments set, work sizes,
-    output and temporary sizes."""
+    output and temporary sizes.
 
-    __slots__ = ("kernels", "outputs", "temporaries")
+    The buffers of a call are numbered: the inputs (in the order of
+    ``plan.input_arrays``), then the outputs, then the temporaries; each
+    kernel lists ``(argument index, buffer number)`` of its memory
+    arguments.
+    """
+
+    __slots__ = ("context", "kernels", "outputs", "temporaries")
 
     def __init__(self, fast: _FastCall, values: Mapping[str, int]) -> None:
         plan = fast.plan
+        self.context = fast.context
         typed = plan.typed_values(values)
+        number = {name: i for i, name in enumerate(
+            [*plan.input_arrays, *plan.outputs, *plan._temporaries])}
         kernels = []
         for sk in plan.subkernels:
             knl = plan.new_kernel(sk.name)
@@ -693,7 +727,7 @@ class _SizedCall:
                 if name in typed:
                     knl.set_arg(i, typed[name])
                 else:
-                    mem_slots.append((i, name))
+                    mem_slots.append((i, number[name]))
             gsize, lsize = sk.work_sizes(values)
             kernels.append((knl, tuple(mem_slots), gsize, lsize))
         self.kernels = tuple(kernels)
@@ -708,18 +742,60 @@ class _SizedCall:
                 raise _NoFastCall
             size = 1 + sum(s * (n - 1) for s, n in zip(ustrides, ishape,
                                                         strict=True))
-            outputs.append((name, ishape, dtype,
+            outputs.append((ishape, dtype,
                             tuple(s * dtype.itemsize for s in ustrides),
                             size, size * dtype.itemsize))
         self.outputs = tuple(outputs)
         temporaries = []
-        for name, (shape, dtype) in plan._temporaries.items():
+        for shape, dtype in plan._temporaries.values():
             nbytes = int(np.prod(_eval_shape(shape, values), dtype=np.int64)
                          ) * dtype.itemsize
             if nbytes <= 0:
                 raise _NoFastCall
-            temporaries.append((name, nbytes))
+            temporaries.append(nbytes)
         self.temporaries = tuple(temporaries)
+
+    def run(self, queue: cl.CommandQueue, buffers: list[Any],
+            wait_for: list[cl.Event] | None, allocator: Any, chain: bool
+            ) -> tuple[cl.Event, list[cla.Array]]:
+        """Allocate the outputs and temporaries from *allocator*, enqueue
+        the kernels (the first after *wait_for*; each after the previous
+        one if *chain*) and return the last event and the outputs.
+
+        :arg buffers: the memory of the inputs, by number (extended with
+            the outputs and temporaries).
+        """
+        context = self.context
+        outputs = []
+        for shape, dtype, strides, size, nbytes in self.outputs:
+            buf = allocator(nbytes)
+            if _ARRAY_POSITIONAL:
+                ary = _Array(None, shape, dtype, "C", allocator, buf, 0,
+                             strides, None, None, True, size, context, queue)
+            else:  # pragma: no cover
+                ary = _Array(None, shape, dtype, strides=strides, data=buf,
+                             allocator=allocator, _fast=True, _size=size,
+                             _context=context, _queue=queue)
+            outputs.append(ary)
+            buffers.append(buf)
+        temporaries = self.temporaries
+        if temporaries:
+            temporaries = tuple([allocator(nbytes) for nbytes in temporaries])
+            buffers += temporaries
+        evt = None
+        for knl, slots, gsize, lsize in self.kernels:
+            set_arg = knl.set_arg
+            for i, j in slots:
+                set_arg(i, buffers[j])
+            evt = _enqueue(queue, knl, gsize, lsize, None, wait_for,
+                           False, True)
+            wait_for = [evt] if chain else None
+        for buf in temporaries:
+            buf.release()
+        for ary in outputs:
+            # add_event of a new array
+            ary.events.append(evt)
+        return evt, outputs
 
 
 class _NoFastCall(Exception):
@@ -749,6 +825,8 @@ class _FastCall:
                 raise _NoFastCall
         self.plan = plan
         self.inputs = tuple(plan.input_arrays)
+        #: buffer numbers of the inputs (see :class:`_SizedCall`)
+        self.input_numbers = {name: i for i, name in enumerate(self.inputs)}
         self.value_names = tuple(plan.value_args)
         self.known = frozenset(
             {*plan.input_arrays, *plan.value_args,
@@ -759,8 +837,10 @@ class _FastCall:
         self._deferred: Any = None
         self.context = executor.context
 
-    def _sized_for(self, key: tuple[Any, ...],
-                   kwargs: Mapping[str, Any]) -> _SizedCall | None:
+    def sized(self, key: tuple[Any, ...]) -> _SizedCall | None:
+        """The (cached) :class:`_SizedCall` for the values *key* of the
+        size parameters (in the order of :attr:`value_names`), or *None*
+        if the fast path does not handle them."""
         try:
             return self._sized[key]
         except KeyError:
@@ -778,6 +858,38 @@ class _FastCall:
         self._sized[key] = sized
         return sized
 
+    def allocator(self, allocator: Any) -> Any:
+        """*allocator*, or for *None* (fresh buffers, as in loopy) a
+        :class:`pyopencl.tools.DeferredAllocator` of the context."""
+        if allocator is not None:
+            return allocator
+        if self._deferred is None:
+            from pyopencl.tools import DeferredAllocator
+            self._deferred = DeferredAllocator(self.context)
+        return self._deferred
+
+    @staticmethod
+    def transfer(queue: cl.CommandQueue, host_inputs: Any, buffers: list[Any],
+                 wait: list[cl.Event], allocator: Any) -> None:
+        """Copy the numpy arrays of *host_inputs* (``(buffer number,
+        array)`` pairs) to the device: their memory goes into *buffers*,
+        the events of the copies into *wait*."""
+        for number, value in host_inputs:
+            dev = cla.to_device(queue, value, allocator=allocator)
+            if dev.events:
+                wait.extend(dev.events)
+            buffers[number] = dev.base_data
+
+    def result(self, queue: cl.CommandQueue, evt: cl.Event,
+               outputs: list[cla.Array], out_host: bool | None) -> Any:
+        """``(evt, outputs)`` as loopy's invoker returns them (numpy arrays
+        if *out_host*; by name if the program returns a dict)."""
+        if out_host and not self.no_numpy:
+            outputs = [ary.get(queue=queue) for ary in outputs]
+        if self.return_dict:
+            return evt, dict(zip(self.plan.outputs, outputs, strict=True))
+        return evt, tuple(outputs)
+
     def __call__(self, queue: cl.CommandQueue, kwargs: Mapping[str, Any]
                  ) -> Any:
         if not kwargs.keys() <= self.known:
@@ -786,90 +898,40 @@ class _FastCall:
         key = tuple([kwargs[n] for n in names]) if names else ()
         sized = self._sized.get(key)
         if sized is None:
-            sized = self._sized_for(key, kwargs)
+            sized = self.sized(key)
             if sized is None:
                 return None
         wait_for = kwargs.get("wait_for")
         wait = list(wait_for) if wait_for is not None else []
-        mem: dict[str, Any] = {}
-        host_inputs = None
+        buffers: list[Any] = []
+        host_inputs = []
         encountered_numpy = encountered_dev = False
-        array_type = cla.Array
         for name in self.inputs:
             v = kwargs[name]
-            if isinstance(v, array_type):
+            if isinstance(v, cla.Array):
                 if v.offset or not v.flags.c_contiguous:
                     return None
                 encountered_dev = True
                 if v.events:
                     wait.extend(v.events)
-                mem[name] = v.base_data
+                buffers.append(v.base_data)
             elif type(v) is np.ndarray and not self.no_numpy:
                 if not v.flags.c_contiguous:
                     return None
-                if host_inputs is None:
-                    host_inputs = []
-                host_inputs.append((name, v))
+                host_inputs.append((len(buffers), v))
+                buffers.append(None)
                 encountered_numpy = True
             else:
                 return None
-
-        allocator = kwargs.get("allocator")
-        if allocator is None:
-            allocator = self._deferred
-            if allocator is None:
-                from pyopencl.tools import DeferredAllocator
-                allocator = self._deferred = DeferredAllocator(
-                    queue.context)
-        if host_inputs is not None:
-            for name, v in host_inputs:
-                dev = cla.to_device(queue, v, allocator=allocator)
-                if dev.events:
-                    wait.extend(dev.events)
-                mem[name] = dev.base_data
-
-        context = self.context
-        outputs = []
-        for name, shape, dtype, strides, size, nbytes in sized.outputs:
-            ary = array_type(None, shape, dtype, strides=strides,
-                             data=allocator(nbytes), allocator=allocator,
-                             _fast=True, _size=size, _context=context,
-                             _queue=queue)
-            outputs.append((name, ary))
-            mem[name] = ary.base_data
-        temporaries = []
-        for name, nbytes in sized.temporaries:
-            buf = allocator(nbytes)
-            temporaries.append(buf)
-            mem[name] = buf
-
-        chain = _queue_flags(queue)[1]
-        wait_list = wait or None
-        evt = None
-        for knl, slots, gsize, lsize in sized.kernels:
-            args: list[Any] = []
-            for i, name in slots:
-                args.append(i)
-                args.append(mem[name])
-            knl._set_arg_multi(tuple(args))
-            evt = _enqueue(queue, knl, gsize, lsize, None, wait_list,
-                           False, True)
-            wait_list = [evt] if chain else None
-        for buf in temporaries:
-            buf.release()
-        for _, ary in outputs:
-            ary.add_event(evt)
-
-        if not self.no_numpy:
-            out_host = kwargs.get("out_host")
-            if out_host is None and encountered_numpy and not encountered_dev:
-                out_host = True
-            if out_host:
-                outputs = [(name, ary.get(queue=queue))
-                           for name, ary in outputs]
-        if self.return_dict:
-            return evt, dict(outputs)
-        return evt, tuple([ary for _, ary in outputs])
+        allocator = self.allocator(kwargs.get("allocator"))
+        if host_inputs:
+            self.transfer(queue, host_inputs, buffers, wait, allocator)
+        evt, outputs = sized.run(queue, buffers, wait or None, allocator,
+                                 _queue_info(queue)[1])
+        out_host = kwargs.get("out_host")
+        if out_host is None and encountered_numpy and not encountered_dev:
+            out_host = True
+        return self.result(queue, evt, outputs, out_host)
 
 
 _FAST_CALLS: weakref.WeakKeyDictionary[Any, _FastCall | None] = (
@@ -889,6 +951,225 @@ def _fast_call(executor: Any) -> _FastCall | None:
         fast = None
     _FAST_CALLS[executor] = fast
     return fast
+
+# }}}
+
+
+# {{{ repeated calls
+
+class _Signature:
+    """The arguments of a call that passed the checks of
+    :meth:`~pytato.target.loopy.arguments.ArgumentSpec.process`, as far as
+    their outcome depends on them: the argument names; the type (exactly
+    :class:`numpy.ndarray` or :class:`pyopencl.array.Array`), shape, dtype
+    and strides of each array; the value of each size parameter (a Python
+    :class:`int`). A call whose arguments match passes the same checks with
+    the same size parameters.
+
+    .. attribute:: device_arrays
+    .. attribute:: host_arrays
+
+        ``(name, shape, dtype, strides, buffer number)`` of the device
+        arrays and of the numpy arrays passed.
+
+    .. attribute:: buffers
+
+        A template of the input buffers of a call (see :class:`_SizedCall`):
+        those of the bound arrays, *None* for the arrays passed.
+    """
+
+    __slots__ = ("bound_arrays", "buffers", "device_arrays", "host_arrays",
+                 "ints", "key", "names", "nargs", "out_host", "sized")
+
+    def __init__(self, nargs: int, device_arrays: tuple[Any, ...],
+                 host_arrays: tuple[Any, ...],
+                 ints: tuple[tuple[str, int], ...], names: tuple[str, ...],
+                 buffers: list[Any], bound_arrays: tuple[cla.Array, ...],
+                 sized: _SizedCall, out_host: bool) -> None:
+        self.nargs = nargs
+        self.device_arrays = device_arrays
+        self.host_arrays = host_arrays
+        self.ints = ints
+        self.names = names
+        self.buffers = buffers
+        self.bound_arrays = bound_arrays
+        self.sized = sized
+        self.out_host = out_host
+        self.key = (frozenset(device_arrays), frozenset(host_arrays),
+                    frozenset(ints), frozenset(names))
+
+    def input_buffers(self, kwargs: Mapping[str, Any],
+                      wait: list[cl.Event]) -> list[Any] | None:
+        """The input buffers of a call with *kwargs* (*None* where numpy
+        arrays are still to be transferred), adding the events of the
+        device arrays to *wait*; or *None* if *kwargs* do not match (or
+        pass a device array with an offset)."""
+        if len(kwargs) != self.nargs:
+            return None
+        get = kwargs.get
+        for name, value in self.ints:
+            v = get(name)
+            if type(v) is not int or v != value:
+                return None
+        for name in self.names:
+            if name not in kwargs:
+                return None
+        for name, shape, dtype, strides, _ in self.host_arrays:
+            v = get(name)
+            if (type(v) is not _ndarray or v.shape != shape
+                    or v.strides != strides
+                    or (v.dtype is not dtype and v.dtype != dtype)):
+                return None
+        buffers = self.buffers.copy()
+        for name, shape, dtype, strides, number in self.device_arrays:
+            v = get(name)
+            if (type(v) is not _Array or v.shape != shape
+                    or v.strides != strides or v.offset
+                    or (v.dtype is not dtype and v.dtype != dtype)):
+                return None
+            events = v.events
+            if events:
+                wait += events
+            buffers[number] = v.base_data
+        for ary in self.bound_arrays:
+            if ary.events:
+                wait += ary.events
+        return buffers
+
+
+def _signature(fast: _FastCall, bound: Mapping[str, Any],
+               kwargs: Mapping[str, Any], arrays: Mapping[str, Any],
+               values: Mapping[str, int], out_host: bool | None
+               ) -> _Signature | None:
+    """The :class:`_Signature` of a call of *fast* with the arguments
+    *kwargs* that passed the checks (giving *arrays* and *values*) and the
+    *bound* arrays, or *None* if the fast path would not run such calls as
+    they are.
+
+    :arg out_host: the default *out_host* of such calls; *None* for
+        loopy's (numpy arrays out if all input arrays are numpy arrays).
+    """
+    number = fast.input_numbers
+    device_arrays = []
+    host_arrays = []
+    ints = []
+    names = []
+    for name, v in kwargs.items():
+        if name in arrays:
+            t = type(v)
+            if t is _Array:
+                usable = not v.offset
+            else:
+                usable = t is _ndarray and not fast.no_numpy
+            if (not usable or v is not arrays[name] or name not in number
+                    or not v.flags.c_contiguous):
+                return None
+            entry = (name, v.shape, v.dtype, v.strides, number[name])
+            (device_arrays if t is _Array else host_arrays).append(entry)
+        elif name in values:
+            if type(v) is not int:
+                return None
+            ints.append((name, v))
+        elif name in number:
+            return None
+        else:
+            names.append(name)
+    buffers: list[Any] = [None] * len(fast.inputs)
+    bound_arrays = []
+    for name in fast.inputs:
+        if name in arrays:
+            continue
+        v = bound.get(name)
+        if type(v) is not _Array or v.offset or not v.flags.c_contiguous:
+            return None
+        buffers[number[name]] = v.base_data
+        bound_arrays.append(v)
+    sized = fast.sized(tuple(values[n] for n in fast.value_names))
+    if sized is None:
+        return None
+    if out_host is None:
+        # loopy's rule: numpy arrays out if all input arrays are numpy arrays
+        out_host = bool(host_arrays) and not device_arrays and not bound_arrays
+    return _Signature(len(kwargs), tuple(device_arrays), tuple(host_arrays),
+                      tuple(ints), tuple(names), buffers, tuple(bound_arrays),
+                      sized, out_host)
+
+
+class _RepeatedCalls:
+    """The calls of one :mod:`loopy` executor with its bound arrays whose
+    arguments repeat those of an earlier call that passed the argument
+    checks (the last few :class:`_Signature`\\ s are kept): they run
+    through the executor's :class:`_FastCall` plan without checking the
+    arguments again, with the results of a call through
+    :class:`~pytato.target.loopy.BoundPyOpenCLExecutable` (and
+    :class:`~pytato.target.loopy.BoundPyOpenCLProgram`). Queues that want
+    an instrumented run (see :func:`wants_instrumented_run`), queues of
+    other contexts and any other argument go the checked way.
+    """
+
+    __slots__ = ("bound", "context", "executor", "fast", "signatures")
+
+    #: the number of signatures kept
+    max_signatures = 4
+
+    def __init__(self, executor: Any, bound: Mapping[str, Any],
+                 context: int) -> None:
+        self.executor = executor
+        self.bound = bound
+        self.context = context
+        self.fast: _FastCall | None = None
+        self.signatures: tuple[_Signature, ...] = ()
+
+    def __call__(self, queue: cl.CommandQueue, allocator: Any,
+                 wait_for: WaitFor, out_host: bool | None,
+                 kwargs: Mapping[str, Any]) -> Any:
+        """Run the call of arguments *kwargs* if they match a signature,
+        and return ``(event, outputs)``; else do nothing and return
+        *None*. *allocator* is the one to use (*None* for fresh buffers);
+        *out_host* *None* for the signature's default."""
+        signatures = self.signatures
+        if not signatures:
+            return None
+        profiling, out_of_order, context = _queue_info(queue)
+        if profiling or context != self.context or env_switches_set():
+            return None
+        for sig in signatures:
+            wait = list(wait_for) if wait_for is not None else []
+            buffers = sig.input_buffers(kwargs, wait)
+            if buffers is not None:
+                break
+        else:
+            return None
+        fast: _FastCall = self.fast  # type: ignore[assignment]
+        if allocator is None:
+            allocator = fast.allocator(None)
+        if sig.host_arrays:
+            fast.transfer(queue, [(number, kwargs[name])
+                                  for name, _, _, _, number in sig.host_arrays],
+                          buffers, wait, allocator)
+        evt, outputs = sig.sized.run(queue, buffers, wait or None, allocator,
+                                     out_of_order)
+        if out_host is None:
+            out_host = sig.out_host
+        if out_host or fast.return_dict:
+            return fast.result(queue, evt, outputs, out_host)
+        return evt, tuple(outputs)
+
+    def learn(self, kwargs: Mapping[str, Any], arrays: Mapping[str, Any],
+              values: Mapping[str, int], out_host: bool | None = None
+              ) -> None:
+        """Keep the signature of a call whose arguments *kwargs* passed the
+        checks (giving *arrays* and *values*), if the executor's fast path
+        can run its repetitions; *out_host* is their default (*None* for
+        loopy's)."""
+        fast = _FAST_CALLS.get(self.executor)
+        if fast is None:
+            return
+        sig = _signature(fast, self.bound, kwargs, arrays, values, out_host)
+        if sig is not None:
+            self.fast = fast
+            others = [s for s in self.signatures if s.key != sig.key]
+            self.signatures = (sig, *others[:self.max_signatures - 1])
 
 # }}}
 
@@ -968,7 +1249,7 @@ def wants_instrumented_run(queue: cl.CommandQueue) -> bool:
     """Whether programs run on *queue* should enqueue their kernels one by
     one and keep their events: if *queue* has profiling enabled, or if
     kernel tracing or profiling is switched on in the environment."""
-    return _queue_flags(queue)[0] or (env_switches_set() and any(
+    return _queue_info(queue)[0] or (env_switches_set() and any(
         os.environ.get(n, "").strip().lower() not in _OFF_WORDS
         for n in _ENV_NAMES))
 

@@ -32,6 +32,20 @@ is used as given.
 
 .. autofunction:: default_allocator
 .. autofunction:: set_default_memory_pool
+
+.. rubric:: Repeated calls
+
+Each call checks its arguments (see :mod:`pytato.target.loopy.arguments`)
+unless they repeat those of one of the last few calls that passed the
+checks on the same context: the same names, the same types (exactly
+:class:`numpy.ndarray` or :class:`pyopencl.array.Array`), shapes, dtypes
+and strides of the arrays, and the same Python :class:`int`\\ s as size
+parameters. Such a call passes the same checks, with the same size
+parameters, and runs straight through the cached launch plan of the
+program (prebuilt kernels, precomputed sizes). Any other call is checked,
+so a wrong argument raises the same error after as before; calls on
+queues with profiling enabled, or with kernel tracing or profiling
+switched on in the environment, are checked and run as before as well.
 """
 
 from __future__ import annotations
@@ -286,6 +300,10 @@ class BoundPyOpenCLProgram(BoundProgram):
         default_factory=dict, compare=False, repr=False)
     _executor_cache: dict[cl.Context, Any] = field(
         default_factory=dict, compare=False, repr=False, init=False)
+    # launch._RepeatedCalls by context address (each holds its executor,
+    # hence its context: the address is not reused while it is kept)
+    _repeated_calls: dict[int, Any] = field(
+        default_factory=dict, compare=False, repr=False, init=False)
 
     def copy(self, *, program: lp.TranslationUnit | None = None,
              bound_arguments: Mapping[str, Any] | None = None,
@@ -345,16 +363,24 @@ class BoundPyOpenCLProgram(BoundProgram):
         :returns: ``(event, result)``: *result* is a tuple of the outputs
             (the one array of an array result), or a dict by output name
             (when the program's options set ``return_dict``).
+
+        Calls that repeat the arguments of an earlier call skip their
+        checks (see "Repeated calls" above).
         """
+        if self._repeated_calls:
+            repeated = self._repeated_calls.get(
+                _launch_module()._queue_info(queue)[2])
+            if repeated is not None:
+                result = repeated(queue, _allocator_for(queue, allocator),
+                                  wait_for, out_host, kwargs)
+                if result is not None:
+                    return result
         arrays, values = self._arg_spec.process(kwargs, self.bound_arguments)
+        default_out_host = self._default_out_host(arrays)
         if out_host is None:
-            if arrays:
-                out_host = any(isinstance(v, np.ndarray) for v in arrays.values())
-            else:
-                out_host = (not self.bound_arguments or any(
-                    isinstance(v, np.ndarray)
-                    for v in self.bound_arguments.values()))
-        executor = self._executor(queue.context)
+            out_host = default_out_host
+        context = queue.context
+        executor = self._executor(context)
         bound = self._bound_on(queue)
         allocator = _allocator_for(queue, allocator)
         if self._no_numpy:
@@ -365,8 +391,30 @@ class BoundPyOpenCLProgram(BoundProgram):
             if out_host:
                 out = _to_host(queue, out)
             return evt, out
-        return _run(executor, queue, allocator=allocator, wait_for=wait_for,
-                    out_host=out_host, **arrays, **bound, **values)
+        result = _run(executor, queue, allocator=allocator, wait_for=wait_for,
+                      out_host=out_host, **arrays, **bound, **values)
+        self._repeated_calls_on(context, executor, bound).learn(
+            kwargs, arrays, values, default_out_host)
+        return result
+
+    def _default_out_host(self, arrays: Mapping[str, Any]) -> bool:
+        """Whether a call with the (checked) array arguments *arrays*
+        returns numpy arrays by default (see :meth:`__call__`)."""
+        if arrays:
+            return any(isinstance(v, np.ndarray) for v in arrays.values())
+        return (not self.bound_arguments or any(
+            isinstance(v, np.ndarray) for v in self.bound_arguments.values()))
+
+    def _repeated_calls_on(self, context: cl.Context, executor: Any,
+                           bound: Mapping[str, Any]) -> Any:
+        """The ``launch._RepeatedCalls`` of the program on *context*
+        (created on first use)."""
+        key = context.int_ptr
+        repeated = self._repeated_calls.get(key)
+        if repeated is None:
+            repeated = self._repeated_calls[key] = (
+                _launch_module()._RepeatedCalls(executor, bound, key))
+        return repeated
 
     def launcher(self, queue: cl.CommandQueue, *, per_call: Any = (),
                  name: str | None = None, allocator: Any = None,
@@ -452,20 +500,33 @@ class BoundPyOpenCLExecutable(BoundProgram):
     def __post_init__(self) -> None:
         object.__setattr__(self, "_arg_spec", ArgumentSpec.from_kernel(
             self.program.t_unit.default_entrypoint))
+        object.__setattr__(self, "_repeated", _launch_module()._RepeatedCalls(
+            self.program, self.bound_arguments, self.cl_context.int_ptr))
 
     def __call__(self, queue: cl.CommandQueue, allocator: Any = None,
                  wait_for: Any = None, **kwargs: Any) -> Any:
         """Run the program on *queue* (of :attr:`cl_context`); returns
         ``(event, result)`` as :meth:`BoundPyOpenCLProgram.__call__`
-        (*allocator* as there: by default the memory pool of *queue*)."""
+        (*allocator* as there: by default the memory pool of *queue*).
+
+        Calls that repeat the arguments of an earlier call skip their
+        checks (see "Repeated calls" in
+        :mod:`pytato.target.loopy.programs`)."""
+        result = self._repeated(  # type: ignore[attr-defined]
+            queue, _allocator_for(queue, allocator), wait_for, None, kwargs)
+        if result is not None:
+            return result
         if queue.context != self.cl_context:
             raise ValueError("the queue's context is not the one the "
                              "executable is bound to")
         arrays, values = self._arg_spec.process(  # type: ignore[attr-defined]
             kwargs, self.bound_arguments)
-        return _run(self.program, queue,
-                    allocator=_allocator_for(queue, allocator),
-                    wait_for=wait_for, **arrays, **self.bound_arguments, **values)
+        result = _run(self.program, queue,
+                      allocator=_allocator_for(queue, allocator),
+                      wait_for=wait_for, **arrays, **self.bound_arguments,
+                      **values)
+        self._repeated.learn(kwargs, arrays, values)  # type: ignore[attr-defined]
+        return result
 
     def launcher(self, queue: cl.CommandQueue, *, per_call: Any = (),
                  name: str | None = None, allocator: Any = None,
