@@ -9,7 +9,11 @@ import pytest
 
 import pytato as pt
 from pytato.target.loopy.schedule import DeviceInfo, default_schedule
-from pytato.target.loopy.tiling import plan_tiling, tile_small_reduction
+from pytato.target.loopy.tiling import (
+    apply_tilings,
+    plan_tiling,
+    tile_small_reduction,
+)
 
 
 CPU = DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=4096)
@@ -185,35 +189,45 @@ def test_structure():
     d = pt.make_placeholder("D", (20, 20), np.float64)
     u = pt.make_placeholder("u", (2**20, 20), np.float64)
     gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024,
-                     min_tiled_outputs=0)
+                     min_tiled_outputs=0, local_mem_size=48 * 1024)
     result = pt.einsum("ij,ej->ei", d, u)
     prg = pt.generate_loopy(result, cl_device=gpu)
-    # a row of D per work-item; blocks of 12 whole elements per group of
-    # 20 x 12, padded rows
+    # a row of D per work-item; groups of 20 x 12 work-items, each
+    # computing 16 elements of a block of 192 (padded rows: 32 KiB, two
+    # thirds of the H100's local memory)
     assert _private_arrays(prg) == {"D_row": (20,)}
-    assert _local_temporaries(prg) == {"u_local": (12, 21)}
+    assert _local_temporaries(prg) == {"u_local": (192, 21)}
     code = lp.generate_code_v2(prg.program).device_code()
     assert "reqd_work_group_size(20, 12, 1)" in code
-    # the blocks of a group one after the other, between two barriers
-    assert re.search(r"for \(int \w+_block = 0; \w+_block <= 15;", code)
-    assert code.count("barrier(CLK_LOCAL_MEM_FENCE)") == 2
+    # one block per group: no block loop, loopy's barrier after the loads
+    assert "_block" not in code
+    assert code.count("barrier(CLK_LOCAL_MEM_FENCE)") == 1
+    # the loads of the block and the 16 elements unrolled
+    assert "for (int" not in code
     # the row at constant indices only (unrolled loops): registers
     indices = re.findall(r"(?<!double )D_row\[([^\]]*)\]", code)
-    assert len(indices) == 2 * 20
+    assert len(indices) == 20 + 16 * 20
     assert all(i.isdigit() for i in indices)
-    assert "for (int _pt_sum_r" not in code
-    # D read once per group of 16 blocks: 5462 groups
+    # D read once per group of 192 elements: 5462 groups
     knl = prg.program.default_entrypoint
     gsize, _ = knl.get_grid_size_upper_bounds_as_exprs(
         prg.program.callables_table)
     assert gsize == (-(-2**20 // 192),)
-    # D in local memory without private rows, one block per group
+    # the earlier structure, by hand: 16 blocks of 12 elements, one
+    # element per work-item, between two barriers
     insn, = pt.generate_loopy(
         result, default_schedule=False).program.default_entrypoint.instructions
-    plan = plan_tiling(
-        pt.generate_loopy(result, default_schedule=False)
-        .program.default_entrypoint, insn.id, 256, private_rows=False)
-    assert plan.blocks == 1
+    knl = pt.generate_loopy(result, default_schedule=False) \
+        .program.default_entrypoint
+    plan = plan_tiling(knl, insn.id, 256, blocks=16)
+    assert (plan.blocks, plan.elements_per_item) == (16, 1)
+    code = lp.generate_code_v2(prg.program.with_kernel(
+        apply_tilings(knl, [plan])[0])).device_code()
+    assert re.search(r"for \(int \w+_block = 0; \w+_block <= 15;", code)
+    assert code.count("barrier(CLK_LOCAL_MEM_FENCE)") == 2
+    # D in local memory without private rows, one block per group
+    plan = plan_tiling(knl, insn.id, 256, private_rows=False)
+    assert plan.blocks == 1 and plan.elements_per_item == 1
     assert {s.expr.aggregate.name for s in plan.staged if not s.blocked} \
         == {"D"}
     assert not any(s.row for s in plan.staged)
@@ -228,15 +242,62 @@ def test_structure():
     (2**20, 16), (2**16, 10), (192 * 132 * 4, 16), (96 * 132 * 4, 8),
     (96 * 132 * 4 - 12, 7), (12 * 2 * 132 * 4 - 12, 1), (5, 1)])
 def test_default_blocks(n_el, blocks):
-    """16 blocks per group unless that leaves fewer than 4 groups per
-    compute unit."""
+    """With one element per work-item: 16 blocks per group unless that
+    leaves fewer than 4 groups per compute unit."""
     d = pt.make_placeholder("D", (20, 20), np.float64)
     u = pt.make_placeholder("u", (n_el, 20), np.float64)
     knl = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u),
                             default_schedule=False).program.default_entrypoint
     insn, = knl.instructions
-    plan = plan_tiling(knl, insn.id, 256, compute_units=132)
+    plan = plan_tiling(knl, insn.id, 256, compute_units=132,
+                       elements_per_item=1)
     assert plan.blocks == blocks
+
+
+@pytest.mark.parametrize(("n_el", "budget", "per_item"), [
+    (2**20, 32 * 1024, 16), (2**20, 16 * 1024, 8), (2**20, 21 * 1024, 10),
+    # at least 4 groups per compute unit
+    (2**16, 32 * 1024, 10), (96 * 132 * 4, 32 * 1024, 8),
+    (12 * 132 * 4 - 1, 32 * 1024, 1), (5, 32 * 1024, 1)])
+def test_default_elements_per_item(n_el, budget, per_item):
+    """As many elements per work-item as the block's local arrays fit in
+    the budget (at most 16), one block per group."""
+    d = pt.make_placeholder("D", (20, 20), np.float64)
+    u = pt.make_placeholder("u", (n_el, 20), np.float64)
+    knl = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u),
+                            default_schedule=False).program.default_entrypoint
+    insn, = knl.instructions
+    plan = plan_tiling(knl, insn.id, 256, compute_units=132,
+                       item_local_memory_budget=budget)
+    assert plan.elements_per_item == per_item
+    assert plan.blocks == 1
+    assert plan.block_elements == plan.elements_per_group * per_item
+
+
+@pytest.mark.parametrize("per_item", [2, 3, 16])
+@pytest.mark.parametrize("n_el", [1, 7, 35, 100, 1001])
+def test_elements_per_item_by_hand(queue, per_item, n_el):
+    """Several elements per work-item, alone and with several blocks per
+    group; numbers of elements below, at and past a block's."""
+    d = pt.make_placeholder("D", (5, 4), np.float64)
+    u = pt.make_placeholder("u", (n_el, 4), np.float64)
+    prg = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u),
+                            default_schedule=False)
+    knl = prg.program.default_entrypoint
+    insn, = knl.instructions
+    rng = np.random.default_rng(n_el + per_item)
+    arrays = [rng.random((5, 4)), rng.random((n_el, 4))]
+    for blocks in (1, 3):
+        plan = plan_tiling(knl, insn.id, 32, blocks=blocks,
+                           elements_per_item=per_item)
+        tiled = apply_tilings(knl, [plan])[0]
+        tprg = prg.copy(program=prg.program.with_kernel(tiled))
+        if n_el > 1:
+            assert plan.elements_per_item == per_item
+            assert _local_temporaries(tprg)["u_local"][0] \
+                == plan.elements_per_group * per_item
+        _check(queue, tprg, arrays, "ij,ej->ei", np.float64,
+               names=("D", "u"))
 
 
 def test_left_alone():
@@ -325,9 +386,10 @@ def test_tile_by_hand(queue):
     tiled = tile_small_reduction(knl, insn.id, 64)
     assert tiled is not None
     prg = prg.copy(program=prg.program.with_kernel(tiled))
-    # 12 elements of 5 outputs per block, all 33 in one group of 3 blocks
+    # groups of 12 elements of 5 outputs, each work-item computing 3
+    # elements: all 33 in one block of 36
     assert _private_arrays(prg) == {"D_row": (4,)}
-    assert _local_temporaries(prg) == {"u_local": (12, 5)}
+    assert _local_temporaries(prg) == {"u_local": (36, 5)}
     rng = np.random.default_rng(3)
     arrays = [rng.random((5, 4)), rng.random((33, 4))]
     _check(queue, prg, arrays, "ij,ej->ei", np.float64, names=("D", "u"))

@@ -139,6 +139,11 @@ class DeviceInfo:
         tiled, took 152 s of code generation with the GPU schedule on the
         H100 machine).
 
+    .. attribute:: local_mem_size
+
+        Bytes of local memory per work-group (default: the 32 KiB that
+        OpenCL guarantees).
+
     .. automethod:: from_cl_device
     .. automethod:: conservative
     .. attribute:: group_size
@@ -149,6 +154,7 @@ class DeviceInfo:
     .. attribute:: two_stage_unroll
     .. attribute:: final_group_size
     .. attribute:: min_parallel_outputs
+    .. attribute:: item_local_memory_budget
     """
 
     kind: str
@@ -157,6 +163,7 @@ class DeviceInfo:
     name: str = ""
     preferred_group_size: int | None = None
     min_tiled_outputs: int = 4096
+    local_mem_size: int = 32 * 1024
 
     @classmethod
     def from_cl_device(cls, device: cl.Device) -> DeviceInfo:
@@ -165,7 +172,8 @@ class DeviceInfo:
         kind = "gpu" if device.type & cl.device_type.GPU else "cpu"
         return cls(kind=kind, compute_units=int(device.max_compute_units),
                    max_work_group_size=int(device.max_work_group_size),
-                   name=str(device.name))
+                   name=str(device.name),
+                   local_mem_size=int(device.local_mem_size))
 
     @classmethod
     def conservative(cls) -> DeviceInfo:
@@ -177,6 +185,17 @@ class DeviceInfo:
     @property
     def is_gpu(self) -> bool:
         return self.kind == "gpu"
+
+    @property
+    def item_local_memory_budget(self) -> int:
+        """Bytes of local memory for the blocks of tiled nests whose
+        work-items compute several elements
+        (:attr:`pytato.target.loopy.tiling.TilingPlan.elements_per_item`):
+        two thirds of :attr:`local_mem_size`, at most
+        :data:`~pytato.target.loopy.tiling.ITEM_LOCAL_MEMORY_BUDGET` (32 KiB
+        on an H100's 48 KiB)."""
+        from pytato.target.loopy.tiling import ITEM_LOCAL_MEMORY_BUDGET
+        return min(ITEM_LOCAL_MEMORY_BUDGET, 2 * self.local_mem_size // 3)
 
     @property
     def group_size(self) -> int:
@@ -798,8 +817,10 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
 
     if info.is_gpu and len(insns) == 1 and (
             n_out is None or n_out >= info.min_tiled_outputs):
-        tiling = plan_tiling(kernel, insns[0].id, info.group_size,
-                             compute_units=info.compute_units)
+        tiling = plan_tiling(
+            kernel, insns[0].id, info.group_size,
+            compute_units=info.compute_units,
+            item_local_memory_budget=info.item_local_memory_budget)
         if tiling is not None:
             if tilings is None:
                 return apply_tilings(kernel, [tiling])[0]
