@@ -38,9 +38,13 @@ def _local_temporaries(prg) -> dict[str, tuple[int, ...]]:
     return _temporaries(prg, lp.AddressSpace.LOCAL)
 
 
-def _private_arrays(prg) -> dict[str, tuple[int, ...]]:
+def _private_arrays(prg, results: bool = False
+                    ) -> dict[str, tuple[int, ...]]:
+    """The private arrays of *prg*: rows of shared operands, and with
+    *results* the sums of the elements of a work-item (``*_result``)."""
     return {k: v for k, v in _temporaries(
-        prg, lp.AddressSpace.PRIVATE).items() if v}
+        prg, lp.AddressSpace.PRIVATE).items()
+        if v and (results or not k.endswith("_result"))}
 
 
 def _operands(spec: str, n_el: int, n: int, dtype, rng):
@@ -197,6 +201,8 @@ def test_structure():
     # thirds of the H100's local memory)
     assert _private_arrays(prg) == {"D_row": (20,)}
     assert _local_temporaries(prg) == {"u_local": (192, 21)}
+    # the sums of the 16 elements, stored where the last block is cut
+    assert _private_arrays(prg, results=True)["_pt_out_result"] == (16,)
     code = lp.generate_code_v2(prg.program).device_code()
     assert "reqd_work_group_size(20, 12, 1)" in code
     # one block per group: no block loop, loopy's barrier after the loads
