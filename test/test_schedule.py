@@ -305,6 +305,10 @@ def test_flat_nests_index_through_variables(queue):
             assert all(isinstance(e, prim.Variable)
                        and e.name in index_vars for e in idx), insn
             assert insn.depends_on & {i.id for i in index_insns}
+            # the contiguous (last) index in the form that folds the
+            # row-major address back to the flat index
+            assert idx[-1].name.endswith("_c"), insn
+            assert not idx[0].name.endswith("_c"), insn
         assert SILENCED_WRITE_RACES in knl.silenced_warnings
         with warnings.catch_warnings():
             warnings.simplefilter("error", WriteRaceConditionWarning)
