@@ -47,6 +47,19 @@ def _private_arrays(prg, results: bool = False
         if v and (results or not k.endswith("_result"))}
 
 
+def _shared_einsum(n_el, n_out: int = 5, n_red: int = 4):
+    """The untransformed program of ``einsum("ij,ej->ei", D, u)`` (``D``:
+    *n_out* x *n_red*, ``u``: *n_el* x *n_red*), its kernel and its one
+    instruction."""
+    d = pt.make_placeholder("D", (n_out, n_red), np.float64)
+    u = pt.make_placeholder("u", (n_el, n_red), np.float64)
+    prg = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u),
+                            default_schedule=False)
+    knl = prg.program.default_entrypoint
+    insn, = knl.instructions
+    return prg, knl, insn
+
+
 def _operands(spec: str, n_el: int, n: int, dtype, rng):
     shapes = {"ij": (n, n), "ji": (n, n), "ej": (n_el, n),
               "eij": (n_el, n, n), "j": (n,)}
@@ -91,12 +104,7 @@ def test_batched_matches_numpy(queue, gpu, spec, n_el, n, dtype):
 def test_blocks_by_hand(queue, blocks, private_rows, n_el):
     """Several blocks per group, with the shared matrix in local or private
     memory; numbers of elements below, at and past a group's."""
-    d = pt.make_placeholder("D", (5, 4), np.float64)
-    u = pt.make_placeholder("u", (n_el, 4), np.float64)
-    prg = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u),
-                            default_schedule=False)
-    knl = prg.program.default_entrypoint
-    insn, = knl.instructions
+    prg, knl, insn = _shared_einsum(n_el)
     plan = plan_tiling(knl, insn.id, 32, blocks=blocks,
                        private_rows=private_rows)
     # 6 elements of 5 outputs per block
@@ -250,11 +258,7 @@ def test_structure():
 def test_default_blocks(n_el, blocks):
     """With one element per work-item: 16 blocks per group unless that
     leaves fewer than 4 groups per compute unit."""
-    d = pt.make_placeholder("D", (20, 20), np.float64)
-    u = pt.make_placeholder("u", (n_el, 20), np.float64)
-    knl = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u),
-                            default_schedule=False).program.default_entrypoint
-    insn, = knl.instructions
+    _, knl, insn = _shared_einsum(n_el, 20, 20)
     plan = plan_tiling(knl, insn.id, 256, compute_units=132,
                        elements_per_item=1)
     assert plan.blocks == blocks
@@ -268,11 +272,7 @@ def test_default_blocks(n_el, blocks):
 def test_default_elements_per_item(n_el, budget, per_item):
     """As many elements per work-item as the block's local arrays fit in
     the budget (at most 16), one block per group."""
-    d = pt.make_placeholder("D", (20, 20), np.float64)
-    u = pt.make_placeholder("u", (n_el, 20), np.float64)
-    knl = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u),
-                            default_schedule=False).program.default_entrypoint
-    insn, = knl.instructions
+    _, knl, insn = _shared_einsum(n_el, 20, 20)
     plan = plan_tiling(knl, insn.id, 256, compute_units=132,
                        item_local_memory_budget=budget)
     assert plan.elements_per_item == per_item
@@ -285,12 +285,7 @@ def test_default_elements_per_item(n_el, budget, per_item):
 def test_elements_per_item_by_hand(queue, per_item, n_el):
     """Several elements per work-item, alone and with several blocks per
     group; numbers of elements below, at and past a block's."""
-    d = pt.make_placeholder("D", (5, 4), np.float64)
-    u = pt.make_placeholder("u", (n_el, 4), np.float64)
-    prg = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u),
-                            default_schedule=False)
-    knl = prg.program.default_entrypoint
-    insn, = knl.instructions
+    prg, knl, insn = _shared_einsum(n_el)
     rng = np.random.default_rng(n_el + per_item)
     arrays = [rng.random((5, 4)), rng.random((n_el, 4))]
     for blocks in (1, 3):
@@ -381,12 +376,7 @@ def test_small_nests_not_tiled():
 
 
 def test_tile_by_hand(queue):
-    d = pt.make_placeholder("D", (5, 4), np.float64)
-    u = pt.make_placeholder("u", (33, 4), np.float64)
-    prg = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u),
-                            default_schedule=False)
-    knl = prg.program.default_entrypoint
-    insn, = knl.instructions
+    prg, knl, insn = _shared_einsum(33)
     assert tile_small_reduction(knl, insn.id, 64, local_memory_budget=8) \
         is None
     tiled = tile_small_reduction(knl, insn.id, 64)

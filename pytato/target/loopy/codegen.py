@@ -70,7 +70,11 @@ from pytato.scalar_expr import (
     TypeCast,
 )
 from pytato.tags import Named, PrefixNamed
-from pytato.target.loopy.index_arith import simplify_floor_div, simplify_remainder
+from pytato.target.loopy.index_arith import (
+    is_integer_constant,
+    simplify_floor_div,
+    simplify_remainder,
+)
 from pytato.transform.mappers import CachedMapper
 
 
@@ -348,10 +352,6 @@ def _complex_parts(x: Any) -> tuple[Any, Any]:
     return _call("real", x), _call("imag", x)
 
 
-def _is_index_constant(x: Any) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
-
-
 def _opaque_divisor(den: Any) -> Any:
     """Hide a constant integer divisor from loopy's affine simplification of
     array indices. Loopy re-simplifies an index after choosing C's ``/`` and
@@ -601,7 +601,7 @@ class CodeGenState:
                    upper: Sequence[Any]) -> None:
         """Add the domain ``lower[k] <= inames[k] < upper[k]``."""
         for i, lo, hi in zip(inames, lower, upper, strict=True):
-            if _is_index_constant(lo) and _is_index_constant(hi) and lo < hi:
+            if is_integer_constant(lo) and is_integer_constant(hi) and lo < hi:
                 self.index_ranges[i] = (int(lo), int(hi) - 1)
         params: set[str] = set()
         conds = [f"{_isl_affine(lo, params)} <= {i} < {_isl_affine(hi, params)}"

@@ -16,6 +16,7 @@ ranges), then ``num // k = multiples / k + m`` and ``num % k = rest -
 m*k``.
 
 .. autofunction:: integer_bounds
+.. autofunction:: is_integer_constant
 .. autofunction:: simplify_floor_div
 .. autofunction:: simplify_remainder
 """
@@ -29,13 +30,19 @@ import numpy as np
 import pymbolic.primitives as prim
 
 
-__all__ = ["integer_bounds", "simplify_floor_div", "simplify_remainder"]
+__all__ = [
+    "integer_bounds",
+    "is_integer_constant",
+    "simplify_floor_div",
+    "simplify_remainder",
+]
 
 
 Bounds = tuple[int, int]
 
 
-def _is_int(x: Any) -> bool:
+def is_integer_constant(x: Any) -> bool:
+    """Whether *x* is a Python or numpy integer (not a boolean)."""
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool,
                                                                    np.bool_))
 
@@ -44,7 +51,7 @@ def integer_bounds(expr: Any, ranges: Mapping[str, Bounds]) -> Bounds | None:
     """Inclusive bounds ``(lo, hi)`` of the integer expression *expr*,
     given inclusive bounds *ranges* of its variables; None where unknown
     (other variables, other operations)."""
-    if _is_int(expr):
+    if is_integer_constant(expr):
         return int(expr), int(expr)
     if isinstance(expr, prim.Variable):
         return ranges.get(expr.name)
@@ -66,7 +73,7 @@ def integer_bounds(expr: Any, ranges: Mapping[str, Bounds]) -> Bounds | None:
             lo, hi = min(corners), max(corners)
         return lo, hi
     if isinstance(expr, (prim.FloorDiv, prim.Remainder)) \
-            and _is_int(expr.denominator) and expr.denominator > 0:
+            and is_integer_constant(expr.denominator) and expr.denominator > 0:
         k = int(expr.denominator)
         if isinstance(expr, prim.Remainder):
             return 0, k - 1
@@ -84,13 +91,13 @@ def _split(num: Any, k: int) -> tuple[list[Any], list[Any]]:
     multiples: list[Any] = []
     rest: list[Any] = []
     for t in terms:
-        if _is_int(t) and t % k == 0:
+        if is_integer_constant(t) and t % k == 0:
             multiples.append(int(t) // k)
         elif isinstance(t, prim.Product):
             c = 1
             others = []
             for f in t.children:
-                if _is_int(f):
+                if is_integer_constant(f):
                     c *= int(f)
                 else:
                     others.append(f)
@@ -107,7 +114,7 @@ def _split(num: Any, k: int) -> tuple[list[Any], list[Any]]:
 
 
 def _sum(terms: list[Any]) -> Any:
-    terms = [t for t in terms if not (_is_int(t) and t == 0)]
+    terms = [t for t in terms if not (is_integer_constant(t) and t == 0)]
     if not terms:
         return 0
     return terms[0] if len(terms) == 1 else prim.Sum(tuple(terms))
@@ -131,7 +138,7 @@ def simplify_floor_div(num: Any, k: Any, ranges: Mapping[str, Bounds]
                        ) -> Any | None:
     """``num // k`` without the division, or None if that needs more than
     the *ranges* of the variables (see the module documentation)."""
-    if not _is_int(k):
+    if not is_integer_constant(k):
         return None
     found = _block(num, int(k), ranges)
     if found is None:
@@ -144,7 +151,7 @@ def simplify_remainder(num: Any, k: Any, ranges: Mapping[str, Bounds]
                        ) -> Any | None:
     """``num % k`` without the remainder, or None (as
     :func:`simplify_floor_div`)."""
-    if not _is_int(k):
+    if not is_integer_constant(k):
         return None
     found = _block(num, int(k), ranges)
     if found is None:

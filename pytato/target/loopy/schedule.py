@@ -106,7 +106,12 @@ from loopy.symbolic import (
     WalkMapper,
 )
 
-from pytato.target.loopy.tiling import TilingPlan, apply_tilings, plan_tiling
+from pytato.target.loopy.tiling import (
+    ITEM_LOCAL_MEMORY_BUDGET,
+    TilingPlan,
+    apply_tilings,
+    plan_tiling,
+)
 
 
 if TYPE_CHECKING:
@@ -198,7 +203,6 @@ class DeviceInfo:
         two thirds of :attr:`local_mem_size`, at most
         :data:`~pytato.target.loopy.tiling.ITEM_LOCAL_MEMORY_BUDGET` (32 KiB
         on an H100's 48 KiB)."""
-        from pytato.target.loopy.tiling import ITEM_LOCAL_MEMORY_BUDGET
         return min(ITEM_LOCAL_MEMORY_BUDGET, 2 * self.local_mem_size // 3)
 
     @property
@@ -536,6 +540,24 @@ class _LastIndex(LoopyIdentityMapperBase):
         return prim.Subscript(self.rec(expr.aggregate), index)
 
 
+class _NestRewrite:
+    """The rewrite of the expressions of one loop nest: inames replaced by
+    *subst*, then, in the last index of subscripts, index variables by
+    their *twins* (:meth:`_IndexVariables.contiguous`). Made once per nest
+    and shared by its instructions (and its mappers' caches)."""
+
+    def __init__(self, subst: dict[str, Any],
+                 twins: dict[str, prim.Variable] | None = None) -> None:
+        from loopy.symbolic import SubstitutionMapper
+        from pymbolic.mapper.substitutor import make_subst_func
+        self.subst = SubstitutionMapper(make_subst_func(subst))
+        self.last = _LastIndex(twins) if twins else None
+
+    def __call__(self, expr: Any) -> Any:
+        expr = self.subst(expr)
+        return expr if self.last is None else self.last(expr)
+
+
 def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
                         ) -> tuple[lp.LoopKernel, dict[str, list[str]]]:
     """Apply the schedules of the output axes of many loop nests in one
@@ -562,11 +584,10 @@ def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
     ids = kernel.get_instruction_id_generator()
     domains: list[Any] = list(kernel.domains)
     inames = dict(kernel.inames)
-    subst_of_insn: dict[str, dict[str, Any]] = {}
+    rewrite_of_insn: dict[str, _NestRewrite] = {}
     within_of_insn: dict[str, frozenset[str]] = {}
     pred_of_insn: dict[str, Any] = {}
     deps_of_insn: dict[str, frozenset[str]] = {}
-    twins_of_insn: dict[str, dict[str, prim.Variable]] = {}
     index_insns: list[lp.Assignment] = []
     temporaries: dict[str, lp.TemporaryVariable] = {}
     added: dict[str, list[str]] = {}
@@ -627,15 +648,13 @@ def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
             pred = (prim.Comparison(flat, "<", n_plan) if n_plan < total
                     else None)
             _record(kernel, plan, subst, set(plan.inames), {outer, inner},
-                    inames, subst_of_insn, within_of_insn, all_subst,
-                    exprs=exprs)
+                    inames, rewrite_of_insn, within_of_insn, all_subst,
+                    exprs=exprs, twins=twins)
             used = index_vars.ids_of(
                 [*(v for v in subst.values() if isinstance(v, prim.Variable)),
                  *twins.values()])
             for iid in plan.insn_ids:
                 deps_of_insn[iid] = used
-                if twins:
-                    twins_of_insn[iid] = twins
                 if pred is not None:
                     pred_of_insn[iid] = pred
         index_insns.extend(index_vars.insns)
@@ -665,13 +684,13 @@ def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
         subst = {last: prim.Sum((prim.Product((size, prim.Variable(outer))),
                                  prim.Variable(inner)))}
         _record(kernel, plan, subst, {last}, {outer, inner}, inames,
-                subst_of_insn, within_of_insn, all_subst)
+                rewrite_of_insn, within_of_insn, all_subst)
 
-    if subst_of_insn:
+    if rewrite_of_insn:
         domains = [d for i, d in enumerate(domains) if i not in dropped]
-        kernel = _rewrite_inames(kernel, domains, inames, subst_of_insn,
+        kernel = _rewrite_inames(kernel, domains, inames, rewrite_of_insn,
                                  within_of_insn, pred_of_insn, all_subst,
-                                 deps_of_insn, twins_of_insn)
+                                 deps_of_insn)
         if index_insns:
             # loopy's write-race check looks for the hardware inames in
             # the stored index; it now reads index variables (a bijection
@@ -690,18 +709,21 @@ def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
 
 def _record(kernel: lp.LoopKernel, plan: _OutputPlan, subst: dict[str, Any],
             removed: set[str], added: set[str], inames: dict[str, Any],
-            subst_of_insn: dict[str, dict[str, Any]],
+            rewrite_of_insn: dict[str, _NestRewrite],
             within_of_insn: dict[str, frozenset[str]],
             all_subst: dict[Any, Any],
-            exprs: dict[str, Any] | None = None) -> None:
+            exprs: dict[str, Any] | None = None,
+            twins: dict[str, prim.Variable] | None = None) -> None:
     """Note the rewrite of the nest of *plan*: inames *removed* replaced
-    (in expressions, by *subst*; in loops, by *added*). *exprs*: the
-    values of the removed inames in terms of the added ones, where *subst*
-    replaces them by variables holding those values."""
+    (in expressions, by *subst*, with *twins* in last indices, see
+    :class:`_NestRewrite`; in loops, by *added*). *exprs*: the values of
+    the removed inames in terms of the added ones, where *subst* replaces
+    them by variables holding those values."""
     for name in removed:
         inames.pop(name, None)
+    rewrite = _NestRewrite(subst, twins)
     for iid in plan.insn_ids:
-        subst_of_insn[iid] = subst
+        rewrite_of_insn[iid] = rewrite
         within_of_insn[iid] = frozenset(
             (kernel.id_to_insn[iid].within_inames - removed) | added)
     all_subst.update({prim.Variable(k): v
@@ -710,30 +732,18 @@ def _record(kernel: lp.LoopKernel, plan: _OutputPlan, subst: dict[str, Any],
 
 def _rewrite_inames(kernel: lp.LoopKernel, domains: list[Any],
                     inames: dict[str, Any],
-                    subst_of_insn: dict[str, dict[str, Any]],
+                    rewrite_of_insn: dict[str, _NestRewrite],
                     within_of_insn: dict[str, frozenset[str]],
                     pred_of_insn: dict[str, Any],
                     all_subst: dict[Any, Any],
-                    deps_of_insn: dict[str, frozenset[str]],
-                    twins_of_insn: dict[str, dict[str, prim.Variable]]
+                    deps_of_insn: dict[str, frozenset[str]]
                     ) -> lp.LoopKernel:
-    from loopy.symbolic import SubstitutionMapper
-    from pymbolic.mapper.substitutor import make_subst_func
-
     new_insns = []
     for insn in kernel.instructions:
-        subst = subst_of_insn.get(insn.id)
-        if subst is None:
+        mapper = rewrite_of_insn.get(insn.id)
+        if mapper is None:
             new_insns.append(insn)
             continue
-        mapper = SubstitutionMapper(make_subst_func(subst))
-        twins = twins_of_insn.get(insn.id)
-        if twins:
-            last = _LastIndex(twins)
-            inner_mapper = mapper
-
-            def mapper(e: Any, m: Any = inner_mapper, t: Any = last) -> Any:
-                return t(m(e))
         pred = pred_of_insn.get(insn.id)
         predicates = frozenset(mapper(p) for p in insn.predicates)
         new_insns.append(insn.copy(
