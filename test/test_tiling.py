@@ -205,28 +205,28 @@ def test_structure():
     result = pt.einsum("ij,ej->ei", d, u)
     prg = pt.generate_loopy(result, cl_device=gpu)
     # a row of D per work-item; groups of 20 x 12 work-items, each
-    # computing 16 elements of a block of 192 (padded rows: 32 KiB, two
-    # thirds of the H100's local memory)
+    # computing 23 elements of a block of 276 (padded rows: 45 KiB, all
+    # the H100's 48 KiB of local memory but the 2 KiB reserve)
     assert _private_arrays(prg) == {"D_row": (20,)}
-    assert _local_temporaries(prg) == {"u_local": (192, 21)}
-    # the sums of the 16 elements, stored where the last block is cut
-    assert _private_arrays(prg, results=True)["_pt_out_result"] == (16,)
+    assert _local_temporaries(prg) == {"u_local": (276, 21)}
+    # the sums of the 23 elements, stored where the last block is cut
+    assert _private_arrays(prg, results=True)["_pt_out_result"] == (23,)
     code = lp.generate_code_v2(prg.program).device_code()
     assert "reqd_work_group_size(20, 12, 1)" in code
     # one block per group: no block loop, loopy's barrier after the loads
     assert "_block" not in code
     assert code.count("barrier(CLK_LOCAL_MEM_FENCE)") == 1
-    # the loads of the block and the 16 elements unrolled
+    # the loads of the block and the 23 elements unrolled
     assert "for (int" not in code
     # the row at constant indices only (unrolled loops): registers
     indices = re.findall(r"(?<!double )D_row\[([^\]]*)\]", code)
-    assert len(indices) == 20 + 16 * 20
+    assert len(indices) == 20 + 23 * 20
     assert all(i.isdigit() for i in indices)
-    # D read once per group of 192 elements: 5462 groups
+    # D read once per group of 276 elements: 3800 groups
     knl = prg.program.default_entrypoint
     gsize, _ = knl.get_grid_size_upper_bounds_as_exprs(
         prg.program.callables_table)
-    assert gsize == (-(-2**20 // 192),)
+    assert gsize == (-(-2**20 // 276),)
     # the earlier structure, by hand: 16 blocks of 12 elements, one
     # element per work-item, between two barriers
     insn, = pt.generate_loopy(
@@ -266,12 +266,13 @@ def test_default_blocks(n_el, blocks):
 
 @pytest.mark.parametrize(("n_el", "budget", "per_item"), [
     (2**20, 32 * 1024, 16), (2**20, 16 * 1024, 8), (2**20, 21 * 1024, 10),
+    (2**20, 46 * 1024, 23), (2**20, 64 * 1024, 24),
     # at least 4 groups per compute unit
     (2**16, 32 * 1024, 10), (96 * 132 * 4, 32 * 1024, 8),
     (12 * 132 * 4 - 1, 32 * 1024, 1), (5, 32 * 1024, 1)])
 def test_default_elements_per_item(n_el, budget, per_item):
     """As many elements per work-item as the block's local arrays fit in
-    the budget (at most 16), one block per group."""
+    the budget (at most 24), one block per group."""
     _, knl, insn = _shared_einsum(n_el, 20, 20)
     plan = plan_tiling(knl, insn.id, 256, compute_units=132,
                        item_local_memory_budget=budget)
@@ -280,7 +281,7 @@ def test_default_elements_per_item(n_el, budget, per_item):
     assert plan.block_elements == plan.elements_per_group * per_item
 
 
-@pytest.mark.parametrize("per_item", [2, 3, 16])
+@pytest.mark.parametrize("per_item", [2, 3, 16, 23])
 @pytest.mark.parametrize("n_el", [1, 7, 35, 100, 1001])
 def test_elements_per_item_by_hand(queue, per_item, n_el):
     """Several elements per work-item, alone and with several blocks per

@@ -108,6 +108,7 @@ from loopy.symbolic import (
 
 from pytato.target.loopy.tiling import (
     ITEM_LOCAL_MEMORY_BUDGET,
+    ITEM_LOCAL_MEMORY_RESERVE,
     TilingPlan,
     apply_tilings,
     plan_tiling,
@@ -200,10 +201,12 @@ class DeviceInfo:
         """Bytes of local memory for the blocks of tiled nests whose
         work-items compute several elements
         (:attr:`pytato.target.loopy.tiling.TilingPlan.elements_per_item`):
-        two thirds of :attr:`local_mem_size`, at most
-        :data:`~pytato.target.loopy.tiling.ITEM_LOCAL_MEMORY_BUDGET` (32 KiB
-        on an H100's 48 KiB)."""
-        return min(ITEM_LOCAL_MEMORY_BUDGET, 2 * self.local_mem_size // 3)
+        :attr:`local_mem_size` less
+        :data:`~pytato.target.loopy.tiling.ITEM_LOCAL_MEMORY_RESERVE`, at
+        most :data:`~pytato.target.loopy.tiling.ITEM_LOCAL_MEMORY_BUDGET`
+        (46 KiB of an H100's 48 KiB)."""
+        return min(ITEM_LOCAL_MEMORY_BUDGET,
+                   self.local_mem_size - ITEM_LOCAL_MEMORY_RESERVE)
 
     @property
     def group_size(self) -> int:

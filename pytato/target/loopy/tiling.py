@@ -24,8 +24,8 @@ stages such operands in faster memory, per work-group:
   ``M`` of them (``t, t + Eb, ...``, in an unrolled loop), reusing its row
   of ``D`` ``M`` times per block; the loads of a block are unrolled too,
   so that each work-item has ``M`` loads in flight before the barrier.
-  ``M`` is as large as the block's local arrays fit in two thirds of the
-  device's local memory (at most :data:`MAX_ELEMENTS_PER_ITEM`), with one
+  ``M`` is as large as the block's local arrays fit in the device's local
+  memory less 2 KiB (at most :data:`MAX_ELEMENTS_PER_ITEM`), with one
   block per group. On an H100 (``einsum("ij,ej->ei")``, ``2**20 x 20``
   doubles, hand-written kernels of this structure, 2026-11-23): one
   element per work-item and 16 blocks per group 0.200 ms; ``M = 4`` with
@@ -35,8 +35,11 @@ stages such operands in faster memory, per work-group:
   (0.16 to 0.22 ms). Where the last block is cut at the end of the batch,
   only the stores are guarded: each work-item's sums go to a private
   array first (unguarded, one straight-line block). The generated kernel
-  (``M = 16``) took 0.167 ms with the sums guarded, 0.150 to 0.152 ms
-  without (``benchmarks/bench_kernels.py``), against 0.237 ms before.
+  took 0.167 ms with the sums guarded, 0.150 to 0.152 ms without
+  (``M = 16``, ``benchmarks/bench_kernels.py``), against 0.237 ms before.
+  With ``M`` capped at 16, 20 and 22 it took 0.150 ms, with 23 (44 of the
+  H100's 48 KiB, the most that fits) 0.138 to 0.141 ms in four runs
+  (2026-11-24): hence the budget of all the local memory but a reserve.
 * **Staged operands.** An array access in the reduction that depends on the
   reduction iname, and whose indices are plain inames, is staged when it
   is re-read by several work-items of a group or by several blocks:
@@ -144,6 +147,7 @@ tiling nest by nest quadratic in the number of nests).
 .. autodata:: MIN_GROUPS_PER_UNIT
 .. autodata:: MAX_ELEMENTS_PER_ITEM
 .. autodata:: ITEM_LOCAL_MEMORY_BUDGET
+.. autodata:: ITEM_LOCAL_MEMORY_RESERVE
 """
 
 from __future__ import annotations
@@ -169,6 +173,7 @@ from pymbolic.mapper.substitutor import make_subst_func
 __all__ = [
     "DEFAULT_BLOCKS",
     "ITEM_LOCAL_MEMORY_BUDGET",
+    "ITEM_LOCAL_MEMORY_RESERVE",
     "LOCAL_MEMORY_BUDGET",
     "MAX_ELEMENTS_PER_ITEM",
     "MAX_REDUCTION_EXTENT",
@@ -205,13 +210,17 @@ MIN_GROUPS_PER_UNIT = 4
 
 #: Most elements of a block that one work-item computes (register blocking
 #: over elements, see :attr:`TilingPlan.elements_per_item`).
-MAX_ELEMENTS_PER_ITEM = 16
+MAX_ELEMENTS_PER_ITEM = 24
 
 #: Bytes of local memory that a block may take when each work-item
 #: computes several of its elements (:attr:`TilingPlan.elements_per_item`;
-#: the default schedule passes two thirds of the device's local memory, at
-#: most this).
-ITEM_LOCAL_MEMORY_BUDGET = 32 * 1024
+#: the default schedule passes the device's local memory less
+#: :data:`ITEM_LOCAL_MEMORY_RESERVE`, at most this).
+ITEM_LOCAL_MEMORY_BUDGET = 46 * 1024
+
+#: Bytes of a device's local memory that the budget of blocks
+#: (:data:`ITEM_LOCAL_MEMORY_BUDGET`) leaves to other local arrays.
+ITEM_LOCAL_MEMORY_RESERVE = 2 * 1024
 
 
 # {{{ analysis
