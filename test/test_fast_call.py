@@ -373,3 +373,167 @@ def test_repeated_calls_allocators(cl_ctx, allocator):
         assert out.allocator is not default_allocator(queue)
 
 # }}}
+
+
+# {{{ repeated calls: outputs, kept temporaries, input events
+
+def _temporary_program(n: int | None = None):
+    """Three kernels (two stored temporaries) on 64 float64, or on a size
+    parameter ``n`` when *n* is given; and its numpy reference."""
+    size = pt.make_size_param("n") if n is not None else 64
+    x = pt.make_placeholder("x", (size,), np.float64)
+    t = (2 * x + 1).tagged(pt.tags.ImplStored())
+    u = (pt.roll(t, 1) * t).tagged(pt.tags.ImplStored())
+    prog = pt.generate_loopy(pt.roll(u, 1) - x)
+
+    def ref(xv: np.ndarray) -> np.ndarray:
+        tv = 2 * xv + 1
+        uv = np.roll(tv, 1) * tv
+        return np.roll(uv, 1) - xv
+    return prog, ref
+
+
+def _inputs(queue, count: int, n: int = 64) -> list:
+    rng = np.random.default_rng(count)
+    return [cla.to_device(queue, rng.random(n)) for _ in range(count)]
+
+
+@pytest.mark.parametrize("kind", ["exe", "prog"])
+def test_repeated_calls_outputs_do_not_alias(cl_ctx, kind):
+    """The results of consecutive calls kept by the user stay valid: each
+    call has outputs of its own (temporaries are kept, outputs are not)."""
+    queue = cl.CommandQueue(cl_ctx)
+    prog, ref = _temporary_program()
+    runner = _runner(kind, prog, cl_ctx)
+    xs = _inputs(queue, 6)
+    outs = [runner(queue, x=x)[1][0] for x in xs]
+    assert len({out.base_data.int_ptr for out in outs}) == len(outs)
+    for x, out in zip(xs, outs, strict=True):
+        np.testing.assert_allclose(out.get(), ref(x.get()))
+
+
+def test_repeated_calls_output_arrays(cl_ctx):
+    """The outputs of repeated calls are the arrays the constructor makes."""
+    queue = cl.CommandQueue(cl_ctx)
+    prog, ref = _temporary_program()
+    exe = prog.bind_to_context(cl_ctx)
+    (x,) = _inputs(queue, 1)
+    for _ in range(3):
+        evt, (out,) = exe(queue, x=x)
+    expected = cla.empty(queue, out.shape, out.dtype,
+                         allocator=out.allocator)
+    assert type(out) is cla.Array
+    assert list(vars(out)) == list(vars(expected))
+    for name in ("context", "shape", "dtype", "strides", "nbytes", "size",
+                 "offset", "allocator"):
+        assert getattr(out, name) == getattr(expected, name), name
+    assert out.queue is queue and out.events == [evt]
+    assert out.flags.c_contiguous
+    np.testing.assert_allclose((out + 0).get(), ref(x.get()))
+
+
+@pytest.mark.parametrize("kind", ["exe", "prog"])
+def test_repeated_calls_keep_temporaries(cl_ctx, kind):
+    """On an in-order queue, the temporaries of a call from the queue's
+    pool are kept for the next one (only the arguments of inputs and
+    outputs are set again); another queue, allocator or size replaces
+    or drops them, and every result stays right."""
+    from pyopencl.tools import ImmediateAllocator, MemoryPool
+    queue = cl.CommandQueue(cl_ctx)
+    other = cl.CommandQueue(cl_ctx)
+    prog, ref = _temporary_program()
+    runner = _runner(kind, prog, cl_ctx)
+    xs = _inputs(queue, 3)
+    for x in xs:
+        runner(queue, x=x)
+    executor = runner.program if kind == "exe" else prog._executor(cl_ctx)
+    held = launch._FAST_CALLS[executor].held
+    kept = held[0]
+    assert kept is not None and len(kept[3]) == 2
+
+    pool = MemoryPool(ImmediateAllocator(queue))
+    calls = [(queue, {}), (queue, {}), (other, {}), (queue, {}),
+             (queue, {"allocator": pool}), (queue, {"allocator": False}),
+             (queue, {}), (queue, {})]
+    results = []
+    for i, (q, kwargs) in enumerate(calls):
+        x = xs[i % len(xs)]
+        results.append((x, runner(q, x=x, **kwargs)[1][0]))
+        if i == 1:
+            assert held[0] is kept          # same queue: kept again
+        elif i == 2:
+            assert held[0] is not kept      # another queue: its own
+            assert held[0][1] is launch._queue_info(other)
+        elif i in (4, 5):
+            assert held[0] is None          # other allocators: not kept
+        elif i == 7:
+            assert held[0] is not None
+    other.finish()
+    for x, out in results:
+        np.testing.assert_allclose(out.get(), ref(x.get()))
+
+
+def test_repeated_calls_temporaries_out_of_order(cl_ctx):
+    """On out-of-order queues, temporaries are not kept and each kernel
+    waits for the previous one."""
+    props = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    try:
+        queue = cl.CommandQueue(cl_ctx, properties=props)
+    except cl.Error:
+        pytest.skip("no out-of-order queues")
+    prog, ref = _temporary_program()
+    exe = prog.bind_to_context(cl_ctx)
+    xs = _inputs(queue, 4)
+    outs = []
+    for x in xs:
+        evt, (out,) = exe(queue, x=x)
+        outs.append((x, evt, out))
+    assert launch._FAST_CALLS[exe.program].held[0] is None
+    for x, evt, out in outs:
+        evt.wait()
+        np.testing.assert_allclose(out.get(), ref(x.get()))
+
+
+def test_repeated_calls_temporaries_other_sizes(cl_ctx):
+    """Temporaries of calls with other size parameters are their own."""
+    queue = cl.CommandQueue(cl_ctx)
+    prog, ref = _temporary_program(n=0)
+    exe = prog.bind_to_context(cl_ctx)
+    xs = {m: _inputs(queue, 1, m)[0] for m in (16, 40)}
+    results = []
+    for m in (16, 16, 40, 40, 16, 40, 16, 16):
+        results.append((xs[m], exe(queue, x=xs[m])[1][0]))
+    for x, out in results:
+        np.testing.assert_allclose(out.get(), ref(x.get()))
+
+
+@pytest.mark.parametrize("kind", ["exe", "prog"])
+def test_repeated_calls_wait_for_input_events(cl_ctx, kind):
+    """Repeated calls wait for the events of their inputs until they have
+    completed (then they are no longer waited for)."""
+    queue = cl.CommandQueue(cl_ctx)
+    prog, ref = _temporary_program()
+    runner = _runner(kind, prog, cl_ctx)
+    (x,) = _inputs(queue, 1)
+    for _ in range(3):
+        runner(queue, x=x)
+    queue.finish()
+    executor = runner.program if kind == "exe" else prog._executor(cl_ctx)
+    repeated = (runner._repeated if kind == "exe"
+                else runner._repeated_calls[cl_ctx.int_ptr])
+    runner(queue, x=x)
+    assert repeated.pending == []        # the transfer has completed
+    gate = cl.UserEvent(cl_ctx)
+    x.add_event(gate)
+    evts = [runner(queue, x=x)[0] for _ in range(3)]
+    assert repeated.pending == [gate]
+    for evt in evts:
+        assert (evt.command_execution_status
+                != cl.command_execution_status.COMPLETE)
+    gate.set_status(cl.command_execution_status.COMPLETE)
+    evt, (out,) = runner(queue, x=x)
+    assert repeated.pending == []
+    np.testing.assert_allclose(out.get(), ref(x.get()))
+    assert launch._FAST_CALLS[executor] is not None
+
+# }}}

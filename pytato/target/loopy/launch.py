@@ -91,6 +91,7 @@ from pytato.diagnostic import (
     UnknownArgumentError,
     UnsupportedByTargetError,
 )
+from pytato.target.loopy import programs as _programs
 from pytato.target.loopy.launcher import (
     PROFILE_KERNELS_ENV,
     TRACE_KERNELS_ENV,
@@ -676,28 +677,48 @@ _FAST_OPTION_DEFAULTS = {
     "skip_arg_checks": False,
 }
 
-# the leading parameters of pyopencl.array.Array.__init__, which
-# _SizedCall.run passes by position where they match (about 0.4 us less per
-# output than by keyword)
-_ARRAY_PARAMS = ("cq", "shape", "dtype", "order", "allocator", "data", "offset",
-                 "strides", "events", "_flags", "_fast", "_size", "_context",
-                 "_queue")
-
-
-def _array_takes_positional() -> bool:
-    """Whether :class:`pyopencl.array.Array` takes :data:`_ARRAY_PARAMS` in
-    this order."""
-    import inspect
-    try:
-        params = tuple(inspect.signature(cla.Array.__init__).parameters)
-    except (TypeError, ValueError):  # pragma: no cover
-        return False
-    return params[1:1 + len(_ARRAY_PARAMS)] == _ARRAY_PARAMS
-
-
-_ARRAY_POSITIONAL = _array_takes_positional()
 _Array = cla.Array
 _ndarray = np.ndarray
+_new_object = object.__new__
+_MemoryObjectHolder = cl.MemoryObjectHolder
+_COMPLETE = cl.command_execution_status.COMPLETE
+# the attribute of a queue holding its default pool (``programs._POOL_ATTR``),
+# which RepeatedCalls.__call__ reads directly
+_POOL_ATTR = "_pytato_default_memory_pool"
+# os.environ's dict (see env_switches_set), None where it has none
+_ENV_DATA = getattr(os.environ, "_data", None)
+if type(_ENV_DATA) is not dict:  # pragma: no cover
+    _ENV_DATA = None
+# the attributes of a pyopencl.array.Array that differ between the outputs
+# of calls (see _output_template)
+_PER_CALL_ATTRS = ("queue", "allocator", "base_data", "events")
+
+
+def _output_template(shape: tuple[int, ...], dtype: np.dtype[Any],
+                     strides: tuple[int, ...], size: int,
+                     context: cl.Context) -> dict[str, Any] | None:
+    """The instance attributes (``__dict__``) of an output
+    :class:`pyopencl.array.Array` of a call, as the constructor sets them,
+    but for those of :data:`_PER_CALL_ATTRS` (left *None*): a copy of it,
+    with those set, makes the same array as the constructor for a fraction
+    of its cost. *None* if this version of :mod:`pyopencl` does not keep
+    them as plain attributes."""
+    marker = object()
+    try:
+        ary = _Array(None, shape, dtype, allocator=None, data=marker,
+                     strides=strides, _fast=True, _size=size,
+                     _context=context, _queue=None)
+        attrs = dict(vars(ary))
+    except Exception:  # pragma: no cover
+        return None
+    if (attrs.get("base_data") is not marker or attrs.get("events") != []
+            or not set(_PER_CALL_ATTRS) <= attrs.keys()
+            or any(isinstance(getattr(_Array, name, None), property)
+                   for name in attrs)):
+        return None  # pragma: no cover
+    for name in _PER_CALL_ATTRS:
+        attrs[name] = None
+    return attrs
 
 
 class _SizedCall:
@@ -708,17 +729,23 @@ class _SizedCall:
     The buffers of a call are numbered: the inputs (in the order of
     ``plan.input_arrays``), then the outputs, then the temporaries; each
     kernel lists ``(argument index, buffer number)`` of its memory
-    arguments.
+    arguments (all of them, and those not of temporaries).
+
+    On in-order queues, the global temporaries allocated from the queue's
+    default pool are kept for the next call (see ``run``).
     """
 
-    __slots__ = ("context", "kernels", "outputs", "temporaries")
+    __slots__ = ("context", "held", "kernels", "out_nbytes", "outputs",
+                 "run", "templates", "temporaries")
 
     def __init__(self, fast: _FastCall, values: Mapping[str, int]) -> None:
         plan = fast.plan
         self.context = fast.context
+        self.held = fast.held
         typed = plan.typed_values(values)
         number = {name: i for i, name in enumerate(
             [*plan.input_arrays, *plan.outputs, *plan._temporaries])}
+        first_temporary = len(plan.input_arrays) + len(plan.outputs)
         kernels = []
         for sk in plan.subkernels:
             knl = plan.new_kernel(sk.name)
@@ -729,7 +756,10 @@ class _SizedCall:
                 else:
                     mem_slots.append((i, number[name]))
             gsize, lsize = sk.work_sizes(values)
-            kernels.append((knl, tuple(mem_slots), gsize, lsize))
+            kernels.append((knl, tuple(mem_slots),
+                            tuple((i, j) for i, j in mem_slots
+                                  if j < first_temporary),
+                            gsize, lsize))
         self.kernels = tuple(kernels)
         outputs = []
         for name in plan.outputs:
@@ -746,6 +776,11 @@ class _SizedCall:
                             tuple(s * dtype.itemsize for s in ustrides),
                             size, size * dtype.itemsize))
         self.outputs = tuple(outputs)
+        self.out_nbytes = tuple(out[4] for out in outputs)
+        templates = tuple(_output_template(*out[:4], self.context)
+                          for out in outputs)
+        self.templates = (None if any(t is None for t in templates)
+                          else templates)
         temporaries = []
         for shape, dtype in plan._temporaries.values():
             nbytes = int(np.prod(_eval_shape(shape, values), dtype=np.int64)
@@ -754,48 +789,114 @@ class _SizedCall:
                 raise _NoFastCall
             temporaries.append(nbytes)
         self.temporaries = tuple(temporaries)
+        self.run = self._compile_run(len(plan.input_arrays))
 
-    def run(self, queue: cl.CommandQueue, buffers: list[Any],
-            wait_for: list[cl.Event] | None, allocator: Any, chain: bool
-            ) -> tuple[cl.Event, list[cla.Array]]:
-        """Allocate the outputs and temporaries from *allocator*, enqueue
-        the kernels (the first after *wait_for*; each after the previous
-        one if *chain*) and return the last event and the outputs.
+    #: ``run(queue, info, buffers, wait_for, allocator)``: allocate the
+    #: outputs and temporaries from *allocator*, enqueue the kernels (the
+    #: first after *wait_for*; each after the previous one on an
+    #: out-of-order queue) and return the last event and the outputs (a
+    #: tuple). *info* is :func:`_queue_info` of *queue* (its identity
+    #: stands for the queue); *buffers* the memory of the inputs, by
+    #: number. (A function made by :meth:`_compile_run`.)
+    #:
+    #: The temporaries of a call on an in-order queue, when *allocator* is
+    #: the queue's default pool, are kept (in the one slot ``held`` that
+    #: the sized calls of an executor share) and used again by the next
+    #: call with the same sizes, queue and allocator: that call runs after
+    #: the kernels of this one, and its kernels already have them as
+    #: arguments, so that only the arguments of inputs and outputs are set
+    #: again. Any other call replaces them (then returned to their pool:
+    #: later commands of their queue run after the kernels that use them)
+    #: or drops them and uses temporaries of its own, released to their
+    #: allocator once the kernels are enqueued.
+    run: Any
 
-        :arg buffers: the memory of the inputs, by number (extended with
-            the outputs and temporaries).
-        """
-        context = self.context
-        outputs = []
-        for shape, dtype, strides, size, nbytes in self.outputs:
-            buf = allocator(nbytes)
-            if _ARRAY_POSITIONAL:
-                ary = _Array(None, shape, dtype, "C", allocator, buf, 0,
-                             strides, None, None, True, size, context, queue)
-            else:  # pragma: no cover
-                ary = _Array(None, shape, dtype, strides=strides, data=buf,
-                             allocator=allocator, _fast=True, _size=size,
-                             _context=context, _queue=queue)
-            outputs.append(ary)
-            buffers.append(buf)
-        temporaries = self.temporaries
-        if temporaries:
-            temporaries = tuple([allocator(nbytes) for nbytes in temporaries])
-            buffers += temporaries
-        evt = None
-        for knl, slots, gsize, lsize in self.kernels:
-            set_arg = knl.set_arg
-            for i, j in slots:
-                set_arg(i, buffers[j])
-            evt = _enqueue(queue, knl, gsize, lsize, None, wait_for,
-                           False, True)
-            wait_for = [evt] if chain else None
-        for buf in temporaries:
-            buf.release()
-        for ary in outputs:
-            # add_event of a new array
-            ary.events.append(evt)
-        return evt, outputs
+    def output(self, k: int, buf: Any, evt: cl.Event, queue: cl.CommandQueue,
+               allocator: Any) -> cla.Array:
+        """The output array *k* on the memory *buf*, written by *evt*
+        (constructed: :meth:`run` copies :attr:`templates` instead where
+        it can)."""
+        shape, dtype, strides, size, _ = self.outputs[k]
+        ary = _Array(None, shape, dtype, strides=strides, data=buf,
+                     allocator=allocator, _fast=True, _size=size,
+                     _context=self.context, _queue=queue)
+        ary.events.append(evt)
+        return ary
+
+    def _compile_run(self, ninputs: int) -> Any:
+        """:meth:`run` for these kernels and sizes, as a Python function
+        with the kernels unrolled (as :mod:`loopy` generates its invoker):
+        a loop over them, their arguments and the outputs costs about
+        1 us more per call."""
+        noutputs = len(self.outputs)
+        first_temporary = ninputs + noutputs
+        names: dict[str, Any] = {
+            "enqueue": _enqueue, "new": _new_object, "Array": _Array,
+            "Holder": _MemoryObjectHolder, "POOL": _POOL_ATTR,
+            "held": self.held, "token": object(), "output": self.output,
+            "templates": self.templates}
+
+        def buffer(j: int) -> str:
+            if j < ninputs:
+                return f"buffers[{j}]"
+            if j < first_temporary:
+                return f"o{j - ninputs}"
+            return f"temporaries[{j - first_temporary}]"
+
+        def launches(indent: str, slots: int) -> list[str]:
+            code = []
+            for n, kernel in enumerate(self.kernels):
+                names[f"K{n}"], names[f"G{n}"], names[f"L{n}"] = (
+                    kernel[0], kernel[3], kernel[4])
+                names[f"S{n}"] = kernel[0].set_arg
+                code += [f"{indent}S{n}({i}, {buffer(j)})"
+                         for i, j in kernel[slots]]
+                wait = "wait_for" if n == 0 else "[evt] if chain else None"
+                code.append(f"{indent}evt = enqueue(queue, K{n}, G{n}, L{n}, "
+                            f"None, {wait}, False, True)")
+            return code
+
+        code = ["def run(queue, info, buffers, wait_for, allocator):"]
+        code += [f"    o{k} = allocator({nbytes})"
+                 for k, nbytes in enumerate(self.out_nbytes)]
+        if len(self.kernels) > 1:
+            code.append("    chain = info[1]")
+        if self.temporaries:
+            code += [
+                "    kept = held[0]",
+                "    if (kept is not None and kept[0] is token",
+                "            and kept[1] is info and kept[2] is allocator):",
+                *launches("        ", 2),
+                "    else:",
+                "        temporaries = [{}]".format(", ".join(
+                    f"allocator({nbytes})" for nbytes in self.temporaries)),
+                "        keep = (not info[1] and allocator is not None",
+                "                and allocator is getattr(queue, POOL, None))",
+                "        held[0] = ((token, info, allocator, temporaries)",
+                "                   if keep else None)",
+                *launches("        ", 1),
+                "        if not keep:",
+                "            for buf in temporaries:",
+                "                buf.release()"]
+        else:
+            code += launches("    ", 1)
+        for k in range(noutputs):
+            code.append(f"    a{k} = output({k}, o{k}, evt, queue, allocator)"
+                        if self.templates is None else
+                        f"    if isinstance(o{k}, Holder):\n"
+                        f"        attrs = templates[{k}].copy()\n"
+                        f"        attrs['queue'] = queue\n"
+                        f"        attrs['allocator'] = allocator\n"
+                        f"        attrs['base_data'] = o{k}\n"
+                        f"        attrs['events'] = [evt]\n"
+                        f"        a{k} = new(Array)\n"
+                        f"        a{k}.__dict__ = attrs\n"
+                        f"    else:\n"
+                        f"        a{k} = output({k}, o{k}, evt, queue, allocator)")
+        code.append("    return evt, ({})".format(
+            "".join(f"a{k}, " for k in range(noutputs))))
+        exec(compile("\n".join(code), "<pytato fast call>", "exec"), names)
+        return names["run"]
 
 
 class _NoFastCall(Exception):
@@ -836,6 +937,9 @@ class _FastCall:
         self._sized: dict[tuple[Any, ...], _SizedCall | None] = {}
         self._deferred: Any = None
         self.context = executor.context
+        #: the temporaries kept by a call (see :meth:`_SizedCall.run`):
+        #: ``[(sized call, queue info, allocator, buffers)]`` or ``[None]``
+        self.held: list[Any] = [None]
 
     def sized(self, key: tuple[Any, ...]) -> _SizedCall | None:
         """The (cached) :class:`_SizedCall` for the values *key* of the
@@ -926,8 +1030,8 @@ class _FastCall:
         allocator = self.allocator(kwargs.get("allocator"))
         if host_inputs:
             self.transfer(queue, host_inputs, buffers, wait, allocator)
-        evt, outputs = sized.run(queue, buffers, wait or None, allocator,
-                                 _queue_info(queue)[1])
+        evt, outputs = sized.run(queue, _queue_info(queue), buffers,
+                                 wait or None, allocator)
         out_host = kwargs.get("out_host")
         if out_host is None and encountered_numpy and not encountered_dev:
             out_host = True
@@ -979,7 +1083,7 @@ class _Signature:
     """
 
     __slots__ = ("bound_arrays", "buffers", "device_arrays", "host_arrays",
-                 "ints", "key", "names", "nargs", "out_host", "sized")
+                 "ints", "key", "names", "nargs", "others", "out_host", "sized")
 
     def __init__(self, nargs: int, device_arrays: tuple[Any, ...],
                  host_arrays: tuple[Any, ...],
@@ -991,6 +1095,8 @@ class _Signature:
         self.host_arrays = host_arrays
         self.ints = ints
         self.names = names
+        #: whether there are size parameters, other names or numpy arrays
+        self.others = bool(ints or names or host_arrays)
         self.buffers = buffers
         self.bound_arrays = bound_arrays
         self.sized = sized
@@ -999,27 +1105,26 @@ class _Signature:
                     frozenset(ints), frozenset(names))
 
     def input_buffers(self, kwargs: Mapping[str, Any],
-                      wait: list[cl.Event]) -> list[Any] | None:
-        """The input buffers of a call with *kwargs* (*None* where numpy
-        arrays are still to be transferred), adding the events of the
-        device arrays to *wait*; or *None* if *kwargs* do not match (or
-        pass a device array with an offset)."""
-        if len(kwargs) != self.nargs:
-            return None
+                      events: list[cl.Event]) -> list[Any] | None:
+        """The input buffers of a call with *kwargs* (of
+        :attr:`nargs` arguments; *None* where numpy arrays are still to be
+        transferred), adding the events of the device arrays (passed and
+        bound) to *events*; or *None* if *kwargs* do not match."""
         get = kwargs.get
-        for name, value in self.ints:
-            v = get(name)
-            if type(v) is not int or v != value:
-                return None
-        for name in self.names:
-            if name not in kwargs:
-                return None
-        for name, shape, dtype, strides, _ in self.host_arrays:
-            v = get(name)
-            if (type(v) is not _ndarray or v.shape != shape
-                    or v.strides != strides
-                    or (v.dtype is not dtype and v.dtype != dtype)):
-                return None
+        if self.others:
+            for name, value in self.ints:
+                v = get(name)
+                if type(v) is not int or v != value:
+                    return None
+            for name in self.names:
+                if name not in kwargs:
+                    return None
+            for name, shape, dtype, strides, _ in self.host_arrays:
+                v = get(name)
+                if (type(v) is not _ndarray or v.shape != shape
+                        or v.strides != strides
+                        or (v.dtype is not dtype and v.dtype != dtype)):
+                    return None
         buffers = self.buffers.copy()
         for name, shape, dtype, strides, number in self.device_arrays:
             v = get(name)
@@ -1027,13 +1132,13 @@ class _Signature:
                     or v.strides != strides or v.offset
                     or (v.dtype is not dtype and v.dtype != dtype)):
                 return None
-            events = v.events
-            if events:
-                wait += events
+            if v.events:
+                events += v.events
             buffers[number] = v.base_data
-        for ary in self.bound_arrays:
-            if ary.events:
-                wait += ary.events
+        if self.bound_arrays:
+            for ary in self.bound_arrays:
+                if ary.events:
+                    events += ary.events
         return buffers
 
 
@@ -1105,9 +1210,17 @@ class _RepeatedCalls:
     :class:`~pytato.target.loopy.BoundPyOpenCLProgram`). Queues that want
     an instrumented run (see :func:`wants_instrumented_run`), queues of
     other contexts and any other argument go the checked way.
+
+    The events of the input arrays (passed and bound) are waited for as
+    loopy's invoker waits for them, but for those found complete: the
+    events of a call's inputs are kept until the next call, and if that
+    call has the same ones (the same inputs, not used by a command since),
+    those of them that have completed meanwhile are not waited for again
+    (nor queried again).
     """
 
-    __slots__ = ("bound", "context", "executor", "fast", "signatures")
+    __slots__ = ("bound", "context", "events", "executor", "fast", "pending",
+                 "signatures")
 
     #: the number of signatures kept
     max_signatures = 4
@@ -1119,36 +1232,80 @@ class _RepeatedCalls:
         self.context = context
         self.fast: _FastCall | None = None
         self.signatures: tuple[_Signature, ...] = ()
+        #: the input events of the last call, and those of them that were
+        #: not complete (when it was made)
+        self.events: list[cl.Event] = []
+        self.pending: list[cl.Event] = []
 
     def __call__(self, queue: cl.CommandQueue, allocator: Any,
                  wait_for: WaitFor, out_host: bool | None,
                  kwargs: Mapping[str, Any]) -> Any:
         """Run the call of arguments *kwargs* if they match a signature,
         and return ``(event, outputs)``; else do nothing and return
-        *None*. *allocator* is the one to use (*None* for fresh buffers);
+        *None*. *allocator* is the call's argument (as for
+        :meth:`~pytato.target.loopy.BoundPyOpenCLProgram.__call__`: *None*
+        for the queue's default pool, *False* for fresh buffers);
         *out_host* *None* for the signature's default."""
+        # one function, the checks cheapest first: a call layer costs
+        # about 0.1 us
         signatures = self.signatures
         if not signatures:
             return None
-        profiling, out_of_order, context = _queue_info(queue)
-        if profiling or context != self.context or env_switches_set():
+        try:
+            info = queue._pytato_queue_info
+        except AttributeError:
+            info = _queue_info(queue)
+        if info[0] or info[2] != self.context:
             return None
+        env = _ENV_DATA
+        if env is None:  # pragma: no cover
+            if env_switches_set():
+                return None
+        elif _TRACE_KEY in env or _PROFILE_KEY in env:
+            return None
+        nargs = len(kwargs)
+        events: list[cl.Event] = []
         for sig in signatures:
-            wait = list(wait_for) if wait_for is not None else []
-            buffers = sig.input_buffers(kwargs, wait)
-            if buffers is not None:
-                break
+            if sig.nargs == nargs:
+                buffers = sig.input_buffers(kwargs, events)
+                if buffers is not None:
+                    break
+                events = []
         else:
             return None
+        if events:
+            if events == self.events:
+                pending = self.pending
+                if pending:
+                    pending = self.pending = [
+                        e for e in pending
+                        if e.command_execution_status != _COMPLETE]
+            else:
+                self.events = self.pending = pending = events
+        else:
+            pending = events
+        if wait_for is not None:
+            wait = [*wait_for, *pending]
+        else:
+            wait = pending.copy() if sig.host_arrays else pending
         fast: _FastCall = self.fast  # type: ignore[assignment]
+        # the allocator, as programs._allocator_for selects it
+        if allocator is None:
+            if _programs._USE_DEFAULT_POOL:
+                try:
+                    allocator = queue._pytato_default_memory_pool
+                except AttributeError:
+                    allocator = _programs.default_allocator(queue)
+        elif allocator is False:
+            allocator = None
         if allocator is None:
             allocator = fast.allocator(None)
         if sig.host_arrays:
             fast.transfer(queue, [(number, kwargs[name])
                                   for name, _, _, _, number in sig.host_arrays],
                           buffers, wait, allocator)
-        evt, outputs = sig.sized.run(queue, buffers, wait or None, allocator,
-                                     out_of_order)
+        evt, outputs = sig.sized.run(queue, info, buffers, wait or None,
+                                     allocator)
         if out_host is None:
             out_host = sig.out_host
         if out_host or fast.return_dict:

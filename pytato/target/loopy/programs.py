@@ -30,6 +30,18 @@ off for all calls with :func:`set_default_memory_pool`. Any other
 *allocator* (a callable of a size in bytes, as for :mod:`pyopencl.array`)
 is used as given.
 
+Outputs are new arrays on every call. Global temporaries allocated from
+the default pool of an in-order queue are kept by the program (by its
+executor on the context) after the call, and used again by its next call
+on the same queue with the same size parameters: on an in-order queue
+that call runs after the kernels of this one. They go back to the pool
+when a call on another queue, with other sizes or with another allocator
+takes their place, or with the executor. With any other allocator, and
+on out-of-order queues, each call allocates its temporaries and releases
+them once its kernels are enqueued. (A program, or an executable, must
+not be called from several threads at once: the calls share the prebuilt
+kernels of the program and their arguments.)
+
 .. autofunction:: default_allocator
 .. autofunction:: set_default_memory_pool
 
@@ -46,6 +58,9 @@ program (prebuilt kernels, precomputed sizes). Any other call is checked,
 so a wrong argument raises the same error after as before; calls on
 queues with profiling enabled, or with kernel tracing or profiling
 switched on in the environment, are checked and run as before as well.
+Such calls wait for the events of their input arrays (as loopy's invoker
+does), but for those that had completed by the previous call with the
+same input events (kept until the next call).
 """
 
 from __future__ import annotations
@@ -304,6 +319,9 @@ class BoundPyOpenCLProgram(BoundProgram):
     # hence its context: the address is not reused while it is kept)
     _repeated_calls: dict[int, Any] = field(
         default_factory=dict, compare=False, repr=False, init=False)
+    # the one of _repeated_calls used last
+    _recent_repeated_calls: Any = field(
+        default=None, compare=False, repr=False, init=False)
 
     def copy(self, *, program: lp.TranslationUnit | None = None,
              bound_arguments: Mapping[str, Any] | None = None,
@@ -367,14 +385,22 @@ class BoundPyOpenCLProgram(BoundProgram):
         Calls that repeat the arguments of an earlier call skip their
         checks (see "Repeated calls" above).
         """
-        if self._repeated_calls:
-            repeated = self._repeated_calls.get(
-                _launch_module()._queue_info(queue)[2])
-            if repeated is not None:
-                result = repeated(queue, _allocator_for(queue, allocator),
-                                  wait_for, out_host, kwargs)
-                if result is not None:
-                    return result
+        repeated = self._recent_repeated_calls
+        if repeated is not None:
+            result = repeated(queue, allocator, wait_for, out_host, kwargs)
+            if result is not None:
+                return result
+            if len(self._repeated_calls) > 1:
+                # a queue of another context?
+                other = self._repeated_calls.get(
+                    _launch_module()._queue_info(queue)[2])
+                if other is not None and other is not repeated:
+                    result = other(queue, allocator, wait_for, out_host,
+                                   kwargs)
+                    if result is not None:
+                        object.__setattr__(
+                            self, "_recent_repeated_calls", other)
+                        return result
         arrays, values = self._arg_spec.process(kwargs, self.bound_arguments)
         default_out_host = self._default_out_host(arrays)
         if out_host is None:
@@ -414,6 +440,7 @@ class BoundPyOpenCLProgram(BoundProgram):
         if repeated is None:
             repeated = self._repeated_calls[key] = (
                 _launch_module()._RepeatedCalls(executor, bound, key))
+        object.__setattr__(self, "_recent_repeated_calls", repeated)
         return repeated
 
     def launcher(self, queue: cl.CommandQueue, *, per_call: Any = (),
@@ -500,8 +527,11 @@ class BoundPyOpenCLExecutable(BoundProgram):
     def __post_init__(self) -> None:
         object.__setattr__(self, "_arg_spec", ArgumentSpec.from_kernel(
             self.program.t_unit.default_entrypoint))
-        object.__setattr__(self, "_repeated", _launch_module()._RepeatedCalls(
-            self.program, self.bound_arguments, self.cl_context.int_ptr))
+        repeated = _launch_module()._RepeatedCalls(
+            self.program, self.bound_arguments, self.cl_context.int_ptr)
+        object.__setattr__(self, "_repeated", repeated)
+        # the bound method: calling the object costs a lookup more
+        object.__setattr__(self, "_repeated_call", repeated.__call__)
 
     def __call__(self, queue: cl.CommandQueue, allocator: Any = None,
                  wait_for: Any = None, **kwargs: Any) -> Any:
@@ -512,8 +542,8 @@ class BoundPyOpenCLExecutable(BoundProgram):
         Calls that repeat the arguments of an earlier call skip their
         checks (see "Repeated calls" in
         :mod:`pytato.target.loopy.programs`)."""
-        result = self._repeated(  # type: ignore[attr-defined]
-            queue, _allocator_for(queue, allocator), wait_for, None, kwargs)
+        result = self._repeated_call(  # type: ignore[attr-defined]
+            queue, allocator, wait_for, None, kwargs)
         if result is not None:
             return result
         if queue.context != self.cl_context:
