@@ -871,3 +871,76 @@ def test_kernel_creation_matches_make_kernel_on_random_dags(monkeypatch):
             reference = pt.generate_loopy(graph, default_schedule=False)
         assert quick is not reference
         assert _kernel(quick) == _kernel(reference)
+
+
+def _preprocessing_devices():
+    from pytato.target.loopy.schedule import DeviceInfo
+    return {
+        "no schedule": None,
+        "cpu": DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=256),
+        "gpu": DeviceInfo(kind="gpu", compute_units=132,
+                          max_work_group_size=1024, min_tiled_outputs=0,
+                          local_mem_size=48 * 1024),
+    }
+
+
+def _check_preprocessing(graph, device) -> None:
+    from pytato.target.loopy.preprocessing import preprocess_and_linearize
+    if device is None:
+        t_unit = pt.generate_loopy(graph, default_schedule=False).program
+    else:
+        t_unit = pt.generate_loopy(graph, cl_device=device).program
+    with lp.CacheMode(False):
+        reference = lp.linearize(lp.preprocess_program(t_unit))
+    quick = preprocess_and_linearize(t_unit)
+    assert quick is not reference
+    assert quick == reference
+
+
+@pytest.mark.parametrize("device", list(_preprocessing_devices()))
+@pytest.mark.parametrize("case", list(_creation_graphs()))
+def test_preprocessing_matches_loopy(case, device):
+    """:func:`pytato.target.loopy.preprocessing.preprocess_and_linearize`
+    (no on-disk caches, no inlining pass for a unit of one kernel) gives
+    the translation unit of :func:`loopy.preprocess_program` and
+    :func:`loopy.linearize`, with and without the default schedule (the
+    GPU schedule tiles and separates levels with global barriers)."""
+    _check_preprocessing(_creation_graphs()[case],
+                         _preprocessing_devices()[device])
+
+
+@pytest.mark.parametrize("device", ["cpu", "gpu"])
+def test_preprocessing_matches_loopy_on_random_dags(device):
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).parent.parent / "benchmarks" \
+        / "bench_codegen.py"
+    spec = importlib.util.spec_from_file_location("bench_codegen", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    for nnodes in (60, 400):
+        _check_preprocessing(bench.make_random_dag(nnodes, seed=nnodes),
+                             _preprocessing_devices()[device])
+
+
+def test_preprocessing_of_several_kernels_by_loopy(monkeypatch):
+    """Units with a callee kernel (here from :func:`pytato.loopy.call_loopy`)
+    are preprocessed by :func:`loopy.preprocess_program` itself."""
+    from pytato.loopy import call_loopy
+    from pytato.target.loopy import preprocessing
+    knl = lp.make_kernel(
+        "{[i]: 0 <= i < 4}", "y[i] = 2*x[i]",
+        [lp.GlobalArg("x", np.float64, (4,)),
+         lp.GlobalArg("y", np.float64, (4,), is_output=True)],
+        name="twice", lang_version=(2018, 2))
+    x = pt.make_placeholder("x", (4,), np.float64)
+    call = call_loopy(knl, {"x": x + 1})
+    t_unit = pt.generate_loopy(call["y"] * 3).program
+    calls = []
+    monkeypatch.setattr(lp, "preprocess_program",
+                        lambda tu: calls.append(tu) or
+                        lp.preprocess.preprocess_program(tu))
+    with lp.CacheMode(False):
+        reference = lp.linearize(lp.preprocess.preprocess_program(t_unit))
+    assert preprocessing.preprocess_and_linearize(t_unit) == reference
+    assert calls == [t_unit]

@@ -15,6 +15,12 @@ changes:
   executor's own call, the launch plan of later calls). Here the
   translation unit typed and linearized for given argument types is
   memoized on the executor, so each result is looked up once per executor.
+* **No intermediate caches, no no-op pass.** The translation unit is
+  preprocessed and linearized by
+  :func:`pytato.target.loopy.preprocessing.preprocess_and_linearize`:
+  :mod:`loopy`'s steps without their own on-disk caches (the result is
+  stored in the executor's cache above) and without the inlining pass
+  that has nothing to inline in a unit of one kernel.
 * **Phase logging.** The first call logs, at ``INFO`` on
   ``pytato.target.loopy``, how long :mod:`loopy`'s preprocessing and
   linearization, its code generation, the OpenCL build and the host code
@@ -54,6 +60,15 @@ class PhasedExecutor(PyOpenCLExecutor):
     :class:`pyopencl.Context`, with each result of :mod:`loopy`'s caches
     looked up once and each phase of the first call logged (see the module
     documentation)."""
+
+    def get_typed_and_scheduled_translation_unit_uncached(
+            self, arg_to_dtype: Any) -> lp.TranslationUnit:
+        if arg_to_dtype:
+            # argument types given at call time: loopy's type inference
+            return super().get_typed_and_scheduled_translation_unit_uncached(
+                arg_to_dtype)
+        from pytato.target.loopy.preprocessing import preprocess_and_linearize
+        return preprocess_and_linearize(self.t_unit)
 
     @memoize_method
     def get_typed_and_scheduled_translation_unit(

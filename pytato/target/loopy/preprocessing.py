@@ -1,0 +1,127 @@
+"""Preprocessing and linearization of a program's translation unit before
+its first call, without the passes that do nothing for pytato's kernels.
+
+:func:`loopy.preprocess_program` ends with a pass that inlines the callee
+kernels holding global barriers into their callers. The default schedule
+separates the levels of a kernel with global barriers
+(:mod:`pytato.target.loopy.schedule`), so the pass runs on pytato's
+translation units, and it first resolves the callables and infers the
+argument descriptors of the whole unit once more; with a single kernel
+there is nothing to inline, and the unit comes out as it went in. For the
+10 000-node random DAG of ``benchmarks/bench_codegen.py`` (about 4 400
+instructions) that pass took a quarter of :mod:`loopy`'s preprocessing.
+
+Preprocessing, and the linearization of each kernel, also store their
+results in :mod:`loopy`'s on-disk caches, each keyed by a hash of the
+whole unit or kernel; the executor
+(:class:`~pytato.target.loopy.executor.PhasedExecutor`) already stores
+the preprocessed and linearized unit in a cache of its own (keyed by the
+unit it starts from), which is what a later process looks up. Here the
+intermediate caches are skipped (through :class:`loopy.CacheMode`, a
+process-wide switch: :mod:`loopy` calls that other threads make meanwhile
+skip the on-disk caches too).
+
+:func:`preprocess_and_linearize` runs :mod:`loopy`'s preprocessing steps
+in :mod:`loopy`'s order, leaving out the inlining where the unit has one
+kernel, and then :func:`loopy.linearize` (with its checks). The test suite
+checks that the result equals :func:`loopy.preprocess_program`'s and
+:func:`loopy.linearize`'s. Units with several kernels, and a :mod:`loopy`
+without the internals used here, go through :mod:`loopy`'s own functions.
+
+.. autofunction:: preprocess_program
+.. autofunction:: preprocess_and_linearize
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import loopy as lp
+
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+
+__all__ = ["preprocess_and_linearize", "preprocess_program"]
+
+
+def _loopy_steps() -> dict[str, Callable[..., Any]] | None:
+    """loopy's preprocessing steps, or None where a loopy version lacks
+    one of them."""
+    try:
+        from loopy.kernel.creation import apply_single_writer_dependency_heuristic
+        from loopy.kernel.function_interface import CallableKernel
+        from loopy.preprocess import (
+            _preprocess_single_kernel,
+            filter_reachable_callables,
+            infer_arg_descr,
+        )
+        from loopy.transform.realize_reduction import realize_reduction
+        from loopy.transform.subst import expand_subst
+        from loopy.translation_unit import resolve_callables
+        from loopy.type_inference import infer_unknown_types
+    except ImportError:
+        return None
+    return {
+        "CallableKernel": CallableKernel,
+        "resolve_callables": resolve_callables,
+        "filter_reachable_callables": filter_reachable_callables,
+        "infer_unknown_types": infer_unknown_types,
+        "expand_subst": expand_subst,
+        "single_writer": apply_single_writer_dependency_heuristic,
+        "realize_reduction": realize_reduction,
+        "preprocess_single_kernel": _preprocess_single_kernel,
+        "infer_arg_descr": infer_arg_descr,
+    }
+
+
+def preprocess_program(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
+    """*t_unit* preprocessed as by :func:`loopy.preprocess_program`, without
+    its on-disk cache and, for a unit with a single kernel (its
+    entrypoint), without the inlining of kernels with global barriers (see
+    the module documentation)."""
+    from constantdict import constantdict
+    from loopy.kernel import KernelState
+
+    if t_unit.state >= KernelState.PREPROCESSED:
+        return t_unit
+    steps = _loopy_steps()
+    if steps is None:
+        return lp.preprocess_program(t_unit)
+    kernel_cls = steps["CallableKernel"]
+    kernels = [name for name, clbl in t_unit.callables_table.items()
+               if isinstance(clbl, kernel_cls)]
+    if len(kernels) != 1 or t_unit.entrypoints != frozenset(kernels):
+        return lp.preprocess_program(t_unit)
+
+    with lp.CacheMode(False):
+        t_unit = steps["resolve_callables"](t_unit)
+        t_unit = steps["filter_reachable_callables"](t_unit)
+        t_unit = steps["infer_unknown_types"](t_unit, expect_completion=False)
+        t_unit = steps["expand_subst"](t_unit)
+        t_unit = steps["single_writer"](t_unit)
+        t_unit = steps["realize_reduction"](t_unit, unknown_types_ok=False)
+        callables = dict(t_unit.callables_table)
+        for name, clbl in callables.items():
+            if isinstance(clbl, kernel_cls):
+                callables[name] = clbl.copy(
+                    subkernel=steps["preprocess_single_kernel"](
+                        clbl.subkernel,
+                        is_entrypoint=name in t_unit.entrypoints))
+        t_unit = t_unit.copy(callables_table=constantdict(callables))
+        return steps["infer_arg_descr"](t_unit)
+
+
+def preprocess_and_linearize(t_unit: lp.TranslationUnit
+                             ) -> lp.TranslationUnit:
+    """*t_unit* preprocessed (:func:`preprocess_program`) and linearized
+    (:func:`loopy.linearize`, with its checks), without :mod:`loopy`'s
+    on-disk caches of the two steps."""
+    from loopy.kernel import KernelState
+
+    t_unit = preprocess_program(t_unit)
+    if t_unit.state < KernelState.LINEARIZED:
+        with lp.CacheMode(False):
+            t_unit = lp.linearize(t_unit)
+    return t_unit
