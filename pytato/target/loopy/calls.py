@@ -547,7 +547,7 @@ def _substitute(expr: Any, values: Mapping[str, Any]) -> Any:
 
 # {{{ foreign scalar functions
 
-class _FunctionNameCollector(lp.symbolic.WalkMapper):  # type: ignore[misc]
+class _FunctionNameCollector(lp.symbolic.UncachedWalkMapper):  # type: ignore[misc]
     def __init__(self) -> None:
         super().__init__()
         self.names: set[str] = set()

@@ -42,9 +42,9 @@ from typing import TYPE_CHECKING, Any
 import loopy as lp
 import pymbolic.primitives as prim
 from loopy.symbolic import (
-    IdentityMapper as _LoopyIdentityMapper,
     Reduction as LoopyReduction,
-    WalkMapper as _LoopyWalkMapper,
+    UncachedIdentityMapper as _LoopyIdentityMapper,
+    UncachedWalkMapper as _LoopyWalkMapper,
 )
 
 

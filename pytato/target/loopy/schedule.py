@@ -101,8 +101,8 @@ import loopy as lp
 import pymbolic.primitives as prim
 from loopy.kernel.data import InameImplementationTag
 from loopy.symbolic import (
-    IdentityMapper as LoopyIdentityMapperBase,
     Reduction as LoopyReduction,
+    UncachedIdentityMapper as LoopyIdentityMapperBase,
     WalkMapper,
 )
 
