@@ -20,7 +20,9 @@ changes:
   :func:`pytato.target.loopy.preprocessing.preprocess_and_linearize`:
   :mod:`loopy`'s steps without their own on-disk caches (the result is
   stored in the executor's cache above) and without the inlining pass
-  that has nothing to inline in a unit of one kernel.
+  that has nothing to inline in a unit of one kernel; code is generated
+  by :func:`pytato.target.loopy.preprocessing.generate_code`, without the
+  renaming pass that changes nothing in a unit of one kernel.
 * **Phase logging.** The first call logs, at ``INFO`` on
   ``pytato.target.loopy``, how long :mod:`loopy`'s preprocessing and
   linearization, its code generation, the OpenCL build and the host code
@@ -79,8 +81,9 @@ class PhasedExecutor(PyOpenCLExecutor):
 
     @memoize_method
     def translation_unit_info(self, arg_to_dtype: Any = None) -> Any:
-        import loopy as lp
         import pyopencl as cl
+
+        from pytato.target.loopy.preprocessing import generate_code
 
         t_unit = self.get_typed_and_scheduled_translation_unit(arg_to_dtype)
         options = t_unit[self.entrypoint].options
@@ -89,7 +92,7 @@ class PhasedExecutor(PyOpenCLExecutor):
             return PyOpenCLExecutor.translation_unit_info.__wrapped__(
                 self, arg_to_dtype)
         with PhaseTimer(_logger, "loopy code generation"):
-            codegen_result = lp.generate_code_v2(t_unit)
+            codegen_result = generate_code(t_unit)
             code = codegen_result.device_code()
         with PhaseTimer(_logger, "OpenCL build"):
             program = cl.Program(self.context, code).build(
