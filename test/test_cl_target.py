@@ -1,0 +1,99 @@
+"""Tests of :mod:`pytato.target.loopy.cl_target`: kernels with many
+arguments declare their pointers without ``restrict``."""
+
+from __future__ import annotations
+
+import re
+
+import loopy as lp
+import numpy as np
+import pytest
+
+import pytato as pt
+from pytato.target.loopy.cl_target import (
+    MAX_RESTRICT_ARGUMENTS,
+    PytatoPyOpenCLTarget,
+)
+from pytato.target.loopy.preprocessing import (
+    generate_code,
+    preprocess_and_linearize,
+)
+
+
+def _weighted_sum(n: int) -> tuple[list[pt.Array], pt.Array]:
+    xs = [pt.make_placeholder(f"x{i}", (5, 3), np.float64) for i in range(n)]
+    result = xs[0]
+    for i, x in enumerate(xs[1:]):
+        result = result + (i + 2) * x
+    return xs, result
+
+
+def _signatures(code: str) -> list[str]:
+    return re.findall(r"__kernel void[^{]*", code)
+
+
+def _code(prg: pt.target.BoundProgram, target: lp.TargetBase | None = None
+          ) -> str:
+    t_unit = prg.program
+    if target is not None:
+        t_unit = t_unit.copy(target=target)
+    return generate_code(preprocess_and_linearize(t_unit)).device_code()
+
+
+@pytest.mark.parametrize("nargs", [3, MAX_RESTRICT_ARGUMENTS - 1,
+                                   MAX_RESTRICT_ARGUMENTS,
+                                   MAX_RESTRICT_ARGUMENTS + 5])
+def test_restrict_up_to_the_limit(nargs):
+    """Kernels of at most :data:`MAX_RESTRICT_ARGUMENTS` arguments keep
+    ``restrict``; larger ones drop it from every pointer, the rest of the
+    code being loopy's."""
+    # nargs - 1 inputs and the output
+    _, result = _weighted_sum(nargs - 1)
+    prg = pt.generate_loopy(result)
+    assert isinstance(prg.program.target, PytatoPyOpenCLTarget)
+    code = _code(prg)
+    reference = _code(prg, lp.PyOpenCLTarget())
+    (sig,) = _signatures(code)
+    assert sig.count("__global") == nargs
+    if nargs <= MAX_RESTRICT_ARGUMENTS:
+        assert code == reference
+        assert sig.count("__restrict__") == nargs
+    else:
+        assert "__restrict__" not in code
+        assert code == reference.replace("__restrict__ ", "")
+        # inputs stay const
+        assert sig.count("double const *") == nargs - 1
+
+
+def test_large_kernels_run(queue):
+    """A kernel of many arguments without ``restrict``, and global
+    temporaries in a kernel of many arguments, compute what numpy does."""
+    n = MAX_RESTRICT_ARGUMENTS + 8
+    xs, result = _weighted_sum(n)
+    # stored intermediates read by a later kernel, with all the inputs
+    stored = [(x * x).tagged(pt.tags.ImplStored()) for x in xs]
+    total = result + sum(stored[1:], stored[0]) + pt.sum(result, axis=0)
+    prg = pt.generate_loopy({"a": total, "b": result})
+    code = _code(prg)
+    assert any("__restrict__" not in s and s.count("__global") > n
+               for s in _signatures(code))
+    rng = np.random.default_rng(3)
+    values = {f"x{i}": rng.random((5, 3)) for i in range(n)}
+    _, out = prg(queue, **values)
+    ref = values["x0"].copy()
+    for i in range(1, n):
+        ref = ref + (i + 1) * values[f"x{i}"]
+    squares = sum(v * v for v in values.values())
+    np.testing.assert_allclose(out["b"], ref, rtol=1e-13)
+    np.testing.assert_allclose(out["a"], ref + squares + ref.sum(axis=0),
+                               rtol=1e-13)
+
+
+def test_target_equality_and_pickling():
+    """The target compares, hashes and pickles as a loopy target of its
+    own class (programs' on-disk cache keys depend on it)."""
+    import pickle
+    a, b = PytatoPyOpenCLTarget(), PytatoPyOpenCLTarget()
+    assert a == b and hash(a) == hash(b)
+    assert a != lp.PyOpenCLTarget()
+    assert pickle.loads(pickle.dumps(a)) == a
