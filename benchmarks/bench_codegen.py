@@ -4,6 +4,7 @@ running OpenCL program, phase by phase.
 Usage::
 
     python benchmarks/bench_codegen.py [--quick] [--json PATH] [--warm-caches]
+        [--process-nodes N] [--processes-only]
 
 For random DAGs of 100 / 1 000 / 10 000 nodes (``--quick``: 100 / 1 000)
 it reports the time of the pytato transforms (preprocess), the lowering to
@@ -19,7 +20,10 @@ time of a program cache hit. loopy's and PoCL's on-disk caches start empty
 It also measures the per-call overhead of a raw pyopencl kernel enqueue,
 loopy's executor, :class:`~pytato.target.loopy.BoundPyOpenCLExecutable` and
 :class:`~pytato.target.loopy.BoundPyOpenCLProgram`, and a cold against a warm
-process (loopy's and pyopencl's on-disk caches).
+process (loopy's and pyopencl's on-disk caches) generating and first
+running a DAG of ``--process-nodes`` nodes (1 000 by default; the time
+until the program exists, from the start of the process, and of its
+first call).
 
 :func:`make_random_dag` is also used by ``test/test_codegen_perf.py``.
 """
@@ -247,6 +251,7 @@ def bench_processes(nnodes: int) -> dict[str, float]:
         out = subprocess.run([sys.executable, "-c", code], check=True,
                              capture_output=True, text=True).stdout.split()
         res[f"{label}_process_total_s"] = time.perf_counter() - t
+        res[f"{label}_process_until_program_s"] = float(out[-2])
         res[f"{label}_process_first_call_s"] = float(out[-1])
     return res
 
@@ -259,17 +264,24 @@ def main() -> None:
     parser.add_argument("--warm-caches", action="store_true",
                         help="keep the user's loopy/PoCL on-disk caches "
                         "(default: a new, empty cache folder)")
+    parser.add_argument("--process-nodes", type=int, default=None,
+                        help="nodes of the DAG of the two fresh processes "
+                        "(default: 1000, 300 with --quick)")
+    parser.add_argument("--processes-only", action="store_true",
+                        help="only the two fresh processes")
     args = parser.parse_args()
     ctx = cl.create_some_context(interactive=False)
     sizes = [100, 1000] if args.quick else [100, 1000, 10000]
     results: dict[str, Any] = {"dags": []}
-    for n in sizes:
-        r = bench_dag(n, ctx)
-        results["dags"].append(r)
-        print(json.dumps(r))
-    results["overhead"] = bench_overhead(ctx)
-    print(json.dumps(results["overhead"]))
-    results["processes"] = bench_processes(300 if args.quick else 1000)
+    if not args.processes_only:
+        for n in sizes:
+            r = bench_dag(n, ctx)
+            results["dags"].append(r)
+            print(json.dumps(r))
+        results["overhead"] = bench_overhead(ctx)
+        print(json.dumps(results["overhead"]))
+    nodes = args.process_nodes or (300 if args.quick else 1000)
+    results["processes"] = {"nodes": nodes, **bench_processes(nodes)}
     print(json.dumps(results["processes"]))
     if args.json:
         with open(args.json, "w") as f:
