@@ -9,7 +9,8 @@ Device compilers take time superlinear in the number of ``restrict``
 pointers of a kernel: each access carries alias information for every
 other pointer. A kernel of 300 pointer arguments, one statement each, took
 PoCL (3.1, LLVM 15) 2.7 s to compile at its first launch with
-``restrict`` and 0.75 s without; 50 arguments 0.22 s and 0.11 s. Large
+``restrict`` and 0.7 s without; 100 arguments 0.43 s and 0.15 s
+(``benchmarks/bench_compile_args.py``). Large
 graphs give such kernels: the device kernels of the 10 000-node random DAG
 of ``benchmarks/bench_codegen.py`` read up to 282 global temporaries, and
 PoCL's compilation of its 58 kernels went from 21 s to 10.5 s without
