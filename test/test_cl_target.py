@@ -11,6 +11,7 @@ import pytest
 
 import pytato as pt
 from pytato.target.loopy.cl_target import (
+    GPU_MAX_RESTRICT_ARGUMENTS,
     MAX_RESTRICT_ARGUMENTS,
     PytatoPyOpenCLTarget,
 )
@@ -91,9 +92,33 @@ def test_large_kernels_run(queue):
 
 def test_target_equality_and_pickling():
     """The target compares, hashes and pickles as a loopy target of its
-    own class (programs' on-disk cache keys depend on it)."""
+    own class, with its limit (programs' on-disk cache keys depend on
+    it)."""
     import pickle
     a, b = PytatoPyOpenCLTarget(), PytatoPyOpenCLTarget()
     assert a == b and hash(a) == hash(b)
     assert a != lp.PyOpenCLTarget()
+    c = PytatoPyOpenCLTarget(max_restrict_arguments=GPU_MAX_RESTRICT_ARGUMENTS)
+    assert a != c
+    from loopy.tools import LoopyKeyBuilder
+    key = LoopyKeyBuilder()
+    assert key(a) == key(b) != key(c)
     assert pickle.loads(pickle.dumps(a)) == a
+    assert pickle.loads(pickle.dumps(c)) == c
+
+
+def test_gpu_limit():
+    """Programs for a GPU keep ``restrict`` up to
+    :data:`GPU_MAX_RESTRICT_ARGUMENTS` arguments."""
+    from pytato.target.loopy.schedule import DeviceInfo
+    gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024)
+    cpu = DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=256)
+    _, result = _weighted_sum(MAX_RESTRICT_ARGUMENTS + 5)
+    for device, limit in [(gpu, GPU_MAX_RESTRICT_ARGUMENTS),
+                          (cpu, MAX_RESTRICT_ARGUMENTS),
+                          (None, MAX_RESTRICT_ARGUMENTS)]:
+        prg = pt.generate_loopy(result, cl_device=device)
+        assert prg.program.target.max_restrict_arguments == limit
+        assert ("__restrict__" in _code(prg)) == (limit == GPU_MAX_RESTRICT_ARGUMENTS)
+    _, result = _weighted_sum(GPU_MAX_RESTRICT_ARGUMENTS + 5)
+    assert "__restrict__" not in _code(pt.generate_loopy(result, cl_device=gpu))

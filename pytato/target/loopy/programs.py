@@ -128,9 +128,21 @@ class LoopyPyOpenCLTarget(LoopyTarget):
     def get_loopy_target(self) -> lp.PyOpenCLTarget:
         """A :class:`~pytato.target.loopy.cl_target.PytatoPyOpenCLTarget`:
         :class:`loopy.PyOpenCLTarget` whose kernels of many arguments
-        declare their pointers without ``restrict`` (faster to compile)."""
-        from pytato.target.loopy.cl_target import PytatoPyOpenCLTarget
-        return PytatoPyOpenCLTarget()
+        declare their pointers without ``restrict`` (faster to compile;
+        with a higher limit for a GPU :attr:`device`)."""
+        import pyopencl as cl
+
+        from pytato.target.loopy.cl_target import (
+            GPU_MAX_RESTRICT_ARGUMENTS,
+            MAX_RESTRICT_ARGUMENTS,
+            PytatoPyOpenCLTarget,
+        )
+        # a pyopencl device, or a schedule's DeviceInfo
+        gpu = (bool(self.device.type & cl.device_type.GPU)
+               if isinstance(self.device, cl.Device)
+               else bool(getattr(self.device, "is_gpu", False)))
+        return PytatoPyOpenCLTarget(max_restrict_arguments=(
+            GPU_MAX_RESTRICT_ARGUMENTS if gpu else MAX_RESTRICT_ARGUMENTS))
 
     def bind_program(self, program: lp.TranslationUnit,
                      bound_arguments: Mapping[str, Any]) -> BoundPyOpenCLProgram:
