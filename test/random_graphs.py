@@ -20,6 +20,7 @@ The same seed gives the same graph, inputs and expected results::
 
 from __future__ import annotations
 
+import functools
 import string
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ import numpy as np
 import pytato as pt
 
 
-__all__ = ["ALL_OPS", "RandomGraph", "make_random_graph"]
+__all__ = ["ALL_OPS", "RandomGraph", "make_random_dag", "make_random_graph"]
 
 
 @dataclass(frozen=True)
@@ -341,3 +342,27 @@ def make_random_graph(seed: int, *, n_steps: int = 25,
         inputs=inputs,
         expected={f"out{i}": ref for i, (_, ref) in enumerate(outs)},
         ops=tuple(applied))
+
+
+# {{{ the code generation benchmark's DAGs
+
+@functools.cache
+def _bench_codegen() -> Any:
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).parent.parent / "benchmarks" \
+        / "bench_codegen.py"
+    spec = importlib.util.spec_from_file_location("bench_codegen", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def make_random_dag(nnodes: int, seed: int = 0, n: int = 16
+                    ) -> dict[str, pt.Array]:
+    """``make_random_dag`` of ``benchmarks/bench_codegen.py``: the random
+    DAGs of the code generation benchmark (no reference results)."""
+    return _bench_codegen().make_random_dag(nnodes, seed=seed, n=n)
+
+# }}}

@@ -192,7 +192,7 @@ def test_every_node_type(queue):
 
 sys.path.insert(0, os.path.dirname(__file__))
 import frontend_cases as fc  # noqa: E402
-from random_graphs import make_random_graph  # noqa: E402
+from random_graphs import make_random_dag, make_random_graph  # noqa: E402
 
 
 def _frontend_batches(size: int = 70) -> list[tuple[str, list[Any]]]:
@@ -852,17 +852,10 @@ def test_kernel_creation_matches_make_kernel(case, monkeypatch):
 
 
 def test_kernel_creation_matches_make_kernel_on_random_dags(monkeypatch):
-    import importlib.util
-    import pathlib
-    path = pathlib.Path(__file__).parent.parent / "benchmarks" \
-        / "bench_codegen.py"
-    spec = importlib.util.spec_from_file_location("bench_codegen", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     from pytato.target.loopy import PROGRAM_CACHE, creation
 
     for nnodes in (60, 400):
-        graph = bench.make_random_dag(nnodes, seed=nnodes)
+        graph = make_random_dag(nnodes, seed=nnodes)
         quick = pt.generate_loopy(graph, default_schedule=False)
         with monkeypatch.context() as m:
             m.setattr(creation, "make_translation_unit",
@@ -924,15 +917,8 @@ def test_preprocessing_matches_loopy(case, device):
 
 @pytest.mark.parametrize("device", ["cpu", "gpu"])
 def test_preprocessing_matches_loopy_on_random_dags(device):
-    import importlib.util
-    import pathlib
-    path = pathlib.Path(__file__).parent.parent / "benchmarks" \
-        / "bench_codegen.py"
-    spec = importlib.util.spec_from_file_location("bench_codegen", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
     for nnodes in (60, 400):
-        _check_preprocessing(bench.make_random_dag(nnodes, seed=nnodes),
+        _check_preprocessing(make_random_dag(nnodes, seed=nnodes),
                              _preprocessing_devices()[device])
 
 

@@ -3,13 +3,12 @@ logging and code generation for large graphs (no timing assertions)."""
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import os
 
 import loopy as lp
 import numpy as np
 import pytest
+from random_graphs import make_random_dag
 
 import pytato as pt
 from pytato.codegen import preprocess
@@ -17,16 +16,6 @@ from pytato.tags import ImplInlined, ImplStored
 from pytato.target.loopy import PROGRAM_CACHE
 from pytato.target.loopy.calls import build_translation_unit_with_calls
 from pytato.transform.materialize import get_stored_nodes
-
-
-def _load_bench() -> object:
-    path = os.path.join(os.path.dirname(__file__), os.pardir, "benchmarks",
-                        "bench_codegen.py")
-    spec = importlib.util.spec_from_file_location("bench_codegen", path)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def _kernel(result: object) -> lp.LoopKernel:
@@ -227,16 +216,14 @@ def test_executor_looks_up_once(queue):
 # {{{ big graphs
 
 def test_large_random_dag_lowers():
-    bench = _load_bench()
-    graph = bench.make_random_dag(10000)  # type: ignore[attr-defined]
+    graph = make_random_dag(10000)
     knl = _kernel(graph)
     assert knl.instructions
     assert len(knl.temporary_variables) < len(knl.instructions)
 
 
 def test_random_dag_values(queue):
-    bench = _load_bench()
-    graph = bench.make_random_dag(150, seed=3, n=4)  # type: ignore[attr-defined]
+    graph = make_random_dag(150, seed=3, n=4)
     inputs = {f"in{i}": np.random.default_rng(i).uniform(size=(4, 4))
               for i in range(4)}
     _, res = pt.generate_loopy(graph)(queue, **inputs)

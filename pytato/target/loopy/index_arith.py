@@ -55,22 +55,18 @@ def integer_bounds(expr: Any, ranges: Mapping[str, Bounds]) -> Bounds | None:
         return int(expr), int(expr)
     if isinstance(expr, prim.Variable):
         return ranges.get(expr.name)
-    if isinstance(expr, prim.Sum):
-        lo = hi = 0
+    if isinstance(expr, (prim.Sum, prim.Product)):
+        add = isinstance(expr, prim.Sum)
+        lo = hi = 0 if add else 1
         for child in expr.children:
             b = integer_bounds(child, ranges)
             if b is None:
                 return None
-            lo, hi = lo + b[0], hi + b[1]
-        return lo, hi
-    if isinstance(expr, prim.Product):
-        lo = hi = 1
-        for child in expr.children:
-            b = integer_bounds(child, ranges)
-            if b is None:
-                return None
-            corners = (lo * b[0], lo * b[1], hi * b[0], hi * b[1])
-            lo, hi = min(corners), max(corners)
+            if add:
+                lo, hi = lo + b[0], hi + b[1]
+            else:
+                corners = (lo * b[0], lo * b[1], hi * b[0], hi * b[1])
+                lo, hi = min(corners), max(corners)
         return lo, hi
     if isinstance(expr, (prim.FloorDiv, prim.Remainder)) \
             and is_integer_constant(expr.denominator) and expr.denominator > 0:

@@ -44,46 +44,22 @@ linearized unit); the test suite checks that the code is the same.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import loopy as lp
-
-
-if TYPE_CHECKING:
-    from collections.abc import Callable
 
 
 __all__ = ["generate_code", "preprocess_and_linearize", "preprocess_program"]
 
 
-def _loopy_steps() -> dict[str, Callable[..., Any]] | None:
-    """loopy's preprocessing steps, or None where a loopy version lacks
-    one of them."""
-    try:
-        from loopy.kernel.creation import apply_single_writer_dependency_heuristic
-        from loopy.kernel.function_interface import CallableKernel
-        from loopy.preprocess import (
-            _preprocess_single_kernel,
-            filter_reachable_callables,
-            infer_arg_descr,
-        )
-        from loopy.transform.realize_reduction import realize_reduction
-        from loopy.transform.subst import expand_subst
-        from loopy.translation_unit import resolve_callables
-        from loopy.type_inference import infer_unknown_types
-    except ImportError:
+def _single_kernel(t_unit: lp.TranslationUnit) -> str | None:
+    """The name of the only kernel of *t_unit*, its entrypoint; None if
+    *t_unit* has other kernels or entrypoints."""
+    kernels = [name for name, clbl in t_unit.callables_table.items()
+               if isinstance(clbl, lp.CallableKernel)]
+    if len(kernels) != 1 or t_unit.entrypoints != frozenset(kernels):
         return None
-    return {
-        "CallableKernel": CallableKernel,
-        "resolve_callables": resolve_callables,
-        "filter_reachable_callables": filter_reachable_callables,
-        "infer_unknown_types": infer_unknown_types,
-        "expand_subst": expand_subst,
-        "single_writer": apply_single_writer_dependency_heuristic,
-        "realize_reduction": realize_reduction,
-        "preprocess_single_kernel": _preprocess_single_kernel,
-        "infer_arg_descr": infer_arg_descr,
-    }
+    return kernels[0]
 
 
 def preprocess_program(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
@@ -96,31 +72,37 @@ def preprocess_program(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
 
     if t_unit.state >= KernelState.PREPROCESSED:
         return t_unit
-    steps = _loopy_steps()
-    if steps is None:
+    name = _single_kernel(t_unit)
+    if name is None:
         return lp.preprocess_program(t_unit)
-    kernel_cls = steps["CallableKernel"]
-    kernels = [name for name, clbl in t_unit.callables_table.items()
-               if isinstance(clbl, kernel_cls)]
-    if len(kernels) != 1 or t_unit.entrypoints != frozenset(kernels):
+    try:
+        from loopy.kernel.creation import apply_single_writer_dependency_heuristic
+        from loopy.preprocess import (
+            _preprocess_single_kernel,
+            filter_reachable_callables,
+            infer_arg_descr,
+        )
+        from loopy.transform.realize_reduction import realize_reduction
+        from loopy.transform.subst import expand_subst
+        from loopy.translation_unit import resolve_callables
+        from loopy.type_inference import infer_unknown_types
+    except ImportError:  # pragma: no cover (another loopy version)
         return lp.preprocess_program(t_unit)
 
+    # loopy's steps, in loopy's order
     with lp.CacheMode(False):
-        t_unit = steps["resolve_callables"](t_unit)
-        t_unit = steps["filter_reachable_callables"](t_unit)
-        t_unit = steps["infer_unknown_types"](t_unit, expect_completion=False)
-        t_unit = steps["expand_subst"](t_unit)
-        t_unit = steps["single_writer"](t_unit)
-        t_unit = steps["realize_reduction"](t_unit, unknown_types_ok=False)
-        callables = dict(t_unit.callables_table)
-        for name, clbl in callables.items():
-            if isinstance(clbl, kernel_cls):
-                callables[name] = clbl.copy(
-                    subkernel=steps["preprocess_single_kernel"](
-                        clbl.subkernel,
-                        is_entrypoint=name in t_unit.entrypoints))
-        t_unit = t_unit.copy(callables_table=constantdict(callables))
-        return steps["infer_arg_descr"](t_unit)
+        t_unit = resolve_callables(t_unit)
+        t_unit = filter_reachable_callables(t_unit)
+        t_unit = infer_unknown_types(t_unit, expect_completion=False)
+        t_unit = expand_subst(t_unit)
+        t_unit = apply_single_writer_dependency_heuristic(t_unit)
+        t_unit = realize_reduction(t_unit, unknown_types_ok=False)
+        clbl = t_unit.callables_table[name]
+        t_unit = t_unit.copy(callables_table=constantdict({
+            **t_unit.callables_table,
+            name: clbl.copy(subkernel=_preprocess_single_kernel(
+                clbl.subkernel, is_entrypoint=True))}))
+        return infer_arg_descr(t_unit)
 
 
 def preprocess_and_linearize(t_unit: lp.TranslationUnit
@@ -135,16 +117,6 @@ def preprocess_and_linearize(t_unit: lp.TranslationUnit
         with lp.CacheMode(False):
             t_unit = lp.linearize(t_unit)
     return t_unit
-
-
-def _single_kernel(t_unit: lp.TranslationUnit) -> str | None:
-    """The name of the only kernel of *t_unit*, its entrypoint; None if
-    *t_unit* has other kernels or entrypoints."""
-    kernels = [name for name, clbl in t_unit.callables_table.items()
-               if isinstance(clbl, lp.CallableKernel)]
-    if len(kernels) != 1 or t_unit.entrypoints != frozenset(kernels):
-        return None
-    return kernels[0]
 
 
 def generate_code(t_unit: lp.TranslationUnit) -> Any:
