@@ -28,6 +28,22 @@ if TYPE_CHECKING:
 
 os.environ.setdefault("PYOPENCL_COMPILER_OUTPUT", "0")
 
+
+def _own_program_store() -> None:
+    """Give this test process a new, empty persistent program store
+    (:mod:`pytato.target.loopy.program_store`), removed at exit: tests
+    must not find programs that other runs stored."""
+    import atexit
+    import shutil
+    import tempfile
+
+    folder = tempfile.mkdtemp(prefix="pytato-test-program-store-")
+    os.environ["PYTATO_PROGRAM_STORE_DIR"] = folder
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+
+
+_own_program_store()
+
 _POCL_PLATFORM_NAME = "Portable Computing Language"
 
 

@@ -165,19 +165,80 @@ def generate_loopy(
         raise CannotBeLoweredToLoopyError(str(e)) from e
     from pytato.array.base import topological_order
     nnodes = len(topological_order([prep.outputs]))
-    with PhaseTimer(logger, "lowering", f"{nnodes} nodes"):
-        t_unit = build_translation_unit(
-            prep.outputs, target=target.get_loopy_target(), options=options,
+    device = cl_device or getattr(target, "device", None)
+    from pytato.target.loopy import program_store
+    t_unit = None
+    with PhaseTimer(logger, "program store lookup", f"{nnodes} nodes"):
+        store_key = _program_store_key(
+            prep.outputs, is_dict=is_dict, target=target, options=options,
             function_name=function_name,
-            array_tag_t_to_not_propagate=frozenset(array_tag_t_to_not_propagate),
-            axis_tag_t_to_not_propagate=frozenset(axis_tag_t_to_not_propagate))
-    if default_schedule:
-        from pytato.target.loopy.schedule import default_schedule as schedule
-        with PhaseTimer(logger, "default schedule"):
-            t_unit = schedule(t_unit,
-                              cl_device or getattr(target, "device", None))
-    prog = target.bind_program(t_unit, prep.bound_arguments)
+            array_tag_t_to_not_propagate=array_tag_t_to_not_propagate,
+            axis_tag_t_to_not_propagate=axis_tag_t_to_not_propagate,
+            default_schedule=default_schedule, device=device)
+        if store_key is not None:
+            t_unit = program_store.load(store_key, "unit")
+    if t_unit is not None:
+        logger.info("program store hit for '%s'", function_name)
+    if t_unit is None:
+        with PhaseTimer(logger, "lowering", f"{nnodes} nodes"):
+            t_unit = build_translation_unit(
+                prep.outputs, target=target.get_loopy_target(),
+                options=options, function_name=function_name,
+                array_tag_t_to_not_propagate=frozenset(
+                    array_tag_t_to_not_propagate),
+                axis_tag_t_to_not_propagate=frozenset(
+                    axis_tag_t_to_not_propagate))
+        if default_schedule:
+            from pytato.target.loopy.schedule import (
+                default_schedule as schedule,
+            )
+            with PhaseTimer(logger, "default schedule"):
+                t_unit = schedule(t_unit, device)
+        if store_key is not None:
+            with PhaseTimer(logger, "program store save"):
+                program_store.save(store_key, "unit", t_unit)
+    if store_key is not None:
+        prog: BoundProgram = BoundPyOpenCLProgram(
+            program=t_unit, bound_arguments=prep.bound_arguments,
+            target=target, store_key=store_key)
+    else:
+        prog = target.bind_program(t_unit, prep.bound_arguments)
     if cache_key is not None:
         PROGRAM_CACHE.put(cache_key, prog)
     return prog
+
+
+def _program_store_key(outputs: DictOfNamedArrays, *, target: LoopyTarget,
+                       device: Any, default_schedule: bool,
+                       **parameters: Any) -> str | None:
+    """The key of the program for the preprocessed *outputs* in the
+    persistent store (:mod:`pytato.target.loopy.program_store`), or None
+    if it is not used: the store is off, the target is not a
+    :class:`LoopyPyOpenCLTarget`, or the graph or a parameter has no
+    persistent hash."""
+    from pytato.target.loopy import program_store
+    if type(target) is not LoopyPyOpenCLTarget \
+            or not program_store.store_enabled():
+        return None
+    from pytato.target.loopy.schedule import DeviceInfo
+    if not default_schedule:
+        info = None
+    elif device is None:
+        info = DeviceInfo.conservative()
+    elif isinstance(device, DeviceInfo):
+        info = device
+    else:
+        info = DeviceInfo.from_cl_device(device)
+    parameters["options"] = _options_key(parameters["options"])
+    for name in ("array_tag_t_to_not_propagate",
+                 "axis_tag_t_to_not_propagate"):
+        parameters[name] = frozenset(parameters[name])
+    try:
+        return program_store.program_key(
+            [outputs], loopy_target=target.get_loopy_target(),
+            default_schedule=default_schedule, device_info=info,
+            **parameters)
+    except program_store.NotPersistentError as e:
+        logger.debug("program store not used: %s", e)
+        return None
 

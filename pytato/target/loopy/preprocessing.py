@@ -119,15 +119,22 @@ def preprocess_and_linearize(t_unit: lp.TranslationUnit
     return t_unit
 
 
-def generate_code(t_unit: lp.TranslationUnit) -> Any:
+def generate_code(t_unit: lp.TranslationUnit, *, cache: bool = True) -> Any:
     """The :class:`loopy.codegen.TranslationUnitCodeGenerationResult` of a
     linearized *t_unit*, as :func:`loopy.generate_code_v2` gives it, without
     its renaming pass for a unit of one kernel (see the module
-    documentation). Other units go to :func:`loopy.generate_code_v2`."""
+    documentation). Other units go to :func:`loopy.generate_code_v2`.
+
+    :arg cache: whether to use :mod:`loopy`'s on-disk cache of generated
+        code (if :mod:`loopy`'s caching is on): False where the caller
+        keeps the result itself (the program store)."""
     from loopy.kernel import KernelState
 
     name = _single_kernel(t_unit)
     if name is None or t_unit.state < KernelState.LINEARIZED:
+        if not cache:
+            with lp.CacheMode(False):
+                return lp.generate_code_v2(t_unit)
         return lp.generate_code_v2(t_unit)
     try:
         from loopy.check import pre_codegen_checks
@@ -140,7 +147,7 @@ def generate_code(t_unit: lp.TranslationUnit) -> Any:
     except ImportError:  # pragma: no cover
         return lp.generate_code_v2(t_unit)
 
-    caching = lp.CACHING_ENABLED
+    caching = cache and lp.CACHING_ENABLED
     if caching:
         try:
             return code_gen_cache[t_unit]

@@ -1,0 +1,335 @@
+"""A persistent store of generated programs, keyed by graph.
+
+A process that generates code for a graph that an earlier process (or an
+earlier call of the same process whose in-memory
+:data:`~pytato.target.loopy.PROGRAM_CACHE` has forgotten it) already
+generated finds the results here, on disk:
+
+* :func:`~pytato.generate_loopy` takes the generated and scheduled
+  :class:`loopy.TranslationUnit` from the store instead of lowering and
+  scheduling the graph again;
+* the program's first call takes the linearized translation unit, the
+  OpenCL code and :mod:`loopy`'s host code (its invoker) from the store
+  instead of from :mod:`loopy`'s on-disk caches. Those are keyed by the
+  translation unit: each lookup hashes all of it (about a second each for
+  the 10 000-node random DAG of ``benchmarks/bench_codegen.py``, and a cold
+  first call stored three results, hashing twice). Here the key is the
+  graph's, computed once.
+
+The key of a program (:func:`program_key`) is a hash of
+
+* the preprocessed graph (:func:`graph_key`): for each node, in the
+  deterministic topological order of :func:`pytato.array.base.topological_order`,
+  its type, the values of its fields that take part in equality (shapes,
+  dtypes, names, tags, axes, scalar expressions, ...) and the positions of
+  its children. Data wrappers were replaced by placeholders, so the key
+  does not depend on data (the program takes it as bound arguments);
+* everything else that :func:`~pytato.generate_loopy` depends on: the loopy
+  target, options, function name, the tag types not propagated, whether the
+  default schedule runs and the :class:`~pytato.target.loopy.schedule.DeviceInfo`
+  it schedules for;
+* the versions of the code that produced the results: a digest of the
+  source files of :mod:`pytato` and :mod:`loopy`'s data model version, so
+  that results of other code are never found.
+
+Values without a persistent hash (e.g. Python functions in a graph, or
+objects of types the key builder does not know) make a graph's key
+:class:`NotPersistentError`; such programs are generated as before, without
+the store.
+
+The store is off when :mod:`loopy`'s caching is (``with
+loopy.CacheMode(False):``, or ``LOOPY_NO_CACHE``) or when the environment
+variable ``PYTATO_NO_PROGRAM_STORE`` is set to a non-empty value other
+than ``0``. Its folder is ``PYTATO_PROGRAM_STORE_DIR`` if set, else the
+default folder of :mod:`pytools`' persistent dictionaries (in the user's
+cache folder, like :mod:`loopy`'s caches).
+
+.. autoexception:: NotPersistentError
+.. autofunction:: graph_key
+.. autofunction:: program_key
+.. autofunction:: store_enabled
+.. autofunction:: load
+.. autofunction:: save
+.. autodata:: STORE_VERSION
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from collections.abc import Mapping
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from pytools.persistent_dict import KeyBuilder
+
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from pytato.array.base import GraphNode
+
+
+__all__ = [
+    "STORE_VERSION", "NotPersistentError", "graph_key", "load", "program_key",
+    "save", "store_enabled",
+]
+
+_logger = logging.getLogger("pytato.target.loopy")
+
+STORE_VERSION = 1
+"""The layout of the stored entries (part of every key)."""
+
+
+class NotPersistentError(TypeError):
+    """A graph holds a value that has no hash persistent across processes."""
+
+
+# {{{ keys
+
+class _Encoder:
+    """A canonical text for values found in graph nodes: the same in every
+    process for equal values (sets and mappings in sorted order), and
+    unambiguous (each value tagged with its type, strings quoted).
+
+    Subvalues shared between nodes (axes, tags, dtypes, subexpressions)
+    are encoded once per :func:`graph_key` (memoized by identity; the graph
+    keeps them alive). Values of other types are encoded by
+    :class:`pytools.persistent_dict.KeyBuilder` if they define
+    ``update_persistent_hash`` (e.g. :mod:`loopy` kernels in calls); any
+    other value raises :class:`NotPersistentError`.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[int, str] = {}
+
+    def __call__(self, value: Any) -> str:
+        tp = type(value)
+        if tp is str:
+            return repr(value)
+        if tp is int or tp is bool or value is None:
+            return f"{tp.__name__}:{value!r}"
+        if tp is float:
+            return f"f:{value.hex()}"
+        if tp is tuple:
+            return "(" + ",".join([self(v) for v in value]) + ")"
+        memo = self._memo.get(id(value))
+        if memo is None:
+            fields = _DATACLASS_FIELDS.get(tp)
+            if fields is not None:
+                memo = (f"{fields[0]}("
+                        + ",".join([f"{name}={self(getattr(value, name))}"
+                                    for name in fields[1:]]) + ")")
+            else:
+                memo = self._encode(value, tp)
+            self._memo[id(value)] = memo
+        return memo
+
+    def _encode(self, value: Any, tp: type) -> str:
+        from pytato.array.base import GraphNode
+        if isinstance(value, GraphNode):
+            # a graph held by a value (e.g. the returns of a function
+            # definition): by its own key
+            return f"graph:{graph_key([value])}"
+        if isinstance(value, type):
+            return f"type:{value.__module__}.{value.__qualname__}"
+        if tp is complex:
+            return f"c:{value.real.hex()},{value.imag.hex()}"
+        if tp is bytes:
+            return f"b:{value.hex()}"
+        if isinstance(value, np.dtype):
+            return f"dtype:{value.str}:{value.descr!r}"
+        if isinstance(value, np.generic):
+            return (f"np:{value.dtype.str}:"
+                    f"{np.asarray(value).tobytes().hex()}")
+        if isinstance(value, frozenset):
+            return "{" + ",".join(sorted(self(v) for v in value)) + "}"
+        if isinstance(value, Mapping):
+            return ("{" + ",".join(sorted(
+                f"{self(k)}:{self(v)}" for k, v in value.items())) + "}")
+        if tp is slice:
+            return f"slice:{self((value.start, value.stop, value.step))}"
+        if isinstance(value, Enum):
+            return f"enum:{self(type(value))}:{value.name}"
+        if dataclasses.is_dataclass(value):
+            _DATACLASS_FIELDS[tp] = (
+                f"dc:{tp.__module__}.{tp.__qualname__}",
+                *(f.name for f in dataclasses.fields(value)))
+            return self(value)
+        from pytato.scalar_expr import ReductionOperation
+        if isinstance(value, ReductionOperation):
+            return f"redop:{self(tp)}"
+        if hasattr(value, "update_persistent_hash"):
+            try:
+                return f"pk:{self(tp)}:{KeyBuilder()(value)}"
+            except TypeError as e:
+                raise NotPersistentError(str(e)) from e
+        raise NotPersistentError(
+            f"a value of type '{tp.__module__}.{tp.__qualname__}' has no "
+            "persistent hash")
+
+
+# dataclass types: their encoded name, then their field names
+_DATACLASS_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def graph_key(roots: Iterable[GraphNode]) -> str:
+    """A hash of the graph of *roots* that is the same in every process for
+    structurally equal graphs (with equal values of all fields that take
+    part in equality), and differs otherwise (but for hash collisions of
+    SHA-256).
+
+    :raises NotPersistentError: if a node holds a value without a
+        persistent hash (e.g. the data of a data wrapper: keys are made for
+        preprocessed graphs, where data wrappers became placeholders).
+    """
+    import hashlib
+
+    from pytato.array.base import topological_order
+
+    order = topological_order(roots)
+    position = {id(node): i for i, node in enumerate(order)}
+    encode = _Encoder()
+    digest = hashlib.sha256()
+    for node in order:
+        kids = ",".join(str(position[id(kid)])
+                        for kid in node._pt_kids)  # type: ignore[attr-defined]
+        digest.update(
+            f"{encode(type(node))}{encode(node._pt_skel)}"  # type: ignore[attr-defined]
+            f"[{kids}];".encode())
+    return digest.hexdigest()
+
+
+_SOURCE_DIGEST: list[str] = []
+
+
+def _source_digest() -> str:
+    """A digest of the source files of :mod:`pytato` (computed once)."""
+    if not _SOURCE_DIGEST:
+        import hashlib
+        from pathlib import Path
+
+        import pytato
+        root = Path(pytato.__file__).resolve().parent
+        digest = hashlib.sha256()
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+        _SOURCE_DIGEST.append(digest.hexdigest())
+    return _SOURCE_DIGEST[0]
+
+
+def program_key(roots: Iterable[GraphNode], **parameters: Any) -> str:
+    """The key of the program generated for the (preprocessed) graph of
+    *roots* with the code generation *parameters* (values with persistent
+    hashes: the loopy target, options, device information, ...).
+
+    :raises NotPersistentError: if the graph or a parameter has no
+        persistent hash.
+    """
+    import hashlib
+
+    from loopy.version import DATA_MODEL_VERSION
+
+    encode = _Encoder()
+    text = encode(("pytato-program", STORE_VERSION, _source_digest(),
+                   DATA_MODEL_VERSION, graph_key(roots),
+                   tuple((name, parameters[name])
+                         for name in sorted(parameters))))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+# }}}
+
+
+# {{{ the store
+
+_STORE: list[Any] = []
+
+
+def store_enabled() -> bool:
+    """Whether programs are looked up in and saved to the store (see the
+    module documentation)."""
+    import loopy as lp
+    flag = os.environ.get("PYTATO_NO_PROGRAM_STORE", "")
+    return bool(lp.CACHING_ENABLED) and flag in ("", "0")
+
+
+def _store() -> Any:
+    if not _STORE:
+        from pytools.persistent_dict import WriteOncePersistentDict
+        _STORE.append(WriteOncePersistentDict(
+            f"pytato-program-store-v{STORE_VERSION}",
+            key_builder=KeyBuilder(),
+            container_dir=os.environ.get("PYTATO_PROGRAM_STORE_DIR") or None,
+            safe_sync=False))
+    return _STORE[0]
+
+
+def _rebuild_kernel(cls: type, attributes: dict[str, Any]) -> Any:
+    """A :class:`loopy.LoopKernel` from its attributes, as
+    :meth:`loopy.LoopKernel.__setstate__` restores it (without a stored
+    persistent hash: it is computed if it is ever needed)."""
+    from loopy.kernel.tools import SetOperationCacheManager
+    kernel = object.__new__(cls)
+    for name, value in attributes.items():
+        object.__setattr__(kernel, name, value)
+    object.__setattr__(kernel, "_cache_manager", SetOperationCacheManager())
+    return kernel
+
+
+def _reduce_kernel(kernel: Any) -> tuple[Any, ...]:
+    return (_rebuild_kernel, (type(kernel), {
+        f.name: getattr(kernel, f.name)
+        for f in dataclasses.fields(kernel)
+        if hasattr(kernel, f.name) and not f.name.startswith("_")}))
+
+
+def _dumps(value: Any) -> bytes:
+    r"""*value* pickled, with :class:`loopy.LoopKernel`\ s pickled by their
+    attributes. (:mod:`loopy`'s own pickling of a kernel computes its
+    persistent hash first, for its caches, which look kernels up by hash:
+    2.7 s of the 10 000-node DAG's 3 s of pickling. The store looks
+    programs up by graph, not by kernel.)"""
+    import copyreg
+    import io
+    import pickle
+
+    from loopy.kernel import LoopKernel
+
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = {**copyreg.dispatch_table,  # type: ignore[misc]
+                              LoopKernel: _reduce_kernel}
+    pickler.dump(value)
+    return buf.getvalue()
+
+
+def load(key: str, part: str) -> Any:
+    """The *part* (e.g. ``"unit"``) of the program stored under *key*, or
+    None if there is none (or it cannot be read)."""
+    import pickle
+    try:
+        return pickle.loads(_store()[key, part])
+    except KeyError:
+        return None
+    except Exception as e:  # an unreadable entry: generate anew
+        _logger.warning("program store: cannot read %s of %s (%s: %s)",
+                        part, key[:12], type(e).__name__, e)
+        return None
+
+
+def save(key: str, part: str, value: Any) -> None:
+    """Store *value* as the *part* of the program under *key* (if it is not
+    there yet). Failures (e.g. a read-only folder) are logged, not
+    raised: the store only saves time."""
+    try:
+        _store().store_if_not_present((key, part), _dumps(value))
+    except Exception as e:
+        _logger.warning("program store: cannot save %s of %s (%s: %s)",
+                        part, key[:12], type(e).__name__, e)
+
+# }}}
+
+# vim: foldmethod=marker

@@ -1,0 +1,287 @@
+"""The persistent program store (:mod:`pytato.target.loopy.program_store`):
+graph keys, programs found by later calls and processes, and what is kept
+out of it."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from random_graphs import make_random_dag, make_random_graph
+
+import pytato as pt
+from pytato.codegen import preprocess
+from pytato.tags import Tag
+from pytato.target.loopy import PROGRAM_CACHE, program_store
+
+
+@pytest.fixture
+def store(tmp_path, monkeypatch):
+    """A new, empty program store in *tmp_path*."""
+    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
+    monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE", raising=False)
+    monkeypatch.setattr(program_store, "_STORE", [])
+    PROGRAM_CACHE.clear()
+    yield tmp_path
+    PROGRAM_CACHE.clear()
+
+
+def _key(result) -> str:
+    return program_store.graph_key([preprocess(result).outputs])
+
+
+# {{{ graph keys
+
+def _graph(n: int = 5, dtype=np.float64, c: float = 2.0, name: str = "x",
+           tags=frozenset(), axis_tag=None):
+    x = pt.make_placeholder(name, (n, 3), dtype)
+    if axis_tag is not None:
+        x = x.with_tagged_axis(0, axis_tag)
+    y = (pt.sin(x) * c).tagged(tags)
+    return {"out": pt.sum(y, axis=1) + y[:, 0], "other": y.T}
+
+
+@dataclass(frozen=True)
+class _SomeTag(Tag):
+    value: int
+
+
+def test_graph_key_of_equal_graphs():
+    assert _key(_graph()) == _key(_graph())
+
+
+@pytest.mark.parametrize("change", [
+    {"n": 6}, {"dtype": np.float32}, {"c": 2.5}, {"c": 2.0000000000000004},
+    {"name": "z"}, {"tags": frozenset({_SomeTag(1)})},
+    {"axis_tag": _SomeTag(2)},
+])
+def test_graph_key_differs(change):
+    assert _key(_graph(**change)) != _key(_graph())
+
+
+def test_graph_key_of_tags_differs_by_value():
+    assert _key(_graph(tags=frozenset({_SomeTag(1)}))) \
+        != _key(_graph(tags=frozenset({_SomeTag(2)})))
+
+
+def test_graph_key_is_the_same_in_other_processes():
+    code = (
+        "import sys; sys.path.insert(0, 'test');"
+        "from random_graphs import make_random_dag;"
+        "from pytato.codegen import preprocess;"
+        "from pytato.target.loopy.program_store import graph_key;"
+        "print(graph_key([preprocess(make_random_dag(300, seed=3)).outputs]))")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    keys = {subprocess.run(
+        [sys.executable, "-c", code], cwd=root, check=True, text=True,
+        capture_output=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}
+        ).stdout.split()[-1] for seed in (1, 2)}
+    assert keys == {_key(make_random_dag(300, seed=3))}
+
+
+def test_graph_key_of_random_graphs_distinct():
+    keys = {_key(make_random_graph(seed).outputs) for seed in range(30)}
+    assert len(keys) == 30
+
+
+def test_graph_key_refuses_data():
+    """Data wrappers are compared by identity: a graph that holds one has
+    no persistent key (programs get keys of preprocessed graphs, where
+    data wrappers became placeholders)."""
+    x = pt.make_data_wrapper(np.ones(3))
+    with pytest.raises(program_store.NotPersistentError):
+        program_store.graph_key([2 * x])
+    assert isinstance(_key(2 * x), str)
+
+
+def test_graph_key_refuses_functions():
+    @dataclass(frozen=True)
+    class FunctionTag(Tag):
+        f: object
+
+    x = pt.make_placeholder("x", (3,), np.float64)
+    with pytest.raises(program_store.NotPersistentError, match="function"):
+        program_store.graph_key([x.tagged(FunctionTag(len))])
+    with pytest.raises(program_store.NotPersistentError, match="function"):
+        program_store.graph_key([x.tagged(FunctionTag(lambda: 1))])
+
+# }}}
+
+
+# {{{ programs from the store
+
+def _messages(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records]
+
+
+def test_program_from_store(store, queue, caplog):
+    g = make_random_dag(120, seed=7)
+    inputs = {f"in{i}": np.random.default_rng(i).random((16, 16))
+              for i in range(4)}
+    first = pt.generate_loopy(g, cl_device=queue.device)
+    assert first.store_key is not None
+    _, expected = first(queue, **inputs)
+    PROGRAM_CACHE.clear()
+    with caplog.at_level(logging.INFO, logger="pytato"):
+        second = pt.generate_loopy(g, cl_device=queue.device)
+        _, result = second(queue, **inputs)
+    messages = _messages(caplog)
+    assert "program store hit for '_pt_kernel'" in messages
+    assert "program store hit for the compiled '_pt_kernel'" in messages
+    assert not any(m.startswith(("lowering took", "loopy code generation"))
+                   for m in messages)
+    assert second is not first
+    assert second.store_key == first.store_key
+    assert second.program == first.program
+    assert set(result) == set(expected) == set(g)
+    for name in expected:
+        np.testing.assert_array_equal(result[name], expected[name])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_graphs_from_store(store, queue, seed):
+    """Programs from the store (graph and compiled program) compute what
+    numpy does, also a second time (the launch plan of repeated calls)."""
+    g = make_random_graph(seed)
+    first = pt.generate_loopy(g.outputs, cl_device=queue.device)
+    first(queue, **g.inputs_for(g.outputs))
+    PROGRAM_CACHE.clear()
+    prog = pt.generate_loopy(g.outputs, cl_device=queue.device)
+    assert prog is not first and prog.store_key == first.store_key
+    for _ in range(2):
+        _, result = prog(queue, **g.inputs_for(g.outputs))
+        for name, ref in g.expected.items():
+            np.testing.assert_allclose(result[name], ref, rtol=1e-10,
+                                       atol=1e-12, err_msg=str(g.ops))
+
+
+def test_program_from_store_in_another_process(store, queue):
+    code = """
+import logging, os, sys
+sys.path.insert(0, "test")
+import numpy as np, pyopencl as cl, pytato as pt
+from conftest import _pick_device
+# (importing conftest gave this process a store of its own: use the test's)
+os.environ["PYTATO_PROGRAM_STORE_DIR"] = sys.argv[1]
+from random_graphs import make_random_dag
+logging.basicConfig(level=logging.INFO, stream=sys.stdout,
+                    format="%(message)s")
+ctx = cl.Context([_pick_device()])
+queue = cl.CommandQueue(ctx)
+prog = pt.generate_loopy(make_random_dag(200, seed=11),
+                         cl_device=queue.device)
+_, out = prog(queue, **{f"in{i}": np.full((16, 16), i + 0.5)
+                        for i in range(4)})
+print("RESULT", repr(sorted((k, float(v.sum())) for k, v in out.items())))
+"""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    outputs = [subprocess.run([sys.executable, "-c", code, str(store)],
+                              cwd=root, check=True, text=True,
+                              capture_output=True).stdout
+               for _ in range(2)]
+    assert "program store hit" not in outputs[0]
+    assert "lowering took" in outputs[0]
+    assert "program store hit for '_pt_kernel'" in outputs[1]
+    assert "program store hit for the compiled '_pt_kernel'" in outputs[1]
+    assert "lowering took" not in outputs[1]
+    results = [next(line for line in out.splitlines()
+                    if line.startswith("RESULT")) for out in outputs]
+    assert results[0] == results[1]
+
+
+def test_data_is_bound_not_stored(store, queue):
+    """Graphs that differ only in the data of data wrappers share a stored
+    program, and each runs with its own data."""
+    rng = np.random.default_rng(0)
+    a, b = rng.random(10), rng.random(10)
+    progs = []
+    for data in (a, b):
+        PROGRAM_CACHE.clear()
+        x = pt.make_data_wrapper(data)
+        progs.append(pt.generate_loopy(3 * x + 1))
+    assert progs[0].store_key == progs[1].store_key
+    for prog, data in zip(progs, (a, b), strict=True):
+        _, (res,) = prog(queue)
+        np.testing.assert_allclose(res, 3 * data + 1)
+
+
+def test_schedule_device_is_in_the_key(store):
+    from pytato.target.loopy.schedule import DeviceInfo
+    x = pt.make_placeholder("x", (1000,), np.float64)
+    keys = {pt.generate_loopy(2 * x, cl_device=dev).store_key for dev in (
+        DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=256),
+        DeviceInfo(kind="cpu", compute_units=8, max_work_group_size=256),
+        DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024))}
+    keys.add(pt.generate_loopy(2 * x, default_schedule=False).store_key)
+    assert len(keys) == 4
+
+
+def test_transformed_program_is_not_stored(store, queue):
+    import loopy as lp
+    x = pt.make_placeholder("x", (8,), np.float64)
+    prog = pt.generate_loopy(2 * x)
+    assert prog.store_key is not None
+    assert prog.copy().store_key == prog.store_key
+    transformed = prog.with_transformed_program(
+        lambda t: lp.tag_array_axes(t, "x", "c"))
+    assert transformed.store_key is None
+    _, (res,) = transformed(queue, x=np.arange(8.0))
+    np.testing.assert_allclose(res, 2 * np.arange(8.0))
+    assert prog.copy(program=prog.program.copy()).store_key is None
+
+
+def test_store_switched_off(store, monkeypatch):
+    import loopy as lp
+    x = pt.make_placeholder("x", (8,), np.float64)
+    with lp.CacheMode(False):
+        assert pt.generate_loopy(2 * x).store_key is None
+    PROGRAM_CACHE.clear()
+    monkeypatch.setenv("PYTATO_NO_PROGRAM_STORE", "1")
+    assert pt.generate_loopy(2 * x).store_key is None
+    PROGRAM_CACHE.clear()
+    monkeypatch.setenv("PYTATO_NO_PROGRAM_STORE", "0")
+    assert pt.generate_loopy(2 * x).store_key is not None
+
+
+def test_unreadable_entry_is_generated_anew(store, queue, caplog,
+                                           monkeypatch):
+    x = pt.make_placeholder("x", (8,), np.float64)
+    prog = pt.generate_loopy(2 * x + 1)
+    key = prog.store_key
+    # a new store whose entry for the program does not unpickle
+    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(store / "other"))
+    monkeypatch.setattr(program_store, "_STORE", [])
+    program_store._store().store((key, "unit"), b"not a pickle")
+    PROGRAM_CACHE.clear()
+    with caplog.at_level(logging.WARNING, logger="pytato"):
+        again = pt.generate_loopy(2 * x + 1)
+    assert any("cannot read unit" in m for m in _messages(caplog))
+    assert again.program == prog.program
+    _, (res,) = again(queue, x=np.ones(8))
+    np.testing.assert_allclose(res, 3)
+
+
+def test_kernels_pickled_by_attributes(queue):
+    """The store pickles loopy kernels without computing their persistent
+    hash; they unpickle equal, with the same code."""
+    import pickle
+
+    import loopy as lp
+    g = make_random_dag(60, seed=2)
+    t_unit = pt.generate_loopy(g, cl_device=queue.device).program
+    loaded = pickle.loads(program_store._dumps(t_unit))
+    assert loaded == t_unit
+    assert "_pytools_persistent_hash_digest" not in vars(
+        loaded.default_entrypoint)
+    with lp.CacheMode(False):
+        assert lp.generate_code_v2(loaded).device_code() \
+            == lp.generate_code_v2(t_unit).device_code()
+
+# }}}
+
+# vim: foldmethod=marker
