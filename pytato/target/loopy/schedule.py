@@ -94,6 +94,7 @@ Work-group sizes come from a :class:`DeviceInfo`:
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -526,15 +527,29 @@ class _IndexVariables:
         return frozenset(self._insn_of[v.name] for v in variables)
 
 
+class _Substitute(LoopyIdentityMapperBase):
+    """Replaces variables by name: :class:`loopy.symbolic.SubstitutionMapper`
+    with a :func:`~pymbolic.mapper.substitutor.make_subst_func` of
+    *values*, without its cache (hashing every subexpression for the cache
+    cost more than it saved: the expressions of a nest share few
+    subexpressions)."""
+
+    def __init__(self, values: Mapping[str, Any]) -> None:
+        super().__init__()
+        self.values = values
+
+    def map_variable(self, expr: prim.Variable, *args: Any) -> Any:
+        value = self.values.get(expr.name)
+        return expr if value is None else value
+
+
 class _LastIndex(LoopyIdentityMapperBase):
     """Replaces variables by others (*twins*) in the last index of each
     subscript only."""
 
     def __init__(self, twins: dict[str, prim.Variable]) -> None:
         super().__init__()
-        from loopy.symbolic import SubstitutionMapper
-        from pymbolic.mapper.substitutor import make_subst_func
-        self.subst = SubstitutionMapper(make_subst_func(twins))
+        self.subst = _Substitute(twins)
 
     def map_subscript(self, expr: prim.Subscript, *args: Any) -> Any:
         index = tuple(self.rec(i) for i in expr.index_tuple)
@@ -547,13 +562,11 @@ class _NestRewrite:
     """The rewrite of the expressions of one loop nest: inames replaced by
     *subst*, then, in the last index of subscripts, index variables by
     their *twins* (:meth:`_IndexVariables.contiguous`). Made once per nest
-    and shared by its instructions (and its mappers' caches)."""
+    and shared by its instructions."""
 
     def __init__(self, subst: dict[str, Any],
                  twins: dict[str, prim.Variable] | None = None) -> None:
-        from loopy.symbolic import SubstitutionMapper
-        from pymbolic.mapper.substitutor import make_subst_func
-        self.subst = SubstitutionMapper(make_subst_func(subst))
+        self.subst = _Substitute(subst)
         self.last = _LastIndex(twins) if twins else None
 
     def __call__(self, expr: Any) -> Any:
