@@ -115,7 +115,7 @@ class _UseCounter(WalkMapper):
         self.counts[name] += 1
         if name in self.expansive and name in self.gathered:
             return
-        used = get_dependencies(indices) if indices else frozenset()
+        used = _index_dependencies(indices) if indices else frozenset()
         if not scope <= used:
             self.expansive.add(name)
         if any(u in self.names for u in used):
@@ -133,7 +133,16 @@ class _UseCounter(WalkMapper):
         agg = expr.aggregate
         if isinstance(agg, prim.Variable) and agg.name in self.names:
             self._access(agg.name, expr.index, scope)
-        self.rec(expr.index, scope)
+        index = expr.index
+        if isinstance(index, tuple):
+            # what rec(index) does, without its dispatch per index
+            for i in index:
+                if type(i) is prim.Variable:
+                    self.map_variable(i, scope)
+                else:
+                    self.rec(i, scope)
+        else:
+            self.rec(index, scope)
 
     def map_reduce(self, expr: Reduce, scope: frozenset[str]) -> None:
         self.has_reduction = True
@@ -142,6 +151,20 @@ class _UseCounter(WalkMapper):
         for lo, hi in expr.bounds.values():
             self.rec(lo, scope)
             self.rec(hi, scope)
+
+
+def _index_dependencies(indices: Any) -> frozenset[str]:
+    """``get_dependencies(indices)``, with the names of plain variable
+    indices taken directly."""
+    if not isinstance(indices, tuple):
+        return get_dependencies(indices)
+    names: set[str] = set()
+    for i in indices:
+        if type(i) is prim.Variable:
+            names.add(i.name)
+        elif not isinstance(i, SCALAR_CLASSES):
+            names.update(get_dependencies(i))
+    return frozenset(names)
 
 
 def _use_counts(expr: IndexLambda) -> _UseCounter:
@@ -220,9 +243,11 @@ def get_stored_nodes(outputs: DictOfNamedArrays, *,
                          or node.tags_of_type(ImplSubstitution)
                          or _is_size_expression(node))
         preds: frozenset[int] = frozenset()
-        for b in set(node.bindings.values()):
-            if not _is_size_expression(b):
-                preds = preds | preds_of(b)
+        if not store_shared:
+            # (only the MPMS condition reads materialized predecessors)
+            for b in set(node.bindings.values()):
+                if not _is_size_expression(b):
+                    preds = preds | preds_of(b)
         if node.tags_of_type(ImplStored):
             stored.add(node)
         elif may_store:
