@@ -15,8 +15,11 @@ module's ``generate_code``: ``lp.generate_code_v2`` less a no-op pass),
 the OpenCL build and the program's first call
 (with PoCL, the device compiler runs when a kernel is first enqueued), the
 number of instructions, global temporaries and device kernels, and the
-time of a program cache hit. loopy's and PoCL's on-disk caches start empty
-(a new folder) unless ``--warm-caches`` is given.
+time of a program cache hit, and of a hit in the persistent program store
+(:mod:`pytato.target.loopy.program_store`: ``generate_loopy`` and the first
+call of a program the in-memory cache has forgotten). loopy's, PoCL's and
+the program store's on-disk caches start empty (a new folder) unless
+``--warm-caches`` is given.
 It also measures the per-call overhead of a raw pyopencl kernel enqueue,
 loopy's executor, :class:`~pytato.target.loopy.BoundPyOpenCLExecutable` and
 :class:`~pytato.target.loopy.BoundPyOpenCLProgram`, and a cold against a warm
@@ -179,6 +182,15 @@ def bench_dag(nnodes: int, ctx: Any, *, build: bool = True) -> dict[str, Any]:
     queue = cl.CommandQueue(ctx)
     inputs = {f"in{i}": np.ones((16, 16)) for i in range(4)}
     res["t_first_call"], _ = _time(lambda: prog(queue, **inputs))
+    # a program the in-memory cache has forgotten: from the persistent
+    # program store (generate_loopy, then the compiled program at the first
+    # call), as a later process finds it
+    from pytato.target.loopy import PROGRAM_CACHE
+    PROGRAM_CACHE.clear()
+    res["t_generate_loopy_store_hit"], prog3 = _time(
+        lambda: pt.generate_loopy(graph, cl_device=dev))
+    assert prog3 is not prog
+    res["t_first_call_store_hit"], _ = _time(lambda: prog3(queue, **inputs))
     for k in ("t_transform", "t_lowering"):
         res[k.replace("t_", "us_per_node_")] = 1e6 * res[k] / res["nodes"]
     return res
