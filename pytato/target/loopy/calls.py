@@ -76,6 +76,7 @@ from pytato.target.loopy.codegen import (
     ExpressionContext,
     ImplementedResult,
     StoredResult,
+    UncachedLoopyWalkMapper,
     _temporary_name,
     build_translation_unit,
 )
@@ -547,7 +548,7 @@ def _substitute(expr: Any, values: Mapping[str, Any]) -> Any:
 
 # {{{ foreign scalar functions
 
-class _FunctionNameCollector(lp.symbolic.UncachedWalkMapper):  # type: ignore[misc]
+class _FunctionNameCollector(UncachedLoopyWalkMapper):
     def __init__(self) -> None:
         super().__init__()
         self.names: set[str] = set()

@@ -35,6 +35,7 @@ Domains, instructions, arguments and temporaries are collected in a
 .. autoclass:: CodeGenState
 .. autoclass:: CodeGenMapper
 .. autofunction:: build_translation_unit
+.. autoclass:: UncachedLoopyWalkMapper
 """
 
 from __future__ import annotations
@@ -46,7 +47,12 @@ from typing import Any
 import loopy as lp
 import numpy as np
 import pymbolic.primitives as prim
-from loopy.symbolic import Reduction as LoopyReduction, TypeCast as LoopyTypeCast
+from loopy.symbolic import (
+    Reduction as LoopyReduction,
+    TypeCast as LoopyTypeCast,
+    WalkMapper as _LoopyWalkMapper,
+)
+from pymbolic.mapper import Mapper as _PymbolicMapper
 from pytools.tag import Tag
 
 from pytato.array.base import Array
@@ -81,7 +87,8 @@ from pytato.transform.mappers import CachedMapper
 __all__ = [
     "MAX_INDEX_GROWTH", "MAX_INLINE_DEPTH", "CodeGenMapper", "CodeGenState",
     "ImplementedResult", "InlinedResult", "SizeParamResult", "StoredResult",
-    "SubstitutionResult", "build_translation_unit", "get_stored_nodes",
+    "SubstitutionResult", "UncachedLoopyWalkMapper", "build_translation_unit",
+    "get_stored_nodes",
 ]
 
 # {{{ what to store
@@ -527,6 +534,23 @@ class ScalarToLoopyMapper(IdentityMapper):
         op = _loopy_reduction_op(expr.op, self._dtype(expr.inner_expr))
         return LoopyReduction(op, tuple(inames),
                               inner, allow_simultaneous=False)
+
+# }}}
+
+
+# {{{ walking loopy expressions
+
+class UncachedLoopyWalkMapper(_LoopyWalkMapper):
+    """A :class:`loopy.symbolic.WalkMapper` without a cache: it visits every
+    subexpression each time it occurs. (Loopy's walk mappers, its
+    ``UncachedWalkMapper`` too, skip subexpressions equal to ones seen
+    before, keyed by the expression: on the generated kernels, building and
+    hashing those keys cost more than the visits they save.) For walks
+    whose results do not depend on how often a subexpression is
+    visited."""
+
+    __call__ = _PymbolicMapper.__call__
+    rec = _PymbolicMapper.__call__
 
 # }}}
 

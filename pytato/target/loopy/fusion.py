@@ -44,8 +44,9 @@ import pymbolic.primitives as prim
 from loopy.symbolic import (
     Reduction as LoopyReduction,
     UncachedIdentityMapper as _LoopyIdentityMapper,
-    UncachedWalkMapper as _LoopyWalkMapper,
 )
+
+from pytato.target.loopy.codegen import UncachedLoopyWalkMapper
 
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ class _Store:
     domain_index: int | None
 
 
-class _AccessCollector(_LoopyWalkMapper):
+class _AccessCollector(UncachedLoopyWalkMapper):
     """Collects, per array name of interest, the index tuples it is read at
     (``None`` for a read without subscript), and whether the expression has
     reductions or calls to substitution rules."""

@@ -104,9 +104,9 @@ from loopy.kernel.data import InameImplementationTag
 from loopy.symbolic import (
     Reduction as LoopyReduction,
     UncachedIdentityMapper as LoopyIdentityMapperBase,
-    WalkMapper,
 )
 
+from pytato.target.loopy.codegen import UncachedLoopyWalkMapper
 from pytato.target.loopy.tiling import (
     ITEM_LOCAL_MEMORY_BUDGET,
     ITEM_LOCAL_MEMORY_RESERVE,
@@ -297,40 +297,46 @@ def _constant_length(kernel: lp.LoopKernel, iname: str) -> int | None:
         return None
 
 
-class _ReductionCollector(WalkMapper):
-    """Collects the outermost reductions of an expression, and the inames
-    appearing in the last index of array accesses (contiguous access)."""
+class _ContiguousIndexCollector(UncachedLoopyWalkMapper):
+    """Collects the variables of the last index of array accesses into
+    *out* (descending into reductions)."""
+
+    def __init__(self, out: set[str]) -> None:
+        super().__init__()
+        self.out = out
+
+    def map_subscript(self, e: prim.Subscript) -> None:
+        from pymbolic.mapper.dependency import DependencyMapper
+
+        idx = e.index if isinstance(e.index, tuple) else (e.index,)
+        if idx:
+            deps = DependencyMapper(composite_leaves=False)(idx[-1])
+            self.out.update(d.name for d in deps
+                            if isinstance(d, prim.Variable))
+        self.rec(e.index)
+
+    def map_reduction(self, e: LoopyReduction) -> None:
+        self.rec(e.expr)
+
+
+class _ReductionCollector(UncachedLoopyWalkMapper):
+    """Collects the outermost reductions of expressions (each distinct one
+    once, in the order they are first met), and the inames appearing in
+    the last index of array accesses inside them (contiguous access)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.reductions: list[LoopyReduction] = []
         self.contiguous: set[str] = set()
+        self._seen: set[LoopyReduction] = set()
 
     def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
+        if expr in self._seen:
+            return
+        self._seen.add(expr)
         self.reductions.append(expr)
         # nested reductions stay sequential: do not collect them
-        self._collect_contiguous(expr.expr)
-
-    def _collect_contiguous(self, expr: Any) -> None:
-        from pymbolic.mapper.dependency import DependencyMapper
-
-        class _Sub(WalkMapper):
-            def __init__(self, out: set[str]) -> None:
-                super().__init__()
-                self.out = out
-
-            def map_subscript(self, e: prim.Subscript) -> None:
-                idx = e.index if isinstance(e.index, tuple) else (e.index,)
-                if idx:
-                    deps = DependencyMapper(composite_leaves=False)(idx[-1])
-                    self.out.update(d.name for d in deps
-                                    if isinstance(d, prim.Variable))
-                self.rec(e.index)
-
-            def map_reduction(self, e: LoopyReduction) -> None:
-                self.rec(e.expr)
-
-        _Sub(self.contiguous)(expr)
+        _ContiguousIndexCollector(self.contiguous)(expr.expr)
 
 
 def _output_inames(insn: Any) -> list[str] | None:
