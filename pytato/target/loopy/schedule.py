@@ -339,6 +339,32 @@ class _ReductionCollector(UncachedLoopyWalkMapper):
         _ContiguousIndexCollector(self.contiguous)(expr.expr)
 
 
+class _ReductionFinder(UncachedLoopyWalkMapper):
+    """Finds whether an expression holds a reduction (stops walking once
+    it has found one)."""
+
+    found = False
+
+    def visit(self, expr: Any, *args: Any) -> bool:
+        return not self.found
+
+    def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
+        self.found = True
+
+
+def _reduction_inames(insn: Any) -> frozenset[str]:
+    """``insn.reduction_inames()``, without :mod:`loopy`'s analysis of
+    the dependencies of *insn* (which comes with it) where the expression
+    holds no reduction: a walk, visiting all nodes that analysis visits,
+    finds out first."""
+    finder = _ReductionFinder()
+    try:
+        finder(insn.expression)
+    except Exception:
+        return frozenset(insn.reduction_inames())
+    return frozenset(insn.reduction_inames()) if finder.found else frozenset()
+
+
 def _output_inames(insn: Any) -> list[str] | None:
     """The inames indexing the assignee of *insn*, in order, if the
     instruction is a plain store over exactly those inames."""
@@ -1162,12 +1188,14 @@ def default_schedule(t_unit: lp.TranslationUnit,
     groups = _loop_groups(kernel)
     if len(t_unit.callables_table) > 1 or groups is None:
         return t_unit
+    red_inames = {insn.id: _reduction_inames(insn)
+                  for insns, _ in groups for insn in insns}
     iname_users: dict[str, int] = {}
     for insns, _ in groups:
         names: set[str] = set()
         for insn in insns:
             names.update(insn.within_inames)
-            names.update(insn.reduction_inames())
+            names.update(red_inames[insn.id])
         for name in names:
             iname_users[name] = iname_users.get(name, 0) + 1
     allow_join = len(groups) <= MAX_GROUPS_FOR_JOIN
@@ -1181,7 +1209,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
         # rules) are left alone
         if any(iname_users.get(i, 0) > 1 for i in out_inames) or any(
                 iname_users.get(i, 0) > 1
-                for insn in insns for i in insn.reduction_inames()):
+                for insn in insns for i in red_inames[insn.id]):
             continue
         old = kernel
         kernel = _schedule_group(
