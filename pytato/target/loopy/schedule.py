@@ -590,20 +590,35 @@ class _LastIndex(LoopyIdentityMapperBase):
         return prim.Subscript(self.rec(expr.aggregate), index)
 
 
-class _NestRewrite:
+class _NestRewrite(LoopyIdentityMapperBase):
     """The rewrite of the expressions of one loop nest: inames replaced by
     *subst*, then, in the last index of subscripts, index variables by
     their *twins* (:meth:`_IndexVariables.contiguous`). Made once per nest
-    and shared by its instructions."""
+    and shared by its instructions.
+
+    One pass over each expression, with the result of the two: substituting
+    (:class:`_Substitute`), then applying :class:`_LastIndex` to the result
+    (which also turns the index of each subscript into a tuple)."""
 
     def __init__(self, subst: dict[str, Any],
                  twins: dict[str, prim.Variable] | None = None) -> None:
-        self.subst = _Substitute(subst)
+        super().__init__()
+        self.subst = subst
         self.last = _LastIndex(twins) if twins else None
 
-    def __call__(self, expr: Any) -> Any:
-        expr = self.subst(expr)
-        return expr if self.last is None else self.last(expr)
+    def map_variable(self, expr: prim.Variable, *args: Any) -> Any:
+        value = self.subst.get(expr.name)
+        if value is None:
+            return expr
+        return value if self.last is None else self.last(value)
+
+    def map_subscript(self, expr: prim.Subscript, *args: Any) -> Any:
+        if self.last is None:
+            return super().map_subscript(expr)
+        index = tuple(self.rec(i) for i in expr.index_tuple)
+        if index:
+            index = (*index[:-1], self.last.subst(index[-1]))
+        return prim.Subscript(self.rec(expr.aggregate), index)
 
 
 def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
