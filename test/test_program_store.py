@@ -221,6 +221,17 @@ def test_schedule_device_is_in_the_key(store):
     assert len(keys) == 4
 
 
+def test_tuning_constants_are_in_the_key(store, monkeypatch):
+    """A program generated after a documented tuning constant changed is
+    not the one stored under the old value."""
+    from pytato.target.loopy import tiling
+    x = pt.make_placeholder("x", (1000,), np.float64)
+    before = pt.generate_loopy(2 * x).store_key
+    PROGRAM_CACHE.clear()
+    monkeypatch.setattr(tiling, "MAX_ELEMENTS_PER_ITEM", 8)
+    assert pt.generate_loopy(2 * x).store_key != before
+
+
 def test_transformed_program_is_not_stored(store, queue):
     import loopy as lp
     x = pt.make_placeholder("x", (8,), np.float64)

@@ -30,7 +30,8 @@ The key of a program (:func:`program_key`) is a hash of
   it schedules for;
 * the versions of the code that produced the results: a digest of the
   source files of :mod:`pytato` and :mod:`loopy`'s data model version, so
-  that results of other code are never found.
+  that results of other code are never found, and the current values of
+  the constants that tune code generation (:data:`TUNING_MODULES`).
 
 Values without a persistent hash (e.g. Python functions in a graph, or
 objects of types the key builder does not know) make a graph's key
@@ -51,6 +52,7 @@ cache folder, like :mod:`loopy`'s caches).
 .. autofunction:: load
 .. autofunction:: save
 .. autodata:: STORE_VERSION
+.. autodata:: TUNING_MODULES
 """
 
 from __future__ import annotations
@@ -73,8 +75,8 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "STORE_VERSION", "NotPersistentError", "graph_key", "load", "program_key",
-    "save", "store_enabled",
+    "STORE_VERSION", "TUNING_MODULES", "NotPersistentError", "graph_key",
+    "load", "program_key", "save", "store_enabled",
 ]
 
 _logger = logging.getLogger("pytato.target.loopy")
@@ -221,6 +223,37 @@ def _source_digest() -> str:
     return _SOURCE_DIGEST[0]
 
 
+#: The modules whose public constants (upper-case names of numbers,
+#: strings and tuples, e.g. :data:`pytato.target.loopy.tiling.MAX_ELEMENTS_PER_ITEM`)
+#: tune code generation: their current values are part of every key, so
+#: that a program generated after one was changed is not found under the
+#: old values.
+TUNING_MODULES = (
+    "pytato.codegen",
+    "pytato.transform.materialize",
+    "pytato.target.loopy.codegen",
+    "pytato.target.loopy.fusion",
+    "pytato.target.loopy.calls",
+    "pytato.target.loopy.sparse",
+    "pytato.target.loopy.schedule",
+    "pytato.target.loopy.reduction",
+    "pytato.target.loopy.accumulate",
+    "pytato.target.loopy.tiling",
+    "pytato.target.loopy.cl_target",
+)
+
+
+def _tuning_constants() -> tuple[tuple[str, Any], ...]:
+    import importlib
+    simple = (int, float, str, bool, tuple, frozenset)
+    return tuple(
+        (f"{module}.{name}", value)
+        for module in TUNING_MODULES
+        for name, value in sorted(vars(importlib.import_module(module)).items())
+        if name.isupper() and not name.startswith("_")
+        and isinstance(value, simple))
+
+
 def program_key(roots: Iterable[GraphNode], **parameters: Any) -> str:
     """The key of the program generated for the (preprocessed) graph of
     *roots* with the code generation *parameters* (values with persistent
@@ -235,7 +268,7 @@ def program_key(roots: Iterable[GraphNode], **parameters: Any) -> str:
 
     encode = _Encoder()
     text = encode(("pytato-program", STORE_VERSION, _source_digest(),
-                   DATA_MODEL_VERSION, graph_key(roots),
+                   DATA_MODEL_VERSION, _tuning_constants(), graph_key(roots),
                    tuple((name, parameters[name])
                          for name in sorted(parameters))))
     return hashlib.sha256(text.encode()).hexdigest()
