@@ -233,3 +233,27 @@ def test_random_dag_values(queue):
         np.testing.assert_allclose(res[k], ref[k], rtol=1e-10)
 
 # }}}
+
+
+def test_fewer_collections_restores_thresholds():
+    import gc
+
+    from pytato.codegen import GC_GENERATION0_THRESHOLD, FewerCollections
+    saved = gc.get_threshold()
+    try:
+        gc.set_threshold(700, 10, 10)
+        with FewerCollections():
+            assert gc.get_threshold() == (GC_GENERATION0_THRESHOLD, 20, 10)
+            with FewerCollections():
+                assert gc.get_threshold()[0] == GC_GENERATION0_THRESHOLD
+            assert gc.get_threshold()[0] == GC_GENERATION0_THRESHOLD
+        assert gc.get_threshold() == (700, 10, 10)
+        with pytest.raises(ZeroDivisionError), FewerCollections():
+            1 / 0  # noqa: B018
+        assert gc.get_threshold() == (700, 10, 10)
+        # higher thresholds set by the user are kept
+        gc.set_threshold(10**6, 50, 10)
+        with FewerCollections():
+            assert gc.get_threshold() == (10**6, 50, 10)
+    finally:
+        gc.set_threshold(*saved)

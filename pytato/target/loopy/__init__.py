@@ -120,13 +120,7 @@ def generate_loopy(
     """
     import loopy as lp
 
-    from pytato.codegen import PhaseTimer, normalize_outputs, preprocess
-
-    # calls, loopy calls, foreign functions and sparse products lower
-    # through the extended mapper of pytato.target.loopy.calls
-    from pytato.target.loopy.calls import (
-        build_translation_unit_with_calls as build_translation_unit,
-    )
+    from pytato.codegen import FewerCollections, normalize_outputs
 
     is_dict = not isinstance(result, Array)
     if target is None:
@@ -143,8 +137,6 @@ def generate_loopy(
         raise ValueError("for a dict result, 'options' must set "
                          "return_dict=True")
 
-    from pytato.diagnostic import CannotBeLoweredToLoopyError
-    from pytato.transform.mappers import UnsupportedNodeError
     try:
         cache_key: Any = (normalize_outputs(result), is_dict, target,
                           _options_key(options), function_name,
@@ -158,6 +150,38 @@ def generate_loopy(
         if cached is not None:
             logger.info("program cache hit for '%s'", function_name)
             return cached  # type: ignore[no-any-return]
+    with FewerCollections():
+        prog = _lower_and_bind(
+            result, target, options, is_dict=is_dict,
+            function_name=function_name, cl_device=cl_device,
+            array_tag_t_to_not_propagate=array_tag_t_to_not_propagate,
+            axis_tag_t_to_not_propagate=axis_tag_t_to_not_propagate,
+            default_schedule=default_schedule)
+    if cache_key is not None:
+        PROGRAM_CACHE.put(cache_key, prog)
+    return prog
+
+
+def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
+                    target: LoopyTarget, options: lp.Options, *,
+                    is_dict: bool, function_name: str,
+                    cl_device: cl.Device | None,
+                    array_tag_t_to_not_propagate: frozenset[type[Tag]],
+                    axis_tag_t_to_not_propagate: frozenset[type[Tag]],
+                    default_schedule: bool) -> BoundProgram:
+    """The program of :func:`generate_loopy` (after its argument checks and
+    its in-memory cache): from the program store, or lowered, scheduled
+    and saved there."""
+    from pytato.codegen import PhaseTimer, preprocess
+    from pytato.diagnostic import CannotBeLoweredToLoopyError
+
+    # calls, loopy calls, foreign functions and sparse products lower
+    # through the extended mapper of pytato.target.loopy.calls
+    from pytato.target.loopy.calls import (
+        build_translation_unit_with_calls as build_translation_unit,
+    )
+    from pytato.transform.mappers import UnsupportedNodeError
+
     try:
         with PhaseTimer(logger, "transform (preprocess)"):
             prep = preprocess(result)
@@ -203,8 +227,6 @@ def generate_loopy(
             target=target, store_key=store_key)
     else:
         prog = target.bind_program(t_unit, prep.bound_arguments)
-    if cache_key is not None:
-        PROGRAM_CACHE.put(cache_key, prog)
     return prog
 
 

@@ -29,6 +29,8 @@ changes:
   the linearized translation unit, the device code and the invoker from
   there (one lookup, no hashing of the translation unit), or computes them
   without :mod:`loopy`'s caches and saves them there.
+* **Fewer garbage collections** while :mod:`loopy` works
+  (:class:`pytato.codegen.FewerCollections`).
 * **Phase logging.** The first call logs, at ``INFO`` on
   ``pytato.target.loopy``, how long :mod:`loopy`'s preprocessing and
   linearization, its code generation, the OpenCL build and the host code
@@ -50,7 +52,7 @@ from loopy.target.pyopencl_execution import (
 )
 from pytools import memoize_method
 
-from pytato.codegen import PhaseTimer
+from pytato.codegen import FewerCollections, PhaseTimer
 
 
 if TYPE_CHECKING:
@@ -113,6 +115,10 @@ class PhasedExecutor(PyOpenCLExecutor):
     @memoize_method
     def get_typed_and_scheduled_translation_unit(
             self, arg_to_dtype: Any) -> lp.TranslationUnit:
+        with FewerCollections():
+            return self._typed_and_scheduled(arg_to_dtype)
+
+    def _typed_and_scheduled(self, arg_to_dtype: Any) -> lp.TranslationUnit:
         if self._uses_store(arg_to_dtype):
             stored = self._stored()
             if stored is not None:
@@ -161,7 +167,8 @@ class PhasedExecutor(PyOpenCLExecutor):
             # loopy's debugging aids: loopy's own path
             return PyOpenCLExecutor.translation_unit_info.__wrapped__(
                 self, arg_to_dtype)
-        code, invoker = self._code_and_invoker(t_unit, arg_to_dtype)
+        with FewerCollections():
+            code, invoker = self._code_and_invoker(t_unit, arg_to_dtype)
         with PhaseTimer(_logger, "OpenCL build"):
             program = cl.Program(self.context, code).build(
                 options=options.build_options)
