@@ -236,6 +236,33 @@ def test_full_reduction_groups():
     assert CPU.two_stage_groups(2**24) == 4 * 2
 
 
+@pytest.mark.parametrize("device", ["gpu", "cpu"])
+def test_reductions_of_several_kinds_in_one_program(queue, device):
+    """Outputs reduced in different ways (a column reduction whose rows
+    are tree-reduced along ``l.1``, a two-stage full reduction, reductions
+    along the contiguous axis) share a program: the nest whose reduction
+    uses ``l.1`` gets a device kernel of its own (loopy rejects a kernel
+    where other instructions leave ``l.1`` unused)."""
+    rng = np.random.default_rng(5)
+    xv, yv = rng.random((1024, 3, 32)), rng.random((2048, 64))
+    x = pt.make_placeholder("x", xv.shape, np.float64)
+    y = pt.make_placeholder("y", yv.shape, np.float64)
+    outputs = {"a": pt.sum(x, axis=(0, 1)), "b": pt.prod(1 + x / 1000, axis=0),
+               "c": pt.sum(y, axis=0), "d": pt.sum(y), "e": pt.amax(y, axis=1),
+               "f": pt.sum(x, axis=2) * 2}
+    expected = {"a": xv.sum(axis=(0, 1)), "b": np.prod(1 + xv / 1000, axis=0),
+                "c": yv.sum(axis=0), "d": yv.sum(), "e": yv.max(axis=1),
+                "f": xv.sum(axis=2) * 2}
+    for names in [("a", "e"), ("b", "e"), ("c", "e"), ("c", "f"), ("a", "d"),
+                  tuple(outputs)]:
+        prg = pt.generate_loopy({k: outputs[k] for k in names},
+                                cl_device={"gpu": GPU, "cpu": CPU}[device])
+        _, res = prg(queue, x=xv, y=yv)
+        for k in names:
+            np.testing.assert_allclose(res[k], expected[k], rtol=1e-12,
+                                       err_msg=str(names))
+
+
 @pytest.mark.parametrize("op", ["sum", "amax", "prod"])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
 def test_column_reduction_in_one_kernel(queue, op, dtype):

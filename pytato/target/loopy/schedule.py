@@ -859,12 +859,46 @@ def _column_tree(kernel: lp.LoopKernel, insn: Any, col: str,
     kernel = _tag_outputs(kernel, out_inames, cols, second_axis="g.1")
     vng = kernel.get_var_name_generator()
     inner = vng(f"{col}_rows")
+    outer = vng(f"{col}_seq")
     kernel = lp.split_iname(kernel, col, rows, inner_iname=inner,
-                            outer_iname=vng(f"{col}_seq"), inner_tag="l.1")
+                            outer_iname=outer, inner_tag="l.1")
     kernel = lp.split_reduction_outward(kernel, inner)
+    kernel = _restore_reduction_order(kernel, insn, col, outer)
     # all rows of a group write the same (reduced) value
     return kernel.copy(silenced_warnings=frozenset(
         kernel.silenced_warnings | {f"write_race({insn.id})"}))
+
+
+def _restore_reduction_order(kernel: lp.LoopKernel, insn: Any, col: str,
+                             outer: str) -> lp.LoopKernel:
+    """*kernel* with the inames of the reductions of *insn* (after
+    :func:`loopy.split_reduction_outward`) in the order they had in the
+    original *insn* (*col* split, its place taken by *outer*). (loopy
+    leaves the inames it does not move in the order of a :class:`set`,
+    which differs between processes: the generated code must not.)"""
+    from loopy.symbolic import IdentityMapper, Reduction
+
+    rank: dict[str, int] = {}
+
+    class Ranks(IdentityMapper):  # type: ignore[misc]
+        def map_reduction(self, expr: Any, *args: Any) -> Any:
+            for name in expr.inames:
+                rank.setdefault(outer if name == col else name, len(rank))
+            return super().map_reduction(expr, *args)
+
+    class Ordered(IdentityMapper):  # type: ignore[misc]
+        def map_reduction(self, expr: Any, *args: Any) -> Any:
+            return Reduction(
+                expr.operation,
+                tuple(sorted(expr.inames,
+                             key=lambda n: (rank.get(n, len(rank)), n))),
+                self.rec(expr.expr, *args), expr.allow_simultaneous)
+
+    Ranks()(insn.expression)
+    new = kernel.id_to_insn[insn.id]
+    new = new.copy(expression=Ordered()(new.expression))
+    return kernel.copy(instructions=[
+        new if i.id == insn.id else i for i in kernel.instructions])
 
 
 def _column_reduction(kernel: lp.LoopKernel, insns: list[Any],
@@ -1019,6 +1053,7 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
     kernel = lp.split_iname(kernel, red_iname, gsize, inner_iname=inner,
                             outer_iname=outer, inner_tag="l.0")
     kernel = lp.split_reduction_outward(kernel, inner)
+    kernel = _restore_reduction_order(kernel, insn, red_iname, outer)
     # all work-items of the group write the same (reduced) value
     kernel = kernel.copy(silenced_warnings=frozenset(
         kernel.silenced_warnings | {f"write_race({insn.id})"}))
@@ -1099,7 +1134,9 @@ def _add_global_barriers(kernel: lp.LoopKernel, groups: list[list[str]],
     def shareable(ids: list[str]) -> bool:
         # symbolic grid sizes stay alone: loopy cannot size a grid for the
         # largest of several symbolic (or symbolic and constant) extents;
-        # so do nests on other axes (l.1 of local-memory tiling)
+        # so do nests on other axes (l.1 of local-memory tiling, or of the
+        # rows of a column reduction, where l.1 is a reduction iname: the
+        # other nests would not use it, which loopy rejects)
         for iid in ids:
             insn = by_id[iid]
             if isinstance(insn, lp.BarrierInstruction):
@@ -1107,6 +1144,8 @@ def _add_global_barriers(kernel: lp.LoopKernel, groups: list[list[str]],
             axes = [hw_axes(i) for i in insn.within_inames]
             if not (any(a[0] for a in axes) and any(a[1] for a in axes)
                     and all(a[2] for a in axes)):
+                return False
+            if any(not hw_axes(i)[2] for i in _reduction_inames(insn)):
                 return False
         return True
 
