@@ -89,6 +89,36 @@ def test_graph_key_of_random_graphs_distinct():
     assert len(keys) == 30
 
 
+def _loopy_call(factor: int):
+    import loopy as lp
+
+    from pytato.loopy import call_loopy
+    knl = lp.make_kernel(
+        "{[i]: 0 <= i < 4}", f"y[i] = {factor}*x[i]",
+        [lp.GlobalArg("x", np.float64, (4,)),
+         lp.GlobalArg("y", np.float64, (4,), is_output=True)],
+        name="scale", lang_version=(2018, 2))
+    x = pt.make_placeholder("x", (4,), np.float64)
+    return call_loopy(knl, {"x": x + 1})["y"] * 3
+
+
+def test_graph_key_of_loopy_calls():
+    """Loopy calls are keyed by their translation unit's persistent
+    hash."""
+    assert _key(_loopy_call(2)) == _key(_loopy_call(2))
+    assert _key(_loopy_call(2)) != _key(_loopy_call(5))
+
+
+def test_loopy_call_from_store(store, queue):
+    first = pt.generate_loopy(_loopy_call(2))
+    first(queue, x=np.ones(4))
+    PROGRAM_CACHE.clear()
+    prog = pt.generate_loopy(_loopy_call(2))
+    assert prog.store_key == first.store_key is not None
+    _, (res,) = prog(queue, x=np.arange(4.0))
+    np.testing.assert_allclose(res, 3 * 2 * (np.arange(4.0) + 1))
+
+
 def test_graph_key_refuses_data():
     """Data wrappers are compared by identity: a graph that holds one has
     no persistent key (programs get keys of preprocessed graphs, where

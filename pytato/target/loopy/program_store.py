@@ -33,10 +33,10 @@ The key of a program (:func:`program_key`) is a hash of
   that results of other code are never found, and the current values of
   the constants that tune code generation (:data:`TUNING_MODULES`).
 
-Values without a persistent hash (e.g. Python functions in a graph, or
-objects of types the key builder does not know) make a graph's key
-:class:`NotPersistentError`; such programs are generated as before, without
-the store.
+For a graph holding values without a persistent hash (e.g. Python
+functions, or objects of types the key builder does not know), computing
+the key raises :class:`NotPersistentError`; such programs are generated as
+before, without the store.
 
 The store is off when :mod:`loopy`'s caching is (``with
 loopy.CacheMode(False):``, or ``LOOPY_NO_CACHE``) or when the environment
@@ -98,10 +98,11 @@ class _Encoder:
 
     Subvalues shared between nodes (axes, tags, dtypes, subexpressions)
     are encoded once per :func:`graph_key` (memoized by identity; the graph
-    keeps them alive). Values of other types are encoded by
-    :class:`pytools.persistent_dict.KeyBuilder` if they define
-    ``update_persistent_hash`` (e.g. :mod:`loopy` kernels in calls); any
-    other value raises :class:`NotPersistentError`.
+    keeps them alive). Values that define ``update_persistent_hash``
+    (e.g. the :mod:`loopy` translation units of loopy calls) are encoded
+    by :mod:`loopy`'s :class:`~pytools.persistent_dict.KeyBuilder`,
+    other dataclasses by their fields; any other value raises
+    :class:`NotPersistentError`.
     """
 
     def __init__(self) -> None:
@@ -155,19 +156,22 @@ class _Encoder:
             return f"slice:{self((value.start, value.stop, value.step))}"
         if isinstance(value, Enum):
             return f"enum:{self(type(value))}:{value.name}"
+        from pytato.scalar_expr import ReductionOperation
+        if isinstance(value, ReductionOperation):
+            return f"redop:{self(tp)}"
+        if hasattr(value, "update_persistent_hash"):
+            # objects that say what their persistent hash is, e.g. the
+            # translation unit of a loopy call
+            from loopy.tools import LoopyKeyBuilder
+            try:
+                return f"pk:{self(tp)}:{LoopyKeyBuilder()(value)}"
+            except TypeError as e:
+                raise NotPersistentError(str(e)) from e
         if dataclasses.is_dataclass(value):
             _DATACLASS_FIELDS[tp] = (
                 f"dc:{tp.__module__}.{tp.__qualname__}",
                 *(f.name for f in dataclasses.fields(value)))
             return self(value)
-        from pytato.scalar_expr import ReductionOperation
-        if isinstance(value, ReductionOperation):
-            return f"redop:{self(tp)}"
-        if hasattr(value, "update_persistent_hash"):
-            try:
-                return f"pk:{self(tp)}:{KeyBuilder()(value)}"
-            except TypeError as e:
-                raise NotPersistentError(str(e)) from e
         raise NotPersistentError(
             f"a value of type '{tp.__module__}.{tp.__qualname__}' has no "
             "persistent hash")
