@@ -224,6 +224,25 @@ print("RESULT", repr(sorted((k, float(v.sum())) for k, v in out.items())))
     assert results[0] == results[1]
 
 
+def test_get_code(store, queue):
+    """``get_code`` gives loopy's code, from the store once the program
+    was compiled."""
+    import loopy as lp
+    g = make_random_dag(150, seed=4)
+    prog = pt.generate_loopy(g, cl_device=queue.device)
+    with lp.CacheMode(False):
+        reference = lp.generate_code_v2(prog.program).device_code()
+    assert prog.get_code() == reference
+    prog(queue, **{f"in{i}": np.ones((16, 16)) for i in range(4)})
+    assert program_store.load(prog.store_key, "compiled")[1] == reference
+    assert prog.get_code() == reference
+    transformed = prog.with_transformed_program(
+        lambda t: lp.tag_array_axes(t, "in0", "f,c"))
+    with lp.CacheMode(False):
+        assert transformed.get_code() == lp.generate_code_v2(
+            transformed.program).device_code()
+
+
 def test_data_is_bound_not_stored(store, queue):
     """Graphs that differ only in the data of data wrappers share a stored
     program, and each runs with its own data."""

@@ -38,6 +38,7 @@ changes:
 
 .. autoclass:: PhasedExecutor
 .. autofunction:: make_executor
+.. autofunction:: device_code
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ if TYPE_CHECKING:
     import pyopencl as cl
 
 
-__all__ = ["PhasedExecutor", "make_executor"]
+__all__ = ["PhasedExecutor", "device_code", "make_executor"]
 
 _logger = logging.getLogger("pytato.target.loopy")
 
@@ -177,6 +178,28 @@ class PhasedExecutor(PyOpenCLExecutor):
             if name:
                 setattr(kernels, name, getattr(program, name))
         return _KernelInfo(cl_kernels=kernels, invoker=invoker)
+
+
+def device_code(t_unit: lp.TranslationUnit,
+                store_key: str | None = None) -> str:
+    """The OpenCL code of *t_unit*, as :func:`loopy.generate_code_v2`
+    generates it: from the program store if the program of *store_key* was
+    compiled before, else through
+    :func:`~pytato.target.loopy.preprocessing.preprocess_and_linearize`
+    and :func:`~pytato.target.loopy.preprocessing.generate_code` (with
+    fewer garbage collections)."""
+    from pytato.target.loopy import program_store
+    if store_key is not None and program_store.store_enabled():
+        stored = program_store.load(store_key, "compiled")
+        if stored is not None:
+            return stored[1]  # type: ignore[no-any-return]
+    from pytato.target.loopy.preprocessing import (
+        generate_code,
+        preprocess_and_linearize,
+    )
+    with FewerCollections():
+        return generate_code(  # type: ignore[no-any-return]
+            preprocess_and_linearize(t_unit)).device_code()
 
 
 def make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,

@@ -515,9 +515,11 @@ class BoundPyOpenCLProgram(BoundProgram):
             target=self.target, cl_context=context)
 
     def get_code(self) -> str:
-        """The generated OpenCL source."""
-        import loopy as lp
-        return lp.generate_code_v2(self.program).device_code()
+        """The generated OpenCL source (what :func:`loopy.generate_code_v2`
+        gives; from the program store where the program was compiled
+        before)."""
+        from pytato.target.loopy.executor import device_code
+        return device_code(self.program, self.store_key)
 
     def show_code(self) -> str:
         """Print the generated OpenCL source (and return it)."""
