@@ -243,14 +243,7 @@ def _program_store_key(outputs: DictOfNamedArrays, *, target: LoopyTarget,
             or not program_store.store_enabled():
         return None
     from pytato.target.loopy.schedule import DeviceInfo
-    if not default_schedule:
-        info = None
-    elif device is None:
-        info = DeviceInfo.conservative()
-    elif isinstance(device, DeviceInfo):
-        info = device
-    else:
-        info = DeviceInfo.from_cl_device(device)
+    info = DeviceInfo.of(device) if default_schedule else None
     parameters["options"] = _options_key(parameters["options"])
     for name in ("array_tag_t_to_not_propagate",
                  "axis_tag_t_to_not_propagate"):

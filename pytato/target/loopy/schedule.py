@@ -156,6 +156,7 @@ class DeviceInfo:
         OpenCL guarantees).
 
     .. automethod:: from_cl_device
+    .. automethod:: of
     .. automethod:: conservative
     .. attribute:: group_size
     .. attribute:: reduction_group_size
@@ -185,6 +186,16 @@ class DeviceInfo:
                    max_work_group_size=int(device.max_work_group_size),
                    name=str(device.name),
                    local_mem_size=int(device.local_mem_size))
+
+    @classmethod
+    def of(cls, device: cl.Device | DeviceInfo | None) -> DeviceInfo:
+        """The description of *device*: a :class:`pyopencl.Device`, a
+        :class:`DeviceInfo` (itself), or None (:meth:`conservative`)."""
+        if device is None:
+            return cls.conservative()
+        if isinstance(device, DeviceInfo):
+            return device
+        return cls.from_cl_device(device)
 
     @classmethod
     def conservative(cls) -> DeviceInfo:
@@ -1227,13 +1238,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
         (unknown) schedules for any device (:meth:`DeviceInfo.conservative`).
     :returns: a new translation unit; results are unchanged.
     """
-    if device is None:
-        info = DeviceInfo.conservative()
-    elif isinstance(device, DeviceInfo):
-        info = device
-    else:
-        info = DeviceInfo.from_cl_device(device)
-
+    info = DeviceInfo.of(device)
     kernel = t_unit.default_entrypoint
     value_args = frozenset(a.name for a in kernel.args
                            if isinstance(a, lp.ValueArg))
