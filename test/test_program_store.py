@@ -281,6 +281,15 @@ def test_tuning_constants_are_in_the_key(store, monkeypatch):
     assert pt.generate_loopy(2 * x).store_key != before
 
 
+def test_no_store_without_sources(store, monkeypatch):
+    """Where pytato's source files cannot be read, their digest is unknown
+    and the store is not used (rather than risk finding the results of
+    other code)."""
+    monkeypatch.setattr(program_store, "_SOURCE_DIGEST", [None])
+    x = pt.make_placeholder("x", (8,), np.float64)
+    assert pt.generate_loopy(2 * x).store_key is None
+
+
 def test_transformed_program_is_not_stored(store, queue):
     import loopy as lp
     x = pt.make_placeholder("x", (8,), np.float64)

@@ -213,22 +213,37 @@ def graph_key(roots: Iterable[GraphNode]) -> str:
     return digest.hexdigest()
 
 
-_SOURCE_DIGEST: list[str] = []
+_SOURCE_DIGEST: list[str | None] = []
 
 
 def _source_digest() -> str:
-    """A digest of the source files of :mod:`pytato` (computed once)."""
+    """A digest of the source files of :mod:`pytato` (computed once).
+
+    :raises NotPersistentError: if they cannot be read (e.g. an install
+        without its source files): without it, results of other code
+        could be found."""
     if not _SOURCE_DIGEST:
         import hashlib
         from pathlib import Path
 
         import pytato
-        root = Path(pytato.__file__).resolve().parent
         digest = hashlib.sha256()
-        for path in sorted(root.rglob("*.py")):
-            digest.update(str(path.relative_to(root)).encode())
-            digest.update(path.read_bytes())
-        _SOURCE_DIGEST.append(digest.hexdigest())
+        try:
+            root = Path(pytato.__file__).resolve().parent
+            paths = sorted(root.rglob("*.py"))
+            if not paths:
+                raise OSError(f"no source files in {root}")
+            for path in paths:
+                digest.update(str(path.relative_to(root)).encode())
+                digest.update(path.read_bytes())
+        except (OSError, TypeError) as e:
+            _SOURCE_DIGEST.append(None)
+            _logger.info("program store not used: pytato's sources cannot "
+                         "be read (%s)", e)
+        else:
+            _SOURCE_DIGEST.append(digest.hexdigest())
+    if _SOURCE_DIGEST[0] is None:
+        raise NotPersistentError("pytato's sources cannot be read")
     return _SOURCE_DIGEST[0]
 
 
