@@ -83,11 +83,6 @@ class ReductionOperation:
     def __repr__(self) -> str:
         return f"{type(self).__name__}()"
 
-    def update_persistent_hash(self, key_hash: Any, key_builder: Any) -> None:
-        """Hash persistently (:mod:`pytools.persistent_dict`): operations
-        are equal by type."""
-        key_builder.rec(key_hash, type(self))
-
 
 class SumReductionOperation(ReductionOperation):
     """Addition."""

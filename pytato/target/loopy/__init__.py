@@ -188,13 +188,14 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
     except UnsupportedNodeError as e:
         raise CannotBeLoweredToLoopyError(str(e)) from e
     from pytato.array.base import topological_order
-    nnodes = len(topological_order([prep.outputs]))
+    order = topological_order([prep.outputs])
+    nnodes = len(order)
     device = cl_device or getattr(target, "device", None)
     from pytato.target.loopy import program_store
     t_unit = None
     with PhaseTimer(logger, "program store lookup", f"{nnodes} nodes"):
         store_key = _program_store_key(
-            prep.outputs, is_dict=is_dict, target=target, options=options,
+            prep.outputs, order, is_dict=is_dict, target=target, options=options,
             function_name=function_name,
             array_tag_t_to_not_propagate=array_tag_t_to_not_propagate,
             axis_tag_t_to_not_propagate=axis_tag_t_to_not_propagate,
@@ -230,7 +231,8 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
     return prog
 
 
-def _program_store_key(outputs: DictOfNamedArrays, *, target: LoopyTarget,
+def _program_store_key(outputs: DictOfNamedArrays, order: list[Any], *,
+                       target: LoopyTarget,
                        device: Any, default_schedule: bool,
                        **parameters: Any) -> str | None:
     """The key of the program for the preprocessed *outputs* in the
@@ -250,7 +252,7 @@ def _program_store_key(outputs: DictOfNamedArrays, *, target: LoopyTarget,
         parameters[name] = frozenset(parameters[name])
     try:
         return program_store.program_key(
-            [outputs], loopy_target=target.get_loopy_target(),
+            [outputs], order=order, loopy_target=target.get_loopy_target(),
             default_schedule=default_schedule, device_info=info,
             **parameters)
     except program_store.NotPersistentError as e:

@@ -120,14 +120,15 @@ class PhasedExecutor(PyOpenCLExecutor):
             return self._typed_and_scheduled(arg_to_dtype)
 
     def _typed_and_scheduled(self, arg_to_dtype: Any) -> lp.TranslationUnit:
-        if self._uses_store(arg_to_dtype):
+        use_store = self._uses_store(arg_to_dtype)
+        if use_store:
             stored = self._stored()
             if stored is not None:
                 return stored[0]
-            with PhaseTimer(_logger, "loopy preprocessing and linearization"):
+        with PhaseTimer(_logger, "loopy preprocessing and linearization"):
+            if use_store:  # not through loopy's cache: saved with the code
                 return self.get_typed_and_scheduled_translation_unit_uncached(
                     arg_to_dtype)
-        with PhaseTimer(_logger, "loopy preprocessing and linearization"):
             return super().get_typed_and_scheduled_translation_unit(
                 arg_to_dtype)
 
@@ -135,27 +136,25 @@ class PhasedExecutor(PyOpenCLExecutor):
                           arg_to_dtype: Any) -> tuple[str, Any]:
         from pytato.target.loopy.preprocessing import generate_code
 
-        if self._uses_store(arg_to_dtype):
+        use_store = self._uses_store(arg_to_dtype)
+        if use_store:
             stored = self._stored()
             if stored is not None:
                 return stored[1], stored[2]
-            with PhaseTimer(_logger, "loopy code generation"):
-                codegen_result = generate_code(t_unit, cache=False)
-                code = codegen_result.device_code()
-            with PhaseTimer(_logger, "loopy host code"):
-                invoker = self.get_invoker_uncached(
-                    t_unit, self.entrypoint, codegen_result)
+        # with the store, not through loopy's caches
+        with PhaseTimer(_logger, "loopy code generation"):
+            codegen_result = generate_code(t_unit, cache=not use_store)
+            code = codegen_result.device_code()
+        with PhaseTimer(_logger, "loopy host code"):
+            get_invoker = (self.get_invoker_uncached if use_store
+                           else self.get_invoker)
+            invoker = get_invoker(t_unit, self.entrypoint, codegen_result)
+        if use_store:
             from pytato.target.loopy import program_store
             assert self.store_key is not None
             with PhaseTimer(_logger, "program store save"):
                 program_store.save(self.store_key, "compiled",
                                    (t_unit, code, invoker))
-            return code, invoker
-        with PhaseTimer(_logger, "loopy code generation"):
-            codegen_result = generate_code(t_unit)
-            code = codegen_result.device_code()
-        with PhaseTimer(_logger, "loopy host code"):
-            invoker = self.get_invoker(t_unit, self.entrypoint, codegen_result)
         return code, invoker
 
     @memoize_method

@@ -186,12 +186,15 @@ class _Encoder:
 _DATACLASS_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def graph_key(roots: Iterable[GraphNode]) -> str:
+def graph_key(roots: Iterable[GraphNode],
+              order: list[GraphNode] | None = None) -> str:
     """A hash of the graph of *roots* that is the same in every process for
     structurally equal graphs (with equal values of all fields that take
     part in equality), and differs otherwise (but for hash collisions of
     SHA-256).
 
+    :arg order: the :func:`~pytato.array.base.topological_order` of
+        *roots*, if the caller has it.
     :raises NotPersistentError: if a node holds a value without a
         persistent hash (e.g. the data of a data wrapper: keys are made for
         preprocessed graphs, where data wrappers became placeholders).
@@ -200,7 +203,8 @@ def graph_key(roots: Iterable[GraphNode]) -> str:
 
     from pytato.array.base import topological_order
 
-    order = topological_order(roots)
+    if order is None:
+        order = topological_order(roots)
     position = {id(node): i for i, node in enumerate(order)}
     encode = _Encoder()
     digest = hashlib.sha256()
@@ -278,10 +282,13 @@ def _tuning_constants() -> tuple[tuple[str, Any], ...]:
         and isinstance(value, simple))
 
 
-def program_key(roots: Iterable[GraphNode], **parameters: Any) -> str:
+def program_key(roots: Iterable[GraphNode], *,
+                order: list[GraphNode] | None = None,
+                **parameters: Any) -> str:
     """The key of the program generated for the (preprocessed) graph of
-    *roots* with the code generation *parameters* (values with persistent
-    hashes: the loopy target, options, device information, ...).
+    *roots* (in topological *order*, if given: see :func:`graph_key`) with
+    the code generation *parameters* (values with persistent hashes: the
+    loopy target, options, device information, ...).
 
     :raises NotPersistentError: if the graph or a parameter has no
         persistent hash.
@@ -292,7 +299,7 @@ def program_key(roots: Iterable[GraphNode], **parameters: Any) -> str:
 
     encode = _Encoder()
     text = encode(("pytato-program", STORE_VERSION, _source_digest(),
-                   DATA_MODEL_VERSION, _tuning_constants(), graph_key(roots),
+                   DATA_MODEL_VERSION, _tuning_constants(), graph_key(roots, order),
                    tuple((name, parameters[name])
                          for name in sorted(parameters))))
     return hashlib.sha256(text.encode()).hexdigest()

@@ -880,6 +880,39 @@ def _column_tree(kernel: lp.LoopKernel, insn: Any, col: str,
         kernel.silenced_warnings | {f"write_race({insn.id})"}))
 
 
+class _ReductionInameRanks(LoopyIdentityMapperBase):
+    """Collects the position of each reduction iname of an expression, in
+    order of appearance, into :attr:`rank` (with *col* counted as
+    *outer*)."""
+
+    def __init__(self, col: str, outer: str) -> None:
+        super().__init__()
+        self.col, self.outer = col, outer
+        self.rank: dict[str, int] = {}
+
+    def map_reduction(self, expr: Any, *args: Any) -> Any:
+        for name in expr.inames:
+            self.rank.setdefault(self.outer if name == self.col else name,
+                                 len(self.rank))
+        return super().map_reduction(expr, *args)
+
+
+class _OrderReductionInames(LoopyIdentityMapperBase):
+    """Sorts the inames of every reduction by *rank* (then by name)."""
+
+    def __init__(self, rank: dict[str, int]) -> None:
+        super().__init__()
+        self.rank = rank
+
+    def map_reduction(self, expr: Any, *args: Any) -> Any:
+        last = len(self.rank)
+        return LoopyReduction(
+            expr.operation,
+            tuple(sorted(expr.inames,
+                         key=lambda n: (self.rank.get(n, last), n))),
+            self.rec(expr.expr, *args), expr.allow_simultaneous)
+
+
 def _restore_reduction_order(kernel: lp.LoopKernel, insn: Any, col: str,
                              outer: str) -> lp.LoopKernel:
     """*kernel* with the inames of the reductions of *insn* (after
@@ -887,27 +920,11 @@ def _restore_reduction_order(kernel: lp.LoopKernel, insn: Any, col: str,
     original *insn* (*col* split, its place taken by *outer*). (loopy
     leaves the inames it does not move in the order of a :class:`set`,
     which differs between processes: the generated code must not.)"""
-    from loopy.symbolic import IdentityMapper, Reduction
-
-    rank: dict[str, int] = {}
-
-    class Ranks(IdentityMapper):  # type: ignore[misc]
-        def map_reduction(self, expr: Any, *args: Any) -> Any:
-            for name in expr.inames:
-                rank.setdefault(outer if name == col else name, len(rank))
-            return super().map_reduction(expr, *args)
-
-    class Ordered(IdentityMapper):  # type: ignore[misc]
-        def map_reduction(self, expr: Any, *args: Any) -> Any:
-            return Reduction(
-                expr.operation,
-                tuple(sorted(expr.inames,
-                             key=lambda n: (rank.get(n, len(rank)), n))),
-                self.rec(expr.expr, *args), expr.allow_simultaneous)
-
-    Ranks()(insn.expression)
+    ranks = _ReductionInameRanks(col, outer)
+    ranks(insn.expression)
     new = kernel.id_to_insn[insn.id]
-    new = new.copy(expression=Ordered()(new.expression))
+    new = new.copy(expression=_OrderReductionInames(ranks.rank)(
+        new.expression))
     return kernel.copy(instructions=[
         new if i.id == insn.id else i for i in kernel.instructions])
 
