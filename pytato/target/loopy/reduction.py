@@ -110,6 +110,40 @@ def _assignee_inames(insn: lp.Assignment) -> tuple[str, list[str]]:
                      f"'{lhs}'")
 
 
+def _the_reduction(kernel: lp.LoopKernel, insn_id: str
+                   ) -> tuple[lp.Assignment, str, list[str], LoopyReduction]:
+    """The instruction *insn_id*, its assignee's name and index inames, and
+    its one top-level reduction; :class:`ValueError` where the instruction
+    is not an assignment of that form within exactly its output inames."""
+    insn = kernel.id_to_insn[insn_id]
+    if not isinstance(insn, lp.Assignment):
+        raise ValueError(f"instruction '{insn_id}' is not an Assignment")
+    out_name, out_inames = _assignee_inames(insn)
+    if set(out_inames) != set(insn.within_inames):
+        raise ValueError(f"instruction '{insn_id}': the loops around it "
+                         "must be exactly the output inames")
+    coll = _TopLevelReductions()
+    coll(insn.expression)
+    if len(coll.reductions) != 1:
+        raise ValueError(f"instruction '{insn_id}' has "
+                         f"{len(coll.reductions)} (top-level) reductions, "
+                         "expected one")
+    return insn, out_name, out_inames, coll.reductions[0]
+
+
+def _steps_of(red: LoopyReduction, iname: str, flat: Any,
+              steps: tuple[str, ...]) -> tuple[tuple[str, ...], Any]:
+    """The inames and the reduced expression of *red* with *iname* replaced
+    by the expression *flat* of the new inames *steps*, which take its
+    place among the reduction's inames."""
+    from loopy.symbolic import SubstitutionMapper
+    from pymbolic.mapper.substitutor import make_subst_func
+    expr = SubstitutionMapper(make_subst_func({iname: flat}))(red.expr)
+    inames = tuple(j for i in red.inames
+                   for j in (steps if i == iname else (i,)))
+    return inames, expr
+
+
 def _stage1_domains(kernel: lp.LoopKernel, iname: str, r_g: str, r_l: str,
                     r_s: str, r_c: str, r_d: str, num_groups: int,
                     group_size: int, chunk: int) -> list[isl.BasicSet]:
@@ -183,19 +217,47 @@ def _default_chunk(kernel: lp.LoopKernel, iname: str, num_groups: int,
     return max(1, -(-length // (num_groups * group_size)))
 
 
-def _with_stages(kernel: lp.LoopKernel, insn_id: str, iname: str,
-                 stage1: Any, barrier: Any, stage2: Any,
-                 new_domains: list[Any], temp: Any) -> lp.LoopKernel:
-    """*kernel* with the instruction *insn_id* replaced by *stage2*, *stage1*
-    and the global *barrier* between them added, with the domains
-    *new_domains* and the global temporary *temp* (the partial results).
-    The reduction iname *iname* is dropped (with its domain, where it is
-    the domain's only iname) if nothing else uses it."""
-    insns = [stage2 if i.id == insn_id else i for i in kernel.instructions]
+def _with_stages(kernel: lp.LoopKernel, insn: lp.Assignment,
+                 red: LoopyReduction, iname: str, *, out_name: str,
+                 out_inames: list[str], partial: str, part: str,
+                 num_parts: int, stage1_red: LoopyReduction,
+                 stage2_red: LoopyReduction, stage1_id: str,
+                 barrier_id: str, new_domains: list[Any]) -> lp.LoopKernel:
+    """*kernel* with the reduction *red* of the instruction *insn* computed
+    in two stages: stage 1 (the new instruction *stage1_id*, within the
+    iname *part* and the output inames) writes *stage1_red* to
+    ``partial[part, outputs...]`` (a new global temporary of *num_parts*
+    parts), a global barrier *barrier_id* follows, and *insn* (stage 2,
+    same id) has *red* replaced by *stage2_red*. The domains
+    *new_domains* are added; the reduction iname *iname* is dropped (with
+    its domain, where it is the domain's only iname) if nothing else uses
+    it."""
+    out_shape: tuple[Any, ...] = ()
+    if out_inames:
+        out_shape = tuple(kernel.get_var_descriptor(out_name).shape)
+    stage1 = lp.Assignment(
+        prim.Subscript(prim.Variable(partial), (
+            prim.Variable(part), *(prim.Variable(i) for i in out_inames))),
+        stage1_red,
+        id=stage1_id,
+        depends_on=insn.depends_on,
+        within_inames=frozenset({part, *out_inames}),
+        tags=insn.tags)
+    barrier = lp.BarrierInstruction(
+        id=barrier_id, synchronization_kind="global", mem_kind="global",
+        depends_on=frozenset({stage1_id}), within_inames=frozenset())
+    stage2 = insn.copy(
+        expression=_ReplaceReduction(red, stage2_red)(insn.expression),
+        depends_on=frozenset({barrier_id, stage1_id}))
+    temp = lp.TemporaryVariable(
+        partial, dtype=None, shape=(num_parts, *out_shape),
+        address_space=lp.AddressSpace.GLOBAL)
+
+    insns = [stage2 if i.id == insn.id else i for i in kernel.instructions]
     domains = list(kernel.domains)
     inames = dict(kernel.inames)
     if not any(iname in i.within_inames or iname in i.reduction_inames()
-               for i in kernel.instructions if i.id != insn_id):
+               for i in kernel.instructions if i.id != insn.id):
         home = kernel.get_home_domain_index(iname)
         if domains[home].get_var_names(isl.dim_type.set) == [iname]:
             del domains[home]
@@ -206,7 +268,7 @@ def _with_stages(kernel: lp.LoopKernel, insn_id: str, iname: str,
         inames=inames,
         temporary_variables={**kernel.temporary_variables, temp.name: temp},
         silenced_warnings=frozenset(kernel.silenced_warnings | {
-            f"write_race({stage1.id})", f"write_race({insn_id})"}))
+            f"write_race({stage1_id})", f"write_race({insn.id})"}))
 
 
 def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
@@ -259,24 +321,11 @@ def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
         raise ValueError("num_groups and group sizes must be positive")
     if unroll < 1:
         raise ValueError("unroll must be positive")
-    insn = kernel.id_to_insn[insn_id]
-    if not isinstance(insn, lp.Assignment):
-        raise ValueError(f"instruction '{insn_id}' is not an Assignment")
-    out_name, out_inames = _assignee_inames(insn)
-    coll = _TopLevelReductions()
-    coll(insn.expression)
-    if len(coll.reductions) != 1:
-        raise ValueError(f"instruction '{insn_id}' has "
-                         f"{len(coll.reductions)} (top-level) reductions, "
-                         "expected one")
-    (red,) = coll.reductions
+    insn, out_name, out_inames, red = _the_reduction(kernel, insn_id)
     if iname is None:
         iname = red.inames[-1]
     elif iname not in red.inames:
         raise ValueError(f"'{iname}' is not an iname of the reduction")
-    if set(out_inames) != set(insn.within_inames):
-        raise ValueError(f"instruction '{insn_id}': the loops around it "
-                         "must be exactly the output inames")
 
     vng = kernel.get_var_name_generator()
     ing = kernel.get_instruction_id_generator()
@@ -298,36 +347,16 @@ def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
     if chunk < 1:
         raise ValueError("chunk must be positive")
 
-    from loopy.symbolic import SubstitutionMapper
-    from pymbolic.mapper.substitutor import make_subst_func
     flat = ((prim.Variable(r_s) * num_groups + prim.Variable(r_g)) * chunk
             + prim.Variable(r_c)) * group_size + prim.Variable(r_l)
-    inner_expr = SubstitutionMapper(make_subst_func({iname: flat}))(red.expr)
-    seq_inames = tuple(j for i in red.inames
-                       for j in ((r_s, r_c, r_d) if i == iname else (i,)))
-    stage1_expr = LoopyReduction(
+    seq_inames, inner_expr = _steps_of(red, iname, flat, (r_s, r_c, r_d))
+    stage1_red = LoopyReduction(
         red.operation, (r_l,),
         LoopyReduction(red.operation, seq_inames, inner_expr,
                        allow_simultaneous=False),
         allow_simultaneous=False)
     stage1_doms = _stage1_domains(kernel, iname, r_g, r_l, r_s, r_c, r_d,
                                   num_groups, group_size, chunk)
-
-    out_shape: tuple[Any, ...] = ()
-    if out_inames:
-        out_shape = tuple(kernel.get_var_descriptor(out_name).shape)
-    partial_index: tuple[Any, ...] = (prim.Variable(r_g),
-                                      *(prim.Variable(i) for i in out_inames))
-    stage1 = lp.Assignment(
-        prim.Subscript(prim.Variable(partial), partial_index),
-        stage1_expr,
-        id=stage1_id,
-        depends_on=insn.depends_on,
-        within_inames=frozenset({r_g, *out_inames}),
-        tags=insn.tags)
-    barrier = lp.BarrierInstruction(
-        id=barrier_id, synchronization_kind="global", mem_kind="global",
-        depends_on=frozenset({stage1_id}), within_inames=frozenset())
 
     # }}}
 
@@ -342,21 +371,17 @@ def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
                 *(prim.Variable(i) for i in out_inames))),
             allow_simultaneous=False),
         allow_simultaneous=False)
-    stage2 = insn.copy(
-        expression=_ReplaceReduction(red, stage2_red)(insn.expression),
-        depends_on=frozenset({barrier_id, stage1_id}))
 
     # }}}
 
     p_dom = isl.BasicSet(
         f"{{ [{p_s}, {p_l}] : 0 <= {p_l} < {final_group_size} and "
         f"0 <= {p_s}*{final_group_size} + {p_l} < {num_groups} }}")
-    temp = lp.TemporaryVariable(
-        partial, dtype=None, shape=(num_groups, *out_shape),
-        address_space=lp.AddressSpace.GLOBAL)
-
-    kernel = _with_stages(kernel, insn_id, iname, stage1, barrier, stage2,
-                          [*stage1_doms, p_dom], temp)
+    kernel = _with_stages(
+        kernel, insn, red, iname, out_name=out_name, out_inames=out_inames,
+        partial=partial, part=r_g, num_parts=num_groups,
+        stage1_red=stage1_red, stage2_red=stage2_red, stage1_id=stage1_id,
+        barrier_id=barrier_id, new_domains=[*stage1_doms, p_dom])
     if out_inames:
         kernel = lp.duplicate_inames(kernel, out_inames, within=f"id:{stage1_id}")
     # steps over a contiguous run inside the steps over runs
@@ -511,26 +536,13 @@ def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
     """
     if num_chunks < 1 or group_size < 1:
         raise ValueError("num_chunks and group_size must be positive")
-    insn = kernel.id_to_insn[insn_id]
-    if not isinstance(insn, lp.Assignment):
-        raise ValueError(f"instruction '{insn_id}' is not an Assignment")
-    out_name, out_inames = _assignee_inames(insn)
+    insn, out_name, out_inames, red = _the_reduction(kernel, insn_id)
     if not out_inames:
         raise ValueError(f"instruction '{insn_id}' has no output inames "
                          "(use split_reduction_two_stage)")
-    if set(out_inames) != set(insn.within_inames):
-        raise ValueError(f"instruction '{insn_id}': the loops around it "
-                         "must be exactly the output inames")
-    coll = _TopLevelReductions()
-    coll(insn.expression)
-    if len(coll.reductions) != 1:
-        raise ValueError(f"instruction '{insn_id}' has "
-                         f"{len(coll.reductions)} (top-level) reductions, "
-                         "expected one")
     if kernel.get_inames_domain(frozenset(out_inames)).is_empty():
         # no outputs (loopy cannot map an empty loop onto the grid)
         return kernel
-    (red,) = coll.reductions
     if iname is None:
         iname = red.inames[0]
     elif iname not in red.inames:
@@ -555,44 +567,25 @@ def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
     stage1_id = ing(f"{insn_id}_stage1")
     barrier_id = ing(f"{insn_id}_columns_barrier")
 
-    from loopy.symbolic import SubstitutionMapper
-    from pymbolic.mapper.substitutor import make_subst_func
     flat = ((prim.Variable(r_s) * num_chunks + prim.Variable(r_c)) * run
             + prim.Variable(r_t))
-    inner_expr = SubstitutionMapper(make_subst_func({iname: flat}))(red.expr)
-    seq_inames = tuple(j for i in red.inames
-                       for j in ((r_s, r_t, r_d) if i == iname else (i,)))
-    out_shape = tuple(kernel.get_var_descriptor(out_name).shape)
-    stage1 = lp.Assignment(
-        prim.Subscript(prim.Variable(partial), (
-            prim.Variable(r_c), *(prim.Variable(i) for i in out_inames))),
-        LoopyReduction(red.operation, seq_inames, inner_expr,
-                       allow_simultaneous=False),
-        id=stage1_id,
-        depends_on=insn.depends_on,
-        within_inames=frozenset({r_c, *out_inames}),
-        tags=insn.tags)
-    barrier = lp.BarrierInstruction(
-        id=barrier_id, synchronization_kind="global", mem_kind="global",
-        depends_on=frozenset({stage1_id}), within_inames=frozenset())
+    seq_inames, inner_expr = _steps_of(red, iname, flat, (r_s, r_t, r_d))
+    stage1_red = LoopyReduction(red.operation, seq_inames, inner_expr,
+                                allow_simultaneous=False)
     stage2_red = LoopyReduction(
         red.operation, (p_c,),
         prim.Subscript(prim.Variable(partial), (
             prim.Variable(p_c), *(prim.Variable(i) for i in out_inames))),
         allow_simultaneous=False)
-    stage2 = insn.copy(
-        expression=_ReplaceReduction(red, stage2_red)(insn.expression),
-        depends_on=frozenset({barrier_id, stage1_id}))
 
     doms = _column_domains(kernel, iname, r_c, r_s, r_t, r_d, num_chunks,
                            run)
     p_dom = isl.BasicSet(f"{{ [{p_c}] : 0 <= {p_c} < {num_chunks} }}")
-    temp = lp.TemporaryVariable(
-        partial, dtype=None, shape=(num_chunks, *out_shape),
-        address_space=lp.AddressSpace.GLOBAL)
-
-    kernel = _with_stages(kernel, insn_id, iname, stage1, barrier, stage2,
-                          [*doms, p_dom], temp)
+    kernel = _with_stages(
+        kernel, insn, red, iname, out_name=out_name, out_inames=out_inames,
+        partial=partial, part=r_c, num_parts=num_chunks,
+        stage1_red=stage1_red, stage2_red=stage2_red, stage1_id=stage1_id,
+        barrier_id=barrier_id, new_domains=[*doms, p_dom])
     dup = [vng(f"{i}_s1") for i in out_inames]
     kernel = lp.duplicate_inames(kernel, out_inames, within=f"id:{stage1_id}",
                                  new_inames=dup)
