@@ -136,3 +136,140 @@ def test_direct_use_and_conditionals():
     assert len(added) == 1 and _reductions(new) == 0
     (ids,) = added.values()
     assert len(ids) == 2
+
+
+# {{{ interleaved accumulators (CPU schedule)
+
+GPU = DeviceInfo(kind="gpu", compute_units=4, max_work_group_size=256)
+
+
+def _lane_code(graph, info):
+    from pytato.target.loopy.executor import device_code
+    with lp.CacheMode(False):
+        prg = pt.generate_loopy(graph, cl_device=info)
+    return prg, device_code(prg.program)
+
+
+def test_lanes_only_for_long_reductions_on_cpus():
+    from pytato.target.loopy.schedule import MIN_LANE_EXTENT
+    long_x = pt.make_placeholder("x", (300, 4 * MIN_LANE_EXTENT), np.float64)
+    short_x = pt.make_placeholder("y", (300, MIN_LANE_EXTENT - 1), np.float64)
+    graph = {"a": pt.sum(long_x, axis=1), "b": pt.sum(short_x, axis=1)}
+    _, code = _lane_code(graph, CPU)
+    assert CPU.accumulator_lanes == 4
+    # the long sum keeps 4 accumulators, the short one a scalar
+    assert code.count("[4];") == 1, code
+    assert "acc__pt_sum_r;" in code or "acc__pt_sum_r_0;" in code, code
+    _, gpu_code = _lane_code(graph, GPU)
+    assert GPU.accumulator_lanes == 1
+    assert "[4];" not in gpu_code
+
+
+def test_lanes_use_loopys_fast_scheduler(recwarn):
+    x = pt.make_placeholder("x", (300, 1000), np.float64)
+    from pytato.target.loopy.preprocessing import preprocess_and_linearize
+    with lp.CacheMode(False):
+        prg = pt.generate_loopy(pt.sum(x, axis=1), cl_device=CPU)
+        preprocess_and_linearize(prg.program)
+    assert not [w for w in recwarn if "slow scheduler" in str(w.message)]
+
+
+_LANE_CASES = [
+    *((op, dt) for op in ("sum", "prod", "max", "min")
+      for dt in (np.float64, np.float32, np.int32)),
+    ("sum", np.complex128), ("sum", np.bool_), ("any", np.bool_),
+    ("all", np.bool_)]
+
+
+@pytest.mark.parametrize(("op", "dtype"), _LANE_CASES)
+def test_lanes_match_numpy(queue, op, dtype):
+    """Interleaved accumulators (forced CPU schedule) over constant extents
+    around multiples of the lane count and symbolic extents (0, 1, 3, 4,
+    5, 65, 259), with NaNs for max/min."""
+    kind = np.dtype(dtype).kind
+    pt_op = {"sum": pt.sum, "prod": pt.prod, "max": pt.amax, "min": pt.amin,
+             "any": pt.any, "all": pt.all}[op]
+    np_op = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
+             "any": np.any, "all": np.all}[op]
+    n = pt.make_size_param("n")
+    rows = 70
+    xs = pt.make_placeholder("xs", (rows, n), dtype)
+    xc = pt.make_placeholder("xc", (rows, 259), dtype)
+    graph = {"s": pt_op(xs, axis=1), "c": pt_op(xc, axis=1)}
+    with lp.CacheMode(False):
+        prg = pt.generate_loopy(graph, cl_device=CPU)
+    rng = np.random.default_rng(3)
+
+    def data(cols):
+        if kind == "b":
+            return rng.random((rows, cols)) < (0.98 if op == "all" else 0.02)
+        a = rng.random((rows, cols)) * 0.2 + 0.95
+        if kind == "i":
+            a = rng.integers(-3, 4, (rows, cols))
+            if op == "prod":
+                a = rng.integers(1, 3, (rows, cols)) * np.where(
+                    rng.random((rows, cols)) < 0.5, 1, -1)
+                a[:, 20:] = 1
+        a = a.astype(dtype)
+        if kind == "c":
+            a = a + 1j * a[::-1]
+        if kind == "f" and op in ("max", "min") and cols > 4:
+            a[5, cols // 2] = np.nan
+            a[6, cols - 1] = np.nan
+        return a
+
+    cdata = data(259)
+    for cols in (0, 1, 3, 4, 5, 65, 259):
+        if cols == 0 and op in ("max", "min"):
+            continue
+        sdata = data(cols)
+        _, res = prg(queue, xs=sdata, xc=cdata)
+        rtol = 1e-4 if dtype == np.float32 else 1e-12
+        for name, a in (("s", sdata), ("c", cdata)):
+            expected = np_op(a, axis=1)
+            if kind in "fc":
+                np.testing.assert_allclose(res[name], expected, rtol=rtol,
+                                           err_msg=f"{name}, {cols} columns")
+            else:
+                np.testing.assert_array_equal(res[name], expected,
+                                              err_msg=f"{name}, {cols}")
+
+
+def test_lanes_left_alone_for_shared_reduction_inames(queue):
+    """Two reductions over one iname in one instruction keep one
+    accumulator each (the iname's domain stays)."""
+    knl = lp.make_kernel(
+        ["{[i]: 0 <= i < 40}", "{[j]: 0 <= j < 300}"],
+        "out[i] = sum(j, a[i, j]) + 2*sum(j, b[i, j])",
+        [lp.GlobalArg("a,b", np.float64, shape=(40, 300)), "..."],
+        target=lp.PyOpenCLTarget(), lang_version=(2018, 2))
+    t_unit, added = realize_sequential_reductions(knl, lanes=4)
+    assert added and not any(
+        tv.shape for tv in t_unit.default_entrypoint.temporary_variables.values())
+    rng = np.random.default_rng(0)
+    a, b = rng.random((40, 300)), rng.random((40, 300))
+    _, (out,) = t_unit.executor(queue.context)(queue, a=a, b=b)
+    np.testing.assert_allclose(out, a.sum(axis=1) + 2 * b.sum(axis=1))
+
+    knl2 = lp.make_kernel(
+        "{[i, j]: 0 <= i < 40 and 0 <= j < 300}",
+        "out[i] = sum(j, a[i, j])",
+        [lp.GlobalArg("a", np.float64, shape=(40, 300)), "..."],
+        target=lp.PyOpenCLTarget(), lang_version=(2018, 2))
+    # j shares its domain with i: one accumulator
+    t_unit2, _ = realize_sequential_reductions(knl2, lanes=4)
+    assert not any(tv.shape for tv in
+                   t_unit2.default_entrypoint.temporary_variables.values())
+    # in a domain of its own: four
+    knl3 = lp.make_kernel(
+        ["{[i]: 0 <= i < 40}", "{[j]: 0 <= j < 300}"],
+        "out[i] = sum(j, a[i, j])",
+        [lp.GlobalArg("a", np.float64, shape=(40, 300)), "..."],
+        target=lp.PyOpenCLTarget(), lang_version=(2018, 2))
+    t_unit3, _ = realize_sequential_reductions(knl3, lanes=4)
+    assert [tv.shape for tv in
+            t_unit3.default_entrypoint.temporary_variables.values()] == [(4,)]
+    _, (out3,) = t_unit3.executor(queue.context)(queue, a=a)
+    np.testing.assert_allclose(out3, a.sum(axis=1))
+
+# }}}

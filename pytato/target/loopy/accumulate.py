@@ -16,7 +16,29 @@ work-item, all of them in one pass over the kernel:
 
 ``acc`` is a scalar in private memory (a register) of the reduction's
 result type; the update uses the reduction operation itself (so
-:mod:`numpy`'s NaN semantics of max/min are kept). Reductions are left to
+:mod:`numpy`'s NaN semantics of max/min are kept).
+
+With *lanes* ``k > 1`` (the default schedule asks for
+:attr:`~pytato.target.loopy.schedule.DeviceInfo.accumulator_lanes`: 4 on
+CPUs), a reduction whose innermost iname ``j`` is long (at least
+*min_lane_extent* steps, or of symbolic extent) and has a domain of its
+own keeps ``k`` accumulators, each reducing every ``k``-th element, updated
+side by side in one loop (``j = k*s + q``, the lane ``q`` an unrolled loop
+inside the loop over ``s``), and combined at the end:
+
+.. code-block:: text
+
+    acc[q] = 0                                    (q = 0..k-1, unrolled)
+    acc[q] = acc[q] + g(i, k*s + q)               (loop s, q unrolled)
+    acc[0] = acc[0] + acc[p]                      (p = 1..k-1, unrolled)
+    out[i] = f(acc[0])
+
+A CPU runs one accumulator's updates one after the other, each waiting
+for the previous result; the compilers of OpenCL CPU devices (PoCL)
+vectorize across work-items, so a loop inside a work-item stays scalar,
+and ``k`` independent chains keep ``k`` updates in flight. Lanes past the
+end (fewer than ``k`` elements) keep the neutral element. The order of
+the sum changes, as it does in numpy's own (pairwise) summation. Reductions are left to
 :mod:`loopy` when they run in parallel (a reduction iname carries a tag),
 contain another reduction, sit in a branch of a conditional expression
 or inside a substitution rule, need a
@@ -31,6 +53,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import islpy as isl
 import loopy as lp
 import pymbolic.primitives as prim
 from loopy.symbolic import (
@@ -56,13 +79,26 @@ def _contains_reduction(expr: Any) -> bool:
     return w.found
 
 
+class _InameUses(_LoopyWalkMapper):
+    """Counts the reductions over each iname into *uses*."""
+
+    def __init__(self, uses: dict[str, int]) -> None:
+        super().__init__()
+        self.uses = uses
+
+    def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
+        for name in expr.inames:
+            self.uses[name] = self.uses.get(name, 0) + 1
+        super().map_reduction(expr, *args)
+
+
 class _Realizer(_LoopyIdentityMapper):
     """Replaces the realizable reductions of one instruction by their
     accumulators, collecting the new instructions and temporaries."""
 
     def __init__(self, kernel: lp.LoopKernel, t_unit: lp.TranslationUnit,
                  type_reader: Any, insn: lp.Assignment,
-                 names: Any, ids: Any) -> None:
+                 names: Any, ids: Any, lanes: _Lanes) -> None:
         super().__init__()
         self.kernel = kernel
         self.t_unit = t_unit
@@ -70,6 +106,7 @@ class _Realizer(_LoopyIdentityMapper):
         self.insn = insn
         self.names = names
         self.ids = ids
+        self.lanes = lanes
         self.new_insns: list[lp.Assignment] = []
         self.new_temps: dict[str, lp.TemporaryVariable] = {}
         self.update_ids: list[str] = []
@@ -114,12 +151,16 @@ class _Realizer(_LoopyIdentityMapper):
         if t1 is not table or t2 is not table:
             # the operation needs a callable of the target: loopy's job
             return expr
-        self.new_temps[acc.name] = lp.TemporaryVariable(
-            acc.name, acc_dtype, shape=(),
-            address_space=lp.AddressSpace.PRIVATE)
         init_id = self.ids(f"{self.insn.id}_{acc.name}_init")
         update_id = self.ids(f"{self.insn.id}_{acc.name}_update")
         within = self.insn.within_inames
+        lanes = self.lanes.split(expr.inames[-1], self.names)
+        if lanes is not None:
+            return self._interleaved(expr, op, acc, acc_dtype, neutral,
+                                     init_id, update_id, lanes)
+        self.new_temps[acc.name] = lp.TemporaryVariable(
+            acc.name, acc_dtype, shape=(),
+            address_space=lp.AddressSpace.PRIVATE)
         self.new_insns.append(lp.Assignment(
             acc, neutral, id=init_id, within_inames=within,
             depends_on=frozenset(), predicates=self.insn.predicates))
@@ -131,9 +172,138 @@ class _Realizer(_LoopyIdentityMapper):
         self.update_ids.append(update_id)
         return acc
 
+    def _interleaved(self, expr: LoopyReduction, op: Any, acc: prim.Variable,
+                     acc_dtype: Any, neutral: Any, init_id: str,
+                     update_id: str, lanes: tuple[str, str, str, str]) -> Any:
+        """*expr* reduced into :attr:`_Lanes.lanes` accumulators (see the
+        module documentation): the init, update and combine instructions;
+        the result is the first accumulator."""
+        from loopy.symbolic import SubstitutionMapper
+        from pymbolic.mapper.substitutor import make_subst_func
+
+        k = self.lanes.lanes
+        lane0, lane, step, rest = lanes
+        table = self.t_unit.callables_table
+        target = self.kernel.target
+        iname = expr.inames[-1]
+        flat = k * prim.Variable(step) + prim.Variable(lane)
+        body = SubstitutionMapper(make_subst_func({iname: flat}))(expr.expr)
+        update, _ = op([acc_dtype], acc[prim.Variable(lane)], body,
+                       callables_table=table, target=target)
+        combine, _ = op([acc_dtype], acc[0], acc[prim.Variable(rest)],
+                        callables_table=table, target=target)
+        self.new_temps[acc.name] = lp.TemporaryVariable(
+            acc.name, acc_dtype, shape=(k,),
+            address_space=lp.AddressSpace.PRIVATE)
+        within = self.insn.within_inames
+        combine_id = self.ids(f"{self.insn.id}_{acc.name}_combine")
+        self.new_insns.append(lp.Assignment(
+            acc[prim.Variable(lane0)], neutral, id=init_id,
+            within_inames=within | {lane0},
+            depends_on=frozenset(), predicates=self.insn.predicates))
+        self.new_insns.append(lp.Assignment(
+            acc[prim.Variable(lane)], update, id=update_id,
+            within_inames=within | frozenset(expr.inames[:-1])
+            | {step, lane},
+            depends_on=self.insn.depends_on | {init_id},
+            predicates=self.insn.predicates))
+        self.new_insns.append(lp.Assignment(
+            acc[0], combine, id=combine_id,
+            within_inames=within | {rest},
+            depends_on=frozenset({update_id}),
+            predicates=self.insn.predicates))
+        self.update_ids.append(combine_id)
+        return acc[0]
+
+
+class _Lanes:
+    """Which reductions of a kernel get interleaved accumulators, and the
+    kernel's domains and inames for them."""
+
+    def __init__(self, kernel: lp.LoopKernel, lanes: int,
+                 min_extent: int, uses: dict[str, int]) -> None:
+        self.kernel = kernel
+        self.lanes = lanes
+        self.min_extent = min_extent
+        #: how many instructions use each iname (loops and reductions)
+        self.uses = uses
+        self.new_domains: list[isl.BasicSet] = []
+        self.dropped: set[int] = set()
+        self.unrolled: list[str] = []
+        self.priorities: list[tuple[str, str]] = []
+
+    def split(self, iname: str, names: Any
+              ) -> tuple[str, str, str, str] | None:
+        """The new inames (the lane of the init, the lane and the step of
+        the update, the lane of the combination) replacing the reduction
+        iname *iname*, with their domains recorded, or None where *iname*
+        keeps one accumulator: a short or shared iname, or one whose domain
+        holds other inames."""
+        kernel = self.kernel
+        if self.lanes < 2 or self.uses.get(iname, 0) != 1:
+            return None
+        home = kernel.get_home_domain_index(iname)
+        dom = kernel.domains[home]
+        if home in self.dropped \
+                or dom.get_var_names(isl.dim_type.set) != [iname]:
+            return None
+        params = dom.get_var_names(isl.dim_type.param)
+        if set(params) & set(kernel.inames):
+            return None
+        try:
+            length: int | None = int(kernel.get_constant_iname_length(iname))
+        except Exception:
+            length = None
+        if length is not None and length < self.min_extent:
+            return None
+        k = self.lanes
+        lane0, lane, step, rest = (
+            names(f"{iname}_lane0"), names(f"{iname}_lane"),
+            names(f"{iname}_step"), names(f"{iname}_lanes"))
+        if dom.get_tuple_name():
+            dom = dom.set_tuple_name(None)
+        space = ", ".join(params)
+        ma = isl.MultiAff(f"[{space}] -> {{ [{lane}, {step}] -> "
+                          f"[{k}*{step} + {lane}] }}")
+        joint = dom.align_params(ma.get_space().params()) \
+            .preimage_multi_aff(ma)
+        joint = joint.set_dim_name(isl.dim_type.set, 0, lane) \
+            .set_dim_name(isl.dim_type.set, 1, step)
+        box = isl.BasicSet(f"[{space}] -> {{ [{lane}, {step}] : "
+                           f"0 <= {lane} < {k} and {step} >= 0 }}")
+        joint = (joint & box.align_params(joint.get_space().params())) \
+            .remove_redundancies()
+        self.new_domains.append(joint)
+        self.new_domains.append(
+            isl.BasicSet(f"{{ [{lane0}] : 0 <= {lane0} < {k} }}"))
+        self.new_domains.append(
+            isl.BasicSet(f"{{ [{rest}] : 1 <= {rest} < {k} }}"))
+        self.dropped.add(home)
+        self.unrolled.extend((lane0, lane, rest))
+        # the lanes inside the steps
+        self.priorities.append((step, lane))
+        return lane0, lane, step, rest
+
+    def apply(self, kernel: lp.LoopKernel) -> lp.LoopKernel:
+        """*kernel* (with the new instructions) with the domains and
+        inames of the split reductions."""
+        if not self.new_domains:
+            return kernel
+        from loopy.kernel.data import Iname, UnrollTag
+        domains = [d for j, d in enumerate(kernel.domains)
+                   if j not in self.dropped] + self.new_domains
+        unrolled = frozenset({UnrollTag()})
+        inames = {**kernel.inames, **{
+            name: Iname(name, unrolled) for name in self.unrolled}}
+        return kernel.copy(
+            domains=domains, inames=inames,
+            loop_priority=kernel.loop_priority | frozenset(self.priorities))
+
 
 def realize_sequential_reductions(t_unit: lp.TranslationUnit,
-                                  insn_ids: frozenset[str] | None = None
+                                  insn_ids: frozenset[str] | None = None,
+                                  *, lanes: int = 1,
+                                  min_lane_extent: int = 64,
                                   ) -> tuple[lp.TranslationUnit,
                                              dict[str, list[str]]]:
     """Rewrite the sequential reductions of *t_unit*'s entrypoint kernel
@@ -141,6 +311,10 @@ def realize_sequential_reductions(t_unit: lp.TranslationUnit,
     pass over the kernel.
 
     :arg insn_ids: only instructions with these ids (all if None).
+    :arg lanes: the number of interleaved accumulators of long reductions
+        (1: one accumulator each).
+    :arg min_lane_extent: the least constant extent of the innermost
+        reduction iname for which *lanes* accumulators are used.
     :returns: the new translation unit, and for each rewritten instruction
         the ids of the instructions added for it (they run in the same
         loop nest and before it).
@@ -154,13 +328,26 @@ def realize_sequential_reductions(t_unit: lp.TranslationUnit,
     new_insns: list[Any] = []
     new_temps = dict(kernel.temporary_variables)
     added: dict[str, list[str]] = {}
+    red_inames = {insn.id: insn.reduction_inames()
+                  for insn in kernel.instructions
+                  if isinstance(insn, lp.Assignment)}
+    uses: dict[str, int] = {}
+    if lanes > 1:
+        counter = _InameUses(uses)
+        for insn in kernel.instructions:
+            for name in insn.within_inames:
+                uses[name] = uses.get(name, 0) + 1
+            if red_inames.get(insn.id):
+                counter(insn.expression)
+    lane_plan = _Lanes(kernel, lanes, min_lane_extent, uses)
     for insn in kernel.instructions:
         if (not isinstance(insn, lp.Assignment)
                 or (insn_ids is not None and insn.id not in insn_ids)
-                or not insn.reduction_inames()):
+                or not red_inames[insn.id]):
             new_insns.append(insn)
             continue
-        realizer = _Realizer(kernel, t_unit, type_reader, insn, names, ids)
+        realizer = _Realizer(kernel, t_unit, type_reader, insn, names, ids,
+                             lane_plan)
         expr = realizer(insn.expression)
         if not realizer.new_insns:
             new_insns.append(insn)
@@ -174,4 +361,4 @@ def realize_sequential_reductions(t_unit: lp.TranslationUnit,
     if not added:
         return t_unit, added
     kernel = kernel.copy(instructions=new_insns, temporary_variables=new_temps)
-    return t_unit.with_kernel(kernel), added
+    return t_unit.with_kernel(lane_plan.apply(kernel)), added
