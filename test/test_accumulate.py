@@ -235,40 +235,41 @@ def test_lanes_match_numpy(queue, op, dtype):
                                               err_msg=f"{name}, {cols}")
 
 
+def _row_kernel(domains, insn, arrays):
+    return lp.make_kernel(
+        domains, insn,
+        [lp.GlobalArg(arrays, np.float64, shape=(40, 300)), "..."],
+        target=lp.PyOpenCLTarget(), lang_version=(2018, 2))
+
+
+def _lane_shapes(t_unit):
+    return [tv.shape for tv in
+            t_unit.default_entrypoint.temporary_variables.values()]
+
+
 def test_lanes_left_alone_for_shared_reduction_inames(queue):
     """Two reductions over one iname in one instruction keep one
-    accumulator each (the iname's domain stays)."""
-    knl = lp.make_kernel(
-        ["{[i]: 0 <= i < 40}", "{[j]: 0 <= j < 300}"],
-        "out[i] = sum(j, a[i, j]) + 2*sum(j, b[i, j])",
-        [lp.GlobalArg("a,b", np.float64, shape=(40, 300)), "..."],
-        target=lp.PyOpenCLTarget(), lang_version=(2018, 2))
+    accumulator each (the iname's domain stays), as does a reduction iname
+    sharing its domain with another iname."""
+    own_domains = ["{[i]: 0 <= i < 40}", "{[j]: 0 <= j < 300}"]
+    knl = _row_kernel(own_domains,
+                      "out[i] = sum(j, a[i, j]) + 2*sum(j, b[i, j])", "a,b")
     t_unit, added = realize_sequential_reductions(knl, lanes=4)
-    assert added and not any(
-        tv.shape for tv in t_unit.default_entrypoint.temporary_variables.values())
+    assert added and _lane_shapes(t_unit) == [(), ()]
     rng = np.random.default_rng(0)
     a, b = rng.random((40, 300)), rng.random((40, 300))
     _, (out,) = t_unit.executor(queue.context)(queue, a=a, b=b)
     np.testing.assert_allclose(out, a.sum(axis=1) + 2 * b.sum(axis=1))
 
-    knl2 = lp.make_kernel(
-        "{[i, j]: 0 <= i < 40 and 0 <= j < 300}",
-        "out[i] = sum(j, a[i, j])",
-        [lp.GlobalArg("a", np.float64, shape=(40, 300)), "..."],
-        target=lp.PyOpenCLTarget(), lang_version=(2018, 2))
     # j shares its domain with i: one accumulator
-    t_unit2, _ = realize_sequential_reductions(knl2, lanes=4)
-    assert not any(tv.shape for tv in
-                   t_unit2.default_entrypoint.temporary_variables.values())
+    shared = _row_kernel("{[i, j]: 0 <= i < 40 and 0 <= j < 300}",
+                         "out[i] = sum(j, a[i, j])", "a")
+    assert _lane_shapes(realize_sequential_reductions(shared, lanes=4)[0]) \
+        == [()]
     # in a domain of its own: four
-    knl3 = lp.make_kernel(
-        ["{[i]: 0 <= i < 40}", "{[j]: 0 <= j < 300}"],
-        "out[i] = sum(j, a[i, j])",
-        [lp.GlobalArg("a", np.float64, shape=(40, 300)), "..."],
-        target=lp.PyOpenCLTarget(), lang_version=(2018, 2))
-    t_unit3, _ = realize_sequential_reductions(knl3, lanes=4)
-    assert [tv.shape for tv in
-            t_unit3.default_entrypoint.temporary_variables.values()] == [(4,)]
+    own = _row_kernel(own_domains, "out[i] = sum(j, a[i, j])", "a")
+    t_unit3, _ = realize_sequential_reductions(own, lanes=4)
+    assert _lane_shapes(t_unit3) == [(4,)]
     _, (out3,) = t_unit3.executor(queue.context)(queue, a=a)
     np.testing.assert_allclose(out3, a.sum(axis=1))
 

@@ -248,7 +248,7 @@ class _Lanes:
                 or dom.get_var_names(isl.dim_type.set) != [iname]:
             return None
         params = dom.get_var_names(isl.dim_type.param)
-        if set(params) & set(kernel.inames):
+        if any(p in kernel.inames for p in params):
             return None
         try:
             length: int | None = int(kernel.get_constant_iname_length(iname))
