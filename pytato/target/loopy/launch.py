@@ -95,15 +95,13 @@ from pytato.target.loopy import programs as _programs
 from pytato.target.loopy.launcher import (
     PROFILE_KERNELS_ENV,
     TRACE_KERNELS_ENV,
-    LauncherStatistics,
+    KernelProfiler,
     OpenClKernelLauncher,
     OpenClKernelListLauncher,
     OpenClParametrizedKernelLauncher,
     WaitFor,
-    event_duration,
     has_profiling,
     is_out_of_order,
-    logger,
     profile_kernel,
     should_profile_kernel,
     should_trace_kernel,
@@ -469,8 +467,9 @@ class ProgramLauncher(OpenClKernelListLauncher):
                  outputs: Mapping[str, cla.Array],
                  temporaries: Mapping[str, cla.Array],
                  size_params: Mapping[str, int],
-                 per_call: Collection[str] = ()) -> None:
-        super().__init__(name, default_queue=queue)
+                 per_call: Collection[str] = (),
+                 profiler: KernelProfiler | None = None) -> None:
+        super().__init__(name, profiler=profiler, default_queue=queue)
         self.inputs: dict[str, cla.Array] = dict(inputs)
         self.outputs: dict[str, cla.Array] = dict(outputs)
         self.temporaries: dict[str, cla.Array] = dict(temporaries)
@@ -479,12 +478,14 @@ class ProgramLauncher(OpenClKernelListLauncher):
         self._return_dict = plan.return_dict
         self._expected = {n: (self.inputs[n].shape, self.inputs[n].dtype)
                           for n in self.per_call}
-        # enqueues without profiling, tracing or per-call inputs on the
-        # default (in-order) queue skip the per-launcher bookkeeping
-        self._fast_ok = not (has_profiling(queue) or is_out_of_order(queue)
-                             or self.per_call)
+        # enqueues without tracing or per-call inputs on the default
+        # (in-order) queue skip the per-launcher bookkeeping (on a queue with
+        # profiling enabled, they keep the events as the launchers do)
+        self._fast_ok = not (is_out_of_order(queue) or self.per_call)
+        self._profiling = has_profiling(queue)
         self._fast: tuple[tuple[cl.Kernel, tuple[int, ...],
                                 tuple[int, ...] | None], ...] | None = ()
+        self._fast_launchers: tuple[Any, ...] = ()
 
     def push_kernels(self, *kernel_launchers: Any) -> Self:
         """Append launchers, as
@@ -499,6 +500,7 @@ class ProgramLauncher(OpenClKernelListLauncher):
             fast.append((launcher.kernel, launcher.default_global_work_size,
                          launcher.default_local_work_size))
         self._fast = tuple(fast)
+        self._fast_launchers = self.launchers
         return self
 
     def _check_per_call(self, kwds: Mapping[str, Any]) -> None:
@@ -555,6 +557,16 @@ class ProgramLauncher(OpenClKernelListLauncher):
                 wait_list = ([e for e in wait_for if e is not None] or None
                              if wait_for else None)
                 evt = None
+                if self._profiling:
+                    for (kernel, gsize, lsize), launcher in zip(
+                            fast, self._fast_launchers, strict=True):
+                        evt = _enqueue(queue, kernel, gsize, lsize, None,
+                                       wait_list, False, True)
+                        wait_list = None
+                        launcher._pending_events.append(evt)
+                        if launcher._profiler is not None:
+                            launcher._profiler.record(launcher._name, evt)
+                    return evt
                 for kernel, gsize, lsize in fast:
                     evt = _enqueue(queue, kernel, gsize, lsize, None, wait_list,
                                    False, True)
@@ -580,7 +592,9 @@ def make_program_launcher(executor: Any, queue: cl.CommandQueue,
                           inputs: Mapping[str, Any], *,
                           per_call: Collection[str] = (),
                           name: str | None = None,
-                          allocator: Any = None) -> ProgramLauncher:
+                          allocator: Any = None,
+                          profiler: KernelProfiler | None = None
+                          ) -> ProgramLauncher:
     """Make a :class:`ProgramLauncher` for the :mod:`loopy` executor
     *executor*.
 
@@ -591,6 +605,9 @@ def make_program_launcher(executor: Any, queue: cl.CommandQueue,
         arrays (and scalars) are transferred once.
     :arg per_call: names of inputs given anew on each call; *inputs* gives
         their first values, which fix their shapes and dtypes.
+    :arg profiler: a :class:`~pytato.target.loopy.launcher.KernelProfiler`
+        in which the launchers of the kernels record their execution times
+        (on queues with profiling enabled), or *None*.
     """
     per_call = frozenset(per_call)
     for pname in sorted(per_call):
@@ -615,7 +632,7 @@ def make_program_launcher(executor: Any, queue: cl.CommandQueue,
 
     result = ProgramLauncher(name or executor.entrypoint, queue, plan,
                              device_inputs, outputs, temporaries, values,
-                             per_call)
+                             per_call, profiler=profiler)
     for sk in plan.subkernels:
         sizes = sk.work_sizes(values)
         kernel = plan.new_kernel(sk.name)
@@ -735,13 +752,16 @@ class _SizedCall:
     default pool are kept for the next call (see ``run``).
     """
 
-    __slots__ = ("context", "held", "kernels", "out_nbytes", "outputs",
-                 "run", "templates", "temporaries")
+    __slots__ = ("_run_profiled", "context", "held", "kernels", "names",
+                 "ninputs", "out_nbytes", "outputs", "run", "stats",
+                 "templates", "temporaries")
 
     def __init__(self, fast: _FastCall, values: Mapping[str, int]) -> None:
         plan = fast.plan
         self.context = fast.context
         self.held = fast.held
+        self.stats = fast.stats
+        self.names = tuple(sk.name for sk in plan.subkernels)
         typed = plan.typed_values(values)
         number = {name: i for i, name in enumerate(
             [*plan.input_arrays, *plan.outputs, *plan._temporaries])}
@@ -789,7 +809,9 @@ class _SizedCall:
                 raise _NoFastCall
             temporaries.append(nbytes)
         self.temporaries = tuple(temporaries)
-        self.run = self._compile_run(len(plan.input_arrays))
+        self.ninputs = len(plan.input_arrays)
+        self.run = self._compile_run(self.ninputs)
+        self._run_profiled: Any = None
 
     #: ``run(queue, info, buffers, wait_for, allocator)``: allocate the
     #: outputs and temporaries from *allocator*, enqueue the kernels (the
@@ -811,6 +833,17 @@ class _SizedCall:
     #: allocator once the kernels are enqueued.
     run: Any
 
+    @property
+    def run_profiled(self) -> Any:
+        """:attr:`run` for queues with profiling enabled: the same, and the
+        events of the kernels are recorded (one batch per call) in the
+        executor's statistics (:func:`executor_statistics`)."""
+        run = self._run_profiled
+        if run is None:
+            run = self._run_profiled = self._compile_run(self.ninputs,
+                                                         profiled=True)
+        return run
+
     def output(self, k: int, buf: Any, evt: cl.Event, queue: cl.CommandQueue,
                allocator: Any) -> cla.Array:
         """The output array *k* on the memory *buf*, written by *evt*
@@ -823,18 +856,20 @@ class _SizedCall:
         ary.events.append(evt)
         return ary
 
-    def _compile_run(self, ninputs: int) -> Any:
+    def _compile_run(self, ninputs: int, profiled: bool = False) -> Any:
         """:meth:`run` for these kernels and sizes, as a Python function
         with the kernels unrolled (as :mod:`loopy` generates its invoker):
         a loop over them, their arguments and the outputs costs about
-        1 us more per call."""
+        1 us more per call. If *profiled*, the events of the kernels are
+        kept and recorded together (see :attr:`run_profiled`)."""
         noutputs = len(self.outputs)
         first_temporary = ninputs + noutputs
         names: dict[str, Any] = {
             "enqueue": _enqueue, "new": _new_object, "Array": _Array,
             "Holder": _MemoryObjectHolder, "POOL": _POOL_ATTR,
             "held": self.held, "token": object(), "output": self.output,
-            "templates": self.templates}
+            "templates": self.templates, "record": self.stats.record_batch,
+            "NAMES": self.names}
 
         def buffer(j: int) -> str:
             if j < ninputs:
@@ -851,9 +886,16 @@ class _SizedCall:
                 names[f"S{n}"] = kernel[0].set_arg
                 code += [f"{indent}S{n}({i}, {buffer(j)})"
                          for i, j in kernel[slots]]
-                wait = "wait_for" if n == 0 else "[evt] if chain else None"
-                code.append(f"{indent}evt = enqueue(queue, K{n}, G{n}, L{n}, "
-                            f"None, {wait}, False, True)")
+                if profiled:
+                    wait = ("wait_for" if n == 0
+                            else f"[e{n - 1}] if chain else None")
+                    code.append(f"{indent}e{n} = enqueue(queue, K{n}, G{n}, "
+                                f"L{n}, None, {wait}, False, True)")
+                else:
+                    wait = ("wait_for" if n == 0
+                            else "[evt] if chain else None")
+                    code.append(f"{indent}evt = enqueue(queue, K{n}, G{n}, "
+                                f"L{n}, None, {wait}, False, True)")
             return code
 
         code = ["def run(queue, info, buffers, wait_for, allocator):"]
@@ -880,6 +922,11 @@ class _SizedCall:
                 "                buf.release()"]
         else:
             code += launches("    ", 1)
+        if profiled:
+            nkernels = len(self.kernels)
+            code += [f"    evt = e{nkernels - 1}",
+                     "    record(NAMES, ({},))".format(
+                         ", ".join(f"e{n}" for n in range(nkernels)))]
         for k in range(noutputs):
             code.append(f"    a{k} = output({k}, o{k}, evt, queue, allocator)"
                         if self.templates is None else
@@ -937,6 +984,9 @@ class _FastCall:
         self._sized: dict[tuple[Any, ...], _SizedCall | None] = {}
         self._deferred: Any = None
         self.context = executor.context
+        #: the executor's statistics, where calls on queues with profiling
+        #: enabled record their events
+        self.stats = executor_statistics(executor)
         #: the temporaries kept by a call (see :meth:`_SizedCall.run`):
         #: ``[(sized call, queue info, allocator, buffers)]`` or ``[None]``
         self.held: list[Any] = [None]
@@ -996,6 +1046,10 @@ class _FastCall:
 
     def __call__(self, queue: cl.CommandQueue, kwargs: Mapping[str, Any]
                  ) -> Any:
+        """Run the call of arguments *kwargs* and return ``(event,
+        outputs)``, or *None* if it is not handled here. On queues with
+        profiling enabled, the kernels' events are recorded in the
+        executor's statistics."""
         if not kwargs.keys() <= self.known:
             return None
         names = self.value_names
@@ -1030,8 +1084,9 @@ class _FastCall:
         allocator = self.allocator(kwargs.get("allocator"))
         if host_inputs:
             self.transfer(queue, host_inputs, buffers, wait, allocator)
-        evt, outputs = sized.run(queue, _queue_info(queue), buffers,
-                                 wait or None, allocator)
+        info = _queue_info(queue)
+        run = sized.run_profiled if info[0] else sized.run
+        evt, outputs = run(queue, info, buffers, wait or None, allocator)
         out_host = kwargs.get("out_host")
         if out_host is None and encountered_numpy and not encountered_dev:
             out_host = True
@@ -1207,9 +1262,11 @@ class _RepeatedCalls:
     through the executor's :class:`_FastCall` plan without checking the
     arguments again, with the results of a call through
     :class:`~pytato.target.loopy.BoundPyOpenCLExecutable` (and
-    :class:`~pytato.target.loopy.BoundPyOpenCLProgram`). Queues that want
-    an instrumented run (see :func:`wants_instrumented_run`), queues of
-    other contexts and any other argument go the checked way.
+    :class:`~pytato.target.loopy.BoundPyOpenCLProgram`). On queues with
+    profiling enabled, the events of the kernels are recorded (see
+    :attr:`_SizedCall.run_profiled`). Calls with kernel tracing or
+    profiling switched on in the environment, queues of other contexts and
+    any other argument go the checked way.
 
     The events of the input arrays (passed and bound) are waited for as
     loopy's invoker waits for them, but for those found complete: the
@@ -1255,7 +1312,7 @@ class _RepeatedCalls:
             info = queue._pytato_queue_info
         except AttributeError:
             info = _queue_info(queue)
-        if info[0] or info[2] != self.context:
+        if info[2] != self.context:
             return None
         env = _ENV_DATA
         if env is None:  # pragma: no cover
@@ -1304,8 +1361,9 @@ class _RepeatedCalls:
             fast.transfer(queue, [(number, kwargs[name])
                                   for name, _, _, _, number in sig.host_arrays],
                           buffers, wait, allocator)
-        evt, outputs = sig.sized.run(queue, info, buffers, wait or None,
-                                     allocator)
+        sized = sig.sized
+        evt, outputs = (sized.run_profiled if info[0] else sized.run)(
+            queue, info, buffers, wait or None, allocator)
         if out_host is None:
             out_host = sig.out_host
         if out_host or fast.return_dict:
@@ -1333,60 +1391,19 @@ class _RepeatedCalls:
 
 # {{{ statistics of programs
 
-class EventStatistics:
-    """Profiling events recorded by kernel name, turned into
-    :class:`~pytato.target.loopy.launcher.LauncherStatistics` on demand
-    (finished events are consumed, as by launchers).
-
-    .. automethod:: record
-    .. autoattribute:: events
-    .. autoattribute:: statistics
-    .. automethod:: clear
+class EventStatistics(KernelProfiler):
+    """The profiling events of a program's kernels, recorded by kernel name
+    and turned into
+    :class:`~pytato.target.loopy.launcher.LauncherStatistics` on demand: a
+    :class:`~pytato.target.loopy.launcher.KernelProfiler` (finished events
+    are consumed, as by launchers). The calls of a program on a queue with
+    profiling enabled record the events of their kernels, one batch per
+    call, and their profiling counters are only read when the statistics
+    are asked for.
     """
 
-    def __init__(self) -> None:
-        self._pending: list[tuple[str, cl.Event]] = []
-        self._stats = LauncherStatistics()
-
-    #: Number of pending events above which :meth:`record` folds the
-    #: finished ones into the statistics (bounding memory in long loops).
-    max_pending = 4096
-
-    def record(self, name: str, evt: cl.Event) -> None:
-        """Keep *evt*, the event of an execution of kernel *name*."""
-        self._pending.append((name, evt))
-        if len(self._pending) > self.max_pending:
-            self._consume()
-
-    @property
-    def events(self) -> tuple[tuple[str, cl.Event], ...]:
-        """The ``(kernel name, event)`` pairs not yet consumed."""
-        return tuple(self._pending)
-
-    @property
-    def statistics(self) -> LauncherStatistics:
-        """Per-kernel statistics of all finished recorded events (a copy)."""
-        self._consume()
-        return LauncherStatistics(self._stats)
-
-    def _consume(self) -> None:
-        pending = []
-        complete = cl.command_execution_status.COMPLETE
-        for name, evt in self._pending:
-            status = evt.command_execution_status
-            if status == complete:
-                self._stats.add(name, event_duration(evt))
-            elif status < 0:
-                logger.warning("%s: event failed with status %d, not counted "
-                               "in statistics", name, status)
-            else:
-                pending.append((name, evt))
-        self._pending = pending
-
-    def clear(self) -> None:
-        """Forget the statistics and the recorded events."""
-        self._pending.clear()
-        self._stats = LauncherStatistics()
+    def __init__(self, name: str = "program") -> None:
+        super().__init__(name)
 
 
 _PROFILES: weakref.WeakKeyDictionary[Any, EventStatistics] = (
@@ -1403,9 +1420,10 @@ def executor_statistics(executor: Any) -> EventStatistics:
 
 
 def wants_instrumented_run(queue: cl.CommandQueue) -> bool:
-    """Whether programs run on *queue* should enqueue their kernels one by
-    one and keep their events: if *queue* has profiling enabled, or if
-    kernel tracing or profiling is switched on in the environment."""
+    """Whether programs run on *queue* should go through
+    :func:`run_instrumented` (which keeps their events): if *queue* has
+    profiling enabled, or if kernel tracing or profiling is switched on in
+    the environment."""
     return _queue_info(queue)[0] or (env_switches_set() and any(
         os.environ.get(n, "").strip().lower() not in _OFF_WORDS
         for n in _ENV_NAMES))
@@ -1415,14 +1433,28 @@ def run_instrumented(executor: Any, queue: cl.CommandQueue,
                      allocator: Any = None, wait_for: WaitFor = None,
                      out_host: bool | None = None, **kwargs: Any) -> Any:
     """Run *executor* like calling it (same arguments, same result
-    ``(event, outputs)``), but enqueue its kernels one by one: each
-    kernel's event is recorded in :func:`executor_statistics` (when *queue*
-    has profiling enabled), and the environment switches of
-    :mod:`pytato.target.loopy.launcher` trace and profile the kernels.
+    ``(event, outputs)``), recording each kernel's event in
+    :func:`executor_statistics` (when *queue* has profiling enabled).
     Arguments are expected checked (all inputs and value arguments given).
     Programs that :func:`supports_instrumented_run` rejects raise
     :class:`~pytato.diagnostic.UnsupportedByTargetError`.
+
+    Without the environment switches of
+    :mod:`pytato.target.loopy.launcher`, the call runs through the fast
+    path of repeated calls (prebuilt kernels and argument lists, the
+    events of a call recorded as one batch), which costs about as much as a
+    call on a queue without profiling. With them (or for arguments that
+    the fast path does not handle), the kernels are enqueued one by one,
+    traced and profiled as the switches say.
     """
+    if not env_switches_set():
+        fast = _fast_call(executor)
+        if fast is not None:
+            result = fast(queue, {"allocator": allocator,
+                                  "wait_for": wait_for,
+                                  "out_host": out_host, **kwargs})
+            if result is not None:
+                return result
     plan = get_kernel_plan(executor)
     values = {k: kwargs[k] for k in plan.value_args}
     typed = plan.typed_values(values)
@@ -1458,7 +1490,7 @@ def run_instrumented(executor: Any, queue: cl.CommandQueue,
         if profiling:
             stats.record(sk.name, evt)
         if should_profile_kernel(sk.name):
-            profile_kernel(sk.name, evt)
+            profile_kernel(kernel, evt, kernel_msg=sk.name)
     if evt is None:
         evt = cl.enqueue_marker(queue, wait_for=wait_list)
 

@@ -12,6 +12,7 @@ Launchers
 ---------
 
 .. autoclass:: LauncherI
+.. autoclass:: HostLauncherI
 .. autoclass:: OpenClKernelLauncherI
 .. autoclass:: OpenClKernelLauncher
 .. autoclass:: OpenClParametrizedKernelLauncher
@@ -28,6 +29,7 @@ Launchers
 Statistics
 ----------
 
+.. autoclass:: KernelProfiler
 .. autoclass:: KernelStatistics
 .. autoclass:: LauncherStatistics
 .. autofunction:: event_duration
@@ -82,6 +84,8 @@ import pyopencl.array as cla
 __all__ = [
     "PROFILE_KERNELS_ENV",
     "TRACE_KERNELS_ENV",
+    "HostLauncherI",
+    "KernelProfiler",
     "KernelStatistics",
     "LauncherI",
     "LauncherStatistics",
@@ -173,20 +177,45 @@ def trace_kernel(kernel_msg: str) -> None:
     logger.info("enqueue %s", kernel_msg)
 
 
-def profile_kernel(kernel_name: str, evt: cl.Event) -> float | None:
-    """Wait for *evt*, log and return its execution time in seconds.
+def _kernel_name(kernel: cl.Kernel | str | None,
+                 kernel_msg: str | None) -> str:
+    if kernel_msg is not None:
+        return kernel_msg
+    if kernel is None:
+        raise ValueError("profile_kernel: give a kernel or a kernel_msg")
+    if isinstance(kernel, str):
+        return kernel
+    return str(kernel.function_name)
 
+
+def profile_kernel(kernel: cl.Kernel | str | None, evt: cl.Event,
+                   kernel_msg: str | None = None,
+                   fprofiler: KernelProfiler | None = None) -> float | None:
+    """Wait for *evt*, the event of an execution of *kernel*, then log its
+    execution time and record it in *fprofiler*.
+
+    :arg kernel: the :class:`pyopencl.Kernel` that *evt* executed (its
+        function name names the execution), a name, or *None* if
+        *kernel_msg* is given.
+    :arg kernel_msg: the name under which the execution is logged and
+        recorded (default: the kernel's function name).
+    :arg fprofiler: a :class:`KernelProfiler` that collects the execution
+        time under *kernel_msg*, or *None*.
     :returns: the time between the event's profiling ``START`` and ``END``
-        counters, or *None* if the event's queue does not have profiling
-        enabled (a ``DEBUG`` message is logged then).
+        counters in seconds, or *None* if the event's queue does not have
+        profiling enabled (a ``DEBUG`` message is logged then, and nothing
+        is recorded).
     """
+    name = _kernel_name(kernel, kernel_msg)
     evt.wait()
     if not has_profiling(evt.command_queue):
         logger.debug("profile %s: queue has no profiling enabled, no timing",
-                     kernel_name)
+                     name)
         return None
     seconds = event_duration(evt)
-    logger.info("profile %s: %.3f ms", kernel_name, seconds * 1e3)
+    logger.info("profile %s: %.3f ms", name, seconds * 1e3)
+    if fprofiler is not None:
+        fprofiler.add(name, seconds)
     return seconds
 
 # }}}
@@ -209,7 +238,13 @@ def event_duration(evt: cl.Event) -> float:
     """Return the execution time of the finished event *evt* in seconds,
     read from its profiling ``START`` and ``END`` counters.
     """
-    return (evt.profile.end - evt.profile.start) * 1e-9
+    return (evt.get_profiling_info(_END)
+            - evt.get_profiling_info(_START)) * 1e-9
+
+
+_START = cl.profiling_info.START
+_END = cl.profiling_info.END
+_COMPLETE = cl.command_execution_status.COMPLETE
 
 
 def _wait_list(wait_for: WaitFor) -> list[cl.Event] | None:
@@ -583,6 +618,136 @@ class LauncherStatistics(Mapping[str, KernelStatistics]):
                 f"{stats.max * 1e6:>12.3f}")
         return "\n".join(lines)
 
+class KernelProfiler:
+    """Collects what launchers and programs measure: the execution times of
+    the kernels and copies they enqueue on queues with profiling enabled,
+    and the wall times of the work of host launchers.
+
+    Events are only kept when they are recorded (a list append per call);
+    their profiling counters are read when the statistics are asked for
+    (:attr:`statistics`, :meth:`summary`) or when more than
+    :attr:`max_pending` events wait, so that recording adds next to nothing
+    to the enqueues.  One profiler may be shared by several launchers (give
+    it as their *profiler*), programs and launcher lists: it merges their
+    measurements by name.
+
+    ``profiler[name] = seconds`` records one execution of *name* that took
+    *seconds* (as :meth:`add`); ``print(profiler)`` prints the per-name
+    table of :class:`LauncherStatistics`.
+
+    :arg name: a name for this profiler.
+
+    .. attribute:: name
+    .. autoattribute:: max_pending
+    .. automethod:: add
+    .. automethod:: record
+    .. automethod:: record_batch
+    .. autoattribute:: events
+    .. autoattribute:: statistics
+    .. automethod:: summary
+    .. automethod:: clear
+    """
+
+    #: Number of waiting events above which a record reads the counters of
+    #: those that finished (bounding the memory of long loops).
+    max_pending = 1 << 15
+
+    def __init__(self, name: str = "profiler") -> None:
+        self.name = name
+        self._batches: list[tuple[Sequence[str], Sequence[cl.Event]]] = []
+        self._npending = 0
+        self._limit = self.max_pending
+        self._stats = LauncherStatistics()
+
+    def add(self, name: str, seconds: float) -> None:
+        """Record one execution of *name* that took *seconds*."""
+        self._stats.add(name, seconds)
+
+    def __setitem__(self, name: str, seconds: float) -> None:
+        self._stats.add(name, seconds)
+
+    def record(self, name: str, evt: cl.Event) -> None:
+        """Keep *evt*, the event of an execution of *name* (on a queue with
+        profiling enabled), to read its duration later."""
+        self.record_batch((name,), (evt,))
+
+    def record_batch(self, names: Sequence[str],
+                     events: Sequence[cl.Event]) -> None:
+        """Keep *events*, the events of executions of *names* (pairwise),
+        enqueued in this order such that each one completes no later than
+        the last (on one in-order queue, or chained by their wait lists).
+        """
+        self._batches.append((names, events))
+        self._npending += len(events)
+        if self._npending > self._limit:
+            self._consume()
+            # finished events were read: wait for as many again before the
+            # next reading (no quadratic rereading of running ones)
+            self._limit = max(self.max_pending, 2 * self._npending)
+
+    @property
+    def events(self) -> tuple[tuple[str, cl.Event], ...]:
+        """The ``(name, event)`` pairs recorded and not yet read."""
+        return tuple(pair for names, events in self._batches
+                     for pair in zip(names, events, strict=True))
+
+    def _consume(self) -> None:
+        stats = self._stats
+        pending = []
+        npending = 0
+        for names, events in self._batches:
+            status = events[-1].command_execution_status if events else 0
+            if status == _COMPLETE:
+                try:
+                    durations = [event_duration(evt) for evt in events]
+                except cl.Error:  # one failed: read them one by one
+                    pass
+                else:
+                    for name, duration in zip(names, durations, strict=True):
+                        stats.add(name, duration)
+                    continue
+            rest_names = []
+            rest = []
+            for name, evt in zip(names, events, strict=True):
+                status = evt.command_execution_status
+                if status == _COMPLETE:
+                    stats.add(name, event_duration(evt))
+                elif status < 0:
+                    logger.warning("%s: event failed with status %d, not "
+                                   "counted in statistics", name, status)
+                else:
+                    rest_names.append(name)
+                    rest.append(evt)
+            if rest:
+                pending.append((tuple(rest_names), tuple(rest)))
+                npending += len(rest)
+        self._batches = pending
+        self._npending = npending
+
+    @property
+    def statistics(self) -> LauncherStatistics:
+        """The statistics by name of all finished recorded executions (a
+        copy; events that did not finish yet stay recorded)."""
+        self._consume()
+        return LauncherStatistics(self._stats)
+
+    def summary(self) -> str:
+        """The table of :attr:`statistics`, headed by the profiler's name."""
+        return f"{self.name}:\n{self.statistics}"
+
+    def clear(self) -> None:
+        """Forget the statistics and the recorded events."""
+        self._batches = []
+        self._npending = 0
+        self._limit = self.max_pending
+        self._stats = LauncherStatistics()
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def __repr__(self) -> str:
+        return f"KernelProfiler({self.name!r})"
+
 # }}}
 
 
@@ -593,8 +758,13 @@ class LauncherI(ABC):
 
     :arg name: a name for this launcher, used for logging and as key of
         its :attr:`statistics`.
+    :arg profiler: a :class:`KernelProfiler` that collects, besides the
+        launcher's own :attr:`statistics`, the execution times this
+        launcher measures (under its name), or *None*.
+    :arg kwds: arguments of the base classes (cooperative ``__init__``).
 
     .. autoattribute:: name
+    .. autoattribute:: profiler
     .. automethod:: __call__
     .. automethod:: global_size_configured
     .. autoattribute:: parameters
@@ -603,11 +773,17 @@ class LauncherI(ABC):
     .. automethod:: clear_statistics
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, profiler: KernelProfiler | None = None,
+                 **kwds: Any) -> None:
+        super().__init__(**kwds)
         if not isinstance(name, str) or not name:
             raise ValueError(f"launcher name must be a non-empty str, "
                              f"got {name!r}")
+        if profiler is not None and not isinstance(profiler, KernelProfiler):
+            raise TypeError(f"{name}: profiler must be a KernelProfiler, got "
+                            f"{type(profiler).__name__}")
         self._name = name
+        self._profiler = profiler
         self._pending_events: list[cl.Event] = []
         self._kernel_stats = KernelStatistics()
 
@@ -615,6 +791,11 @@ class LauncherI(ABC):
     def name(self) -> str:
         """The name of this launcher."""
         return self._name
+
+    @property
+    def profiler(self) -> KernelProfiler | None:
+        """The :class:`KernelProfiler` given to this launcher, or *None*."""
+        return self._profiler
 
     @abstractmethod
     def __call__(self, queue: cl.CommandQueue | None = None,
@@ -691,8 +872,10 @@ class LauncherI(ABC):
     def _record_event(self, queue: cl.CommandQueue, evt: cl.Event) -> None:
         if has_profiling(queue):
             self._pending_events.append(evt)
+            if self._profiler is not None:
+                self._profiler.record(self._name, evt)
         if should_profile_kernel(self._name):
-            profile_kernel(self._name, evt)
+            profile_kernel(None, evt, kernel_msg=self._name)
 
     def _resolve_queue(self, queue: cl.CommandQueue | None,
                        default: cl.CommandQueue | None) -> cl.CommandQueue:
@@ -704,6 +887,71 @@ class LauncherI(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._name!r})"
+
+# }}}
+
+
+# {{{ host launchers
+
+class HostLauncherI(LauncherI):
+    """Interface of launchers of work done on the host (in Python) in a
+    sequence of enqueues, such as a host-side reduction of results or a
+    boundary update: subclasses implement :meth:`apply`.
+
+    Calling the launcher waits for *wait_for* and, when a queue is given,
+    for the work enqueued on it before (:meth:`pyopencl.CommandQueue.finish`),
+    runs :meth:`apply` and records its wall time in the launcher's
+    :attr:`~LauncherI.statistics` (on any queue: no device events are
+    involved) and in its profiler.
+
+    :arg name: a name for this launcher (for logging and statistics).
+    :arg kwds: arguments of :class:`LauncherI` (*profiler*).
+
+    .. automethod:: apply
+    .. automethod:: __call__
+    .. automethod:: global_size_configured
+    """
+
+    def __init__(self, name: str, **kwds: Any) -> None:
+        super().__init__(name, **kwds)
+
+    @abstractmethod
+    def apply(self, **kwds: Any) -> None:
+        """Do the host work, with the parameters *kwds* (those of
+        :attr:`~LauncherI.parameters`)."""
+
+    def global_size_configured(self) -> bool:
+        """Always *True*: host work needs no work size."""
+        return True
+
+    def __call__(self, queue: cl.CommandQueue | None = None,
+                 wait_for: WaitFor = None, **kwds: Any) -> cl.Event | None:
+        """Run :meth:`apply` after *wait_for* and the work enqueued on
+        *queue* (if given); return *None* (there is no device event)."""
+        import time
+
+        expected = self.parameters
+        unknown = sorted(n for n in kwds if n not in expected)
+        missing = sorted(n for n in expected if n not in kwds)
+        if unknown or missing:
+            raise TypeError(f"{self.name}: missing parameters {missing}, "
+                            f"unexpected parameters {unknown}")
+        events = _wait_list(wait_for)
+        if events:
+            cl.wait_for_events(events)
+        if queue is not None:
+            queue.finish()
+        if should_trace_kernel(self.name):
+            trace_kernel(f"{self.name}: host work")
+        t0 = time.perf_counter()
+        self.apply(**kwds)
+        seconds = time.perf_counter() - t0
+        self._kernel_stats.add(seconds)
+        if self._profiler is not None:
+            self._profiler.add(self.name, seconds)
+        if should_profile_kernel(self.name):
+            logger.info("profile %s: %.3f ms (host)", self.name, seconds * 1e3)
+        return None
 
 # }}}
 
@@ -796,6 +1044,7 @@ class OpenClKernelLauncher(OpenClKernelLauncherI):
     :arg default_local_work_size: the local work size used when none is
         given on call (*None*: chosen by the implementation).
     :arg default_queue: the queue used when none is given on call.
+    :arg kwds: arguments of :class:`LauncherI` (*profiler*).
 
     .. autoattribute:: kernel
     .. autoattribute:: args_list
@@ -811,8 +1060,9 @@ class OpenClKernelLauncher(OpenClKernelLauncherI):
                  args_list: Sequence[Any] | None = None,
                  default_global_work_size: WorkSize | None = None,
                  default_local_work_size: WorkSize | None = None,
-                 default_queue: cl.CommandQueue | None = None) -> None:
-        super().__init__(name)
+                 default_queue: cl.CommandQueue | None = None,
+                 **kwds: Any) -> None:
+        super().__init__(name, **kwds)
         self._kernel = _as_kernel(kernel, name)
         self._num_args = int(self._kernel.num_args)
         self._default_queue = default_queue
@@ -879,6 +1129,7 @@ class OpenClKernelLauncher(OpenClKernelLauncherI):
         this launcher) that contains only this launcher.
         """
         result = OpenClKernelListLauncher(name or self.name,
+                                          profiler=self._profiler,
                                           default_queue=self._default_queue)
         result.push_kernels(self)
         return result
@@ -957,11 +1208,12 @@ class OpenClParametrizedKernelLauncher(OpenClKernelLauncher):
                  name: str, kernel: cl.Kernel | cl.Program,
                  default_global_work_size: WorkSize | None = None,
                  default_local_work_size: WorkSize | None = None,
-                 default_queue: cl.CommandQueue | None = None) -> None:
+                 default_queue: cl.CommandQueue | None = None,
+                 **kwds: Any) -> None:
         super().__init__(name, kernel, args_list,
                          default_global_work_size=default_global_work_size,
                          default_local_work_size=default_local_work_size,
-                         default_queue=default_queue)
+                         default_queue=default_queue, **kwds)
         seen = set(self._fixed_indices)
         pmap: dict[str, tuple[int, np.dtype[Any] | tuple[type, ...]]] = {}
         for pname, (idx, ptype) in parameters_map.items():
@@ -1181,6 +1433,7 @@ class OpenClCopyBuffer(LauncherI):
         host memory, or for device to device copies the size of *src* from
         its offset.
     :arg default_queue: the queue used when none is given on call.
+    :arg profiler: see :class:`LauncherI`.
 
     .. autoattribute:: direction
     .. automethod:: __call__
@@ -1191,7 +1444,8 @@ class OpenClCopyBuffer(LauncherI):
                  dst_device_offset: int | None = None,
                  byte_count: int | None = None,
                  default_queue: cl.CommandQueue | None = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None,
+                 profiler: KernelProfiler | None = None) -> None:
         src_dev, dst_dev = _is_device_memory(src), _is_device_memory(dst)
         if src_dev and dst_dev:
             direction = "d2d"
@@ -1203,7 +1457,8 @@ class OpenClCopyBuffer(LauncherI):
             raise TypeError(f"copy of {varname!r}: neither source "
                             f"({type(src).__name__}) nor destination "
                             f"({type(dst).__name__}) is device memory")
-        super().__init__(name or f"copy_{direction}_{varname}")
+        super().__init__(name or f"copy_{direction}_{varname}",
+                         profiler=profiler)
         self._direction = direction
         self._varname = varname
         self._default_queue = default_queue
@@ -1307,7 +1562,8 @@ class OpenClCopyHost2Device(OpenClCopyBuffer):
                  dst_device_offset: int | None = None,
                  byte_count: int | None = None,
                  default_queue: cl.CommandQueue | None = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None,
+                 profiler: KernelProfiler | None = None) -> None:
         if not isinstance(src, np.ndarray) or not _is_device_memory(dst):
             raise TypeError(f"copy of {varname!r}: host to device copy needs "
                             "a numpy array source and a pyopencl Buffer or "
@@ -1315,7 +1571,7 @@ class OpenClCopyHost2Device(OpenClCopyBuffer):
                             f"and {type(dst).__name__}")
         super().__init__(varname, src, dst, dst_device_offset=dst_device_offset,
                          byte_count=byte_count, default_queue=default_queue,
-                         name=name)
+                         name=name, profiler=profiler)
 
 
 class OpenClCopyDevice2Host(OpenClCopyBuffer):
@@ -1327,7 +1583,8 @@ class OpenClCopyDevice2Host(OpenClCopyBuffer):
                  src_device_offset: int | None = None,
                  byte_count: int | None = None,
                  default_queue: cl.CommandQueue | None = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None,
+                 profiler: KernelProfiler | None = None) -> None:
         if not _is_device_memory(src) or not isinstance(dst, np.ndarray):
             raise TypeError(f"copy of {varname!r}: device to host copy needs "
                             "a pyopencl Buffer or Array source and a numpy "
@@ -1335,7 +1592,7 @@ class OpenClCopyDevice2Host(OpenClCopyBuffer):
                             f"and {type(dst).__name__}")
         super().__init__(varname, src, dst, src_device_offset=src_device_offset,
                          byte_count=byte_count, default_queue=default_queue,
-                         name=name)
+                         name=name, profiler=profiler)
 
 
 class OpenClCopyDevice2Device(OpenClCopyBuffer):
@@ -1348,7 +1605,8 @@ class OpenClCopyDevice2Device(OpenClCopyBuffer):
                  dst_device_offset: int | None = None,
                  byte_count: int | None = None,
                  default_queue: cl.CommandQueue | None = None,
-                 name: str | None = None) -> None:
+                 name: str | None = None,
+                 profiler: KernelProfiler | None = None) -> None:
         if not (_is_device_memory(src) and _is_device_memory(dst)):
             raise TypeError(f"copy of {varname!r}: device to device copy "
                             "needs pyopencl Buffers or Arrays, got "
@@ -1356,7 +1614,7 @@ class OpenClCopyDevice2Device(OpenClCopyBuffer):
         super().__init__(varname, src, dst, src_device_offset=src_device_offset,
                          dst_device_offset=dst_device_offset,
                          byte_count=byte_count, default_queue=default_queue,
-                         name=name)
+                         name=name, profiler=profiler)
 
 # }}}
 
@@ -1376,6 +1634,9 @@ class OpenClKernelListLauncher(LauncherI):
     launchers are appended), an iterable of those, or *None* (ignored).
 
     :arg name: a name for this list (for logging).
+    :arg profiler: a :class:`KernelProfiler`, given to the launchers pushed
+        into the list that have none (they record their measurements in
+        it), or *None*.
     :arg default_queue: the queue used when none is given on call.
 
     .. autoattribute:: launchers
@@ -1387,9 +1648,9 @@ class OpenClKernelListLauncher(LauncherI):
     .. automethod:: __call__
     """
 
-    def __init__(self, name: str,
+    def __init__(self, name: str, profiler: KernelProfiler | None = None,
                  default_queue: cl.CommandQueue | None = None) -> None:
-        super().__init__(name)
+        super().__init__(name, profiler=profiler)
         self._default_queue = default_queue
         self._launchers: list[LauncherI] = []
         self._parameters: dict[str, np.dtype[Any] | tuple[type, ...]] = {}
@@ -1424,6 +1685,8 @@ class OpenClKernelListLauncher(LauncherI):
                                  f"{launcher.name!r} has type {ptype}, "
                                  f"but {known} elsewhere in the list")
         self._parameters.update(launcher.parameters)
+        if launcher._profiler is None and self._profiler is not None:
+            launcher._profiler = self._profiler
         self._launchers.append(launcher)
 
     def push_kernels(self, *kernel_launchers: LauncherI | None
