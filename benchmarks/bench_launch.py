@@ -5,10 +5,14 @@ For a 1-kernel and a 10-kernel program, each way of running is called
 ``--calls`` times in a row (enqueue only; the queue is drained between
 repetitions, not timed) and the best of ``--repeat`` repetitions is
 reported in microseconds per call (one call enqueues all kernels of the
-program). Unless ``--no-gate`` is given, the queue is held behind a user
-event while the calls are enqueued, so that the device runs nothing
-meanwhile: the figures are host-side costs, not disturbed by a CPU device
-competing for the cores.
+program). The pytato ways run both on a plain queue and on a queue with
+profiling enabled (the ``(profiling)`` rows, which keep the events for
+``statistics``); ``profiling / plain`` is their ratio for the executable,
+and ``statistics read`` the time per call to read the recorded events into
+statistics (once, after all repetitions). Unless ``--no-gate`` is given,
+the queues are held behind a user event while the calls are enqueued, so
+that the device runs nothing meanwhile: the figures are host-side costs,
+not disturbed by a CPU device competing for the cores.
 
 Run::
 
@@ -90,7 +94,8 @@ def make_program(nkernels: int, n: int) -> Any:
     return prog.with_transformed_program(split_loops)
 
 
-def time_calls(fns: dict[str, Callable[[], Any]], queue: cl.CommandQueue,
+def time_calls(fns: dict[str, Callable[[], Any]],
+               queue: cl.CommandQueue | list[cl.CommandQueue],
                calls: int, repeat: int, gate: bool) -> dict[str, float]:
     """Best time per call (us) of *calls* calls of each of *fns* (enqueue
     only). Repetitions interleave the functions, so that a slower period
@@ -100,22 +105,26 @@ def time_calls(fns: dict[str, Callable[[], Any]], queue: cl.CommandQueue,
         device does not run (and compete with the host for the CPU, as a
         CPU device does) until the timed calls are enqueued.
     """
+    queues = queue if isinstance(queue, list) else [queue]
     best = dict.fromkeys(fns, float("inf"))
     for fn in fns.values():
         fn()
-    queue.finish()
+    for q in queues:
+        q.finish()
     for _ in range(repeat):
         for name, fn in fns.items():
             if gate:
-                user_evt = cl.UserEvent(queue.context)
-                cl.enqueue_marker(queue, wait_for=[user_evt])
+                user_evt = cl.UserEvent(queues[0].context)
+                for q in queues:
+                    cl.enqueue_marker(q, wait_for=[user_evt])
             t0 = time.perf_counter()
             for _ in range(calls):
                 fn()
             t1 = time.perf_counter()
             if gate:
                 user_evt.set_status(cl.command_execution_status.COMPLETE)
-            queue.finish()
+            for q in queues:
+                q.finish()
             best[name] = min(best[name], (t1 - t0) / calls)
     return {name: t * 1e6 for name, t in best.items()}
 
@@ -156,16 +165,44 @@ def bench_program(nkernels: int, ctx: cl.Context, queue: cl.CommandQueue,
         if not np.allclose(got.get(), ref_out.get()):
             raise RuntimeError(f"{name} disagrees with the launcher")
 
+    pqueue = cl.CommandQueue(
+        ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    xp = cla.to_device(pqueue, x_np)
+    plaunch = prog.launcher(pqueue, x=xp)
+    _, out = exe(pqueue, x=xp)
+    got = out[0] if isinstance(out, tuple) else next(iter(out.values()))
+    if not np.allclose(got.get(), ref_out.get()):
+        raise RuntimeError("the call on a profiling queue disagrees")
+    pqueue.finish()
+    exe.clear_statistics()
+    prog.clear_statistics()
+
     results = time_calls({
         "raw pyopencl enqueue": raw_enqueue,
         "loopy executor": lambda: executor(queue, x=x),
         "BoundPyOpenCLExecutable": lambda: exe(queue, x=x),
+        "BoundPyOpenCLExecutable (profiling)": lambda: exe(pqueue, x=xp),
         "BoundPyOpenCLProgram": lambda: prog(queue, x=x),
+        "BoundPyOpenCLProgram (profiling)": lambda: prog(pqueue, x=xp),
         "launcher": launch,
-    }, queue, calls, repeat, gate)
+        "launcher (profiling)": plaunch,
+    }, [queue, pqueue], calls, repeat, gate)
+    pqueue.finish()
+    ncalls = 1 + calls * repeat  # a warm-up call, then the timed ones
+    t0 = time.perf_counter()
+    stats = exe.statistics
+    t1 = time.perf_counter()
+    counted = sum(s.count for s in stats.values())
+    if counted != ncalls * nkernels:
+        raise RuntimeError(f"statistics count {counted} kernel runs, "
+                           f"expected {ncalls * nkernels}")
+    results["statistics read"] = (t1 - t0) / ncalls * 1e6
     return {"kernels": nkernels, "us_per_call": results,
             "launcher_over_raw": results["launcher"]
-            / results["raw pyopencl enqueue"]}
+            / results["raw pyopencl enqueue"],
+            "profiling_over_plain": results[
+                "BoundPyOpenCLExecutable (profiling)"]
+            / results["BoundPyOpenCLExecutable"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -207,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['us_per_call'][name]:>12.2f}" for r in runs))
     print(f"{'launcher / raw':<{width}} " + " ".join(
         f"{r['launcher_over_raw']:>12.2f}" for r in runs))
+    print(f"{'profiling / plain':<{width}} " + " ".join(
+        f"{r['profiling_over_plain']:>12.2f}" for r in runs))
     if args.json:
         with open(args.json, "w") as outf:
             json.dump({**header, "runs": runs}, outf, indent=2)

@@ -456,3 +456,107 @@ def test_trace_switch_logs_launcher_kernels(queue, multi_prog, monkeypatch,
 # }}}
 
 # vim: foldmethod=marker
+
+
+# {{{ profiling queues take the fast path
+
+@pytest.fixture(scope="module")
+def dag_prog() -> Any:
+    """A random DAG of many kernels (the code generation benchmark's)."""
+    from random_graphs import make_random_dag
+    return pt.generate_loopy(make_random_dag(300, seed=5, n=8))
+
+
+def _dag_inputs(queue: cl.CommandQueue) -> dict[str, cla.Array]:
+    rng = np.random.default_rng(11)
+    return {f"in{i}": cla.to_device(queue, rng.random((8, 8)))
+            for i in range(4)}
+
+
+@pytest.mark.parametrize("source", ["program", "executable"])
+def test_profiling_calls_equal_plain_calls(cl_ctx, queue, prof_queue, dag_prog,
+                                           source):
+    """Repeated calls on a profiling queue (which run through the fast
+    path) give the results of plain calls and record each kernel once per
+    call."""
+    prog = dag_prog if source == "program" else dag_prog.bind_to_context(
+        cl_ctx)
+    executor = (prog._executor(cl_ctx) if source == "program"
+                else prog.program)
+    inputs = _dag_inputs(queue)
+    _, plain = prog(queue, **inputs)
+    plain = {k: v.get() for k, v in dict(plain).items()} if isinstance(
+        plain, dict) else [v.get() for v in plain]
+    names = [sk.name for sk in get_kernel_plan(executor).subkernels]
+    assert len(names) > 5
+    pinputs = _dag_inputs(prof_queue)
+    prog.clear_statistics()
+    ncalls = 4
+    for _ in range(ncalls):
+        _, out = prog(prof_queue, **pinputs)
+        got = ({k: v.get() for k, v in out.items()} if isinstance(out, dict)
+               else [v.get() for v in out])
+        if isinstance(got, dict):
+            assert got.keys() == plain.keys()
+            for k in got:
+                np.testing.assert_array_equal(got[k], plain[k])
+        else:
+            for a, b in zip(got, plain, strict=True):
+                np.testing.assert_array_equal(a, b)
+    prof_queue.finish()
+    # one batch of events per call, in plan order
+    pairs = executor_statistics(executor).events
+    assert [name for name, _ in pairs] == ncalls * names
+    stats = prog.statistics
+    assert set(stats) == set(names)
+    for name in names:
+        assert stats[name].count == ncalls * names.count(name)
+        assert stats[name].total >= 0
+    _check_stats(stats, _durations_by_name(pairs))
+    assert not executor_statistics(executor).events
+    prog.clear_statistics()
+    assert not prog.statistics
+
+
+def test_profiling_calls_bounded_memory(cl_ctx, prof_queue, dag_prog,
+                                        monkeypatch):
+    """Past ``max_pending`` events, finished events are read as calls
+    record more: the statistics count every call."""
+    exe = dag_prog.bind_to_context(cl_ctx)
+    stats_obj = executor_statistics(exe.program)
+    stats_obj.clear()
+    nkernels = len(get_kernel_plan(exe.program).subkernels)
+    monkeypatch.setattr(stats_obj, "max_pending", 2 * nkernels)
+    stats_obj.clear()  # takes the new limit
+    inputs = _dag_inputs(prof_queue)
+    for _ in range(10):
+        exe(prof_queue, **inputs)
+        prof_queue.finish()
+    assert len(stats_obj.events) <= 3 * nkernels
+    assert exe.statistics.total.count == 10 * nkernels
+    exe.clear_statistics()
+
+
+def test_profiling_launcher_keeps_events_and_profiler(prof_queue, multi_prog):
+    """A launcher on a profiling queue records its kernels' events on the
+    fast path, in its launchers and in its profiler."""
+    from pytato.target.loopy.launch import make_program_launcher
+    from pytato.target.loopy.launcher import KernelProfiler
+    prog = multi_prog
+    profiler = KernelProfiler("run")
+    executor = prog._executor(prof_queue.context)
+    launch = make_program_launcher(
+        executor, prof_queue, prog._arg_spec, {}, {"x": _rand(seed=3)},
+        profiler=profiler)
+    assert all(sub.profiler is profiler for sub in launch.launchers)
+    for _ in range(3):
+        launch()
+    prof_queue.finish()
+    _check_dict(launch.result(), _multi_kernel_reference(_rand(seed=3)))
+    pairs = profiler.events
+    assert len(pairs) == 3 * len(launch)
+    expected = _durations_by_name(pairs)
+    _check_stats(profiler.statistics, expected)
+    _check_stats(launch.statistics, expected)
+
+# }}}

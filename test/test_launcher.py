@@ -11,6 +11,8 @@ import pyopencl.array as cla
 import pytest
 
 from pytato.target.loopy.launcher import (
+    HostLauncherI,
+    KernelProfiler,
     KernelStatistics,
     LauncherStatistics,
     OpenClCopyDevice2Device,
@@ -21,7 +23,9 @@ from pytato.target.loopy.launcher import (
     OpenClKernelListLauncher,
     OpenClKernelParameterYielder,
     OpenClParametrizedKernelLauncher,
+    event_duration,
     launcher_from_kernels,
+    profile_kernel,
 )
 
 
@@ -435,6 +439,182 @@ def test_env_trace_and_profile(monkeypatch, caplog, prof_queue, prg):
     with caplog.at_level(logging.INFO, logger="pytato.target.loopy.launcher"):
         launcher()
     assert not caplog.records
+
+
+# {{{ the seed's profiler API
+
+def _duration(evt: cl.Event) -> float:
+    return (evt.profile.end - evt.profile.start) * 1e-9
+
+
+def test_profiler_collects_launchers(prof_queue, prg):
+    """One profiler given to several launchers (and through a list) collects
+    the durations of their events, by launcher name."""
+    x_host = _host_x()
+    x = cla.empty(prof_queue, N, np.float32)
+    a = cla.empty_like(x)
+    b = cla.empty_like(x)
+    n = np.int32(N)
+    profiler = KernelProfiler("pipeline")
+    add_one = OpenClKernelLauncher("add_one", cl.Kernel(prg, "add_one"),
+                                   (x, a, n), default_global_work_size=N,
+                                   profiler=profiler)
+    times_two = OpenClParametrizedKernelLauncher(
+        {"n": (2, np.int32)}, ((0, a), (1, b)), name="times_two",
+        kernel=cl.Kernel(prg, "times_two"), default_global_work_size=N)
+    lst = OpenClKernelListLauncher("pipeline", profiler)
+    assert lst.profiler is profiler
+    lst.push_copy_host_to_device("x", x_host, x)
+    lst.push_kernels(add_one, times_two)
+    # the list's profiler goes to the launchers pushed without one
+    assert all(ln.profiler is profiler for ln in lst)
+    for _ in range(3):
+        lst(prof_queue, n=N)
+    prof_queue.finish()
+    np.testing.assert_array_equal(b.get(), (x_host + 1) * 2)
+    pairs = profiler.events
+    assert [name for name, _ in pairs] == 3 * ["copy_h2d_x", "add_one",
+                                               "times_two"]
+    expected = {name: [_duration(e) for nm, e in pairs if nm == name]
+                for name in ("copy_h2d_x", "add_one", "times_two")}
+    stats = profiler.statistics
+    for name, times in expected.items():
+        assert stats[name].count == 3
+        assert stats[name].total == pytest.approx(sum(times), rel=1e-12)
+    # the launchers keep their own statistics as well
+    assert lst.statistics["add_one"] == stats["add_one"]
+    assert not profiler.events
+    assert "add_one" in str(profiler) and "pipeline" in profiler.summary()
+    profiler.clear()
+    assert not profiler.statistics
+
+
+def test_profiler_ignores_plain_queues(queue, prg):
+    x = cla.to_device(queue, _host_x())
+    a = cla.empty_like(x)
+    profiler = KernelProfiler()
+    launcher = OpenClKernelLauncher("add_one", cl.Kernel(prg, "add_one"),
+                                    (x, a, np.int32(N)),
+                                    default_global_work_size=N,
+                                    profiler=profiler)
+    launcher(queue)
+    queue.finish()
+    assert not profiler.events and not profiler.statistics
+    np.testing.assert_array_equal(a.get(), x.get() + 1)
+
+
+def test_profiler_type_checked(prg):
+    with pytest.raises(TypeError, match="profiler must be a KernelProfiler"):
+        OpenClKernelLauncher("add_one", cl.Kernel(prg, "add_one"),
+                             profiler=object())  # type: ignore[arg-type]
+
+
+def test_profiler_record_batches_and_bound(prof_queue, prg):
+    """record_batch keeps events pairwise with names; past max_pending the
+    finished ones are read (and counted) as more are recorded."""
+    x = cla.to_device(prof_queue, _host_x())
+    a = cla.empty_like(x)
+    knl = cl.Kernel(prg, "add_one")
+    for i, arg in enumerate((x.base_data, a.base_data, np.int32(N))):
+        knl.set_arg(i, arg)
+    profiler = KernelProfiler()
+    profiler.max_pending = 4
+    profiler.clear()
+    events = []
+    for _ in range(5):
+        batch = tuple(cl.enqueue_nd_range_kernel(prof_queue, knl, (N,), None)
+                      for _ in range(2))
+        prof_queue.finish()
+        profiler.record_batch(("first", "second"), batch)
+        events.append(batch)
+    assert len(profiler.events) <= 4
+    profiler["host step"] = 0.5
+    profiler.add("host step", 1.5)
+    stats = profiler.statistics
+    assert stats["first"].count == stats["second"].count == 5
+    assert stats["first"].total == pytest.approx(
+        sum(_duration(b[0]) for b in events), rel=1e-12)
+    assert stats["host step"] == KernelStatistics.from_durations([0.5, 1.5])
+    with pytest.raises(ValueError):
+        profiler.record_batch(("only one name",), events[0])
+
+
+def test_profile_kernel_signature(prof_queue, queue, prg, caplog):
+    x = cla.to_device(prof_queue, _host_x())
+    a = cla.empty_like(x)
+    knl = cl.Kernel(prg, "add_one")
+    for i, arg in enumerate((x.base_data, a.base_data, np.int32(N))):
+        knl.set_arg(i, arg)
+    profiler = KernelProfiler()
+    evt = cl.enqueue_nd_range_kernel(prof_queue, knl, (N,), None)
+    with caplog.at_level(logging.INFO, logger="pytato.target.loopy.launcher"):
+        seconds = profile_kernel(knl, evt, fprofiler=profiler)
+    assert seconds == event_duration(evt)
+    assert any(r.getMessage().startswith("profile add_one:")
+               for r in caplog.records)
+    evt2 = cl.enqueue_nd_range_kernel(prof_queue, knl, (N,), None)
+    assert profile_kernel(knl, evt2, kernel_msg="step 2",
+                          fprofiler=profiler) == event_duration(evt2)
+    assert profile_kernel("by name", evt2, None, profiler) == event_duration(evt2)
+    stats = profiler.statistics
+    assert stats["add_one"].count == stats["step 2"].count == 1
+    assert stats["by name"].count == 1
+    # no kernel and no message
+    with pytest.raises(ValueError, match="kernel_msg"):
+        profile_kernel(None, evt2)
+    # plain queue: no timing, nothing recorded
+    evt3 = cl.enqueue_nd_range_kernel(queue, knl, (N,), None)
+    assert profile_kernel(knl, evt3, fprofiler=profiler) is None
+    assert profiler.statistics["add_one"].count == 1
+
+
+class _HostSum(HostLauncherI):
+    """Sums a device array on the host (after the kernels before it)."""
+
+    def __init__(self, name: str, ary: cla.Array, **kwds) -> None:
+        super().__init__(name, **kwds)
+        self.ary = ary
+        self.sums: list[float] = []
+
+    @property
+    def parameters(self):
+        return {"scale": np.dtype(np.float32)}
+
+    def apply(self, scale: float = 1.0) -> None:
+        self.sums.append(float(self.ary.get().sum()) * scale)
+
+
+@pytest.mark.parametrize("profiling", [False, True])
+def test_host_launcher(cl_ctx, prg, profiling):
+    """A host launcher runs after the work enqueued before it, with its
+    parameters, and measures its wall time on any queue."""
+    q = cl.CommandQueue(cl_ctx, properties=PROFILING if profiling else 0)
+    x_host = _host_x()
+    x = cla.to_device(q, x_host)
+    a = cla.empty_like(x)
+    profiler = KernelProfiler()
+    host = _HostSum("host_sum", a)
+    assert host.global_size_configured()
+    lst = OpenClKernelListLauncher("with_host", profiler=profiler,
+                                   default_queue=q)
+    lst.push_kernels(OpenClKernelLauncher(
+        "add_one", cl.Kernel(prg, "add_one"), (x, a, np.int32(N)),
+        default_global_work_size=N), host)
+    assert lst.parameters == {"scale": np.dtype(np.float32)}
+    assert lst(scale=2.0) is None
+    assert lst(scale=1.0) is None
+    expected = float((x_host + 1).sum())
+    assert host.sums == [pytest.approx(2 * expected, rel=1e-5),
+                         pytest.approx(expected, rel=1e-5)]
+    assert host.statistics["host_sum"].count == 2
+    assert profiler.statistics["host_sum"].count == 2
+    assert ("add_one" in profiler.statistics) == profiling
+    with pytest.raises(TypeError, match="unexpected parameters"):
+        host(q, scale=1.0, other=2)
+    with pytest.raises(TypeError, match="missing parameters"):
+        host(q)
+
+# }}}
 
 
 # vim: foldmethod=marker

@@ -35,11 +35,8 @@ profiling, tracing or per-call inputs a call only enqueues the kernels
 ``benchmarks/README.md``).
 
 Programs also keep per-kernel profiling statistics: when a program or an
-executable runs on a queue with profiling enabled (or when
-:data:`~pytato.target.loopy.launcher.TRACE_KERNELS_ENV` or
-:data:`~pytato.target.loopy.launcher.PROFILE_KERNELS_ENV` is set), it
-enqueues its kernels one by one (instead of through :mod:`loopy`'s invoker),
-keeps their events and exposes ``statistics``
+executable runs on a queue with profiling enabled, it keeps the events of
+its kernels and exposes ``statistics``
 (:class:`~pytato.target.loopy.launcher.LauncherStatistics`: ``print`` it for
 a per-kernel table)::
 
@@ -51,8 +48,23 @@ a per-kernel table)::
     queue.finish()
     print(exe.statistics)      # name, count, total (ms), mean/min/max (us)
 
-Launchers made on such a queue keep their events too
-(``print(launch.statistics)``).  Programs whose host code loops over
+Calls on such a queue take the same fast path as calls on other queues
+(prebuilt kernels and argument lists, see "Repeated calls" in
+:mod:`pytato.target.loopy.programs`): the events of a call's kernels are
+kept as one batch (:class:`EventStatistics`, a
+:class:`~pytato.target.loopy.launcher.KernelProfiler`) and their profiling
+counters are only read when ``statistics`` is fetched (or, in long loops,
+when many events wait), so that measuring costs about as much per call as
+not measuring (``benchmarks/bench_launch.py``). When
+:data:`~pytato.target.loopy.launcher.TRACE_KERNELS_ENV` or
+:data:`~pytato.target.loopy.launcher.PROFILE_KERNELS_ENV` is set, programs
+enqueue their kernels one by one (instead of through :mod:`loopy`'s
+invoker) to trace and profile them as the switches say.
+
+Launchers made on a queue with profiling enabled keep their events too
+(``print(launch.statistics)``), and record them in the
+:class:`~pytato.target.loopy.launcher.KernelProfiler` given to
+:func:`make_program_launcher`, if any.  Programs whose host code loops over
 kernels, or whose loopy target packs arguments, run through :mod:`loopy`'s
 invoker and keep no statistics (see :func:`supports_instrumented_run`); they
 cannot be launched.
@@ -752,8 +764,9 @@ class _SizedCall:
     default pool are kept for the next call (see ``run``).
     """
 
-    __slots__ = ("_run_profiled", "context", "held", "kernels", "names",
-                 "ninputs", "out_nbytes", "outputs", "run", "stats",
+    __slots__ = ("context", "held", "kernels", "names",
+                 "ninputs", "out_nbytes", "outputs", "run", "run_profiled",
+                 "stats",
                  "templates", "temporaries")
 
     def __init__(self, fast: _FastCall, values: Mapping[str, int]) -> None:
@@ -811,7 +824,7 @@ class _SizedCall:
         self.temporaries = tuple(temporaries)
         self.ninputs = len(plan.input_arrays)
         self.run = self._compile_run(self.ninputs)
-        self._run_profiled: Any = None
+        self.run_profiled = self._first_run_profiled
 
     #: ``run(queue, info, buffers, wait_for, allocator)``: allocate the
     #: outputs and temporaries from *allocator*, enqueue the kernels (the
@@ -833,16 +846,15 @@ class _SizedCall:
     #: allocator once the kernels are enqueued.
     run: Any
 
-    @property
-    def run_profiled(self) -> Any:
-        """:attr:`run` for queues with profiling enabled: the same, and the
-        events of the kernels are recorded (one batch per call) in the
-        executor's statistics (:func:`executor_statistics`)."""
-        run = self._run_profiled
-        if run is None:
-            run = self._run_profiled = self._compile_run(self.ninputs,
-                                                         profiled=True)
-        return run
+    #: :attr:`run` for queues with profiling enabled: the same, and the
+    #: events of the kernels are recorded (one batch per call) in the
+    #: executor's statistics (:func:`executor_statistics`). (Compiled on
+    #: its first call.)
+    run_profiled: Any
+
+    def _first_run_profiled(self, *args: Any) -> Any:
+        self.run_profiled = self._compile_run(self.ninputs, profiled=True)
+        return self.run_profiled(*args)
 
     def output(self, k: int, buf: Any, evt: cl.Event, queue: cl.CommandQueue,
                allocator: Any) -> cla.Array:
@@ -868,8 +880,9 @@ class _SizedCall:
             "enqueue": _enqueue, "new": _new_object, "Array": _Array,
             "Holder": _MemoryObjectHolder, "POOL": _POOL_ATTR,
             "held": self.held, "token": object(), "output": self.output,
-            "templates": self.templates, "record": self.stats.record_batch,
-            "NAMES": self.names}
+            "templates": self.templates, "NAMES": self.names,
+            "batches": self.stats._batches, "counts": self.stats._counts,
+            "overflow": self.stats._overflow}
 
         def buffer(j: int) -> str:
             if j < ninputs:
@@ -924,9 +937,13 @@ class _SizedCall:
             code += launches("    ", 1)
         if profiled:
             nkernels = len(self.kernels)
+            # KernelProfiler.record_batch, inlined
             code += [f"    evt = e{nkernels - 1}",
-                     "    record(NAMES, ({},))".format(
-                         ", ".join(f"e{n}" for n in range(nkernels)))]
+                     "    batches.append((NAMES, ({})))".format(
+                         "".join(f"e{n}, " for n in range(nkernels))),
+                     f"    counts[0] += {nkernels}",
+                     "    if counts[0] > counts[1]:",
+                     "        overflow()"]
         for k in range(noutputs):
             code.append(f"    a{k} = output({k}, o{k}, evt, queue, allocator)"
                         if self.templates is None else

@@ -8,6 +8,24 @@ enqueued on queues with profiling enabled
 them into per-kernel timing statistics on demand (see
 :attr:`LauncherI.statistics`).
 
+Each launcher may also be given a *profiler* (a :class:`KernelProfiler`):
+one profiler shared by the launchers of a time step, or by a
+:class:`OpenClKernelListLauncher` (which hands it to the launchers pushed
+into it), collects all they measure, by launcher name: the durations of
+their kernels and copies on queues with profiling enabled (read from the
+events when asked for), and the wall time of the host work of
+:class:`HostLauncherI` launchers::
+
+    profiler = KernelProfiler("step")
+    step = OpenClKernelListLauncher("step", profiler, default_queue=queue)
+    step += OpenClKernelLauncher("advect", advect_knl, args,
+                                 default_global_work_size=n)
+    step += MyHostBoundaryUpdate("boundaries")   # a HostLauncherI
+    for _ in range(nsteps):
+        step()
+    queue.finish()
+    print(profiler)      # name, count, total (ms), mean/min/max (us)
+
 Launchers
 ---------
 
@@ -654,9 +672,11 @@ class KernelProfiler:
 
     def __init__(self, name: str = "profiler") -> None:
         self.name = name
+        # (the fast calls of programs record into these objects directly:
+        # they are changed in place, never replaced)
         self._batches: list[tuple[Sequence[str], Sequence[cl.Event]]] = []
-        self._npending = 0
-        self._limit = self.max_pending
+        #: [number of events in _batches, number that triggers a reading]
+        self._counts = [0, self.max_pending]
         self._stats = LauncherStatistics()
 
     def add(self, name: str, seconds: float) -> None:
@@ -676,14 +696,23 @@ class KernelProfiler:
         """Keep *events*, the events of executions of *names* (pairwise),
         enqueued in this order such that each one completes no later than
         the last (on one in-order queue, or chained by their wait lists).
+
+        :raises ValueError: if *names* and *events* differ in length.
         """
+        if len(names) != len(events):
+            raise ValueError(f"{self.name}: {len(names)} names for "
+                             f"{len(events)} events")
         self._batches.append((names, events))
-        self._npending += len(events)
-        if self._npending > self._limit:
-            self._consume()
-            # finished events were read: wait for as many again before the
-            # next reading (no quadratic rereading of running ones)
-            self._limit = max(self.max_pending, 2 * self._npending)
+        counts = self._counts
+        counts[0] += len(events)
+        if counts[0] > counts[1]:
+            self._overflow()
+
+    def _overflow(self) -> None:
+        self._consume()
+        # finished events were read: wait for as many again before the next
+        # reading (no quadratic rereading of running ones)
+        self._counts[1] = max(self.max_pending, 2 * self._counts[0])
 
     @property
     def events(self) -> tuple[tuple[str, cl.Event], ...]:
@@ -721,8 +750,8 @@ class KernelProfiler:
             if rest:
                 pending.append((tuple(rest_names), tuple(rest)))
                 npending += len(rest)
-        self._batches = pending
-        self._npending = npending
+        self._batches[:] = pending
+        self._counts[0] = npending
 
     @property
     def statistics(self) -> LauncherStatistics:
@@ -737,9 +766,8 @@ class KernelProfiler:
 
     def clear(self) -> None:
         """Forget the statistics and the recorded events."""
-        self._batches = []
-        self._npending = 0
-        self._limit = self.max_pending
+        self._batches.clear()
+        self._counts[:] = [0, self.max_pending]
         self._stats = LauncherStatistics()
 
     def __str__(self) -> str:
