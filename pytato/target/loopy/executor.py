@@ -31,6 +31,9 @@ changes:
   without :mod:`loopy`'s caches and saves them there.
 * **Fewer garbage collections** while :mod:`loopy` works
   (:class:`pytato.codegen.FewerCollections`).
+* **Builds in parallel.** The device code of many kernels is built as
+  several OpenCL programs at once (:func:`build_kernels`), each with some
+  of the kernels and the preambles and helper functions they may use.
 * **Phase logging.** The first call logs, at ``INFO`` on
   ``pytato.target.loopy``, how long :mod:`loopy`'s preprocessing and
   linearization, its code generation, the OpenCL build and the host code
@@ -39,11 +42,22 @@ changes:
 .. autoclass:: PhasedExecutor
 .. autofunction:: make_executor
 .. autofunction:: device_code
+
+Parallel builds
+---------------
+
+.. autofunction:: build_kernels
+.. autofunction:: build_chunk_count
+.. autofunction:: split_device_code
+.. autodata:: BUILD_CHUNKS_ENV
+.. autodata:: MIN_CHUNK_BYTES
 """
 
 from __future__ import annotations
 
 import logging
+import os
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from loopy.target.pyopencl_execution import (
@@ -61,7 +75,16 @@ if TYPE_CHECKING:
     import pyopencl as cl
 
 
-__all__ = ["PhasedExecutor", "device_code", "make_executor"]
+__all__ = [
+    "BUILD_CHUNKS_ENV",
+    "MIN_CHUNK_BYTES",
+    "PhasedExecutor",
+    "build_chunk_count",
+    "build_kernels",
+    "device_code",
+    "make_executor",
+    "split_device_code",
+]
 
 _logger = logging.getLogger("pytato.target.loopy")
 
@@ -159,7 +182,6 @@ class PhasedExecutor(PyOpenCLExecutor):
 
     @memoize_method
     def translation_unit_info(self, arg_to_dtype: Any = None) -> Any:
-        import pyopencl as cl
 
         t_unit = self.get_typed_and_scheduled_translation_unit(arg_to_dtype)
         options = t_unit[self.entrypoint].options
@@ -170,12 +192,11 @@ class PhasedExecutor(PyOpenCLExecutor):
         with FewerCollections():
             code, invoker = self._code_and_invoker(t_unit, arg_to_dtype)
         with PhaseTimer(_logger, "OpenCL build"):
-            program = cl.Program(self.context, code).build(
-                options=options.build_options)
+            built = build_kernels(self.context, code,
+                                  options=options.build_options)
         kernels = _Kernels()
-        for name in program.kernel_names.split(";"):
-            if name:
-                setattr(kernels, name, getattr(program, name))
+        for name, kernel in built.items():
+            setattr(kernels, name, kernel)
         return _KernelInfo(cl_kernels=kernels, invoker=invoker)
 
 
@@ -213,3 +234,262 @@ def make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,
         (entrypoint,) = t_unit.entrypoints
         return PhasedExecutor(context, t_unit, entrypoint, store_key=store_key)
     return t_unit.executor(context)
+
+
+# {{{ chunked, parallel OpenCL builds
+
+#: Environment variable setting the number of programs the device code of a
+#: program is built as (see :func:`build_kernels`): an integer (``1``: one
+#: program, as :mod:`loopy` builds it), or unset for the default.
+BUILD_CHUNKS_ENV = "PYTATO_BUILD_CHUNKS"
+
+#: Kernel source bytes per chunk below which the device code is not split
+#: further (see :func:`build_chunk_count`).
+MIN_CHUNK_BYTES = 64 * 1024
+
+_KERNEL_HEADS = ("__kernel ", "__kernel\t", "__kernel\n", "kernel ")
+_DECLARATION_HEADS = ("typedef", "struct", "union", "enum")
+
+
+def _skip_literal(code: str, i: int) -> int:
+    """The index after the string or character literal starting at *i*."""
+    quote = code[i]
+    i += 1
+    n = len(code)
+    while i < n:
+        c = code[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == quote:
+            return i + 1
+        if c == "\n":
+            break
+        i += 1
+    raise ValueError("unterminated literal")
+
+
+def _top_level_items(code: str) -> list[str]:
+    """The top-level items of the C source *code*, in order: preprocessor
+    directives (with their continuation lines), declarations (up to their
+    ``;``), function definitions (up to their closing brace) and any text
+    between those (e.g. macro invocations). Their concatenation is *code*,
+    up to whitespace.
+
+    :raises ValueError: if the braces, parentheses, comments or literals
+        do not balance.
+    """
+    items: list[str] = []
+    n = len(code)
+    i = start = 0
+    depth = paren = 0
+    line_start = True
+
+    def flush(end: int) -> None:
+        nonlocal start
+        if code[start:end].strip():
+            items.append(code[start:end])
+        start = end
+
+    while i < n:
+        c = code[i]
+        if c == "\n":
+            line_start = True
+            i += 1
+            continue
+        if c in " \t\r\f\v":
+            i += 1
+            continue
+        if c == "#" and line_start and depth == 0 and paren == 0:
+            if code[start:i].lstrip().startswith(_KERNEL_HEADS):
+                raise ValueError("directive inside a kernel's header")
+            flush(i)
+            end = i
+            while True:
+                end = code.find("\n", end)
+                if end < 0:
+                    end = n
+                    break
+                if code[end - 1] == "\\" or code[end - 2:end] == "\\\r":
+                    end += 1
+                    continue
+                break
+            flush(end)
+            i = end
+            continue
+        line_start = False
+        if code.startswith("//", i):
+            end = code.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        if code.startswith("/*", i):
+            end = code.find("*/", i + 2)
+            if end < 0:
+                raise ValueError("unterminated comment")
+            i = end + 2
+            continue
+        if c in "\"'":
+            i = _skip_literal(code, i)
+            continue
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth < 0:
+                raise ValueError("unbalanced braces")
+            if depth == 0 and paren == 0 and not code[start:i].lstrip(
+                    ).startswith(_DECLARATION_HEADS):
+                flush(i + 1)  # a function definition ends here
+        elif c == "(":
+            paren += 1
+        elif c == ")":
+            paren -= 1
+            if paren < 0:
+                raise ValueError("unbalanced parentheses")
+        elif c == ";" and depth == 0 and paren == 0:
+            flush(i + 1)
+        i += 1
+    if depth or paren:
+        raise ValueError("unbalanced braces or parentheses")
+    flush(n)
+    return items
+
+
+def split_device_code(code: str) -> tuple[str, list[str]] | None:
+    """Split the OpenCL C source *code* into ``(shared, kernels)``: the
+    text of each kernel definition, in order, and everything else
+    (preprocessor directives, type definitions, helper functions and the
+    preambles, in their order), which every kernel may need. *None* if the
+    source cannot be split (unbalanced text)."""
+    try:
+        items = _top_level_items(code)
+    except ValueError:
+        return None
+    shared = []
+    kernels = []
+    for item in items:
+        if item.lstrip().startswith(_KERNEL_HEADS):
+            kernels.append(item.strip())
+        else:
+            shared.append(item.strip("\n"))
+    return "\n".join(shared) + "\n", kernels
+
+
+def _usable_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover
+        return os.cpu_count() or 1
+
+
+def build_chunk_count(kernel_sizes: Sequence[int]) -> int:
+    """The number of programs to build kernels of source sizes
+    *kernel_sizes* (bytes) as: one per :data:`MIN_CHUNK_BYTES` of kernel
+    source, at most one per kernel and one per usable CPU (a program of
+    one kernel, or of a small source, is built as one program).
+    :data:`BUILD_CHUNKS_ENV` overrides it (capped to the number of
+    kernels)."""
+    nkernels = len(kernel_sizes)
+    if nkernels <= 1:
+        return 1
+    env = os.environ.get(BUILD_CHUNKS_ENV, "").strip()
+    if env:
+        try:
+            return max(1, min(int(env), nkernels))
+        except ValueError:
+            _logger.warning("%s=%r is not an integer; ignored",
+                            BUILD_CHUNKS_ENV, env)
+    return max(1, min(nkernels, _usable_cpus(),
+                      sum(kernel_sizes) // MIN_CHUNK_BYTES))
+
+
+def _partition(sizes: Sequence[int], nchunks: int) -> list[list[int]]:
+    """Split the indices of *sizes* into *nchunks* runs of consecutive
+    indices of about equal total size (none empty)."""
+    total = sum(sizes)
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    acc = 0
+    for i, size in enumerate(sizes):
+        current.append(i)
+        acc += size
+        left = len(sizes) - i - 1
+        needed = nchunks - len(chunks) - 1  # chunks still to start
+        if needed and (acc >= total * (len(chunks) + 1) / nchunks
+                       or left == needed):
+            chunks.append(current)
+            current = []
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def build_kernels(context: cl.Context, code: str,
+                  options: Any = None, nchunks: int | None = None
+                  ) -> dict[str, cl.Kernel]:
+    """Build the OpenCL C source *code* on *context* with the build
+    *options*, and return its kernels by name.
+
+    The kernels may be built as several programs at once (in threads:
+    :mod:`pyopencl` releases the GIL while the OpenCL compiler runs): each
+    program has some of the kernels, with all the rest of the source
+    (preambles, type definitions and helper functions) that they may use.
+    Device compilers that take a long time over one large source (NVIDIA's
+    takes minutes over the hundreds of kernels of a large graph) then run
+    on several cores.
+
+    :arg nchunks: the number of programs; by default
+        :func:`build_chunk_count` of the kernels' sizes. With one (or if
+        the source cannot be split), the source is built as one program,
+        as :mod:`loopy` builds it. If a program of a split source fails to
+        build, the whole source is built as one program (to report its
+        errors as :mod:`loopy`'s build would).
+    """
+    import pyopencl as cl
+
+    split = split_device_code(code)
+    if split is not None:
+        shared, kernel_texts = split
+        if nchunks is None:
+            nchunks = build_chunk_count([len(k) for k in kernel_texts])
+        nchunks = min(nchunks, len(kernel_texts))
+    if split is None or nchunks is None or nchunks <= 1:
+        return _program_kernels(cl.Program(context, code).build(
+            options=options))
+
+    sources = [shared + "\n" + "\n\n".join(kernel_texts[i] for i in chunk)
+               + "\n"
+               for chunk in _partition([len(k) for k in kernel_texts],
+                                       nchunks)]
+
+    def build(source: str) -> cl.Program:
+        return cl.Program(context, source).build(options=options)
+
+    from concurrent.futures import ThreadPoolExecutor
+    try:
+        with ThreadPoolExecutor(len(sources),
+                                thread_name_prefix="pytato-build") as pool:
+            programs = list(pool.map(build, sources))
+    except cl.Error:
+        _logger.info("building the source as %d programs failed; building "
+                     "it as one", len(sources))
+        return _program_kernels(cl.Program(context, code).build(
+            options=options))
+    kernels: dict[str, cl.Kernel] = {}
+    for program in programs:
+        for name, kernel in _program_kernels(program).items():
+            if name in kernels:  # pragma: no cover (a splitting error)
+                raise AssertionError(f"kernel {name!r} in two programs")
+            kernels[name] = kernel
+    _logger.info("built %d kernels as %d programs", len(kernels),
+                 len(programs))
+    return kernels
+
+
+def _program_kernels(program: cl.Program) -> dict[str, cl.Kernel]:
+    return {name: getattr(program, name)
+            for name in program.kernel_names.split(";") if name}
+
+# }}}
+
+# vim: foldmethod=marker

@@ -191,7 +191,7 @@ class KernelPlan:
     """What the host code of a :mod:`loopy` executor does, as data: the
     OpenCL kernels to enqueue in order (:class:`SubkernelInfo`), the
     outputs and global temporaries to allocate, and the compiled
-    :class:`pyopencl.Program` (shared with the executor: nothing is
+    :class:`pyopencl.Program`\\ s (shared with the executor: nothing is
     compiled twice).
 
     .. attribute:: subkernels
@@ -294,15 +294,19 @@ class KernelPlan:
         self.no_numpy = bool(knl.options.no_numpy)
 
         kernels = executor.translation_unit_info(arg_to_dtype).cl_kernels
-        first = getattr(kernels, self.subkernels[0].name) if self.subkernels \
-            else None
+        #: the program of each kernel, by name (the device code may be
+        #: built as several programs, see
+        #: :func:`pytato.target.loopy.executor.build_kernels`)
+        self.cl_programs: dict[str, cl.Program] = {
+            sk.name: getattr(kernels, sk.name).program
+            for sk in self.subkernels}
         self.cl_program: cl.Program | None = (
-            first.program if first is not None else None)
+            self.cl_programs[self.subkernels[0].name] if self.subkernels
+            else None)
 
     def new_kernel(self, name: str) -> cl.Kernel:
         """A new instance of the kernel *name* (with arguments of its own)."""
-        assert self.cl_program is not None
-        return cl.Kernel(self.cl_program, name)
+        return cl.Kernel(self.cl_programs[name], name)
 
     def typed_values(self, values: Mapping[str, Any]) -> dict[str, np.generic]:
         """The value arguments as numpy scalars of the kernel's types."""
