@@ -4,7 +4,7 @@ running OpenCL program, phase by phase.
 Usage::
 
     python benchmarks/bench_codegen.py [--quick] [--json PATH] [--warm-caches]
-        [--process-nodes N] [--processes-only]
+        [--process-nodes N] [--processes-only] [--build-nodes N]
 
 For random DAGs of 100 / 1 000 / 10 000 nodes (``--quick``: 100 / 1 000)
 it reports the time of the pytato transforms (preprocess), the lowering to
@@ -27,6 +27,16 @@ process (loopy's and pyopencl's on-disk caches) generating and first
 running a DAG of ``--process-nodes`` nodes (1 000 by default; the time
 until the program exists, from the start of the process, and of its
 first call).
+
+``--build-nodes N`` only measures the device build of the N-node DAG
+(for the device of the context): its code is generated, then built as one
+OpenCL program and as the programs of
+:func:`pytato.target.loopy.executor.build_kernels` (its default chunk
+count, or ``PYTATO_BUILD_CHUNKS``; built in threads, then in processes),
+each from a source made unique by a comment (no driver cache hits), and
+the first call of the program is timed, in a new context (loopy's work,
+the build with the default chunks and, on PoCL, the kernels' compilation
+at first launch). For NVIDIA, also set ``CUDA_CACHE_DISABLE=1`` for cold builds.
 
 :func:`make_random_dag` is also used by ``test/test_codegen_perf.py``.
 """
@@ -207,6 +217,54 @@ def bench_dag(nnodes: int, ctx: Any, *, build: bool = True) -> dict[str, Any]:
     return res
 
 
+def bench_build(nnodes: int, ctx: Any) -> dict[str, Any]:
+    """The device build of the *nnodes*-node DAG's code: as one program and
+    in chunks (see the module docstring)."""
+    import uuid
+
+    import pyopencl as cl
+
+    from pytato.target.loopy.executor import (
+        build_chunk_count,
+        build_kernels,
+        device_code,
+        split_device_code,
+    )
+
+    graph = make_random_dag(nnodes)
+    dev = ctx.devices[0]
+    res: dict[str, Any] = {"requested_nodes": nnodes, "device": dev.name,
+                           "cpus": len(os.sched_getaffinity(0))}
+    res["t_generate_loopy"], prog = _time(
+        lambda: pt.generate_loopy(graph, cl_device=dev))
+    res["t_device_code"], code = _time(lambda: device_code(prog.program))
+    split = split_device_code(code)
+    assert split is not None
+    res["code_bytes"] = len(code)
+    res["device_kernels"] = len(split[1])
+    default = build_chunk_count([len(k) for k in split[1]])
+    res["default_chunks"] = default
+    runs = [(1, "threads")]
+    if default > 1:
+        runs += [(default, "threads"), (default, "processes")]
+    for nchunks, parallel in runs:
+        source = f"// bench_codegen build {uuid.uuid4()}\n{code}"
+        key = (f"t_build_{nchunks}_programs"
+               + (f"_{parallel}" if nchunks > 1 else ""))
+        res[key], _ = _time(
+            lambda: build_kernels(ctx, source,  # noqa: B023
+                                  nchunks=nchunks,  # noqa: B023
+                                  parallel=parallel))  # noqa: B023
+    # the program's first call, in a new context (its own executor): the
+    # build with the default chunks (a source not built before)
+    ctx2 = cl.Context([dev])
+    queue = cl.CommandQueue(ctx2)
+    inputs = {f"in{i}": np.ones((16, 16)) for i in range(4)}
+    res["t_first_call"], _ = _time(lambda: prog(queue, **inputs))
+    queue.finish()
+    return res
+
+
 def bench_overhead(ctx: Any, ncalls: int = 2000) -> dict[str, float]:
     """Per-call overhead (µs) of launching a tiny kernel."""
     import loopy as lp
@@ -292,8 +350,18 @@ def main() -> None:
                         "(default: 1000, 300 with --quick)")
     parser.add_argument("--processes-only", action="store_true",
                         help="only the two fresh processes")
+    parser.add_argument("--build-nodes", type=int, default=None,
+                        help="only the device build (one program, then in "
+                        "chunks) and first call of a DAG of this many nodes")
     args = parser.parse_args()
     ctx = cl.create_some_context(interactive=False)
+    if args.build_nodes is not None:
+        res = bench_build(args.build_nodes, ctx)
+        print(json.dumps(res))
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return
     sizes = [100, 1000] if args.quick else [100, 1000, 10000]
     results: dict[str, Any] = {"dags": []}
     if not args.processes_only:

@@ -122,6 +122,25 @@ def test_build_kernels_chunks(cl_ctx, nchunks):
     np.testing.assert_array_equal(out.get(), 0.5 * x + 4)
 
 
+def test_build_kernels_in_processes(cl_ctx):
+    """Programs built in processes of their own (their binaries loaded
+    here) compute what the one-program build computes."""
+    queue = cl.CommandQueue(cl_ctx)
+    kernels = build_kernels(cl_ctx, SOURCE, nchunks=2, parallel="processes")
+    assert set(kernels) == {"k_helper", "k_twice", "k_params"}
+    assert len({k.program.int_ptr for k in kernels.values()}) == 2
+    x = np.arange(5, dtype=np.float32)
+    xd = cla.to_device(queue, x)
+    out = cla.empty_like(xd)
+    kernels["k_helper"](queue, x.shape, (1,), out.data, xd.data)
+    np.testing.assert_array_equal(out.get(), 3 * x + 1)
+    kernels["k_params"](queue, x.shape, None, out.data, xd.data,
+                        np.float32(2), np.int32(-1))
+    np.testing.assert_array_equal(out.get(), 2 * x - 1)
+    with pytest.raises(ValueError, match="parallel"):
+        build_kernels(cl_ctx, SOURCE, nchunks=2, parallel="fibers")
+
+
 def test_build_kernels_falls_back_to_one_program(cl_ctx):
     """A kernel calling another cannot be built apart from it: the source
     is then built as one program."""

@@ -50,6 +50,7 @@ Parallel builds
 .. autofunction:: build_chunk_count
 .. autofunction:: split_device_code
 .. autodata:: BUILD_CHUNKS_ENV
+.. autodata:: BUILD_PARALLEL_ENV
 .. autodata:: MIN_CHUNK_BYTES
 """
 
@@ -77,6 +78,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILD_CHUNKS_ENV",
+    "BUILD_PARALLEL_ENV",
     "MIN_CHUNK_BYTES",
     "PhasedExecutor",
     "build_chunk_count",
@@ -242,6 +244,14 @@ def make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,
 #: program is built as (see :func:`build_kernels`): an integer (``1``: one
 #: program, as :mod:`loopy` builds it), or unset for the default.
 BUILD_CHUNKS_ENV = "PYTATO_BUILD_CHUNKS"
+
+#: Environment variable choosing how the programs of a chunked build are
+#: built at once (see :func:`build_kernels`): ``threads`` (the default:
+#: :mod:`pyopencl` releases the GIL while the OpenCL compiler runs) or
+#: ``processes`` (each program built in a process of its own, for OpenCL
+#: implementations whose compiler does not run concurrently in one
+#: process; the binaries are loaded in the calling process).
+BUILD_PARALLEL_ENV = "PYTATO_BUILD_PARALLEL"
 
 #: Kernel source bytes per chunk below which the device code is not split
 #: further (see :func:`build_chunk_count`).
@@ -424,8 +434,66 @@ def _partition(sizes: Sequence[int], nchunks: int) -> list[list[int]]:
     return chunks
 
 
+def _device_index(device: cl.Device) -> tuple[int, int]:
+    import pyopencl as cl
+    platforms = cl.get_platforms()
+    platform = platforms.index(device.platform)
+    return platform, platforms[platform].get_devices().index(device)
+
+
+# a build process: reads (platform number, device number, source, options)
+# pickled on stdin, writes the binary on stdout (imports only pyopencl)
+_BUILD_PROCESS = """
+import pickle, sys
+import pyopencl as cl
+platform, device, source, options = pickle.load(sys.stdin.buffer)
+device = cl.get_platforms()[platform].get_devices()[device]
+program = cl.Program(cl.Context([device]), source).build(options=options)
+sys.stdout.buffer.write(program.binaries[0])
+"""
+
+
+def _build_in_processes(context: cl.Context, sources: Sequence[str],
+                        options: Any) -> list[cl.Program]:
+    import pickle
+    import subprocess
+    import sys
+
+    import pyopencl as cl
+    (device,) = context.devices
+    index = _device_index(device)
+    procs = []
+    try:
+        for source in sources:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _BUILD_PROCESS],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)
+            procs.append(proc)
+            assert proc.stdin is not None
+            proc.stdin.write(pickle.dumps((*index, source, options)))
+            proc.stdin.close()
+        binaries = []
+        for proc in procs:
+            assert proc.stdout is not None and proc.stderr is not None
+            binary = proc.stdout.read()
+            err = proc.stderr.read()
+            if proc.wait() != 0 or not binary:
+                raise RuntimeError("build process failed: "
+                                   + err.decode(errors="replace")[-2000:])
+            binaries.append(binary)
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    return [cl.Program(context, [device], [binary]).build(options=options)
+            for binary in binaries]
+
+
 def build_kernels(context: cl.Context, code: str,
-                  options: Any = None, nchunks: int | None = None
+                  options: Any = None, nchunks: int | None = None,
+                  parallel: str | None = None
                   ) -> dict[str, cl.Kernel]:
     """Build the OpenCL C source *code* on *context* with the build
     *options*, and return its kernels by name.
@@ -438,6 +506,9 @@ def build_kernels(context: cl.Context, code: str,
     takes minutes over the hundreds of kernels of a large graph) then run
     on several cores.
 
+    :arg parallel: ``"threads"`` or ``"processes"`` (see
+        :data:`BUILD_PARALLEL_ENV`, the default; processes only for
+        contexts of one device).
     :arg nchunks: the number of programs; by default
         :func:`build_chunk_count` of the kernels' sizes. With one (or if
         the source cannot be split), the source is built as one program,
@@ -465,12 +536,21 @@ def build_kernels(context: cl.Context, code: str,
     def build(source: str) -> cl.Program:
         return cl.Program(context, source).build(options=options)
 
+    if parallel is None:
+        parallel = os.environ.get(BUILD_PARALLEL_ENV, "").strip() or "threads"
+    if parallel not in ("threads", "processes"):
+        raise ValueError(f"parallel: expected 'threads' or 'processes', got "
+                         f"{parallel!r}")
     from concurrent.futures import ThreadPoolExecutor
     try:
-        with ThreadPoolExecutor(len(sources),
-                                thread_name_prefix="pytato-build") as pool:
-            programs = list(pool.map(build, sources))
-    except cl.Error:
+        if parallel == "processes" and len(context.devices) == 1:
+            programs = _build_in_processes(context, sources, options)
+        else:
+            with ThreadPoolExecutor(len(sources),
+                                    thread_name_prefix="pytato-build"
+                                    ) as pool:
+                programs = list(pool.map(build, sources))
+    except Exception:  # the one-program build reports it
         _logger.info("building the source as %d programs failed; building "
                      "it as one", len(sources))
         return _program_kernels(cl.Program(context, code).build(
