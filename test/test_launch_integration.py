@@ -518,6 +518,32 @@ def test_profiling_calls_equal_plain_calls(cl_ctx, queue, prof_queue, dag_prog,
     assert not prog.statistics
 
 
+def test_profiling_calls_out_of_order_queue(cl_ctx, queue, dag_prog):
+    """On an out-of-order queue with profiling, the kernels of a call are
+    chained by their events: same results as a plain queue, every kernel
+    counted."""
+    dev = cl_ctx.devices[0]
+    props = (cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+             | PROFILING)
+    if not dev.queue_properties & props == props:
+        pytest.skip("device has no out-of-order queues")
+    ooo = cl.CommandQueue(cl_ctx, properties=props)
+    exe = dag_prog.bind_to_context(cl_ctx)
+    _, plain = exe(queue, **_dag_inputs(queue))
+    exe.clear_statistics()
+    inputs = _dag_inputs(ooo)
+    ooo.finish()
+    for _ in range(3):
+        evt, out = exe(ooo, **inputs)
+        evt.wait()
+        for k in plain:
+            np.testing.assert_array_equal(out[k].get(), plain[k].get())
+    ooo.finish()
+    nkernels = len(get_kernel_plan(exe.program).subkernels)
+    assert exe.statistics.total.count == 3 * nkernels
+    exe.clear_statistics()
+
+
 def test_profiling_calls_bounded_memory(cl_ctx, prof_queue, dag_prog,
                                         monkeypatch):
     """Past ``max_pending`` events, finished events are read as calls
