@@ -487,8 +487,15 @@ def _build_in_processes(context: cl.Context, sources: Sequence[str],
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    return [cl.Program(context, [device], [binary]).build(options=options)
-            for binary in binaries]
+    # loading a binary may compile too (NVIDIA's are PTX): in threads
+    from concurrent.futures import ThreadPoolExecutor
+
+    def load(binary: bytes) -> cl.Program:
+        return cl.Program(context, [device], [binary]).build(options=options)
+
+    with ThreadPoolExecutor(len(binaries),
+                            thread_name_prefix="pytato-load") as pool:
+        return list(pool.map(load, binaries))
 
 
 def build_kernels(context: cl.Context, code: str,
