@@ -30,6 +30,8 @@ Node types without a ``map_<node>`` method in
 calls can add a method relating call bindings to function parameters).
 
 .. autoclass:: AxisEquivalenceCollector
+.. autoclass:: AxesTagsEquationCollector
+.. autoclass:: AxisIgnoredForPropagationTag
 .. autofunction:: unify_axes_tags
 """
 
@@ -78,7 +80,9 @@ from pytato.transform._identity_cache import IdentityCachedCopyMapper
 from pytato.transform.mappers import Mapper
 
 
-__all__ = ["AxisEquivalenceCollector", "unify_axes_tags"]
+__all__ = ["AxesTagsEquationCollector", "AxisEquivalenceCollector",
+           "AxisIgnoredForPropagationTag",
+           "unify_axes_tags"]
 
 
 # {{{ union-find over (node, axis) slots
@@ -360,10 +364,69 @@ class _AxesRetagger(IdentityCachedCopyMapper):
                          expr.non_equality_tags)
 
 
+class AxisIgnoredForPropagationTag(Tag):
+    """An axis tagged with this takes no part in :func:`unify_axes_tags`:
+    tags are neither propagated to it nor from it."""
+
+
+class AxesTagsEquationCollector(AxisEquivalenceCollector):
+    """The collector of axis equalities used by :func:`unify_axes_tags`
+    (upstream's name and constructor). Subclass it and pass the subclass as
+    ``equations_collector_t`` to relate more axes: a ``map_<node>`` method
+    calls :meth:`record_equation` (or ``self.unify(a, i, b, j)``) for each
+    pair of equal axes.
+
+    .. attribute:: tag_t
+
+        The type of the axis tags being propagated.
+
+    .. automethod:: get_var_for_axis
+    .. automethod:: record_equation
+    """
+
+    def __init__(self, tag_t: type[Tag]) -> None:
+        super().__init__(self._record_axes)
+        self.tag_t = tag_t
+        self.equations: list[tuple[str, str]] = []
+        self._axis_vars: dict[tuple[int, int], str] = {}
+        self._var_axes: dict[str, tuple[Array, int]] = {}
+        self._unify_hook: Callable[[Array, int, Array, int], None] | None = None
+
+    def get_var_for_axis(self, expr: Array, iaxis: int) -> str:
+        """The name standing for axis *iaxis* of *expr* in equations."""
+        key = (id(expr), iaxis)
+        var = self._axis_vars.get(key)
+        if var is None:
+            var = f"_pt_axis_{len(self._axis_vars)}"
+            self._axis_vars[key] = var
+            self._var_axes[var] = (expr, iaxis)
+        return var
+
+    def record_equation(self, lhs: str, rhs: str) -> None:
+        """Record that the axes named *lhs* and *rhs* (see
+        :meth:`get_var_for_axis`) are equal."""
+        self.equations.append((lhs, rhs))
+        if self._unify_hook is not None:
+            a, i = self._var_axes[lhs]
+            b, j = self._var_axes[rhs]
+            self._unify_hook(a, i, b, j)
+
+    def _record_axes(self, a: Array, i: int, b: Array, j: int) -> None:
+        if self._unify_hook is not None:
+            self._unify_hook(a, i, b, j)
+        else:
+            self.equations.append((self.get_var_for_axis(a, i),
+                                   self.get_var_for_axis(b, j)))
+
+
 def unify_axes_tags(
         expr: Any,
         tag_t_to_not_propagate: Iterable[type[Tag]] = frozenset(),
         node_t_to_not_propagate_through: Iterable[type[Array]] = frozenset(),
+        *,
+        tag_t: type[Tag] = Tag,
+        equations_collector_t: type[AxesTagsEquationCollector] | None = None,
+        unify_redn_descrs: bool = True,
         ) -> Any:
     """Return *expr* (an array, a :class:`~pytato.DictOfNamedArrays` or a
     :class:`dict` of arrays) with the tags of each axis copied to all axes
@@ -373,6 +436,13 @@ def unify_axes_tags(
         are.
     :arg node_t_to_not_propagate_through: node types whose axes are not
         related to their children's (e.g. ``{Reshape}``).
+    :arg tag_t: only axis tags of this type are propagated (upstream's
+        keyword; default: all).
+    :arg equations_collector_t: a subclass of
+        :class:`AxesTagsEquationCollector` (constructed with *tag_t*) to
+        relate more axes than the default does.
+    :arg unify_redn_descrs: also give each einsum's reduction descriptors
+        the tags of the operand axes it reduces over.
     :raises NonUniqueTagError: if an equivalence class of axes would carry
         two different :class:`~pytools.tag.UniqueTag` instances of one type.
     """
@@ -380,7 +450,19 @@ def unify_axes_tags(
         from pytato.array.results import DictOfNamedArrays
         return dict(unify_axes_tags(
             DictOfNamedArrays(expr), tag_t_to_not_propagate,
-            node_t_to_not_propagate_through))
+            node_t_to_not_propagate_through, tag_t=tag_t,
+            equations_collector_t=equations_collector_t,
+            unify_redn_descrs=unify_redn_descrs))
+    if not (isinstance(tag_t, type) and issubclass(tag_t, Tag)):
+        raise TypeError(f"unify_axes_tags: 'tag_t' must be a subclass of "
+                        f"pytools.tag.Tag, got {tag_t!r}")
+    if equations_collector_t is None:
+        equations_collector_t = AxesTagsEquationCollector
+    elif not (isinstance(equations_collector_t, type) and issubclass(
+            equations_collector_t, AxesTagsEquationCollector)):
+        raise TypeError(
+            "unify_axes_tags: 'equations_collector_t' must be a subclass of "
+            f"AxesTagsEquationCollector, got {equations_collector_t!r}")
     no_prop = tuple(tag_t_to_not_propagate)
     order = [n for n in topological_order([expr]) if isinstance(n, Array)]
     uf = _UnionFind()
@@ -389,10 +471,14 @@ def unify_axes_tags(
         offset[id(n)] = uf.add(n.ndim)
 
     def unify(a: Array, i: int, b: Array, j: int) -> None:
+        if (a.axes[i].tags_of_type(AxisIgnoredForPropagationTag)
+                or b.axes[j].tags_of_type(AxisIgnoredForPropagationTag)):
+            return
         uf.union(offset[id(a)] + i, offset[id(b)] + j)
 
-    collector = AxisEquivalenceCollector(unify,
-                                         tuple(node_t_to_not_propagate_through))
+    collector = equations_collector_t(tag_t)
+    collector._unify_hook = unify
+    collector.skip_node_types = tuple(node_t_to_not_propagate_through)
     for n in order:
         collector.rec(n)
 
@@ -400,7 +486,8 @@ def unify_axes_tags(
     for n in order:
         base = offset[id(n)]
         for i, ax in enumerate(n.axes):
-            tags = [t for t in ax.tags if not isinstance(t, no_prop)]
+            tags = [t for t in ax.tags
+                    if isinstance(t, tag_t) and not isinstance(t, no_prop)]
             if tags:
                 class_tags.setdefault(uf.find(base + i), set()).update(tags)
     if not class_tags:
