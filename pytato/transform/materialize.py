@@ -83,8 +83,12 @@ from pytato.transform.mappers import (
 
 
 __all__ = [
-    "MPMSMaterializer", "MPMSMaterializerAccumulator", "MPMSMaterializerCache",
-    "MAX_INDEX_GROWTH", "MAX_INLINE_DEPTH", "get_stored_nodes",
+    "MAX_INDEX_GROWTH",
+    "MAX_INLINE_DEPTH",
+    "MPMSMaterializer",
+    "MPMSMaterializerAccumulator",
+    "MPMSMaterializerCache",
+    "get_stored_nodes",
     "materialize_with_mpms",
 ]
 
