@@ -550,6 +550,23 @@ def test_unify_axes_tags_upstream_keywords(queue) -> None:
     res = _run_cl(queue, out, x=x_np)
     np.testing.assert_allclose(res, np.sin(x_np) * 2, rtol=1e-12)
 
+    # reduction descriptors receive the tags of the axes they reduce over
+    v = pt.make_placeholder("v", (3,))
+    red = pt.make_dict_of_named_arrays({
+        "s": pt.sum(x, axis=1), "e": pt.einsum("ij,j->i", x, v)})
+    tagged = unify_axes_tags(red, tag_t=_OtherAxis)
+    (s_descr,) = tagged["s"].var_to_reduction_descr.values()
+    (e_descr,) = tagged["e"].redn_axis_to_redn_descr.values()
+    assert s_descr.tags == e_descr.tags == frozenset({_OtherAxis()})
+    assert tagged["e"].args[1].axes[0].tags == frozenset({_OtherAxis()})
+    untagged = unify_axes_tags(red, tag_t=_OtherAxis, unify_redn_descrs=False)
+    (s_descr,) = untagged["s"].var_to_reduction_descr.values()
+    assert not s_descr.tags
+    v_np = rng.standard_normal(3)
+    res = _run_cl(queue, tagged, x=x_np, v=v_np)
+    np.testing.assert_allclose(res["s"], x_np.sum(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(res["e"], x_np @ v_np, rtol=1e-12)
+
     with pytest.raises(TypeError, match="tag_t"):
         unify_axes_tags(y, tag_t=int)
     with pytest.raises(TypeError, match="equations_collector_t"):

@@ -1253,6 +1253,25 @@ class UsersCollector(CachedMapper[None, None, []]):
     def map_dict_of_named_arrays(self, expr: DictOfNamedArrays) -> None:
         self.map_array(expr)  # type: ignore[arg-type]
 
+    map_index_lambda = map_array
+    map_placeholder = map_array
+    map_data_wrapper = map_array
+    map_size_param = map_array
+    map_stack = map_array
+    map_concatenate = map_array
+    map_roll = map_array
+    map_axis_permutation = map_array
+    map_reshape = map_array
+    map_basic_index = map_array
+    map_contiguous_advanced_index = map_array
+    map_non_contiguous_advanced_index = map_array
+    map_einsum = map_array
+    map_named_array = map_array
+    map_named_call_result = map_array
+    map_loopy_call_result = map_array
+    map_csr_matmul = map_array
+    map_distributed_send_ref_holder = map_array
+    map_distributed_recv = map_array
     map_call = map_dict_of_named_arrays
     map_loopy_call = map_dict_of_named_arrays
     map_csr_matrix = map_dict_of_named_arrays

@@ -37,16 +37,19 @@ calls can add a method relating call bindings to function parameters).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pymbolic.primitives as prim
+from constantdict import constantdict
 from pymbolic.mapper.distributor import DistributeMapper
 from pytools.tag import Tag
 
 from pytato.array.base import (
     Array,
     Axis,
+    ReductionDescriptor,
+    _flatten,
     ShapeComponent,
     check_unique_tags,
     flatten_for_pickle,
@@ -344,21 +347,57 @@ def _kept_reshape_axes(old: Sequence[ShapeComponent],
 # }}}
 
 
+def _reduction_axes(n: Array) -> tuple[
+        str, dict[Any, list[tuple[Array, int]]]] | None:
+    """The field holding *n*'s reduction descriptors, and for each reduction
+    the child axes it runs over."""
+    if isinstance(n, Einsum) and n.redn_axis_to_redn_descr:
+        axes_of: dict[Any, list[tuple[Array, int]]] = {}
+        for acc, arg in zip(n.access_descriptors, n.args, strict=True):
+            for j, d in enumerate(acc):
+                if isinstance(d, EinsumReductionAxis):
+                    axes_of.setdefault(d, []).append((arg, j))
+        return "redn_axis_to_redn_descr", axes_of
+    if isinstance(n, IndexLambda) and n.var_to_reduction_descr:
+        from pytato.transform.metadata import BindingSubscriptsCollector
+        subscripts = BindingSubscriptsCollector()(n.expr)
+        axes_of = {}
+        for name, idx_tuples in subscripts.items():
+            b = n.bindings.get(name)
+            if b is None:
+                continue
+            for idx in idx_tuples:
+                for j, i in enumerate(idx):
+                    r = _index_name(i)
+                    if r in n.var_to_reduction_descr and j < b.ndim:
+                        axes_of.setdefault(r, []).append((b, j))
+        return "var_to_reduction_descr", axes_of
+    return None
+
+
 class _AxesRetagger(IdentityCachedCopyMapper):
-    def __init__(self, new_axes: dict[int, tuple[Axis, ...]]) -> None:
+    def __init__(self, new_axes: dict[int, tuple[Axis, ...]],
+                 new_redns: dict[int, tuple[str, Any]] | None = None) -> None:
         super().__init__()
         self.new_axes = new_axes
+        self.new_redns = new_redns or {}
 
     def map_array(self, expr: Array) -> Array:
         kids = expr._pt_kids  # type: ignore[attr-defined]
         new_kids = tuple(self.rec(k) for k in kids)
         axes = self.new_axes.get(id(expr), expr.axes)
-        if axes is expr.axes and all(
+        redn = self.new_redns.get(id(expr))
+        if axes is expr.axes and redn is None and all(
                 a is b for a, b in zip(kids, new_kids, strict=True)):
             return expr
         names, skel = flatten_for_pickle(expr)
         if axes is not expr.axes:
             skel = tuple(axes if n == "axes" else s
+                         for n, s in zip(names, skel, strict=True))
+        if redn is not None:
+            field, descrs = redn
+            flat = _flatten(descrs, [])
+            skel = tuple(flat if n == field else s
                          for n, s in zip(names, skel, strict=True))
         return unflatten(type(expr), names, skel, new_kids,
                          expr.non_equality_tags)
@@ -421,9 +460,9 @@ class AxesTagsEquationCollector(AxisEquivalenceCollector):
 
 def unify_axes_tags(
         expr: Any,
+        *,
         tag_t_to_not_propagate: Iterable[type[Tag]] = frozenset(),
         node_t_to_not_propagate_through: Iterable[type[Array]] = frozenset(),
-        *,
         tag_t: type[Tag] = Tag,
         equations_collector_t: type[AxesTagsEquationCollector] | None = None,
         unify_redn_descrs: bool = True,
@@ -441,16 +480,19 @@ def unify_axes_tags(
     :arg equations_collector_t: a subclass of
         :class:`AxesTagsEquationCollector` (constructed with *tag_t*) to
         relate more axes than the default does.
-    :arg unify_redn_descrs: also give each einsum's reduction descriptors
-        the tags of the operand axes it reduces over.
+    :arg unify_redn_descrs: also give the reduction descriptors of
+        einsums and index lambdas the (propagated) tags of the child axes
+        they reduce over.
     :raises NonUniqueTagError: if an equivalence class of axes would carry
         two different :class:`~pytools.tag.UniqueTag` instances of one type.
     """
     if isinstance(expr, dict):
         from pytato.array.results import DictOfNamedArrays
         return dict(unify_axes_tags(
-            DictOfNamedArrays(expr), tag_t_to_not_propagate,
-            node_t_to_not_propagate_through, tag_t=tag_t,
+            DictOfNamedArrays(expr),
+            tag_t_to_not_propagate=tag_t_to_not_propagate,
+            node_t_to_not_propagate_through=node_t_to_not_propagate_through,
+            tag_t=tag_t,
             equations_collector_t=equations_collector_t,
             unify_redn_descrs=unify_redn_descrs))
     if not (isinstance(tag_t, type) and issubclass(tag_t, Tag)):
@@ -501,6 +543,28 @@ def unify_axes_tags(
                 f"unify_axes_tags: equal axes carry conflicting tags: {e}"
             ) from None
 
+    new_redns: dict[int, tuple[str, Mapping[Any, ReductionDescriptor]]] = {}
+    if unify_redn_descrs:
+        for n in order:
+            found = _reduction_axes(n)
+            if not found:
+                continue
+            field, axes_of = found
+            descrs = getattr(n, field)
+            new_d = {}
+            changed = False
+            for r, descr in descrs.items():
+                extra: set[Tag] = set()
+                for b, j in axes_of.get(r, ()):
+                    extra.update(frozen.get(
+                        uf.find(offset[id(b)] + j), frozenset()))
+                if extra and not frozenset(extra) <= descr.tags:
+                    descr = ReductionDescriptor(descr.tags | frozenset(extra))
+                    changed = True
+                new_d[r] = descr
+            if changed:
+                new_redns[id(n)] = (field, constantdict(new_d))
+
     new_axes: dict[int, tuple[Axis, ...]] = {}
     for n in order:
         base = offset[id(n)]
@@ -514,4 +578,4 @@ def unify_axes_tags(
             axes.append(ax)
         if changed:
             new_axes[id(n)] = tuple(axes)
-    return _AxesRetagger(new_axes)(expr)
+    return _AxesRetagger(new_axes, new_redns)(expr)
