@@ -14,7 +14,8 @@ import re
 import sys
 
 
-LINE_RE = re.compile(r"^- `(\w+)` (class|function|data|module)\b(?: generic)? `\((.*)\)")
+LINE_RE = re.compile(
+    r"^- `(\w+)` (?:class|function|data|module)\b(?: generic)? `\((.*)\)")
 
 
 def parse_params(sig: str) -> list[tuple[str, str]]:
@@ -80,7 +81,7 @@ def check(path: str) -> int:
             continue
         m = LINE_RE.match(line)
         if m:
-            name, kind, sig = m.groups()
+            name, sig = m.groups()
             full = f"{section}.{name}"
             try:
                 mod = importlib.import_module(section)
