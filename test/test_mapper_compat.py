@@ -277,6 +277,44 @@ def test_super_map_from_overrides_walk_and_combine() -> None:
     assert InputGatherer()(tree) == frozenset({x})
 
 
+def test_cached_walk_order_and_pruning() -> None:
+    """The iterative walk of ``CachedWalkMapper.__call__`` visits in the
+    order of the recursive walk (``rec``), and ``visit`` returning False
+    prunes."""
+    x = pt.make_placeholder("x", (3,))
+    w_ = pt.make_placeholder("w", (3,))
+    a = pt.sin(x)
+    b = pt.exp(w_)
+    pruned = pt.cos(b)
+    c = pt.stack([a + b, a * 2, pruned])
+
+    class Log(CachedWalkMapper[[]]):
+        def __init__(self) -> None:
+            super().__init__()
+            self.log: list[tuple[str, int]] = []
+
+        def visit(self, expr: Any) -> bool:
+            self.log.append(("visit", id(expr)))
+            return expr is not pruned
+
+        def post_visit(self, expr: Any) -> None:
+            self.log.append(("post", id(expr)))
+
+    iterative = Log()
+    iterative(c)
+    recursive = Log()
+    recursive.rec(c)
+    assert iterative.log == recursive.log
+    visited = {i for what, i in iterative.log if what == "visit"}
+    assert id(pruned) in visited
+    assert ("post", id(pruned)) not in iterative.log
+    assert id(b) in visited            # also reached through a + b
+
+    only_pruned = Log()
+    only_pruned(pt.stack([pruned, pt.sin(x)]))
+    assert id(b) not in {i for _, i in only_pruned.log}   # pruned below
+
+
 def test_gatherers_are_combine_mappers() -> None:
     n = pt.make_size_param("n")
     x = pt.make_placeholder("x", (n, 3))

@@ -15,11 +15,12 @@ Every per-node method of :class:`CopyMapper`, :class:`WalkMapper` and
 ``self.map_array(expr)``: overriding ``map_array`` changes the default of
 every array node type at once (this repository's passes use that).
 
-Deep graphs: calling a cached mapper (or a :class:`CachedWalkMapper`)
-without extra arguments first maps the graph bottom-up, in topological
-order, so that the recursion of ``map_*`` methods into children, overrides
-calling ``super()`` included, always hits the cache: passes never recurse
-deeper than a few frames, whatever the graph's depth. Mappers called with
+Deep graphs: calling a cached mapper without extra arguments first maps
+the graph bottom-up, in topological order, so that the recursion of
+``map_*`` methods into children, overrides calling ``super()`` included,
+always hits the cache; a :class:`CachedWalkMapper` walks with an explicit
+stack. Passes never recurse deeper than a few frames, whatever the graph's
+depth. Mappers called with
 extra arguments, and the uncached :class:`WalkMapper`, recurse as upstream's
 do (one Python frame per level).
 
@@ -27,9 +28,10 @@ Differences from upstream: the ``err_on_collision`` and
 ``err_on_created_duplicate`` checks default to *False* here (graphs built by
 this frontend may hold distinct equal nodes, which the cache merges); pass
 *True* for upstream's checks. A :class:`CachedWalkMapper` called without
-extra arguments visits nodes bottom-up (children are visited before their
-users; :meth:`WalkMapper.visit` returning *False* then only skips
-:meth:`WalkMapper.post_visit`).
+extra arguments walks iteratively in the order of the recursive walk
+(``visit`` in pre-order, pruning when it returns *False*, ``post_visit`` in
+post-order), except below nodes whose ``map_*`` method the subclass
+overrides: their children are walked before the override runs.
 
 .. autodata:: ArrayOrNames
 .. autodata:: ArrayOrNamesTc
@@ -954,6 +956,9 @@ class WalkMapper(Mapper[None, None, P]):
         self.post_visit(expr, *args, **kwargs)
 
 
+_DEFAULT_WALK_METHODS: dict[type, dict[str, bool]] = {}
+
+
 class CachedWalkMapper(WalkMapper[P]):
     """A :class:`WalkMapper` visiting each distinct node (by default: each
     node object, see :meth:`get_cache_key`) once.
@@ -1015,13 +1020,63 @@ class CachedWalkMapper(WalkMapper[P]):
                 return
         Mapper.rec_function_definition(self, expr, *args, **kwargs)
 
+    def _is_default_method(self, method_name: str) -> bool:
+        """Whether the ``map_*`` method *method_name* is
+        :class:`WalkMapper`'s (visit, children, post-visit)."""
+        cls = type(self)
+        cache = _DEFAULT_WALK_METHODS.setdefault(cls, {})
+        try:
+            return cache[method_name]
+        except KeyError:
+            pass
+        own = WalkMapper.__dict__.get(method_name)
+        result = (own is not None
+                  and getattr(cls, method_name, None) is own
+                  and getattr(cls, "map_array", None)
+                  is WalkMapper.__dict__["map_array"]
+                  and getattr(cls, "rec", None) is CachedWalkMapper.rec)
+        cache[method_name] = result
+        return result
+
     def _walk(self, roots: list[Any]) -> None:
-        # children before parents: each map_* method finds its children
-        # visited, so nothing recurses deeply
+        """The walk of :meth:`rec` without recursion: ``visit`` in
+        pre-order (returning *False* prunes), ``post_visit`` in post-order,
+        as the recursive walk does. A node whose ``map_*`` method is
+        overridden has its children walked first; then the override runs
+        (its ``super()`` call finds the children visited)."""
         visited = self._visited_arrays_or_names
-        for node in topological_order(roots):
-            if self.get_cache_key(node) not in visited:
+        get_key = self.get_cache_key
+        _enter, _exit_default, _exit_override = 0, 1, 2
+        stack: list[tuple[Any, int]] = [(r, _enter) for r in reversed(roots)]
+        while stack:
+            node, state = stack.pop()
+            key = get_key(node)
+            if state == _exit_default:
+                self.post_visit(node)
+                visited.add(key)
+                continue
+            if key in visited:
+                continue
+            if state == _exit_override:
+                Mapper.rec(self, node)
+                visited.add(key)
+                continue
+            mm = getattr(node, "_mapper_method", None)
+            if mm is None:
                 self.rec(node)  # type: ignore[call-arg]
+                continue
+            kids = get_children(node)
+            if not self._is_default_method(mm):
+                stack.append((node, _exit_override))
+            else:
+                if not self.visit(node):
+                    visited.add(key)
+                    continue
+                if mm == "map_call":
+                    self.rec_function_definition(
+                        node.function)  # type: ignore[call-arg]
+                stack.append((node, _exit_default))
+            stack.extend((k, _enter) for k in reversed(kids))
 
     def __call__(self, expr: ArrayOrNames, *args: P.args,
                  **kwargs: P.kwargs) -> None:
