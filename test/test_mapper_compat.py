@@ -779,3 +779,23 @@ def test_deep_chain_with_overriding_subclasses(chain: pt.Array) -> None:
     assert len(DependencyMapper()(chain)) == DEPTH + 1
 
 # }}}
+
+
+def test_transforms_on_graphs_with_calls(queue) -> None:
+    """Each pass maps graphs holding calls (the bodies are mapped by the
+    mappers' clone_for_callee)."""
+    x = (pt.make_placeholder("x", (3,))
+         .with_tagged_axis(0, _ElementAxis()))
+
+    def f(a):
+        return pt.sin(a) * 2
+
+    y = pt.trace_call(f, x) + 1
+    x_np = np.linspace(0, 1, 3)
+    ref = np.sin(x_np) * 2 + 1
+    for fn in (pt.unify_axes_tags, pt.rewrite_einsums_with_no_broadcasts,
+               pt.apply_distributive_property_to_einsums, pt.eliminate_dead_code,
+               deduplicate, deduplicate_data_wrappers, pt.materialize_with_mpms):
+        out = fn(y)
+        np.testing.assert_allclose(_run_cl(queue, out, x=x_np), ref,
+                                   rtol=1e-12, err_msg=fn.__name__)

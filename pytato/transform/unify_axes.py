@@ -382,6 +382,11 @@ class _AxesRetagger(IdentityCachedCopyMapper):
         self.new_axes = new_axes
         self.new_redns = new_redns or {}
 
+    def clone_for_callee(self, function: Any) -> _AxesRetagger:
+        # the bodies of called functions are scopes of their own, whose
+        # nodes the caller's analysis does not see: kept as they are
+        return _AxesRetagger({}, {})
+
     def map_array(self, expr: Array) -> Array:
         kids = expr._pt_kids  # type: ignore[attr-defined]
         new_kids = tuple(self.rec(k) for k in kids)
