@@ -315,6 +315,32 @@ def test_cached_walk_order_and_pruning() -> None:
     assert id(b) not in {i for _, i in only_pruned.log}   # pruned below
 
 
+def test_rec_idx_or_size_tuple() -> None:
+    n = pt.make_size_param("n")
+    x = pt.make_placeholder("x", (n, 3))
+
+    class ToPlaceholder(CopyMapper):
+        def map_data_wrapper(self, expr: pt.DataWrapper) -> ArrayOrNames:
+            return pt.make_placeholder("d", self.rec_idx_or_size_tuple(
+                expr.shape), expr.dtype)
+
+    assert ToPlaceholder().rec_idx_or_size_tuple(x.shape) == x.shape
+    d = pt.make_data_wrapper(np.zeros(4))
+    assert ToPlaceholder()(d) == pt.make_placeholder("d", (4,), np.float64)
+
+    class Sizes(CombineMapper[frozenset[str], Never]):
+        def combine(self, *args: frozenset[str]) -> frozenset[str]:
+            return frozenset().union(*args)
+
+        def map_size_param(self, expr: pt.SizeParam) -> frozenset[str]:
+            return frozenset([expr.name])
+
+        def map_placeholder(self, expr: Placeholder) -> frozenset[str]:
+            return self.combine(*self.rec_idx_or_size_tuple(expr.shape))
+
+    assert Sizes()(x) == frozenset({"n"})
+
+
 def test_gatherers_are_combine_mappers() -> None:
     n = pt.make_size_param("n")
     x = pt.make_placeholder("x", (n, 3))

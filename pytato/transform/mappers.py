@@ -557,6 +557,13 @@ class _CopyMethods(Generic[P]):
         mapped children."""
         return _copy_array(self, expr, args, kwargs)
 
+    def rec_idx_or_size_tuple(self, situp: tuple[Any, ...], *args: P.args,
+                              **kwargs: P.kwargs) -> tuple[Any, ...]:
+        """*situp* (a shape or an index tuple) with its array entries
+        mapped."""
+        return tuple(self.rec(s, *args, **kwargs) if isinstance(s, Array)
+                     else s for s in situp)
+
     def map_index_lambda(self, expr: IndexLambda, *args: P.args,
                          **kwargs: P.kwargs) -> Array:
         return self.map_array(expr, *args, **kwargs)
@@ -716,6 +723,12 @@ class CombineMapper(CachedMapper[ResultT, FunctionResultT, []]):
         """Combine the results of the children of a node (possibly
         none)."""
         raise NotImplementedError
+
+    def rec_idx_or_size_tuple(self, situp: tuple[Any, ...]
+                              ) -> tuple[ResultT, ...]:
+        """The results of the array entries of *situp* (a shape or an
+        index tuple)."""
+        return tuple(self.rec(s) for s in situp if isinstance(s, Array))
 
     def map_array(self, expr: Array) -> ResultT:
         """The default of every array node type: :meth:`combine` of the
