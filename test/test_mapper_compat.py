@@ -415,6 +415,31 @@ def test_err_on_created_duplicate() -> None:
         Rebuild(err_on_created_duplicate=True)(y)
 
 
+def test_transform_results_are_deduplicated(queue) -> None:
+    """Equal nodes created by a transform become one object (as upstream's
+    TransformMapperCache does), so a later mapper with
+    err_on_collision=True accepts the result."""
+    a = pt.make_placeholder("a", (3,))
+    b = pt.make_placeholder("b", (3,))
+    y = pt.sin(a) + pt.sin(b)
+
+    class Merge(CopyMapper):
+        def map_placeholder(self, expr: Placeholder) -> ArrayOrNames:
+            return pt.make_placeholder("z", expr.shape, expr.dtype)
+
+    out = Merge()(y)
+    (z,) = [n for n in pt.transform.topological_order([out])
+            if isinstance(n, Placeholder)]
+    assert z.name == "z"
+    sins = [n for n in pt.transform.topological_order([out])
+            if isinstance(n, IndexLambda) and n is not out]
+    assert len(sins) == 1       # sin(z) built twice, kept once
+    assert CopyMapper(err_on_collision=True)(out) is out
+    z_np = np.linspace(-1, 1, 3)
+    np.testing.assert_allclose(_run_cl(queue, out, z=z_np), 2 * np.sin(z_np),
+                               rtol=1e-12)
+
+
 def test_shared_cache() -> None:
     x = pt.make_placeholder("x", (3,))
     y = pt.sin(x) + 1

@@ -28,6 +28,11 @@ class IdentityCachedCopyMapper(CopyMapper):
             _cache: TransformMapperCache[ArrayOrNames, []] | None = None,
             _function_cache: TransformMapperCache[
                 FunctionDefinition, []] | None = None) -> None:
+        if _cache is None:
+            # duplicates in the graph are kept (see the module docstring)
+            _cache = TransformMapperCache(err_on_collision,
+                                          err_on_created_duplicate,
+                                          deduplicate_results=False)
         super().__init__(err_on_collision, err_on_created_duplicate, _cache,
                          _function_cache)
         self._keep_alive: list[Any] = []

@@ -342,19 +342,41 @@ class TransformMapperCache(CachedMapperCache[CacheExprT, CacheExprT, P]):
     """
 
     def __init__(self, err_on_collision: bool,
-                 err_on_created_duplicate: bool) -> None:
+                 err_on_created_duplicate: bool, *,
+                 deduplicate_results: bool = True) -> None:
         super().__init__(err_on_collision)
         self.err_on_created_duplicate = err_on_created_duplicate
+        self.deduplicate_results = deduplicate_results
+        self._result_to_result: dict[CacheExprT, CacheExprT] = {}
 
     def add(self, inputs: CacheInputsWithKey[CacheExprT, P],
             result: CacheExprT) -> CacheExprT:
-        if (self.err_on_created_duplicate and result is not inputs.expr
-                and type(result) is type(inputs.expr)
-                and result == inputs.expr):
+        """Store *result* for *inputs*. With *deduplicate_results* (the
+        default), a result equal to an earlier one is replaced by the
+        earlier one (as upstream's cache does), so that the mapped graph
+        holds no new duplicates."""
+        if not self.deduplicate_results:
+            self._check_created_duplicate(inputs.expr, result)
+            return super().add(inputs, result)
+        try:
+            result = self._result_to_result[result]
+        except KeyError:
+            self._check_created_duplicate(inputs.expr, result)
+            self._result_to_result[result] = result
+        except TypeError:
+            pass    # unhashable results are not deduplicated
+        return super().add(inputs, result)
+
+    def _check_created_duplicate(self, expr: Any, result: Any) -> None:
+        if (self.err_on_created_duplicate and result is not expr
+                and type(result) is type(expr) and result == expr):
             raise MapperCreatedDuplicateError(
                 f"a mapper returned a new {type(result).__name__} equal to "
                 "the node it mapped (return the node itself instead)")
-        return super().add(inputs, result)
+
+    def clear(self) -> None:
+        super().clear()
+        self._result_to_result = {}
 
 # }}}
 
