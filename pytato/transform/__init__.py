@@ -4,14 +4,23 @@ See :mod:`pytato.transform.mappers` for the mapper classes. Passes, one per
 module: :mod:`pytato.transform.dead_code`, :mod:`pytato.transform.deduplicate`,
 :mod:`pytato.transform.unify_axes`, :mod:`pytato.transform.einsum_rewrites`,
 :mod:`pytato.transform.precompute`,
-:mod:`pytato.transform.materialize`.
+:mod:`pytato.transform.materialize`. Upstream's module names
+(:mod:`pytato.transform.metadata`,
+:mod:`pytato.transform.dead_code_elimination`,
+:mod:`pytato.transform.einsum_distributive_law`,
+:mod:`pytato.transform.remove_broadcasts_einsum`) re-export them.
 """
 
 from __future__ import annotations
 
 from pytato.equality import EqualityComparer
 from pytato.transform.dead_code import DeadCodeEliminator, eliminate_dead_code
-from pytato.transform.deduplicate import Deduplicator, deduplicate
+from pytato.transform.deduplicate import (
+    DataWrapperDeduplicator,
+    Deduplicator,
+    deduplicate,
+    deduplicate_data_wrappers,
+)
 from pytato.transform.einsum_rewrites import (
     EinsumBroadcastRemover,
     EinsumDistributor,
@@ -23,19 +32,38 @@ from pytato.transform.lower_to_index_lambda import (
     to_index_lambda,
 )
 from pytato.transform.mappers import (
+    ArrayOrNames,
+    ArrayOrNamesOrFunctionDefTc,
+    ArrayOrNamesTc,
+    CacheCollisionError,
+    CachedMapAndCopyMapper,
     CachedMapper,
+    CachedMapperCache,
     CachedWalkMapper,
+    CacheInputsWithKey,
     CombineMapper,
     CopyMapper,
     CopyMapperWithExtraArgs,
     DependencyMapper,
+    ForeignObjectError,
     InputGatherer,
+    ListOfInputsGatherer,
     Mapper,
+    MapperCreatedDuplicateError,
     SizeParamGatherer,
+    SubsetDependencyMapper,
+    TopoSortMapper,
+    TransformMapper,
+    TransformMapperCache,
+    TransformMapperWithExtraArgs,
+    UnsupportedArrayError,
+    UsersCollector,
     WalkMapper,
     copy_dict_of_named_arrays,
+    get_dependencies,
     get_users,
     map_and_copy,
+    rec_get_user_nodes,
     topological_order,
 )
 from pytato.transform.materialize import materialize_with_mpms
@@ -44,31 +72,52 @@ from pytato.transform.unify_axes import AxisEquivalenceCollector, unify_axes_tag
 
 
 __all__ = [
+    "ArrayOrNames",
+    "ArrayOrNamesOrFunctionDefTc",
+    "ArrayOrNamesTc",
     "AxisEquivalenceCollector",
+    "CacheCollisionError",
+    "CacheInputsWithKey",
+    "CachedMapAndCopyMapper",
     "CachedMapper",
+    "CachedMapperCache",
     "CachedWalkMapper",
     "CombineMapper",
     "CopyMapper",
     "CopyMapperWithExtraArgs",
+    "DataWrapperDeduplicator",
     "DeadCodeEliminator",
     "Deduplicator",
     "DependencyMapper",
     "EinsumBroadcastRemover",
     "EinsumDistributor",
     "EqualityComparer",
+    "ForeignObjectError",
     "InputGatherer",
+    "ListOfInputsGatherer",
     "Mapper",
+    "MapperCreatedDuplicateError",
     "SizeParamGatherer",
+    "SubsetDependencyMapper",
+    "TopoSortMapper",
+    "TransformMapper",
+    "TransformMapperCache",
+    "TransformMapperWithExtraArgs",
+    "UnsupportedArrayError",
+    "UsersCollector",
     "WalkMapper",
     "apply_distributive_property_to_einsums",
     "copy_dict_of_named_arrays",
     "deduplicate",
+    "deduplicate_data_wrappers",
     "eliminate_dead_code",
+    "get_dependencies",
     "get_users",
     "lower_to_index_lambdas",
     "map_and_copy",
     "materialize_with_mpms",
     "precompute_subexpressions",
+    "rec_get_user_nodes",
     "rewrite_einsums_with_no_broadcasts",
     "to_index_lambda",
     "topological_order",

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any
 
-from pytato.transform.mappers import CopyMapper
+from pytato.function import FunctionDefinition
+from pytato.transform.mappers import ArrayOrNames, CopyMapper, TransformMapperCache
 
 
 class IdentityCachedCopyMapper(CopyMapper):
@@ -20,8 +21,20 @@ class IdentityCachedCopyMapper(CopyMapper):
     The mapped graph must stay alive while the mapper is in use (it does:
     the mapper is applied to it)."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(
+            self,
+            err_on_collision: bool = False,
+            err_on_created_duplicate: bool = False,
+            _cache: TransformMapperCache[ArrayOrNames, []] | None = None,
+            _function_cache: TransformMapperCache[
+                FunctionDefinition, []] | None = None) -> None:
+        if _cache is None:
+            # duplicates in the graph are kept (see the module docstring)
+            _cache = TransformMapperCache(err_on_collision,
+                                          err_on_created_duplicate,
+                                          deduplicate_results=False)
+        super().__init__(err_on_collision, err_on_created_duplicate, _cache,
+                         _function_cache)
         self._keep_alive: list[Any] = []
 
     def get_cache_key(self, expr: Any, *args: Any, **kwargs: Any) -> Hashable:
@@ -32,8 +45,7 @@ class IdentityCachedCopyMapper(CopyMapper):
     def rec(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
         key = self.get_cache_key(expr, *args, **kwargs)
         try:
-            return self._cache[key]
+            return self._cache._input_key_to_result[key]
         except KeyError:
             self._keep_alive.append(expr)
-            result = super().rec(expr, *args, **kwargs)
-            return result
+            return super().rec(expr, *args, **kwargs)

@@ -10,6 +10,9 @@ kernels; inlined and called forms compute the same values.
 .. autofunction:: tag_all_calls_to_be_inlined
 .. autofunction:: inline_call_result
 .. autoclass:: CallInliner
+.. autoclass:: Inliner
+.. autoclass:: InlineMarker
+.. autoclass:: PlaceholderSubstitutor
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ from typing import Any
 from pytato.array.base import Array, Axis, _unique_family
 from pytato.array.inputs import InputArgumentBase, Placeholder, SizeParam
 from pytato.array.results import DictOfNamedArrays
-from pytato.function import Call, NamedCallResult
+from pytato.function import Call, FunctionDefinition, NamedCallResult
 from pytato.tags import InlineCallTag
-from pytato.transform.mappers import CopyMapper
+from pytato.transform.mappers import ArrayOrNames, CopyMapper, TransformMapperCache
 
 
 __all__ = [
-    "CallInliner", "inline_call_result", "inline_calls",
+    "CallInliner", "InlineMarker", "Inliner", "PlaceholderSubstitutor",
+    "inline_call_result", "inline_calls",
     "tag_all_calls_to_be_inlined",
 ]
 
@@ -133,7 +137,52 @@ def inline_call_result(expr: NamedCallResult, *, only_tagged: bool = False
         sub(expr._container.function.returns[expr.name]), expr)
 
 
-class _InlineTagger(CopyMapper):
+class Inliner(CallInliner):
+    """Inlines the calls tagged :class:`~pytato.tags.InlineCallTag`
+    (upstream's name and constructor; see :class:`CallInliner`)."""
+
+    def __init__(
+            self,
+            _cache: TransformMapperCache[ArrayOrNames, []] | None = None,
+            _function_cache: TransformMapperCache[
+                FunctionDefinition, []] | None = None) -> None:
+        super().__init__(only_tagged=True)
+        if _cache is not None:
+            self._cache = _cache
+        if _function_cache is not None:
+            self._function_cache = _function_cache
+
+    def clone_for_callee(self, function: Any) -> Inliner:
+        return Inliner(_function_cache=self._function_cache)
+
+
+class PlaceholderSubstitutor(CopyMapper):
+    """Replaces the placeholders named in *substitutions* by the arrays
+    given there (other placeholders are kept). Calls are not entered: the
+    placeholders of a function body belong to the function.
+
+    .. attribute:: substitutions
+    """
+
+    def __init__(self, substitutions: Mapping[str, Array]) -> None:
+        super().__init__()
+        self.substitutions = substitutions
+
+    def clone_for_callee(self, function: Any) -> PlaceholderSubstitutor:
+        return PlaceholderSubstitutor(self.substitutions)
+
+    def map_placeholder(self, expr: Placeholder) -> Array:
+        return self.substitutions.get(expr.name, expr)
+
+    def map_function_definition(self, expr: FunctionDefinition
+                                ) -> FunctionDefinition:
+        return expr
+
+
+class InlineMarker(CopyMapper):
+    """Tags every call (also in the bodies of called functions) with
+    :class:`~pytato.tags.InlineCallTag`."""
+
     def map_call(self, expr: Call) -> Call:
         new = super().map_call(expr)
         if new.tags_of_type(InlineCallTag):
@@ -144,4 +193,4 @@ class _InlineTagger(CopyMapper):
 def tag_all_calls_to_be_inlined(expr: Any) -> Any:
     """Tag every call in the graph of *expr* (and in the bodies of called
     functions) with :class:`~pytato.tags.InlineCallTag`."""
-    return _apply(_InlineTagger(), expr)
+    return _apply(InlineMarker(), expr)

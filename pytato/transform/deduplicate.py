@@ -15,6 +15,8 @@ of nodes and edges.
 
 .. autofunction:: deduplicate
 .. autoclass:: Deduplicator
+.. autofunction:: deduplicate_data_wrappers
+.. autoclass:: DataWrapperDeduplicator
 .. autofunction:: structural_class_ids
 """
 
@@ -32,10 +34,21 @@ from pytato.array.base import (
     topological_order,
     unflatten,
 )
+from pytato.array.inputs import DataWrapper
 from pytato.array.results import DictOfNamedArrays
+from pytato.function import FunctionDefinition
+from pytato.transform.mappers import (
+    ArrayOrNames,
+    ArrayOrNamesOrFunctionDefTc,
+    CopyMapper,
+    TransformMapperCache,
+)
 
 
-__all__ = ["Deduplicator", "deduplicate", "structural_class_ids"]
+__all__ = [
+    "DataWrapperDeduplicator", "Deduplicator", "deduplicate",
+    "deduplicate_data_wrappers", "structural_class_ids",
+]
 
 
 def _structure_key(node: GraphNode, kid_keys: tuple[Hashable, ...]) -> Hashable:
@@ -90,7 +103,7 @@ def _rebuild(node: GraphNode, new_kids: tuple[GraphNode, ...]) -> GraphNode:
     return rebuild(new_kids)  # type: ignore[no-any-return]
 
 
-class Deduplicator:
+class Deduplicator(CopyMapper):
     """Replaces structurally equal nodes by one representative (the first in
     topological order). Nodes whose children are already representatives are
     kept as they are, so a graph without duplicates is returned unchanged
@@ -98,21 +111,31 @@ class Deduplicator:
 
     One instance may be applied to several graphs: representatives are
     shared between calls, so their results share equal subgraphs too.
+    (A :class:`~pytato.transform.CopyMapper` as upstream's, for the bodies
+    of called functions; graphs are deduplicated in one linear pass that
+    does not go through ``map_*`` methods.)
 
     .. automethod:: __call__
     """
 
-    def __init__(self) -> None:
+    def __init__(
+            self,
+            _cache: TransformMapperCache[ArrayOrNames, []] | None = None,
+            _function_cache: TransformMapperCache[
+                FunctionDefinition, []] | None = None) -> None:
+        super().__init__(_cache=_cache, _function_cache=_function_cache)
         self._key_to_rep: dict[Hashable, GraphNode] = {}
         self._rep_of: dict[int, GraphNode] = {}
         # keeps the nodes whose ids are keys of _rep_of alive
         self._seen: list[GraphNode] = []
 
-    def __call__(self, expr: Any) -> Any:
+    def __call__(self, expr: Any) -> Any:  # type: ignore[override]
         """Return *expr* (an array, a :class:`~pytato.DictOfNamedArrays` or
         another graph node) with its duplicates merged."""
         if isinstance(expr, dict):
             return {k: self(v) for k, v in expr.items()}
+        if isinstance(expr, FunctionDefinition):
+            return self.rec_function_definition(expr)
         rep_of = self._rep_of
         key_to_rep = self._key_to_rep
         for node in topological_order([expr]):
@@ -132,11 +155,70 @@ class Deduplicator:
             self._seen.append(node)
         return rep_of[id(expr)]
 
+    def rec(self, expr: Any) -> Any:  # type: ignore[override]
+        return self(expr)
 
-def deduplicate(expr: Any) -> Any:
+    def clone_for_callee(self, function: FunctionDefinition) -> Deduplicator:
+        return type(self)(_function_cache=self._function_cache)
+
+
+def deduplicate(expr: ArrayOrNamesOrFunctionDefTc
+                ) -> ArrayOrNamesOrFunctionDefTc:
     """Return *expr* with every class of structurally equal nodes replaced
     by one object. Results are unchanged; the pass is linear in the size of
     the graph. *expr* may be an array, a :class:`~pytato.DictOfNamedArrays`
     or a :class:`dict` of arrays (whose values then share representatives).
     """
     return Deduplicator()(expr)
+
+
+def _data_key(data: Any) -> Hashable:
+    """Identifies the memory of an array's data: ``(pointer, offset)`` of a
+    :mod:`pyopencl` array's buffer or a numpy array's data, else the data
+    object itself (by identity)."""
+    base = getattr(data, "base_data", None)
+    if base is not None:
+        ptr = getattr(base, "int_ptr", None)
+        if ptr is None:
+            ptr = id(base)
+        return ("cl", ptr, getattr(data, "offset", 0),
+                tuple(getattr(data, "strides", ())))
+    iface = getattr(data, "__array_interface__", None)
+    if isinstance(iface, dict) and "data" in iface:
+        return ("host", iface["data"][0], tuple(getattr(data, "strides", ())))
+    return ("id", id(data))
+
+
+class DataWrapperDeduplicator(CopyMapper):
+    """Replaces :class:`~pytato.array.DataWrapper` nodes wrapping the same
+    memory (the same :mod:`pyopencl` buffer and offset, or the same host
+    array data), with equal shape, dtype, axes and tags, by the first of
+    them. Their names may differ: the first one's is kept."""
+
+    def __init__(
+            self,
+            _cache: TransformMapperCache[ArrayOrNames, []] | None = None,
+            _function_cache: TransformMapperCache[
+                FunctionDefinition, []] | None = None) -> None:
+        super().__init__(_cache=_cache, _function_cache=_function_cache)
+        self.data_wrapper_cache: dict[Hashable, DataWrapper] = {}
+        self.data_wrappers_encountered = 0
+
+    def clone_for_callee(self, function: FunctionDefinition
+                         ) -> DataWrapperDeduplicator:
+        return type(self)(_function_cache=self._function_cache)
+
+    def map_data_wrapper(self, expr: DataWrapper) -> Array:
+        self.data_wrappers_encountered += 1
+        key = (_data_key(expr.data), expr.shape, expr.dtype, expr.axes,
+               expr.tags)
+        return self.data_wrapper_cache.setdefault(key, expr)
+
+
+def deduplicate_data_wrappers(array_or_names: ArrayOrNamesOrFunctionDefTc
+                              ) -> ArrayOrNamesOrFunctionDefTc:
+    """Return *array_or_names* with the :class:`~pytato.array.DataWrapper`
+    nodes that wrap the same memory merged into one (see
+    :class:`DataWrapperDeduplicator`), so that the data is passed to
+    generated code once."""
+    return DataWrapperDeduplicator()(array_or_names)  # type: ignore[no-any-return]

@@ -22,6 +22,10 @@ Distributive law
 .. autofunction:: apply_distributive_property_to_einsums
 .. autoclass:: EinsumBroadcastRemover
 .. autoclass:: EinsumDistributor
+.. autoclass:: EinsumDistributiveLawDescriptor
+.. autoclass:: DoDistribute
+.. autoclass:: DoNotDistribute
+.. autoclass:: EinsumDistributiveLawMapper
 """
 
 from __future__ import annotations
@@ -47,7 +51,9 @@ from pytato.transform._identity_cache import IdentityCachedCopyMapper
 
 
 __all__ = [
-    "EinsumBroadcastRemover", "EinsumDistributor",
+    "DoDistribute", "DoNotDistribute", "EinsumBroadcastRemover",
+    "EinsumDistributiveLawDescriptor", "EinsumDistributiveLawMapper",
+    "EinsumDistributor",
     "apply_distributive_property_to_einsums",
     "rewrite_einsums_with_no_broadcasts",
 ]
@@ -134,9 +140,25 @@ def _descr_length(args: list[Array],
     return False
 
 
+def _descr_not_one(args: list[Array],
+                   accs: list[tuple[EinsumAxisDescriptor, ...]],
+                   skip: int, d: EinsumAxisDescriptor) -> bool:
+    """Whether an operand other than *skip* indexes *d* with a length that
+    is not 1."""
+    for iarg, (acc, arg) in enumerate(zip(accs, args, strict=True)):
+        if iarg == skip:
+            continue
+        for dd, n in zip(acc, arg.shape, strict=True):
+            if dd == d and not is_one(n):
+                return True
+    return False
+
+
 class EinsumBroadcastRemover(IdentityCachedCopyMapper):
     """Copies a graph, replacing broadcast operands of einsums by the
-    broadcast arrays (see :func:`rewrite_einsums_with_no_broadcasts`)."""
+    broadcast arrays, and dropping operand axes of length 1 that broadcast
+    against a longer axis of another operand (see
+    :func:`rewrite_einsums_with_no_broadcasts`)."""
 
     def map_einsum(self, expr: Einsum) -> Array:
         args = [self.rec(a) for a in expr.args]
@@ -153,6 +175,19 @@ class EinsumBroadcastRemover(IdentityCachedCopyMapper):
                 continue
             accs[iarg] = tuple(acc[j] for j in bc.axis_map)
             args[iarg] = bc.base
+            changed = True
+        for iarg, arg in enumerate(args):
+            # size-1 axes broadcast against a longer axis of another operand
+            acc = accs[iarg]
+            drop = [j for j in range(arg.ndim)
+                    if is_one(arg.shape[j])
+                    and _descr_not_one(args, accs, iarg, acc[j])]
+            if not drop:
+                continue
+            args[iarg] = BasicIndex(arg, tuple(
+                0 if j in drop else NormalizedSlice(0, n, 1)
+                for j, n in enumerate(arg.shape)))
+            accs[iarg] = tuple(d for j, d in enumerate(acc) if j not in drop)
             changed = True
         if not changed:
             return expr
@@ -244,6 +279,9 @@ class EinsumDistributor(IdentityCachedCopyMapper):
         self.should_distribute = should_distribute
         self._split_cache: dict[Einsum, Any] = {}
 
+    def clone_for_callee(self, function: Any) -> EinsumDistributor:
+        return type(self)(self.should_distribute)
+
     def _split(self, e: Einsum) -> tuple[list[Einsum], list[Any]] | None:
         if e in self._split_cache:
             return self._split_cache[e]  # type: ignore[no-any-return]
@@ -303,8 +341,66 @@ class EinsumDistributor(IdentityCachedCopyMapper):
         return done[root]
 
 
+class EinsumDistributiveLawDescriptor:
+    """What :func:`apply_distributive_property_to_einsums` does with one
+    einsum: :class:`DoDistribute` or :class:`DoNotDistribute`."""
+
+
+@dataclass(frozen=True)
+class DoDistribute(EinsumDistributiveLawDescriptor):
+    """Distribute the einsum over the terms of its operand number
+    *ioperand* (if that operand is a linear combination).
+
+    .. attribute:: ioperand
+    """
+
+    ioperand: int
+
+
+@dataclass(frozen=True)
+class DoNotDistribute(EinsumDistributiveLawDescriptor):
+    """Leave the einsum as it is."""
+
+
+def _should_distribute_from_descriptors(
+        how_to_distribute: Callable[[Einsum], EinsumDistributiveLawDescriptor]
+        ) -> ShouldDistribute:
+    def should_distribute(einsum: Einsum, iarg: int) -> bool:
+        descr = how_to_distribute(einsum)
+        if isinstance(descr, DoDistribute):
+            if not 0 <= descr.ioperand < len(einsum.args):
+                raise ValueError(
+                    f"how_to_distribute returned DoDistribute({descr.ioperand}) "
+                    f"for an einsum with {len(einsum.args)} operands")
+            return descr.ioperand == iarg
+        if isinstance(descr, DoNotDistribute):
+            return False
+        raise TypeError(
+            "how_to_distribute must return a DoDistribute or a "
+            f"DoNotDistribute, got {descr!r}")
+    return should_distribute
+
+
+class EinsumDistributiveLawMapper(EinsumDistributor):
+    """An :class:`EinsumDistributor` choosing the operand to distribute
+    over with a callback returning an
+    :class:`EinsumDistributiveLawDescriptor` (upstream's interface)."""
+
+    def __init__(self, how_to_distribute: Callable[
+            [Einsum], EinsumDistributiveLawDescriptor]) -> None:
+        super().__init__(_should_distribute_from_descriptors(how_to_distribute))
+        self.how_to_distribute = how_to_distribute
+
+    def clone_for_callee(self, function: Any) -> EinsumDistributiveLawMapper:
+        return type(self)(self.how_to_distribute)
+
+
 def apply_distributive_property_to_einsums(
-        expr: Any, should_distribute: ShouldDistribute | None = None) -> Any:
+        expr: Any,
+        how_to_distribute: Callable[
+            [Einsum], EinsumDistributiveLawDescriptor] | None = None,
+        *,
+        should_distribute: ShouldDistribute | None = None) -> Any:
     """Return *expr* (an array, a :class:`~pytato.DictOfNamedArrays` or a
     :class:`dict` of arrays) with einsums over sums rewritten as sums of
     einsums: ``einsum(..., c1*a1 + c2*a2, ...)`` becomes
@@ -312,13 +408,29 @@ def apply_distributive_property_to_einsums(
     operands that are linear combinations (with scalar coefficients) of
     arrays of the operand's shape and dtype.
 
-    :arg should_distribute: called as ``should_distribute(einsum, iarg)``
-        for each candidate operand; only operands for which it returns
-        *True* are split (default: all). Splitting every operand of an
-        einsum of several sums creates the product of their numbers of
-        terms, so restrict it where that matters.
+    :arg how_to_distribute: called as ``how_to_distribute(einsum)`` for
+        each einsum (those created by distributing included); returns
+        :class:`DoDistribute` ``(ioperand)`` to distribute over that operand
+        or :class:`DoNotDistribute` (upstream's interface). Default: every
+        operand that is a linear combination.
+    :arg should_distribute: alternatively, called as
+        ``should_distribute(einsum, iarg)`` for each candidate operand; only
+        operands for which it returns *True* are split. Splitting every
+        operand of an einsum of several sums creates the product of their
+        numbers of terms, so restrict it where that matters.
     """
-    mapper = EinsumDistributor(should_distribute or _always)
+    if how_to_distribute is not None and should_distribute is not None:
+        raise TypeError("apply_distributive_property_to_einsums: pass "
+                        "'how_to_distribute' or 'should_distribute', not both")
+    if how_to_distribute is not None:
+        if not callable(how_to_distribute):
+            raise TypeError("apply_distributive_property_to_einsums: "
+                            "'how_to_distribute' must be callable, got "
+                            f"{how_to_distribute!r}")
+        mapper: EinsumDistributor = EinsumDistributiveLawMapper(
+            how_to_distribute)
+    else:
+        mapper = EinsumDistributor(should_distribute or _always)
     if isinstance(expr, dict):
         return {k: mapper(v) for k, v in expr.items()}
     return mapper(expr)

@@ -16,12 +16,16 @@ operands.
 
 .. autofunction:: to_index_lambda
 .. autofunction:: lower_to_index_lambdas
+.. autoclass:: ToIndexLambdaMapper
+.. autoclass:: ToIndexLambdaMixin
+.. autoclass:: MapAsIndexLambdaMixin
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Generic, ParamSpec, TypeVar
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -59,7 +63,13 @@ from pytato.scalar_expr import (
 from pytato.transform.mappers import CopyMapper, Mapper
 
 
-__all__ = ["lower_to_index_lambdas", "to_index_lambda"]
+__all__ = [
+    "MapAsIndexLambdaMixin", "ToIndexLambdaMapper", "ToIndexLambdaMixin",
+    "lower_to_index_lambdas", "to_index_lambda",
+]
+
+ResultT = TypeVar("ResultT")
+P = ParamSpec("P")
 
 
 def _idx(i: int) -> prim.Variable:
@@ -393,7 +403,44 @@ def _reshape_group(b: _Bindings, in_shape: Sequence[ShapeComponent],
         indices[ax] = e
 
 
-_LOWERER = _ToIndexLambda()
+class ToIndexLambdaMixin(_ToIndexLambda):
+    """The ``map_<node>`` methods of :class:`ToIndexLambdaMapper`: each
+    returns an :class:`~pytato.array.IndexLambda` computing the node from
+    its children (upstream's name)."""
+
+
+class ToIndexLambdaMapper(ToIndexLambdaMixin):
+    """Maps a node to an equivalent :class:`~pytato.array.IndexLambda`
+    (see :func:`to_index_lambda`)."""
+
+
+class MapAsIndexLambdaMixin(ABC, Generic[ResultT, P]):
+    """A mixin for mappers that handle every array node with an
+    element-wise definition as the :class:`~pytato.array.IndexLambda`
+    computing it: the ``map_<node>`` methods lower the node with
+    :func:`to_index_lambda` and call :meth:`map_index_lambda`."""
+
+    @abstractmethod
+    def map_index_lambda(self, expr: IndexLambda, *args: P.args,
+                         **kwargs: P.kwargs) -> ResultT:
+        """Map an :class:`~pytato.array.IndexLambda`."""
+
+    def _as_index_lambda(self, expr: Array, *args: P.args,
+                         **kwargs: P.kwargs) -> ResultT:
+        return self.map_index_lambda(to_index_lambda(expr), *args, **kwargs)
+
+    map_einsum = _as_index_lambda
+    map_stack = _as_index_lambda
+    map_concatenate = _as_index_lambda
+    map_roll = _as_index_lambda
+    map_axis_permutation = _as_index_lambda
+    map_reshape = _as_index_lambda
+    map_basic_index = _as_index_lambda
+    map_contiguous_advanced_index = _as_index_lambda
+    map_non_contiguous_advanced_index = _as_index_lambda
+
+
+_LOWERER = ToIndexLambdaMapper()
 
 
 def to_index_lambda(expr: Array) -> IndexLambda:

@@ -48,11 +48,16 @@ nodes tagged :class:`~pytato.tags.ImplStored` always.
 .. autodata:: MAX_INDEX_GROWTH
 .. autofunction:: get_stored_nodes
 .. autofunction:: materialize_with_mpms
+.. autoclass:: MPMSMaterializer
+.. autoclass:: MPMSMaterializerAccumulator
+.. autoclass:: MPMSMaterializerCache
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pymbolic.primitives as prim
@@ -69,11 +74,21 @@ from pytato.scalar_expr import (
     get_dependencies,
 )
 from pytato.tags import ImplInlined, ImplStored
-from pytato.transform.mappers import CopyMapper
+from pytato.transform.mappers import (
+    ArrayOrNames,
+    CachedMapper,
+    CopyMapper,
+    TransformMapperCache,
+)
 
 
 __all__ = [
-    "MAX_INDEX_GROWTH", "MAX_INLINE_DEPTH", "get_stored_nodes",
+    "MAX_INDEX_GROWTH",
+    "MAX_INLINE_DEPTH",
+    "MPMSMaterializer",
+    "MPMSMaterializerAccumulator",
+    "MPMSMaterializerCache",
+    "get_stored_nodes",
     "materialize_with_mpms",
 ]
 
@@ -344,5 +359,79 @@ def materialize_with_mpms(expr: Array | DictOfNamedArrays
     if isinstance(expr, Array):
         return result["_pt_out"]  # type: ignore[no-any-return]
     return result  # type: ignore[no-any-return]
+
+# }}}
+
+
+# {{{ upstream's MPMS mapper
+
+@dataclass(frozen=True, eq=True)
+class MPMSMaterializerAccumulator:
+    """What :class:`MPMSMaterializer` returns for a node: the node (tagged
+    :class:`~pytato.tags.ImplStored` if materialized) and its materialized
+    predecessors (the node itself if it is materialized).
+
+    .. attribute:: materialized_predecessors
+    .. attribute:: expr
+    """
+
+    materialized_predecessors: frozenset[Array]
+    expr: ArrayOrNames
+
+
+class MPMSMaterializerCache(TransformMapperCache[ArrayOrNames, []]):
+    """The cache of a :class:`MPMSMaterializer` (upstream's name)."""
+
+
+class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, Any, []]):
+    """Upstream's one-pass form of the MPMS rule: a node is materialized
+    (tagged :class:`~pytato.tags.ImplStored`) if it has more than one
+    successor and more than one materialized predecessor, or if it is in
+    *already_materialized_nodes*. Inputs count as materialized.
+    :func:`materialize_with_mpms` applies the fuller policy of
+    :func:`get_stored_nodes`.
+
+    :arg successors: the users of each node (see
+        :func:`pytato.analysis.get_list_of_users`).
+    """
+
+    def __init__(self, successors: Mapping[Array, list[ArrayOrNames]],
+                 already_materialized_nodes: frozenset[Array],
+                 _cache: MPMSMaterializerCache | None = None) -> None:
+        super().__init__(_cache=_cache)  # type: ignore[arg-type]
+        self.successors = successors
+        self.already_materialized_nodes = already_materialized_nodes
+
+    def clone_for_callee(self, function: Any) -> MPMSMaterializer:
+        raise NotImplementedError(
+            "MPMSMaterializer does not map the bodies of called functions")
+
+    def map_array(self, expr: Array) -> MPMSMaterializerAccumulator:
+        from pytato.array.base import flatten_for_pickle, unflatten
+        kids = expr._pt_kids  # type: ignore[attr-defined]
+        accs = [self.rec(k) for k in kids]
+        new_kids = tuple(a.expr for a in accs)
+        new: Array = expr
+        if any(a is not b for a, b in zip(kids, new_kids, strict=True)):
+            names, skel = flatten_for_pickle(expr)
+            new = unflatten(type(expr), names, skel, new_kids,  # type: ignore[arg-type]
+                            expr.non_equality_tags)
+        if isinstance(expr, InputArgumentBase):
+            return MPMSMaterializerAccumulator(frozenset([new]), new)
+        preds: frozenset[Array] = frozenset().union(
+            *(a.materialized_predecessors for a in accs))
+        if (expr in self.already_materialized_nodes
+                or new.tags_of_type(ImplStored)
+                or (len(self.successors.get(expr, ())) > 1 and len(preds) > 1)):
+            new = new.tagged(ImplStored())
+            return MPMSMaterializerAccumulator(frozenset([new]), new)
+        return MPMSMaterializerAccumulator(preds, new)
+
+    def map_dict_of_named_arrays(self, expr: DictOfNamedArrays
+                                 ) -> MPMSMaterializerAccumulator:
+        new = {k: self.rec(v).expr for k, v in expr.items()}
+        result = (expr if all(new[k] is v for k, v in expr.items())
+                  else DictOfNamedArrays(new, tags=expr.tags))
+        return MPMSMaterializerAccumulator(frozenset(), result)
 
 # }}}

@@ -30,22 +30,27 @@ Node types without a ``map_<node>`` method in
 calls can add a method relating call bindings to function parameters).
 
 .. autoclass:: AxisEquivalenceCollector
+.. autoclass:: AxesTagsEquationCollector
+.. autoclass:: AxisIgnoredForPropagationTag
 .. autofunction:: unify_axes_tags
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import pymbolic.primitives as prim
+from constantdict import constantdict
 from pymbolic.mapper.distributor import DistributeMapper
 from pytools.tag import Tag
 
 from pytato.array.base import (
     Array,
     Axis,
+    ReductionDescriptor,
     ShapeComponent,
+    _flatten,
     check_unique_tags,
     flatten_for_pickle,
     topological_order,
@@ -78,7 +83,9 @@ from pytato.transform._identity_cache import IdentityCachedCopyMapper
 from pytato.transform.mappers import Mapper
 
 
-__all__ = ["AxisEquivalenceCollector", "unify_axes_tags"]
+__all__ = ["AxesTagsEquationCollector", "AxisEquivalenceCollector",
+           "AxisIgnoredForPropagationTag",
+           "unify_axes_tags"]
 
 
 # {{{ union-find over (node, axis) slots
@@ -340,30 +347,130 @@ def _kept_reshape_axes(old: Sequence[ShapeComponent],
 # }}}
 
 
+def _reduction_axes(n: Array) -> tuple[
+        str, dict[Any, list[tuple[Array, int]]]] | None:
+    """The field holding *n*'s reduction descriptors, and for each reduction
+    the child axes it runs over."""
+    if isinstance(n, Einsum) and n.redn_axis_to_redn_descr:
+        axes_of: dict[Any, list[tuple[Array, int]]] = {}
+        for acc, arg in zip(n.access_descriptors, n.args, strict=True):
+            for j, d in enumerate(acc):
+                if isinstance(d, EinsumReductionAxis):
+                    axes_of.setdefault(d, []).append((arg, j))
+        return "redn_axis_to_redn_descr", axes_of
+    if isinstance(n, IndexLambda) and n.var_to_reduction_descr:
+        from pytato.transform.metadata import BindingSubscriptsCollector
+        subscripts = BindingSubscriptsCollector()(n.expr)
+        axes_of = {}
+        for name, idx_tuples in subscripts.items():
+            b = n.bindings.get(name)
+            if b is None:
+                continue
+            for idx in idx_tuples:
+                for j, i in enumerate(idx):
+                    r = _index_name(i)
+                    if r in n.var_to_reduction_descr and j < b.ndim:
+                        axes_of.setdefault(r, []).append((b, j))
+        return "var_to_reduction_descr", axes_of
+    return None
+
+
 class _AxesRetagger(IdentityCachedCopyMapper):
-    def __init__(self, new_axes: dict[int, tuple[Axis, ...]]) -> None:
+    def __init__(self, new_axes: dict[int, tuple[Axis, ...]],
+                 new_redns: dict[int, tuple[str, Any]] | None = None) -> None:
         super().__init__()
         self.new_axes = new_axes
+        self.new_redns = new_redns or {}
+
+    def clone_for_callee(self, function: Any) -> _AxesRetagger:
+        # the bodies of called functions are scopes of their own, whose
+        # nodes the caller's analysis does not see: kept as they are
+        return _AxesRetagger({}, {})
 
     def map_array(self, expr: Array) -> Array:
         kids = expr._pt_kids  # type: ignore[attr-defined]
         new_kids = tuple(self.rec(k) for k in kids)
         axes = self.new_axes.get(id(expr), expr.axes)
-        if axes is expr.axes and all(
+        redn = self.new_redns.get(id(expr))
+        if axes is expr.axes and redn is None and all(
                 a is b for a, b in zip(kids, new_kids, strict=True)):
             return expr
         names, skel = flatten_for_pickle(expr)
         if axes is not expr.axes:
             skel = tuple(axes if n == "axes" else s
                          for n, s in zip(names, skel, strict=True))
+        if redn is not None:
+            field, descrs = redn
+            flat = _flatten(descrs, [])
+            skel = tuple(flat if n == field else s
+                         for n, s in zip(names, skel, strict=True))
         return unflatten(type(expr), names, skel, new_kids,
                          expr.non_equality_tags)
 
 
+class AxisIgnoredForPropagationTag(Tag):
+    """An axis tagged with this takes no part in :func:`unify_axes_tags`:
+    tags are neither propagated to it nor from it."""
+
+
+class AxesTagsEquationCollector(AxisEquivalenceCollector):
+    """The collector of axis equalities used by :func:`unify_axes_tags`
+    (upstream's name and constructor). Subclass it and pass the subclass as
+    ``equations_collector_t`` to relate more axes: a ``map_<node>`` method
+    calls :meth:`record_equation` (or ``self.unify(a, i, b, j)``) for each
+    pair of equal axes.
+
+    .. attribute:: tag_t
+
+        The type of the axis tags being propagated.
+
+    .. automethod:: get_var_for_axis
+    .. automethod:: record_equation
+    """
+
+    def __init__(self, tag_t: type[Tag]) -> None:
+        super().__init__(self._record_axes)
+        self.tag_t = tag_t
+        self.equations: list[tuple[str, str]] = []
+        self._axis_vars: dict[tuple[int, int], str] = {}
+        self._var_axes: dict[str, tuple[Array, int]] = {}
+        self._unify_hook: Callable[[Array, int, Array, int], None] | None = None
+
+    def get_var_for_axis(self, expr: Array, iaxis: int) -> str:
+        """The name standing for axis *iaxis* of *expr* in equations."""
+        key = (id(expr), iaxis)
+        var = self._axis_vars.get(key)
+        if var is None:
+            var = f"_pt_axis_{len(self._axis_vars)}"
+            self._axis_vars[key] = var
+            self._var_axes[var] = (expr, iaxis)
+        return var
+
+    def record_equation(self, lhs: str, rhs: str) -> None:
+        """Record that the axes named *lhs* and *rhs* (see
+        :meth:`get_var_for_axis`) are equal."""
+        self.equations.append((lhs, rhs))
+        if self._unify_hook is not None:
+            a, i = self._var_axes[lhs]
+            b, j = self._var_axes[rhs]
+            self._unify_hook(a, i, b, j)
+
+    def _record_axes(self, a: Array, i: int, b: Array, j: int) -> None:
+        if self._unify_hook is not None:
+            self._unify_hook(a, i, b, j)
+        else:
+            self.equations.append((self.get_var_for_axis(a, i),
+                                   self.get_var_for_axis(b, j)))
+
+
 def unify_axes_tags(
         expr: Any,
+        *,
         tag_t_to_not_propagate: Iterable[type[Tag]] = frozenset(),
         node_t_to_not_propagate_through: Iterable[type[Array]] = frozenset(),
+        tag_t: type[Tag] = Tag,
+        equations_collector_t: type[AxesTagsEquationCollector] | None = None,
+        unify_redn_descrs: bool = True,
         ) -> Any:
     """Return *expr* (an array, a :class:`~pytato.DictOfNamedArrays` or a
     :class:`dict` of arrays) with the tags of each axis copied to all axes
@@ -373,14 +480,36 @@ def unify_axes_tags(
         are.
     :arg node_t_to_not_propagate_through: node types whose axes are not
         related to their children's (e.g. ``{Reshape}``).
+    :arg tag_t: only axis tags of this type are propagated (upstream's
+        keyword; default: all).
+    :arg equations_collector_t: a subclass of
+        :class:`AxesTagsEquationCollector` (constructed with *tag_t*) to
+        relate more axes than the default does.
+    :arg unify_redn_descrs: also give the reduction descriptors of
+        einsums and index lambdas the (propagated) tags of the child axes
+        they reduce over.
     :raises NonUniqueTagError: if an equivalence class of axes would carry
         two different :class:`~pytools.tag.UniqueTag` instances of one type.
     """
     if isinstance(expr, dict):
         from pytato.array.results import DictOfNamedArrays
         return dict(unify_axes_tags(
-            DictOfNamedArrays(expr), tag_t_to_not_propagate,
-            node_t_to_not_propagate_through))
+            DictOfNamedArrays(expr),
+            tag_t_to_not_propagate=tag_t_to_not_propagate,
+            node_t_to_not_propagate_through=node_t_to_not_propagate_through,
+            tag_t=tag_t,
+            equations_collector_t=equations_collector_t,
+            unify_redn_descrs=unify_redn_descrs))
+    if not (isinstance(tag_t, type) and issubclass(tag_t, Tag)):
+        raise TypeError(f"unify_axes_tags: 'tag_t' must be a subclass of "
+                        f"pytools.tag.Tag, got {tag_t!r}")
+    if equations_collector_t is None:
+        equations_collector_t = AxesTagsEquationCollector
+    elif not (isinstance(equations_collector_t, type) and issubclass(
+            equations_collector_t, AxesTagsEquationCollector)):
+        raise TypeError(
+            "unify_axes_tags: 'equations_collector_t' must be a subclass of "
+            f"AxesTagsEquationCollector, got {equations_collector_t!r}")
     no_prop = tuple(tag_t_to_not_propagate)
     order = [n for n in topological_order([expr]) if isinstance(n, Array)]
     uf = _UnionFind()
@@ -389,10 +518,14 @@ def unify_axes_tags(
         offset[id(n)] = uf.add(n.ndim)
 
     def unify(a: Array, i: int, b: Array, j: int) -> None:
+        if (a.axes[i].tags_of_type(AxisIgnoredForPropagationTag)
+                or b.axes[j].tags_of_type(AxisIgnoredForPropagationTag)):
+            return
         uf.union(offset[id(a)] + i, offset[id(b)] + j)
 
-    collector = AxisEquivalenceCollector(unify,
-                                         tuple(node_t_to_not_propagate_through))
+    collector = equations_collector_t(tag_t)
+    collector._unify_hook = unify
+    collector.skip_node_types = tuple(node_t_to_not_propagate_through)
     for n in order:
         collector.rec(n)
 
@@ -400,7 +533,8 @@ def unify_axes_tags(
     for n in order:
         base = offset[id(n)]
         for i, ax in enumerate(n.axes):
-            tags = [t for t in ax.tags if not isinstance(t, no_prop)]
+            tags = [t for t in ax.tags
+                    if isinstance(t, tag_t) and not isinstance(t, no_prop)]
             if tags:
                 class_tags.setdefault(uf.find(base + i), set()).update(tags)
     if not class_tags:
@@ -413,6 +547,28 @@ def unify_axes_tags(
             raise NonUniqueTagError(
                 f"unify_axes_tags: equal axes carry conflicting tags: {e}"
             ) from None
+
+    new_redns: dict[int, tuple[str, Mapping[Any, ReductionDescriptor]]] = {}
+    if unify_redn_descrs:
+        for n in order:
+            found = _reduction_axes(n)
+            if not found:
+                continue
+            field, axes_of = found
+            descrs = getattr(n, field)
+            new_d = {}
+            changed = False
+            for r, descr in descrs.items():
+                extra: set[Tag] = set()
+                for b, j in axes_of.get(r, ()):
+                    extra.update(frozen.get(
+                        uf.find(offset[id(b)] + j), frozenset()))
+                if extra and not frozenset(extra) <= descr.tags:
+                    descr = ReductionDescriptor(descr.tags | frozenset(extra))
+                    changed = True
+                new_d[r] = descr
+            if changed:
+                new_redns[id(n)] = (field, constantdict(new_d))
 
     new_axes: dict[int, tuple[Axis, ...]] = {}
     for n in order:
@@ -427,4 +583,4 @@ def unify_axes_tags(
             axes.append(ax)
         if changed:
             new_axes[id(n)] = tuple(axes)
-    return _AxesRetagger(new_axes)(expr)
+    return _AxesRetagger(new_axes, new_redns)(expr)
