@@ -134,7 +134,10 @@ def generate_loopy(
     name theirs); reductions have inames starting ``_pt_sum_r``,
     ``_pt_max_r``, ... (tagged with the reduction descriptor's tags, by
     which transformations can find them); output inames carry the tags of
-    their :class:`~pytato.Axis`.
+    their :class:`~pytato.Axis`. Arrays computed in one loop nest
+    (:mod:`pytato.target.loopy.fusion`) share the loops of the first
+    array stored there: the loops of an output are those of the
+    instruction ``_pt_insn_<name>`` storing it (its ``within_inames``).
 
     :raises pytato.diagnostic.CannotBeLoweredToLoopyError: for graphs with
         nodes that cannot be lowered (naming the node type).

@@ -5,6 +5,56 @@
 .. autoclass:: BoundPyOpenCLProgram
 .. autoclass:: BoundPyOpenCLExecutable
 
+.. rubric:: Scheduling for the device that runs the program
+
+The default schedule (:mod:`pytato.target.loopy.schedule`) maps the loops
+of a kernel onto work-groups and work-items with sizes and strategies that
+depend on the device (a GPU gets groups of 256 and parallel reductions
+where a CPU gets groups of 32 and interleaved accumulators). When
+:func:`~pytato.generate_loopy` is given the device (``cl_device=``, or a
+target with a device), it schedules for it right away. Otherwise (the usual
+``prog = pt.generate_loopy(y)``) the :class:`BoundPyOpenCLProgram` keeps
+the lowered, unscheduled translation unit as :attr:`~BoundPyOpenCLProgram.program`
+(:attr:`~BoundPyOpenCLProgram.schedule_per_device` is true) and
+
+* schedules it at its first call on a queue for ``queue.device``, and
+  keeps the scheduled unit and its executor per device (one schedule per
+  :class:`~pytato.target.loopy.schedule.DeviceInfo`, one executor per
+  context; in a context of devices of different kinds, one per device),
+  so that later calls cost what they cost before: the repeated calls
+  below check nothing more (but in a context of devices of different
+  kinds, whose calls are all checked, to find the device's executor).
+  The kernels are those of ``generate_loopy(y, cl_device=queue.device)``;
+* in :meth:`~BoundPyOpenCLProgram.bind_to_context`, schedules it for the
+  context's first device; the :class:`BoundPyOpenCLExecutable` keeps the
+  lowered unit (:attr:`~BoundPyOpenCLExecutable.lowered_program`);
+* lets the user's :mod:`loopy` transformations work on the lowered unit:
+  :meth:`~BoundPyOpenCLProgram.with_transformed_program` and
+  :meth:`~BoundPyOpenCLExecutable.with_transformed_translation_unit` apply
+  the transformation to it first, then the default schedule maps only the
+  loop nests the transformation left unmapped (see "Kernels the user
+  mapped" in :mod:`pytato.target.loopy.schedule`: a fully hand-mapped
+  kernel runs as the user wrote it). The lowered unit's loops are named
+  as documented in :func:`~pytato.generate_loopy` (``_pt_out_dim0``, ...);
+* shows the code for a device: :meth:`~BoundPyOpenCLProgram.get_code`,
+  :meth:`~BoundPyOpenCLProgram.show_code` and
+  :meth:`~BoundPyOpenCLProgram.program_for` take a
+  :class:`pyopencl.Device` (by default the device of the last call, else
+  the conservative schedule of an unknown device).
+
+In the persistent program store (:mod:`pytato.target.loopy.program_store`)
+the lowered unit has a key without a device (:attr:`~BoundPyOpenCLProgram.store_key`),
+and the unit scheduled for each device, with its compiled code, a key
+naming the device (:func:`~pytato.target.loopy.program_store.scheduled_key`).
+
+For example, with an arraycontext-style transformation::
+
+    prog = pt.generate_loopy(y)      # not scheduled yet
+    prog = prog.with_transformed_program(lambda t: lp.split_iname(
+        t, "_pt_out_dim0", 128, outer_tag="g.0", inner_tag="l.0"))
+    _, (out,) = prog(queue, x=x)     # scheduled for queue.device here
+    prog.show_code(queue.device)
+
 .. rubric:: Memory of outputs and temporaries
 
 Called without an *allocator*, programs, executables and launchers allocate
