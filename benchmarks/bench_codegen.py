@@ -289,7 +289,7 @@ def bench_overhead(ctx: Any, ncalls: int = 2000) -> dict[str, float]:
         queue.finish()
         return 1e6 * (time.perf_counter() - t) / ncalls
 
-    executor = prog.program.executor(ctx)
+    executor = prog.program_for(ctx.devices[0]).executor(ctx)
     exe = prog.bind_to_context(ctx)
     return {
         "raw_pyopencl_enqueue_us": per_call(

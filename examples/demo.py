@@ -56,11 +56,12 @@ def main() -> None:
     outputs, b_data = build_graph()
     prog = pt.generate_loopy(outputs)
 
-    print("=" * 30, "generated OpenCL code", "=" * 30)
-    prog.show_code()
-
     ctx = cl.create_some_context(interactive=False)
     queue = cl.CommandQueue(ctx)
+    # the kernels are scheduled for the device that runs them
+    print("=" * 30, "generated OpenCL code", "=" * 30)
+    prog.show_code(queue.device)
+
     print("=" * 30, f"running on {ctx.devices[0].name}", "=" * 30)
 
     rng = np.random.default_rng(0)

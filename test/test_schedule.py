@@ -34,7 +34,8 @@ def test_device_info():
 def test_applied_and_skippable():
     x = pt.make_placeholder("x", (100, 30), np.float64)
     prg = pt.generate_loopy(2 * x)
-    tags = _hw_tags(prg.program)
+    assert not _hw_tags(prg.program)  # scheduled per device
+    tags = _hw_tags(prg.program_for())
     assert sorted(tags.values()) == ["g.0", "l.0"]
     prg = pt.generate_loopy(2 * x, default_schedule=False)
     assert not _hw_tags(prg.program)
@@ -120,7 +121,7 @@ def test_empty_and_several_kernels(queue):
     t = 2 * x
     prg = pt.generate_loopy({"a": t + 1, "b": t * t, "c": pt.sum(t)})
     import loopy as lp
-    assert len(lp.generate_code_v2(prg.program).device_programs) >= 2
+    assert len(lp.generate_code_v2(prg.program_for(queue.device)).device_programs) >= 2
     for rows in (0, 5):
         a = np.ones((rows, 3))
         _, res = prg(queue, x=a)

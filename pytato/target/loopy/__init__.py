@@ -111,9 +111,33 @@ def generate_loopy(
       *array_tag_t_to_not_propagate*).
 
     :arg default_schedule: whether to map the kernel's loops onto
-        work-groups and work-items for the device (*cl_device*, or the
-        target's) with :func:`pytato.target.loopy.schedule.default_schedule`.
-        Pass False to transform the generated kernel yourself.
+        work-groups and work-items for the device with
+        :func:`pytato.target.loopy.schedule.default_schedule`. Pass False
+        to transform the generated kernel yourself.
+
+    **Which device the schedule is for.** With *cl_device*, or a *target*
+    with a device, the kernel is scheduled for that device here, and
+    :attr:`BoundPyOpenCLProgram.program` is the scheduled unit (which runs
+    on any device). Without a device (the usual ``generate_loopy(y)``),
+    the program keeps the lowered, unscheduled unit as
+    :attr:`~BoundPyOpenCLProgram.program` and schedules it at its first
+    call on each device (for ``queue.device``; in
+    :meth:`~BoundPyOpenCLProgram.bind_to_context`, for the context's first
+    device), with the same kernels as ``generate_loopy(result,
+    cl_device=device)``; see "Scheduling for the device that runs the
+    program" in :mod:`pytato.target.loopy.programs`.
+
+    The lowered unit names its loops after the arrays they compute: the
+    output axes of the stored array ``name`` are the inames
+    ``name_dim0``, ``name_dim1``, ... (``_pt_out_dim0``, ... for the
+    array result of a single-array *result*; the keys of a dict result
+    name theirs); reductions have inames starting ``_pt_sum_r``,
+    ``_pt_max_r``, ... (tagged with the reduction descriptor's tags, by
+    which transformations can find them); output inames carry the tags of
+    their :class:`~pytato.Axis`. Arrays computed in one loop nest
+    (:mod:`pytato.target.loopy.fusion`) share the loops of the first
+    array stored there: the loops of an output are those of the
+    instruction ``_pt_insn_<name>`` storing it (its ``within_inames``).
 
     :raises pytato.diagnostic.CannotBeLoweredToLoopyError: for graphs with
         nodes that cannot be lowered (naming the node type).
@@ -191,6 +215,10 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
     order = topological_order([prep.outputs])
     nnodes = len(order)
     device = cl_device or getattr(target, "device", None)
+    # no device known: keep the lowered unit, scheduled for each device at
+    # the program's first call there (see BoundPyOpenCLProgram)
+    deferred = (default_schedule and device is None
+                and isinstance(target, LoopyPyOpenCLTarget))
     from pytato.target.loopy import program_store
     t_unit = None
     with PhaseTimer(logger, "program store lookup", f"{nnodes} nodes"):
@@ -199,7 +227,8 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
             function_name=function_name,
             array_tag_t_to_not_propagate=array_tag_t_to_not_propagate,
             axis_tag_t_to_not_propagate=axis_tag_t_to_not_propagate,
-            default_schedule=default_schedule, device=device)
+            default_schedule=default_schedule and not deferred,
+            device=device)
         if store_key is not None:
             t_unit = program_store.load(store_key, "unit")
     if t_unit is not None:
@@ -213,7 +242,7 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
                     array_tag_t_to_not_propagate),
                 axis_tag_t_to_not_propagate=frozenset(
                     axis_tag_t_to_not_propagate))
-        if default_schedule:
+        if default_schedule and not deferred:
             from pytato.target.loopy.schedule import (
                 default_schedule as schedule,
             )
@@ -222,10 +251,10 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
         if store_key is not None:
             with PhaseTimer(logger, "program store save"):
                 program_store.save(store_key, "unit", t_unit)
-    if store_key is not None:
+    if store_key is not None or deferred:
         prog: BoundProgram = BoundPyOpenCLProgram(
             program=t_unit, bound_arguments=prep.bound_arguments,
-            target=target, store_key=store_key)
+            target=target, store_key=store_key, schedule_per_device=deferred)
     else:
         prog = target.bind_program(t_unit, prep.bound_arguments)
     return prog

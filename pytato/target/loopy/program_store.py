@@ -27,7 +27,10 @@ The key of a program (:func:`program_key`) is a hash of
 * everything else that :func:`~pytato.generate_loopy` depends on: the loopy
   target, options, function name, the tag types not propagated, whether the
   default schedule runs and the :class:`~pytato.target.loopy.schedule.DeviceInfo`
-  it schedules for;
+  it schedules for (programs generated without a device store their
+  lowered, unscheduled unit under a key without a device, and the unit
+  scheduled for each device they run on under :func:`scheduled_key`, which
+  names that device's :class:`~pytato.target.loopy.schedule.DeviceInfo`);
 * the versions of the code that produced the results: a digest of the
   source files of :mod:`pytato` and :mod:`loopy`'s data model version, so
   that results of other code are never found, and the current values of
@@ -53,6 +56,7 @@ concurrently: the first write wins, and equal keys hold equal programs.
 .. autoexception:: NotPersistentError
 .. autofunction:: graph_key
 .. autofunction:: program_key
+.. autofunction:: scheduled_key
 .. autofunction:: store_enabled
 .. autofunction:: load
 .. autofunction:: save
@@ -81,7 +85,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "STORE_VERSION", "TUNING_MODULES", "NotPersistentError", "graph_key",
-    "load", "program_key", "save", "store_enabled",
+    "load", "program_key", "save", "scheduled_key", "store_enabled",
 ]
 
 _logger = logging.getLogger("pytato.target.loopy")
@@ -300,6 +304,25 @@ def program_key(roots: Iterable[GraphNode], *,
     encode = _Encoder()
     text = encode(("pytato-program", STORE_VERSION, _source_digest(),
                    DATA_MODEL_VERSION, _tuning_constants(), graph_key(roots, order),
+                   tuple((name, parameters[name])
+                         for name in sorted(parameters))))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def scheduled_key(base_key: str, **parameters: Any) -> str:
+    """The key of the program stored under *base_key* (the key of a
+    lowered, unscheduled translation unit, which names no device) as
+    scheduled with *parameters* (values with persistent hashes: the
+    :class:`~pytato.target.loopy.schedule.DeviceInfo` of the device it is
+    scheduled for, the loopy target, the user's inames, ...). Programs
+    whose schedule is deferred to their first call on a device (see
+    :class:`~pytato.target.loopy.BoundPyOpenCLProgram`) store their
+    scheduled unit and compiled code under it: a key per device, computed
+    without hashing the graph again."""
+    import hashlib
+
+    encode = _Encoder()
+    text = encode(("pytato-scheduled-program", STORE_VERSION, base_key,
                    tuple((name, parameters[name])
                          for name in sorted(parameters))))
     return hashlib.sha256(text.encode()).hexdigest()

@@ -5,6 +5,56 @@
 .. autoclass:: BoundPyOpenCLProgram
 .. autoclass:: BoundPyOpenCLExecutable
 
+.. rubric:: Scheduling for the device that runs the program
+
+The default schedule (:mod:`pytato.target.loopy.schedule`) maps the loops
+of a kernel onto work-groups and work-items with sizes and strategies that
+depend on the device (a GPU gets groups of 256 and parallel reductions
+where a CPU gets groups of 32 and interleaved accumulators). When
+:func:`~pytato.generate_loopy` is given the device (``cl_device=``, or a
+target with a device), it schedules for it right away. Otherwise (the usual
+``prog = pt.generate_loopy(y)``) the :class:`BoundPyOpenCLProgram` keeps
+the lowered, unscheduled translation unit as :attr:`~BoundPyOpenCLProgram.program`
+(:attr:`~BoundPyOpenCLProgram.schedule_per_device` is true) and
+
+* schedules it at its first call on a queue for ``queue.device``, and
+  keeps the scheduled unit and its executor per device (one schedule per
+  :class:`~pytato.target.loopy.schedule.DeviceInfo`, one executor per
+  context; in a context of devices of different kinds, one per device),
+  so that later calls cost what they cost before: the repeated calls
+  below check nothing more (but in a context of devices of different
+  kinds, whose calls are all checked, to find the device's executor).
+  The kernels are those of ``generate_loopy(y, cl_device=queue.device)``;
+* in :meth:`~BoundPyOpenCLProgram.bind_to_context`, schedules it for the
+  context's first device; the :class:`BoundPyOpenCLExecutable` keeps the
+  lowered unit (:attr:`~BoundPyOpenCLExecutable.lowered_program`);
+* lets the user's :mod:`loopy` transformations work on the lowered unit:
+  :meth:`~BoundPyOpenCLProgram.with_transformed_program` and
+  :meth:`~BoundPyOpenCLExecutable.with_transformed_translation_unit` apply
+  the transformation to it first, then the default schedule maps only the
+  loop nests the transformation left unmapped (see "Kernels the user
+  mapped" in :mod:`pytato.target.loopy.schedule`: a fully hand-mapped
+  kernel runs as the user wrote it). The lowered unit's loops are named
+  as documented in :func:`~pytato.generate_loopy` (``_pt_out_dim0``, ...);
+* shows the code for a device: :meth:`~BoundPyOpenCLProgram.get_code`,
+  :meth:`~BoundPyOpenCLProgram.show_code` and
+  :meth:`~BoundPyOpenCLProgram.program_for` take a
+  :class:`pyopencl.Device` (by default the device of the last call, else
+  the conservative schedule of an unknown device).
+
+In the persistent program store (:mod:`pytato.target.loopy.program_store`)
+the lowered unit has a key without a device (:attr:`~BoundPyOpenCLProgram.store_key`),
+and the unit scheduled for each device, with its compiled code, a key
+naming the device (:func:`~pytato.target.loopy.program_store.scheduled_key`).
+
+For example, with an arraycontext-style transformation::
+
+    prog = pt.generate_loopy(y)      # not scheduled yet
+    prog = prog.with_transformed_program(lambda t: lp.split_iname(
+        t, "_pt_out_dim0", 128, outer_tag="g.0", inner_tag="l.0"))
+    _, (out,) = prog(queue, x=x)     # scheduled for queue.device here
+    prog.show_code(queue.device)
+
 .. rubric:: Memory of outputs and temporaries
 
 Called without an *allocator*, programs, executables and launchers allocate
@@ -83,6 +133,8 @@ from pytato.target.loopy.arguments import ArgumentSpec
 if TYPE_CHECKING:
     import loopy as lp
     import pyopencl as cl
+
+    from pytato.target.loopy.schedule import DeviceInfo
 
 
 __all__ = [
@@ -251,6 +303,66 @@ def _make_executor(t_unit: lp.TranslationUnit, context: cl.Context,
     return make(t_unit, context, store_key=store_key)
 
 
+_DEVICE_INFOS: dict[Any, DeviceInfo] = {}
+
+
+def _device_info(device: cl.Device) -> DeviceInfo:
+    """The :class:`~pytato.target.loopy.schedule.DeviceInfo` of *device*
+    (kept per device: reading it costs OpenCL queries)."""
+    info = _DEVICE_INFOS.get(device)
+    if info is None:
+        from pytato.target.loopy.schedule import DeviceInfo
+        info = _DEVICE_INFOS[device] = DeviceInfo.of(device)
+    return info
+
+
+def _schedule_for(t_unit: lp.TranslationUnit, target: Target,
+                  info: DeviceInfo, generated_inames: frozenset[str] | None,
+                  store_key: str | None
+                  ) -> tuple[lp.TranslationUnit, str | None]:
+    """*t_unit* (lowered, perhaps transformed by the user) scheduled for
+    the device *info* with
+    :func:`~pytato.target.loopy.schedule.default_schedule` (the inames of
+    the entrypoint not among *generated_inames* are the user's), with the
+    loopy target that :class:`LoopyPyOpenCLTarget` gives for that device;
+    and the key of the result in the program store (derived from
+    *store_key*, the key of *t_unit*; None without one). Taken from the
+    store where it is there."""
+    import copy
+
+    from pytato.codegen import PhaseTimer
+    from pytato.target.loopy import program_store
+    from pytato.target.loopy.schedule import default_schedule
+
+    loopy_target = None
+    if isinstance(target, LoopyPyOpenCLTarget):
+        device_target = copy.copy(target)
+        device_target.device = info
+        loopy_target = device_target.get_loopy_target()
+    key = None
+    if store_key is not None and program_store.store_enabled():
+        key = program_store.scheduled_key(store_key, device_info=info,
+                                          loopy_target=loopy_target)
+        stored = program_store.load(key, "unit")
+        if stored is not None:
+            return stored, key
+    if loopy_target is not None and t_unit.target != loopy_target:
+        import loopy as lp
+        try:
+            t_unit = t_unit.copy(target=loopy_target)
+        except lp.LoopyError:  # preprocessed by the user: keep its target
+            pass
+    user_inames: frozenset[str] = frozenset()
+    if generated_inames is not None:
+        user_inames = frozenset(
+            t_unit.default_entrypoint.all_inames()) - generated_inames
+    with PhaseTimer(_logger, "default schedule", f"for {info.name!r}"):
+        scheduled = default_schedule(t_unit, info, user_inames=user_inames)
+    if key is not None:
+        program_store.save(key, "unit", scheduled)
+    return scheduled, key
+
+
 def _run(executor: Any, queue: cl.CommandQueue, **kwargs: Any) -> Any:
     """Call loopy's *executor*. On its first call (when loopy generates its
     invoker), silence loopy's warnings about size parameters it cannot
@@ -312,15 +424,27 @@ class BoundPyOpenCLProgram(BoundProgram):
 
     .. attribute:: program
 
-        The :class:`loopy.TranslationUnit`.
+        The :class:`loopy.TranslationUnit`: scheduled for the device given
+        to :func:`~pytato.generate_loopy`, or, for programs generated
+        without a device (:attr:`schedule_per_device`), the lowered,
+        unscheduled unit (with the iname names documented there), on which
+        the user's :mod:`loopy` transformations work.
+
+    .. attribute:: schedule_per_device
+
+        Whether :attr:`program` is scheduled for each device at the first
+        call there (see "Scheduling for the device that runs the program"
+        in :mod:`pytato.target.loopy.programs`).
 
     .. automethod:: __call__
     .. automethod:: copy
     .. automethod:: with_transformed_program
+    .. automethod:: program_for
     .. automethod:: bind_to_context
     .. automethod:: launcher
     .. autoattribute:: statistics
     .. automethod:: clear_statistics
+    .. automethod:: get_code
     .. automethod:: show_code
     """
 
@@ -344,25 +468,95 @@ class BoundPyOpenCLProgram(BoundProgram):
     # the one of _repeated_calls used last
     _recent_repeated_calls: Any = field(
         default=None, compare=False, repr=False, init=False)
+    schedule_per_device: bool = field(default=False, repr=False)
+    #: the inames of the entrypoint as generated (before the user's
+    #: transformations; the others are the user's)
+    generated_inames: frozenset[str] | None = field(
+        default=None, compare=False, repr=False)
+    # deferred schedules: the scheduled unit and its store key by device
+    # description; the device description of each context (None where
+    # its devices differ: an executor per device); the executors of such
+    # contexts by (context, description); the description of the device
+    # of the last call
+    _schedules: dict[DeviceInfo, tuple[lp.TranslationUnit, str | None]] = \
+        field(default_factory=dict, compare=False, repr=False, init=False)
+    _context_info: dict[cl.Context, DeviceInfo | None] = field(
+        default_factory=dict, compare=False, repr=False, init=False)
+    _info_by_context_address: dict[int, DeviceInfo | None] = field(
+        default_factory=dict, compare=False, repr=False, init=False)
+    _device_executors: dict[tuple[cl.Context, DeviceInfo], Any] = field(
+        default_factory=dict, compare=False, repr=False, init=False)
+    _last_info: DeviceInfo | None = field(
+        default=None, compare=False, repr=False, init=False)
+
+    def __post_init__(self) -> None:
+        if self.schedule_per_device and self.generated_inames is None:
+            object.__setattr__(self, "generated_inames", frozenset(
+                self.program.default_entrypoint.all_inames()))
 
     def copy(self, *, program: lp.TranslationUnit | None = None,
              bound_arguments: Mapping[str, Any] | None = None,
              target: Target | None = None) -> BoundPyOpenCLProgram:
         """A copy of *self* with the given fields replaced (caches are not
-        shared)."""
+        shared). A program whose schedule is deferred stays so: a new
+        *program* is scheduled for each device at its first call there
+        (mapping only the loops that the new unit leaves unmapped)."""
         same_program = program is None or program is self.program
         return type(self)(
             program=self.program if program is None else program,
             bound_arguments=(self.bound_arguments if bound_arguments is None
                              else bound_arguments),
             target=self.target if target is None else target,
-            store_key=self.store_key if same_program else None)
+            store_key=self.store_key if same_program else None,
+            schedule_per_device=self.schedule_per_device,
+            generated_inames=self.generated_inames)
 
     def with_transformed_program(
             self, f: Callable[[lp.TranslationUnit], lp.TranslationUnit]
             ) -> BoundPyOpenCLProgram:
-        """A copy of *self* with the translation unit transformed by *f*."""
+        """A copy of *self* with the translation unit :attr:`program`
+        transformed by *f*. For a program generated without a device, *f*
+        transforms the lowered unit, and the default schedule then maps,
+        for each device the copy runs on, only the loop nests that *f* left
+        unmapped (see "Kernels the user mapped" in
+        :mod:`pytato.target.loopy.schedule`): e.g.
+        ``prog.with_transformed_program(lambda t: lp.split_iname(t,
+        "_pt_out_dim0", 128, outer_tag="g.0", inner_tag="l.0"))``."""
         return self.copy(program=f(self.program))
+
+    def _scheduled(self, info: DeviceInfo
+                   ) -> tuple[lp.TranslationUnit, str | None]:
+        """The unit scheduled for the device *info*, and its store key
+        (:attr:`program` itself for programs scheduled when generated)."""
+        if not self.schedule_per_device:
+            return self.program, self.store_key
+        entry = self._schedules.get(info)
+        if entry is None:
+            entry = self._schedules[info] = _schedule_for(
+                self.program, self.target, info, self.generated_inames,
+                self.store_key)
+        return entry
+
+    def _shown_info(self, device: cl.Device | None) -> DeviceInfo:
+        """The device description of :meth:`get_code` for *device*."""
+        from pytato.target.loopy.schedule import DeviceInfo
+        if device is not None:
+            return _device_info(device)
+        if self._last_info is not None:
+            return self._last_info
+        return DeviceInfo.of(getattr(self.target, "device", None))
+
+    def program_for(self, device: cl.Device | None = None
+                    ) -> lp.TranslationUnit:
+        """The translation unit that runs on *device* (a
+        :class:`pyopencl.Device`): for a program generated without a
+        device, :attr:`program` scheduled for *device* (by default for the
+        device of the last call, else for the target's device, else with
+        :meth:`~pytato.target.loopy.schedule.DeviceInfo.conservative`); for
+        others :attr:`program`, which runs on every device."""
+        if not self.schedule_per_device:
+            return self.program
+        return self._scheduled(self._shown_info(device))[0]
 
     @cached_property
     def _arg_spec(self) -> ArgumentSpec:
@@ -381,11 +575,48 @@ class BoundPyOpenCLProgram(BoundProgram):
             self._processed_bound_args_cache[ctx] = result
         return result
 
-    def _executor(self, context: cl.Context) -> Any:
+    def _executor_on(self, queue: cl.CommandQueue) -> Any:
+        """The executor of the program for *queue*."""
+        context = queue.context
         exe = self._executor_cache.get(context)
         if exe is None:
+            return self._executor(context, queue)
+        if self.schedule_per_device:
+            object.__setattr__(self, "_last_info", self._context_info[context])
+        return exe
+
+    def _executor(self, context: cl.Context,
+                  queue: cl.CommandQueue | None = None) -> Any:
+        """The executor of the program on *context*; for a deferred
+        schedule in a context of devices of different kinds, the one for
+        the device of *queue* (by default the context's first)."""
+        exe = self._executor_cache.get(context)
+        if exe is not None:
+            return exe
+        if not self.schedule_per_device:
             exe = _make_executor(self.program, context, self.store_key)
             self._executor_cache[context] = exe
+            return exe
+        missing = object()
+        info: Any = self._context_info.get(context, missing)
+        if info is missing:
+            infos = {_device_info(d) for d in context.devices}
+            info = infos.pop() if len(infos) == 1 else None
+            self._context_info[context] = info
+            self._info_by_context_address[context.int_ptr] = info
+        if info is not None:
+            t_unit, key = self._scheduled(info)
+            exe = _make_executor(t_unit, context, key)
+            self._executor_cache[context] = exe
+        else:
+            info = _device_info(context.devices[0] if queue is None
+                                else queue.device)
+            exe = self._device_executors.get((context, info))
+            if exe is None:
+                t_unit, key = self._scheduled(info)
+                exe = self._device_executors[context, info] = _make_executor(
+                    t_unit, context, key)
+        object.__setattr__(self, "_last_info", info)
         return exe
 
     def __call__(self, queue: cl.CommandQueue, allocator: Any = None,
@@ -424,13 +655,18 @@ class BoundPyOpenCLProgram(BoundProgram):
                     if result is not None:
                         object.__setattr__(
                             self, "_recent_repeated_calls", other)
+                        if self.schedule_per_device:
+                            object.__setattr__(
+                                self, "_last_info",
+                                self._info_by_context_address.get(
+                                    other.context))
                         return result
         arrays, values = self._arg_spec.process(kwargs, self.bound_arguments)
         default_out_host = self._default_out_host(arrays)
         if out_host is None:
             out_host = default_out_host
         context = queue.context
-        executor = self._executor(context)
+        executor = self._executor_on(queue)
         bound = self._bound_on(queue)
         allocator = _allocator_for(queue, allocator)
         if self._no_numpy:
@@ -443,8 +679,12 @@ class BoundPyOpenCLProgram(BoundProgram):
             return evt, out
         result = _run(executor, queue, allocator=allocator, wait_for=wait_for,
                       out_host=out_host, **arrays, **bound, **values)
-        self._repeated_calls_on(context, executor, bound).learn(
-            kwargs, arrays, values, default_out_host)
+        if not self.schedule_per_device \
+                or self._context_info.get(context) is not None:
+            # (not in contexts of devices of different kinds: the repeated
+            # calls are told apart by context only)
+            self._repeated_calls_on(context, executor, bound).learn(
+                kwargs, arrays, values, default_out_host)
         return result
 
     def _default_out_host(self, arrays: Mapping[str, Any]) -> bool:
@@ -476,7 +716,7 @@ class BoundPyOpenCLProgram(BoundProgram):
         *allocator* is as for :meth:`__call__`."""
         from pytato.target.loopy.launch import make_program_launcher
         return make_program_launcher(
-            self._executor(queue.context), queue, self._arg_spec,
+            self._executor_on(queue), queue, self._arg_spec,
             self._bound_on(queue), inputs, per_call=per_call, name=name,
             allocator=_allocator_for(queue, allocator))
 
@@ -489,41 +729,66 @@ class BoundPyOpenCLProgram(BoundProgram):
         from pytato.target.loopy.launch import executor_statistics
         from pytato.target.loopy.launcher import LauncherStatistics
         result = LauncherStatistics()
-        for executor in list(self._executor_cache.values()):
+        for executor in self._executors():
             result += executor_statistics(executor).statistics
         return result
+
+    def _executors(self) -> list[Any]:
+        return [*self._executor_cache.values(),
+                *self._device_executors.values()]
 
     def clear_statistics(self) -> None:
         """Forget the profiling statistics and events."""
         from pytato.target.loopy.launch import executor_statistics
-        for executor in list(self._executor_cache.values()):
+        for executor in self._executors():
             executor_statistics(executor).clear()
 
     def bind_to_context(self, context: cl.Context,
                         allocator: Callable[[int], Any] | None = None
                         ) -> BoundPyOpenCLExecutable:
         """An executable bound to *context*, holding loopy's executor and
-        the bound data on the device."""
+        the bound data on the device. A program generated without a device
+        is scheduled for the first device of *context* (its kernels run on
+        every device of the context); the executable keeps the lowered unit
+        for :meth:`BoundPyOpenCLExecutable.with_transformed_translation_unit`.
+        """
         import pyopencl as cl
         queue = cl.CommandQueue(context)
         bound = {k: _to_device(queue, v, allocator)
                  for k, v in self.bound_arguments.items()}
         queue.finish()
+        if not self.schedule_per_device:
+            return BoundPyOpenCLExecutable(
+                program=_make_executor(self.program, context, self.store_key),
+                bound_arguments=bound,
+                target=self.target, cl_context=context)
+        info = _device_info(context.devices[0])
+        t_unit, key = self._scheduled(info)
         return BoundPyOpenCLExecutable(
-            program=_make_executor(self.program, context, self.store_key),
-            bound_arguments=bound,
-            target=self.target, cl_context=context)
+            program=_make_executor(t_unit, context, key),
+            bound_arguments=bound, target=self.target, cl_context=context,
+            lowered_program=self.program,
+            generated_inames=self.generated_inames, device_info=info)
 
-    def get_code(self) -> str:
+    def get_code(self, device: cl.Device | None = None) -> str:
         """The generated OpenCL source (what :func:`loopy.generate_code_v2`
         gives; from the program store where the program was compiled
-        before)."""
+        before) of :meth:`program_for` *device*: for a program generated
+        without a device, the code for *device* (a
+        :class:`pyopencl.Device`), by default for the device the program
+        last ran on, else for the target's device, else for the
+        conservative schedule
+        (:meth:`~pytato.target.loopy.schedule.DeviceInfo.conservative`).
+        Programs scheduled when generated have one code for all devices."""
         from pytato.target.loopy.executor import device_code
-        return device_code(self.program, self.store_key)
+        if not self.schedule_per_device:
+            return device_code(self.program, self.store_key)
+        return device_code(*self._scheduled(self._shown_info(device)))
 
-    def show_code(self) -> str:
-        """Print the generated OpenCL source (and return it)."""
-        code = self.get_code()
+    def show_code(self, device: cl.Device | None = None) -> str:
+        """Print the generated OpenCL source of :meth:`get_code` for
+        *device* (and return it)."""
+        code = self.get_code(device)
         print(code)
         return code
 
@@ -538,6 +803,18 @@ class BoundPyOpenCLExecutable(BoundProgram):
     calls do no cache lookups. Create it with
     :meth:`BoundPyOpenCLProgram.bind_to_context`.
 
+    .. attribute:: lowered_program
+
+        For executables of programs generated without a device: the
+        lowered (unscheduled) :class:`loopy.TranslationUnit`, transformed
+        by :meth:`with_transformed_translation_unit` (else None).
+
+    .. attribute:: device_info
+
+        The :class:`~pytato.target.loopy.schedule.DeviceInfo` that
+        :attr:`lowered_program` is scheduled for (the context's first
+        device), or None.
+
     .. automethod:: __call__
     .. automethod:: launcher
     .. autoattribute:: statistics
@@ -549,6 +826,12 @@ class BoundPyOpenCLExecutable(BoundProgram):
     bound_arguments: Mapping[str, Any]
     target: Target
     cl_context: cl.Context
+    lowered_program: lp.TranslationUnit | None = field(
+        default=None, compare=False, repr=False)
+    generated_inames: frozenset[str] | None = field(
+        default=None, compare=False, repr=False)
+    device_info: DeviceInfo | None = field(
+        default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_arg_spec", ArgumentSpec.from_kernel(
@@ -620,7 +903,20 @@ class BoundPyOpenCLExecutable(BoundProgram):
             self, f: Callable[[lp.TranslationUnit], lp.TranslationUnit]
             ) -> BoundPyOpenCLExecutable:
         """A copy of *self* running the translation unit transformed by
-        *f*."""
-        t_unit = f(self.program.t_unit)
+        *f*. For executables of programs generated without a device, *f*
+        transforms the lowered unit (:attr:`lowered_program`, with the
+        iname names documented in :func:`~pytato.generate_loopy`), and the
+        default schedule for :attr:`device_info` then maps only the loop
+        nests that *f* left unmapped (see "Kernels the user mapped" in
+        :mod:`pytato.target.loopy.schedule`); otherwise *f* transforms the
+        scheduled unit, which runs as *f* returns it."""
+        if self.lowered_program is None or self.device_info is None:
+            t_unit = f(self.program.t_unit)
+            return dataclasses.replace(
+                self, program=_make_executor(t_unit, self.cl_context))
+        lowered = f(self.lowered_program)
+        t_unit, _ = _schedule_for(lowered, self.target, self.device_info,
+                                  self.generated_inames, None)
         return dataclasses.replace(
-            self, program=_make_executor(t_unit, self.cl_context))
+            self, program=_make_executor(t_unit, self.cl_context),
+            lowered_program=lowered)

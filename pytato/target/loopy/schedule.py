@@ -71,12 +71,44 @@ loops: one assignment computing all elements of a stored array, as
   symbolic number) keep :attr:`DeviceInfo.accumulator_lanes`
   interleaved accumulators.
 
-Instructions with an iname that already carries a
-:class:`loopy.kernel.data.InameImplementationTag` (set by the user, e.g.
-through axis tags) or with any other tag (metadata from axis tags, by
-which a user transformation may look the iname up) are left alone, as are
-kernels with calls or instructions whose loops are not exactly their output
-axes (e.g. sparse products).
+Instructions with an iname that carries any other tag (metadata from
+axis tags, by which a user transformation may look the iname up) keep
+their loops, as do kernels with calls or instructions whose loops are not
+exactly their output axes (e.g. sparse products).
+
+.. rubric:: Kernels the user mapped, fully or in part
+
+The schedule maps only the loop nests that the user left unmapped. A loop
+nest (the instructions sharing one set of loops) is **the user's** if any
+of its inames, loops or reductions,
+
+* carries a :class:`loopy.kernel.data.InameImplementationTag` (``g.0``,
+  ``l.0``, ``unr``, ``ilp``, ``for``, ... set by a transformation or
+  through axis tags), or
+* is one of *user_inames* of :func:`default_schedule`: the programs of
+  :func:`~pytato.target.loopy.generate_loopy` pass the inames that the
+  user's transformation created (e.g. the two halves of a
+  :func:`loopy.split_iname`, tagged or not), so that these belong to the
+  user.
+
+The user's nests are left exactly as they are: no iname of theirs is
+split, joined or tagged, their reductions are left to :mod:`loopy` (not
+turned into accumulator loops), and they do not share a device kernel
+with the nests the schedule maps (their work-group sizes are the user's).
+Nests of the user that share an iname (e.g. a prefetch and the
+instruction it feeds, both inside the user's ``g.0`` loop) count as one
+unit for the ordering below, so no global barrier is put between them.
+The other nests are scheduled as they would be in a kernel without the
+user's, and global barriers separate all of them by dependency level. A
+kernel whose nests are all the user's (fully hand-mapped) is returned
+unchanged: its global barriers, if it needs some, are the user's too
+(e.g. ``loopy.set_options(knl, insert_gbarriers=True)``).
+
+The unit is a whole loop nest, not an iname: a nest of which the user
+mapped some loops (say the outer output axis onto ``g.0``) keeps the
+other loops sequential, as the user wrote it, instead of being completed
+by guesses that could clash with the user's (a second ``g.0``, or
+work-group sizes the user's kernel does not expect).
 
 Work-group sizes come from a :class:`DeviceInfo`:
 
@@ -98,7 +130,7 @@ Work-group sizes come from a :class:`DeviceInfo`:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -1110,12 +1142,16 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
                              allow_join)
 
 
-def _loop_groups(kernel: lp.LoopKernel
-                 ) -> list[tuple[list[Any], list[str]]] | None:
+def _loop_groups(kernel: lp.LoopKernel,
+                 user_inames: frozenset[str] = frozenset()
+                 ) -> list[tuple[list[Any], list[str] | None]] | None:
     """The instructions of *kernel* grouped by loop nest (their set of
-    inames), in instruction order, each with its output inames in order;
-    None if some instruction is not an assignment or no instruction of a
-    group stores over exactly the group's inames."""
+    inames), in instruction order, each with its output inames in order,
+    or None in place of them for the user's nests (see "Kernels the user
+    mapped" in the module documentation: an iname of *user_inames* or one
+    with an implementation tag among the loops or reductions); None if
+    some instruction is not an assignment or no instruction of a group
+    that is not the user's stores over exactly the group's inames."""
     groups: dict[Any, list[Any]] = {}
     for insn in kernel.instructions:
         if not isinstance(insn, lp.Assignment):
@@ -1123,8 +1159,16 @@ def _loop_groups(kernel: lp.LoopKernel
         # instructions outside loops are never fused
         key = frozenset(insn.within_inames) or insn.id
         groups.setdefault(key, []).append(insn)
-    result = []
+    impl_tagged = frozenset(i for i in kernel.inames if _has_impl_tag(kernel, i))
+    mapped = user_inames | impl_tagged
+    result: list[tuple[list[Any], list[str] | None]] = []
     for insns in groups.values():
+        if mapped and any(
+                not mapped.isdisjoint(insn.within_inames)
+                or not mapped.isdisjoint(_reduction_inames(insn))
+                for insn in insns):
+            result.append((insns, None))
+            continue
         order = None
         for insn in insns:
             names = _output_inames(insn)
@@ -1145,7 +1189,8 @@ def _isl_dim_param() -> Any:
 
 
 def _add_global_barriers(kernel: lp.LoopKernel, groups: list[list[str]],
-                         level: dict[int, int]) -> lp.LoopKernel:
+                         level: dict[int, int],
+                         alone: frozenset[int] = frozenset()) -> lp.LoopKernel:
     """Order the loop nests *groups* (lists of instruction ids) by their
     dependency *level* and separate them with global barriers, so that
     every nest sees the arrays it reads complete.
@@ -1155,7 +1200,8 @@ def _add_global_barriers(kernel: lp.LoopKernel, groups: list[list[str]],
     others), so that a graph becomes as many device kernels as it has
     levels, not one per nest. A nest that is not mapped onto both ``g.0``
     and ``l.0`` in all its instructions, or that holds a global barrier of
-    its own (two-stage reductions), gets a level of its own."""
+    its own (two-stage reductions), gets a level of its own, as do the
+    nests of *alone* (indices into *groups*: the user's)."""
     from loopy.kernel.data import GroupInameTag, LocalInameTag
 
     if len(groups) < 2:
@@ -1200,12 +1246,12 @@ def _add_global_barriers(kernel: lp.LoopKernel, groups: list[list[str]],
 
     # the nests of one level that can share a device kernel do, the others
     # (after them) get one each
-    order = sorted(range(len(groups)),
-                   key=lambda k: (level[k], not shareable(groups[k])))
+    share = [k not in alone and shareable(ids) for k, ids in enumerate(groups)]
+    order = sorted(range(len(groups)), key=lambda k: (level[k], not share[k]))
     chunks: list[list[int]] = []
     prev: int | None = None
     for k in order:
-        key = level[k] if shareable(groups[k]) else None
+        key = level[k] if share[k] else None
         if key is not None and key == prev:
             chunks[-1].append(k)
         else:
@@ -1266,15 +1312,51 @@ def _nest_levels(kernel: lp.LoopKernel, groups: list[list[str]]
     return level
 
 
+def _user_units(groups: list[tuple[list[Any], list[str] | None]],
+                red_inames: Mapping[str, frozenset[str]]) -> list[list[int]]:
+    """The user's loop nests of *groups* (those without output inames)
+    gathered into units: nests sharing an iname (loop or reduction) are
+    one unit (indices into *groups*, in order)."""
+    parent: dict[int, int] = {}
+
+    def find(k: int) -> int:
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    owner: dict[str, int] = {}
+    for k, (insns, order) in enumerate(groups):
+        if order is not None:
+            continue
+        parent[k] = k
+        for insn in insns:
+            for name in (*insn.within_inames, *red_inames[insn.id]):
+                other = owner.setdefault(name, k)
+                a, b = find(other), find(k)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+    units: dict[int, list[int]] = {}
+    for k in parent:
+        units.setdefault(find(k), []).append(k)
+    return list(units.values())
+
+
 def default_schedule(t_unit: lp.TranslationUnit,
-                     device: cl.Device | DeviceInfo | None = None
+                     device: cl.Device | DeviceInfo | None = None,
+                     *, user_inames: Collection[str] = frozenset()
                      ) -> lp.TranslationUnit:
     """Map the loops of *t_unit*'s entrypoint kernel onto work-groups and
     work-items (see the module documentation).
 
     :arg device: a :class:`pyopencl.Device` or a :class:`DeviceInfo`; None
         (unknown) schedules for any device (:meth:`DeviceInfo.conservative`).
-    :returns: a new translation unit; results are unchanged.
+    :arg user_inames: inames that belong to the user (created by the
+        user's transformations): the loop nests using any of them, like
+        those using an iname with an implementation tag, are left as they
+        are (see "Kernels the user mapped" in the module documentation).
+    :returns: a new translation unit (*t_unit* itself if every loop nest is
+        the user's); results are unchanged.
     """
     info = DeviceInfo.of(device)
     kernel = t_unit.default_entrypoint
@@ -1282,8 +1364,11 @@ def default_schedule(t_unit: lp.TranslationUnit,
                            if isinstance(a, lp.ValueArg))
     # kernels with instructions other than plain stores (calls, sparse
     # products with data-dependent loops) keep their sequential loops
-    groups = _loop_groups(kernel)
+    groups = _loop_groups(kernel, frozenset(user_inames))
     if len(t_unit.callables_table) > 1 or groups is None:
+        return t_unit
+    if groups and all(order is None for _, order in groups):
+        # fully mapped by the user
         return t_unit
     red_inames = {insn.id: _reduction_inames(insn)
                   for insns, _ in groups for insn in insns}
@@ -1296,12 +1381,26 @@ def default_schedule(t_unit: lp.TranslationUnit,
         for name in names:
             iname_users[name] = iname_users.get(name, 0) + 1
     allow_join = len(groups) <= MAX_GROUPS_FOR_JOIN
-    nests = [[insn.id for insn in insns] for insns, _ in groups]
+    # the units ordered by dependency level and separated by global
+    # barriers: each nest to schedule, and the user's nests gathered by
+    # shared inames (see _user_units)
+    nests: list[list[str]] = []
+    unit_of_group: dict[int, int] = {}
+    for k, (insns, order) in enumerate(groups):
+        if order is not None:
+            unit_of_group[k] = len(nests)
+            nests.append([insn.id for insn in insns])
+    ours = len(nests)
+    for members in _user_units(groups, red_inames):
+        nests.append([insn.id for k in members for insn in groups[k][0]])
     level = _nest_levels(kernel, nests)
     batch: list[_OutputPlan] = []
     tilings: list[TilingPlan] = []
     for k, (insns, out_inames) in enumerate(groups):
-        ids = nests[k]
+        if out_inames is None:
+            continue  # the user's
+        unit = unit_of_group[k]
+        ids = nests[unit]
         # inames shared with other loop nests (e.g. from substitution
         # rules) are left alone
         if any(iname_users.get(i, 0) > 1 for i in out_inames) or any(
@@ -1311,7 +1410,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
         old = kernel
         kernel = _schedule_group(
             kernel, [kernel.id_to_insn[i] for i in ids],
-            out_inames, info, value_args, allow_join, batch, level[k],
+            out_inames, info, value_args, allow_join, batch, level[unit],
             tilings)
         if kernel is not old:
             # instructions added for this nest (stages of a reduction) run
@@ -1319,20 +1418,23 @@ def default_schedule(t_unit: lp.TranslationUnit,
             # are only planned here: no scan of the kernel for them)
             ids.extend(sorted(set(kernel.id_to_insn) - set(old.id_to_insn)))
     kernel, loads = apply_tilings(kernel, tilings)
-    for ids in nests:
+    for ids in nests[:ours]:
         ids.extend(loads.get(ids[0], ()))
     kernel, index_insns = _apply_output_plans(kernel, batch)
-    for ids in nests:
+    for ids in nests[:ours]:
         ids.extend(index_insns.get(ids[0], ()))
     # reductions left sequential become accumulator loops (linear here,
-    # quadratic in loopy's preprocessing)
+    # quadratic in loopy's preprocessing); the user's are left to loopy
     from pytato.target.loopy.accumulate import realize_sequential_reductions
     realized, added = realize_sequential_reductions(
-        t_unit.with_kernel(kernel), lanes=info.accumulator_lanes,
-        min_lane_extent=MIN_LANE_EXTENT)
+        t_unit.with_kernel(kernel),
+        None if ours == len(nests) else frozenset(
+            i for ids in nests[:ours] for i in ids),
+        lanes=info.accumulator_lanes, min_lane_extent=MIN_LANE_EXTENT)
     kernel = realized.default_entrypoint
-    for ids in nests:
+    for ids in nests[:ours]:
         ids.extend(a for iid in list(ids) for a in added.get(iid, ()))
     if any(_has_impl_tag(kernel, i) for i in kernel.all_inames()):
-        kernel = _add_global_barriers(kernel, nests, level)
+        kernel = _add_global_barriers(kernel, nests, level,
+                                      alone=frozenset(range(ours, len(nests))))
     return t_unit.with_kernel(kernel)
