@@ -272,9 +272,21 @@ def _skeleton_field_names(cls: type) -> tuple[str, ...]:
         return names
 
 
-def array_dataclass(cls: type) -> type:
+def array_dataclass(cls: type | None = None, /, *, hash: bool = True
+                    ) -> Any:
     """Decorator for node classes: a frozen dataclass keeping the structural
-    ``__eq__``/``__hash__`` of :class:`Array`."""
+    ``__eq__``/``__hash__`` of :class:`Array`. Used bare (``@array_dataclass``)
+    or, as in the reference pytato, called (``@array_dataclass()``).
+
+    :arg hash: must be *True*: nodes are always hashable (their hash is
+        structural and cached).
+    :raises ValueError: if *hash* is false.
+    """
+    if not hash:
+        raise ValueError("array_dataclass: 'hash' must be True (array nodes "
+                         "are always hashable)")
+    if cls is None:
+        return lambda c: dataclass(frozen=True, eq=False, repr=False)(c)
     return dataclass(frozen=True, eq=False, repr=False)(cls)
 
 
