@@ -81,7 +81,7 @@ __all__ = [
 # isort: split
 from typing import Any as _Any, TypeVar as _TypeVar
 
-from pytato.array.base import Axis as _Axis
+from pytato.array.base import Axis as _Axis, array_dataclass
 from pytato.array.constructors import make_index_lambda
 from pytato.array.shape import normalize_shape, shape_is_int_only
 from pytato.array.sparse import (
@@ -133,9 +133,19 @@ def __getattr__(name: str) -> _Any:
 
 
 __all__ += [
-    "ArrayOrScalarT", "AxesT", "CSRMatmul", "CSRMatrix", "SparseMatmul",
-    "SparseMatrix", "make_csr_matrix", "make_index_lambda", "normalize_shape",
-    "set_traceback_tag_enabled", "shape_is_int_only", "sparse_matmul",
+    "ArrayOrScalarT",
+    "AxesT",
+    "CSRMatmul",
+    "CSRMatrix",
+    "SparseMatmul",
+    "SparseMatrix",
+    "array_dataclass",
+    "make_csr_matrix",
+    "make_index_lambda",
+    "normalize_shape",
+    "set_traceback_tag_enabled",
+    "shape_is_int_only",
+    "sparse_matmul",
 ]
 
 # }}}

@@ -117,6 +117,15 @@ class _TaggableMixin:
         """The tags of *self* that are not instances of *tag_t*."""
         return frozenset(t for t in self.tags if not isinstance(t, tag_t))
 
+    def replace_if_different(self, **kwargs: Any) -> Self:
+        """*self* if each field named in *kwargs* already holds (is) the
+        given object, else a copy of *self* with those fields replaced (as
+        :func:`dataclasses.replace`). Lets transforms keep nodes whose
+        children did not change."""
+        if all(getattr(self, name) is value for name, value in kwargs.items()):
+            return self
+        return dataclasses.replace(self, **kwargs)  # type: ignore[type-var]
+
 # }}}
 
 
