@@ -231,6 +231,14 @@ class MaterializedNodeCollector(_NodeMapper):
         self.materialized_nodes: dict[Array, None] = (
             _materialized_nodes if _materialized_nodes is not None else {})
 
+    def clone_for_callee(self, function: Any) -> MaterializedNodeCollector:
+        """A collector for the body of *function*, adding to the same
+        :attr:`materialized_nodes` (the body's outputs are not included:
+        they are the call's results, materialized by the caller)."""
+        return type(self)(include_outputs=False,
+                          _visited_functions=self._visited_functions,
+                          _materialized_nodes=self.materialized_nodes)
+
     def _visit(self, expr: Any) -> None:
         if isinstance(expr, InputArgumentBase) or (
                 isinstance(expr, Array) and expr.tags_of_type(ImplStored)):
@@ -272,6 +280,11 @@ class NodeMultiplicityMapper(_NodeMapper):
             _visited_functions if _visited_functions is not None else set())
         self.expr_multiplicity_counts: dict[Any, int] = {}
 
+    def clone_for_callee(self, function: Any) -> NodeMultiplicityMapper:
+        """A mapper for the body of *function*, sharing the set of visited
+        functions."""
+        return type(self)(_visited_functions=self._visited_functions)
+
     def _count(self, expr: Any) -> None:
         self.expr_multiplicity_counts[expr] = (
             self.expr_multiplicity_counts.get(expr, 0) + 1)
@@ -299,6 +312,11 @@ class TagCountMapper(_NodeMapper):
     def __init__(self, tag_types: type | Iterable[type]) -> None:
         self.tag_types: tuple[type, ...] = (
             (tag_types,) if isinstance(tag_types, type) else tuple(tag_types))
+
+    def clone_for_callee(self, function: Any) -> TagCountMapper:
+        """A mapper for the body of *function*, counting the same tag
+        types."""
+        return type(self)(self.tag_types)
 
     def combine(self, *args: int) -> int:
         """The sum of the counts *args*."""

@@ -227,9 +227,12 @@ class NumpyLikePythonTarget(PythonTarget):
     .. autoattribute:: numpy_like_module_name_shorthand
     """
 
-    #: The name the array module is imported by (``"numpy"``,
-    #: ``"jax.numpy"``).
-    numpy_like_module_name: str
+    @property
+    def numpy_like_module_name(self) -> str:
+        """The name the array module is imported by (``"numpy"``,
+        ``"jax.numpy"``); subclasses set it."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not name its array module")
 
     @property
     def numpy_like_module_name_shorthand(self) -> str:
