@@ -213,7 +213,7 @@ class ShapeToISLExpressionMapper:
     def __call__(self, expr: ShapeComponent) -> isl.PwAff:
         """The affine function of the shape component *expr*."""
         from loopy.symbolic import pwaff_from_expr
-        return pwaff_from_expr(self.space, shape_component_to_expr(expr))
+        return pwaff_from_expr(self.space, shape_component_to_expr(expr), ())
 
 # }}}
 
