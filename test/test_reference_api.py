@@ -394,8 +394,13 @@ def compare_params(ref: tuple[RefParam, ...], truncated: bool,
         if rp.has_default and op.default is P.empty:
             problems.append(f"{rp.name!r} has no default")
     ref_has_varargs = any(p.kind == P.VAR_POSITIONAL for p in ref)
+    ref_kwonly = {p.name for p in ref if p.kind == P.KEYWORD_ONLY}
     if not truncated:
         for op in our_positional[len(ref_positional):]:
+            if op.name in ref_kwonly and not ref_has_varargs:
+                # keyword-only upstream, also accepted positionally here
+                # (its default is compared below)
+                continue
             if op.default is P.empty:
                 problems.append(f"extra required positional parameter "
                                 f"{op.name!r}")
