@@ -656,6 +656,29 @@ def test_python_target_names() -> None:
     assert first_true([0, "", 3, 4], default=9) == 3
     assert first_true([1, 2, 3], default=9, pred=lambda v: v > 5) == 9
 
+
+def test_abstract_result_constructor() -> None:
+    from pytato.diagnostic import NonUniqueTagError
+    from pytato.tags import Named
+
+    class Empty(pt.AbstractResultWithNamedArrays):
+        _mapper_method = "map_empty"
+
+        def __getitem__(self, name: str) -> pt.Array:
+            raise KeyError(name)
+
+        def __iter__(self) -> Any:
+            return iter(())
+
+        def __len__(self) -> int:
+            return 0
+
+    assert Empty(tags=frozenset({Named("e")})).tags == frozenset({Named("e")})
+    with pytest.raises(NonUniqueTagError):
+        Empty(tags=frozenset({Named("e"), Named("f")}))
+    with pytest.raises(TypeError):
+        Empty(frozenset())  # type: ignore[misc]
+
 # }}}
 
 # vim: foldmethod=marker
