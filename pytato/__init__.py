@@ -6,6 +6,8 @@ submodule for details.
 
 from __future__ import annotations
 
+from numpy import dtype
+
 from pytato import cmath, scalar_expr, tags, transform
 from pytato.array import (
     AbstractResultWithNamedArrays,
@@ -19,7 +21,10 @@ from pytato.array import (
     DataWrapper,
     DictOfNamedArrays,
     Einsum,
+    IndexBase,
     IndexLambda,
+    IndexRemappingBase,
+    InputArgumentBase,
     NamedArray,
     Placeholder,
     ReductionDescriptor,
@@ -61,7 +66,7 @@ from pytato.frontend.elementwise import (
     subtract,
     true_divide,
 )
-from pytato.tags import Tag, UniqueTag
+from pytato.tags import Tag, UniqueTag, set_traceback_tag_enabled
 from pytato.transform import (
     Mapper,
 )
@@ -111,7 +116,7 @@ from pytato.frontend.math import (
     tan,
     tanh,
 )
-from pytato.frontend.misc import pad, where
+from pytato.frontend.misc import where
 from pytato.frontend.reductions import all, amax, amin, any, prod, sum
 from pytato.frontend.shape_ops import (
     broadcast_to,
@@ -126,12 +131,14 @@ from pytato.frontend.shape_ops import (
     swapaxes,
     transpose,
 )
+from pytato.pad import pad
 
 
 # }}}
 
 # {{{ targets
 # isort: split
+from pytato.target import Target
 from pytato.target.loopy import (
     BoundPyOpenCLExecutable,
     BoundPyOpenCLProgram,
@@ -170,7 +177,7 @@ from pytato.visualization import (
 
 # {{{ calls, loopy interop, sparse, distributed
 # isort: split
-from pytato import loopy
+from pytato import loopy, reductions, utils
 from pytato.array.sparse import (
     CSRMatmul,
     CSRMatrix,
@@ -190,6 +197,7 @@ from pytato.distributed import (
     generate_code_for_partition,
     make_distributed_recv,
     make_distributed_send,
+    make_distributed_send_ref_holder,
     number_distributed_tags,
     staple_distributed_send,
     verify_distributed_partition,
@@ -200,6 +208,36 @@ from pytato.function import (
     NamedCallResult,
     trace_call,
 )
+from pytato.loopy import LoopyCall
 from pytato.scalar_functions import call_scalar_function, register_scalar_function
 from pytato.transform.calls import inline_calls, tag_all_calls_to_be_inlined
+
+
 # }}}
+
+# {{{ debugging
+
+# isort: split
+import logging as _logging
+
+
+#: Whether :func:`set_debug_enabled` has switched debugging output on.
+DEBUG_ENABLED = False
+
+
+def set_debug_enabled(flag: bool) -> None:
+    """Switch :mod:`pytato`'s debugging output on or off: when on, the
+    ``pytato`` loggers (code generation and the program store among them)
+    emit their debug messages (the logger's level is set to
+    :data:`logging.DEBUG`, and back to unset when switched off).
+
+    :arg flag: whether to switch debugging on.
+    """
+    global DEBUG_ENABLED
+    DEBUG_ENABLED = bool(flag)
+    _logging.getLogger("pytato").setLevel(
+        _logging.DEBUG if DEBUG_ENABLED else _logging.NOTSET)
+
+# }}}
+
+# vim: foldmethod=marker

@@ -18,6 +18,9 @@ Before a target lowers a graph, :func:`preprocess`:
 .. autofunction:: canonical_topological_order
 .. autofunction:: normalize_outputs
 .. autofunction:: preprocess
+.. autofunction:: check_validity_of_outputs
+.. autodata:: SymbolicIndex
+.. autofunction:: is_symbolic_index
 .. autoclass:: PhaseTimer
 .. autoclass:: FewerCollections
 .. autodata:: GC_GENERATION0_THRESHOLD
@@ -26,9 +29,9 @@ Before a target lowers a graph, :func:`preprocess`:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from pytato.array.base import Array
 from pytato.array.constructors import make_dict_of_named_arrays
@@ -36,14 +39,22 @@ from pytato.array.inputs import DataWrapper, Placeholder
 from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
 from pytato.diagnostic import NameClashError
+from pytato.scalar_expr import is_integral_scalar_expression
 from pytato.transform.lower_to_index_lambda import _LOWERABLE, to_index_lambda
 from pytato.transform.mappers import CopyMapper
+
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from pytato.target import Target
 
 
 __all__ = [
     "GC_GENERATION0_THRESHOLD", "SINGLE_OUTPUT_NAME", "FewerCollections",
     "NameGenerator", "PhaseTimer", "PreprocessResult", "ProgramCache",
-    "canonical_topological_order", "normalize_outputs", "preprocess",
+    "SymbolicIndex", "canonical_topological_order", "check_validity_of_outputs",
+    "is_symbolic_index", "normalize_outputs", "preprocess",
 ]
 
 SINGLE_OUTPUT_NAME = "_pt_out"
@@ -150,6 +161,10 @@ class PreprocessResult:
 
         The preprocessed :class:`~pytato.DictOfNamedArrays`.
 
+    .. attribute:: compute_order
+
+        The output names, in the order the outputs are computed (sorted).
+
     .. attribute:: bound_arguments
 
         A mapping from the names given to the data wrappers to their data.
@@ -161,8 +176,14 @@ class PreprocessResult:
     """
 
     outputs: DictOfNamedArrays
+    compute_order: tuple[str, ...]
     bound_arguments: Mapping[str, Any]
-    input_names: frozenset[str]
+    input_names: frozenset[str] = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.input_names is None:
+            object.__setattr__(self, "input_names", frozenset(
+                self.outputs._pt_inputs))  # type: ignore[attr-defined]
 
 
 class _Preprocessor(CopyMapper):
@@ -204,22 +225,54 @@ class _Preprocessor(CopyMapper):
     # }}}
 
 
-def preprocess(result: Array | DictOfNamedArrays | Mapping[str, Array],
-               *, lower_to_index_lambda: bool = True) -> PreprocessResult:
-    """Prepare *result* for code generation (see the module documentation).
+SymbolicIndex: TypeAlias = tuple[Any, ...]
+"""A multi-dimensional index: a tuple of integer-valued scalar expressions
+(see :func:`is_symbolic_index`)."""
 
+
+def is_symbolic_index(o: object) -> TypeIs[SymbolicIndex]:
+    """Whether *o* is a :data:`SymbolicIndex`: a tuple whose entries are
+    integers or integer-valued scalar expressions
+    (:func:`~pytato.scalar_expr.is_integral_scalar_expression`)."""
+    return isinstance(o, tuple) and all(
+        is_integral_scalar_expression(i) for i in o)
+
+
+def check_validity_of_outputs(exprs: DictOfNamedArrays) -> None:
+    """Check that the outputs *exprs* can be generated code for: no output
+    is named like an input of the graph.
+
+    :raises pytato.diagnostic.NameClashError: naming the output.
+    """
+    input_names = frozenset(exprs._pt_inputs)  # type: ignore[attr-defined]
+    for name in exprs:
+        if name in input_names:
+            raise NameClashError(
+                f"output '{name}' has the name of an input of the graph; "
+                "rename the output")
+
+
+def preprocess(outputs: Array | DictOfNamedArrays | Mapping[str, Array],
+               target: Target | None = None, *,
+               lower_to_index_lambda: bool = True) -> PreprocessResult:
+    """Prepare *outputs* for code generation (see the module documentation).
+
+    :arg target: the target code is generated for. The preprocessing does
+        not depend on it here; it is checked to be a
+        :class:`~pytato.target.Target` (or *None*).
     :arg lower_to_index_lambda: whether to rewrite index-remapping nodes and
         einsums as :class:`~pytato.array.IndexLambda`\\ s.
     :raises pytato.diagnostic.NameClashError: if an output is named like an
         input.
     """
+    from pytato.target import Target
+    if target is not None and not isinstance(target, Target):
+        raise TypeError("preprocess: 'target' must be a pytato Target, got "
+                        f"{type(target).__name__}")
+    result = outputs
     outputs = normalize_outputs(result)
+    check_validity_of_outputs(outputs)
     input_names = frozenset(outputs._pt_inputs)  # type: ignore[attr-defined]
-    for name in outputs:
-        if name in input_names:
-            raise NameClashError(
-                f"output '{name}' has the name of an input of the graph; "
-                "rename the output")
     names = NameGenerator(input_names | frozenset(outputs))
     data_names: dict[DataWrapper, str] = {}
     for node in canonical_topological_order([outputs]):
@@ -229,8 +282,40 @@ def preprocess(result: Array | DictOfNamedArrays | Mapping[str, Array],
     prep = _Preprocessor(data_names, lower_to_index_lambda)
     new_outputs = prep(outputs)
     return PreprocessResult(
-        new_outputs, dict(sorted(prep.bound_arguments.items())),
+        new_outputs, tuple(new_outputs), dict(sorted(prep.bound_arguments.items())),
         frozenset(new_outputs._pt_inputs))  # type: ignore[attr-defined]
+
+
+def _generate_name_for_temp(expr: Array, var_name_gen: Any,
+                            default_prefix: str = "_pt_temp") -> str:
+    """The name of the temporary (or input) holding *expr* in generated
+    code, drawn from the name generator *var_name_gen* (a
+    :class:`NameGenerator` or a :class:`pytools.UniqueNameGenerator`):
+    exactly the name of a :class:`~pytato.tags.Named` tag (which must be
+    free), a fresh name starting with the prefix of a
+    :class:`~pytato.tags.PrefixNamed` tag, else a fresh name starting with
+    *default_prefix*.
+
+    :raises pytato.diagnostic.NameClashError: if the name of a
+        :class:`~pytato.tags.Named` tag is taken.
+    """
+    from pytato.tags import Named, PrefixNamed
+
+    is_taken: Callable[[str], bool] = getattr(
+        var_name_gen, "is_taken", None) or var_name_gen.is_name_conflicting
+    named = expr.tags_of_type(Named)
+    if named:
+        (tag,) = named
+        if is_taken(tag.name):
+            raise NameClashError(f"the name {tag.name!r} of a Named tag is "
+                                 "already taken")
+        var_name_gen.add_name(tag.name)
+        return tag.name  # type: ignore[no-any-return]
+    prefixed = expr.tags_of_type(PrefixNamed)
+    if prefixed:
+        (tag,) = prefixed
+        return var_name_gen(tag.prefix)  # type: ignore[no-any-return]
+    return var_name_gen(default_prefix)  # type: ignore[no-any-return]
 
 
 # {{{ phase timing and the program cache

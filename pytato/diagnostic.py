@@ -28,6 +28,15 @@ from the matching builtin exception (:class:`ValueError`, :class:`TypeError`,
 .. autoexception:: FunctionTracingError
 .. autoexception:: CallBindingError
 .. autoexception:: UnsupportedByTargetError
+
+Names of the reference pytato's errors, each a subclass of the matching
+error here:
+
+.. autoexception:: CannotBroadcastError
+.. autoexception:: InvalidEinsumIndex
+.. autoexception:: NotAReductionAxis
+.. autoexception:: CannotBeLoweredToIndexLambda
+.. autoexception:: UnknownIndexLambdaExpr
 """
 
 from __future__ import annotations
@@ -66,8 +75,9 @@ class NonAffineShapeError(PytatoError, ValueError):
     """A shape component is not an affine expression in size parameters."""
 
 
-class NameClashError(PytatoError, ValueError):
-    """Two different inputs use the same name in one graph."""
+class NameClashError(PytatoError, ValueError, RuntimeError):
+    """Two different inputs use the same name in one graph (also a
+    :class:`RuntimeError`, as in the reference pytato)."""
 
 
 class NonUniqueTagError(PytatoError, ValueError):
@@ -134,3 +144,30 @@ class UnsupportedByTargetError(PytatoError, NotImplementedError):
     """A node (e.g. a call of a user loopy kernel, or a foreign scalar
     function without an implementation for the target) cannot be run by
     the chosen code generation target."""
+
+
+class CannotBroadcastError(ShapeMismatchError):
+    """Shapes that cannot be broadcast against each other."""
+
+
+class InvalidEinsumIndex(EinsumSpecError):
+    """An index of an einsum subscript string is not valid for its
+    operand (e.g. more indices than axes)."""
+
+
+class NotAReductionAxis(PytatoError, ValueError):
+    """An axis named as a reduction axis (of an
+    :class:`~pytato.array.IndexLambda` or
+    :class:`~pytato.array.Einsum`) is not one."""
+
+
+class CannotBeLoweredToIndexLambda(PytatoError, ValueError):
+    """A node cannot be expressed as an :class:`~pytato.array.IndexLambda`
+    (raised by :func:`pytato.transform.lower_to_index_lambda.to_index_lambda`
+    for nodes such as placeholders)."""
+
+
+class UnknownIndexLambdaExpr(PytatoError, ValueError):
+    """The expression of an :class:`~pytato.array.IndexLambda` matches no
+    high-level operation (raised by
+    :func:`pytato.raising.index_lambda_to_high_level_op`)."""

@@ -21,7 +21,6 @@ become extra parameters ``_pt_capture_<k>`` bound to the captured arrays,
 so that the body is the same for every call site.
 
 .. autoclass:: ReturnType
-.. autoclass:: FunctionIdentifier
 .. autoclass:: FunctionDefinition
 .. autoclass:: Call
 .. autoclass:: NamedCallResult
@@ -38,7 +37,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 from constantdict import constantdict
-from pytools.tag import Tag, UniqueTag
+from pytools.tag import Tag
 
 from pytato.array.base import (
     Array,
@@ -60,6 +59,7 @@ from pytato.diagnostic import (
     FunctionTracingError,
     ShapeMismatchError,
 )
+from pytato.tags import FunctionIdentifier  # re-exported, as upstream
 
 
 __all__ = [
@@ -76,14 +76,6 @@ class ReturnType(enum.Enum):
     ARRAY = 0
     TUPLE_OF_ARRAYS = 1
     DICT_OF_ARRAYS = 2
-
-
-@dataclass(frozen=True)
-class FunctionIdentifier(UniqueTag):
-    """Tags a :class:`FunctionDefinition` with a name (used for the callee
-    kernel's name in generated code)."""
-
-    identifier: Hashable
 
 
 # {{{ shape substitution

@@ -18,11 +18,17 @@ modified).
 .. autoclass:: LoopyCall
 .. autoclass:: LoopyCallResult
 .. autofunction:: call_loopy
+
+Inferring the sizes a kernel depends on from the shapes bound to it:
+
+.. autoexception:: ShapeInferenceFailure
+.. autofunction:: extend_bindings_with_shape_inference
+.. autofunction:: solve_constraints
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -49,7 +55,10 @@ from pytato.diagnostic import (
 )
 
 
-__all__ = ["LoopyCall", "LoopyCallResult", "call_loopy"]
+__all__ = [
+    "LoopyCall", "LoopyCallResult", "ShapeInferenceFailure", "call_loopy",
+    "extend_bindings_with_shape_inference", "solve_constraints",
+]
 
 
 def _kernel_shape(shape: Any, values: Mapping[str, Any], what: str) -> ShapeType:
@@ -322,3 +331,145 @@ def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
             raise DTypeError(f"{what}: cannot infer the dtypes of its "
                              f"arguments: {e}") from e
     return LoopyCall(t_unit, bindings, entrypoint)
+
+
+# {{{ shape inference
+
+class ShapeInferenceFailure(CallBindingError, RuntimeError):
+    """The sizes that a loopy kernel's argument shapes depend on cannot be
+    inferred from the shapes of the arrays bound to it (raised by
+    :func:`solve_constraints` and
+    :func:`extend_bindings_with_shape_inference`)."""
+
+
+def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
+                      constraints: Sequence[tuple[Any, Any]],
+                      ) -> Mapping[str, Any]:
+    """Solve the equations ``lhs == rhs`` of *constraints* (affine integer
+    expressions in *variables* and *parameters*) for *variables*.
+
+    :returns: each variable mapped to its value, an affine expression in
+        *parameters* (an :class:`int` if it is constant).
+    :raises ShapeInferenceFailure: if a constraint is not affine, the
+        constraints contradict each other, or they do not determine a
+        variable uniquely.
+    """
+    import islpy as isl
+    from loopy.symbolic import aff_from_expr, pw_aff_to_expr
+
+    from pytato.scalar_expr import is_quasi_affine
+
+    variables = list(variables)
+    space = isl.Space.create_from_names(isl.DEFAULT_CONTEXT, set=variables,
+                                        params=list(parameters))
+    bset = isl.BasicSet.universe(space)
+    for lhs, rhs in constraints:
+        for side in (lhs, rhs):
+            if not is_quasi_affine(side):
+                raise ShapeInferenceFailure(
+                    f"solve_constraints: {side} (in {lhs} == {rhs}) is not an "
+                    "affine expression")
+        try:
+            aff = aff_from_expr(space, lhs - rhs)
+        except Exception as e:
+            raise ShapeInferenceFailure(
+                f"solve_constraints: cannot express {lhs} == {rhs} in the "
+                f"variables {variables} and parameters {list(parameters)}: {e}"
+            ) from e
+        bset = bset.add_constraint(isl.Constraint.equality_from_aff(aff))
+    if bset.is_empty():
+        raise ShapeInferenceFailure(
+            f"solve_constraints: the constraints {list(constraints)} have no "
+            "solution")
+    result: dict[str, Any] = {}
+    sol_set = isl.Set.from_basic_set(bset)
+    for i, var in enumerate(variables):
+        try:
+            lo = sol_set.dim_min(i)
+            hi = sol_set.dim_max(i)
+        except isl.Error:
+            # unbounded
+            lo = hi = None
+        if lo is None or hi is None or not (
+                lo.is_equal(hi) and lo.n_piece() == 1):
+            raise ShapeInferenceFailure(
+                f"solve_constraints: the constraints {list(constraints)} do "
+                f"not determine '{var}'")
+        value = pw_aff_to_expr(lo)
+        result[var] = int(value) if isinstance(value, (int, np.integer)) \
+            else value
+    return result
+
+
+def extend_bindings_with_shape_inference(knl: Any, bindings: Mapping[str, Any]
+                                         ) -> constantdict[str, Any]:
+    """*bindings* (of the arguments of the loopy kernel *knl*, or of the
+    entrypoint of a translation unit) extended by
+    the integer value arguments of *knl* that the shapes of its array
+    arguments depend on and that are not bound: their values are solved
+    from the shapes of the arrays bound to those arguments. They are
+    integers, or size expressions (0-d integer arrays) when the bound
+    arrays have symbolic shapes.
+
+    :raises ShapeInferenceFailure: if the shapes do not determine them.
+    """
+    from pymbolic.mapper.dependency import DependencyMapper
+
+    from pytato.array.shape import shape_component_to_expr
+    from pytato.scalar_expr import evaluate
+    from pytato.utils import _size_params_of
+
+    if hasattr(knl, "default_entrypoint"):
+        # a translation unit
+        knl = knl.default_entrypoint
+    value_arg_names = {arg.name for arg in knl.args
+                       if not hasattr(arg, "shape") or arg.shape is None
+                       or arg.shape == ()}
+    unknowns: set[str] = set()
+    constraints: list[tuple[Any, Any]] = []
+    size_params: dict[str, Any] = {}
+    for arg in knl.args:
+        shape = getattr(arg, "shape", None)
+        if not shape or arg.name not in bindings:
+            continue
+        ary = bindings[arg.name]
+        if not isinstance(ary, Array):
+            continue
+        if len(shape) != ary.ndim:
+            raise ShapeInferenceFailure(
+                f"loopy kernel '{knl.name}': argument '{arg.name}' has "
+                f"{len(shape)} axes, the array bound to it {ary.ndim}")
+        for k_dim, a_dim in zip(shape, ary.shape, strict=True):
+            deps = {v.name for v in DependencyMapper()(k_dim)} \
+                if not isinstance(k_dim, (int, np.integer)) else set()
+            new = {d for d in deps
+                   if d in value_arg_names and d not in bindings}
+            if not new:
+                continue
+            unknowns |= new
+            if isinstance(a_dim, Array):
+                size_params.update(_size_params_of(a_dim))
+            constraints.append((k_dim, shape_component_to_expr(a_dim)))
+    if not unknowns:
+        return constantdict(bindings)
+    # the bound value arguments the constraints depend on are known
+    known = {name: bindings[name] for name in value_arg_names
+             if name in bindings and isinstance(bindings[name],
+                                                (int, np.integer))}
+    constraints = [(_subst_known(lhs, known), rhs) for lhs, rhs in constraints]
+    solution = solve_constraints(sorted(unknowns), sorted(size_params),
+                                 constraints)
+    new_bindings = dict(bindings)
+    for name, value in solution.items():
+        new_bindings[name] = (value if isinstance(value, int)
+                              else evaluate(value, size_params))
+    return constantdict(new_bindings)
+
+
+def _subst_known(expr: Any, known: Mapping[str, Any]) -> Any:
+    from pytato.scalar_expr import substitute
+    return substitute(expr, {k: int(v) for k, v in known.items()})
+
+# }}}
+
+# vim: foldmethod=marker

@@ -9,6 +9,7 @@ lambda's bindings. Scalar functions are called through variables named
 ``pytato.c99.<name>`` (e.g. ``pytato.c99.sin``).
 
 .. autodata:: ScalarExpression
+.. autoclass:: ExpressionBase
 .. autoclass:: Reduce
 .. autoclass:: TypeCast
 .. autoclass:: ReductionOperation
@@ -24,17 +25,26 @@ lambda's bindings. Scalar functions are called through variables named
 .. autoclass:: DependencyMapper
 .. autoclass:: SubstitutionMapper
 .. autoclass:: EvaluationMapper
+.. autoclass:: StringifyMapper
+.. autoclass:: FlattenMapper
+.. autoclass:: TermCollector
+.. autoclass:: DistributeMapper
+.. autoclass:: InductionVariableCollector
 .. autofunction:: parse
 .. autofunction:: substitute
 .. autofunction:: get_dependencies
 .. autofunction:: evaluate
 .. autofunction:: is_integral_scalar
+.. autofunction:: is_integral_scalar_expression
+.. autofunction:: is_quasi_affine
+.. autofunction:: distribute
+.. autofunction:: get_reduction_induction_variables
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, TypeAlias
+from collections.abc import Callable, Mapping, Set
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -44,16 +54,30 @@ from pymbolic.mapper import (
     IdentityMapper as _PIdentityMapper,
     WalkMapper as _PWalkMapper,
 )
+from pymbolic.mapper.collector import TermCollector as _PTermCollector
 from pymbolic.mapper.dependency import DependencyMapper as _PDependencyMapper
+from pymbolic.mapper.distributor import DistributeMapper as _PDistributeMapper
 from pymbolic.mapper.evaluator import EvaluationMapper as _PEvaluationMapper
+from pymbolic.mapper.flattener import FlattenMapper as _PFlattenMapper
+from pymbolic.mapper.stringifier import (
+    PREC_NONE as _PREC_NONE,
+    StringifyMapper as _PStringifyMapper,
+)
 from pymbolic.mapper.substitutor import SubstitutionMapper as _PSubstitutionMapper
 from pymbolic.parser import Parser as _Parser
+
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
 
 
 ScalarExpression: TypeAlias = Any
 """A pymbolic expression or a Python/numpy scalar."""
 
 SCALAR_CLASSES = (int, float, complex, bool, np.number, np.bool_)
+
+P = ParamSpec("P")
+ResultT = TypeVar("ResultT")
 
 
 # {{{ reduction operations
@@ -172,8 +196,13 @@ class AnyReductionOperation(ReductionOperation):
 
 # {{{ primitives
 
+class ExpressionBase(prim.ExpressionNode):
+    """Base class of the scalar expression nodes that :mod:`pytato` adds to
+    :mod:`pymbolic`'s (:class:`Reduce`, :class:`TypeCast`)."""
+
+
 @prim.expr_dataclass()
-class Reduce(prim.ExpressionNode):
+class Reduce(ExpressionBase):
     """A reduction of :attr:`inner_expr` with :attr:`op` over the
     half-open ranges :attr:`bounds` (a mapping from reduction index names to
     ``(lower, upper)`` pairs of expressions)."""
@@ -189,7 +218,7 @@ class Reduce(prim.ExpressionNode):
 
 
 @prim.expr_dataclass()
-class TypeCast(prim.ExpressionNode):
+class TypeCast(ExpressionBase):
     """Conversion of :attr:`inner_expr` to :attr:`dtype`."""
 
     dtype: np.dtype[Any]
@@ -201,7 +230,7 @@ class TypeCast(prim.ExpressionNode):
 
 # {{{ mappers
 
-class IdentityMapper(_PIdentityMapper):
+class IdentityMapper(_PIdentityMapper[P]):
     """Rebuilds expressions, with support for :class:`Reduce` and
     :class:`TypeCast`."""
 
@@ -215,7 +244,7 @@ class IdentityMapper(_PIdentityMapper):
         return TypeCast(expr.dtype, self.rec(expr.inner_expr, *args, **kwargs))
 
 
-class WalkMapper(_PWalkMapper):
+class WalkMapper(_PWalkMapper[P]):
     """Visits every subexpression, including inside :class:`Reduce`."""
 
     def map_reduce(self, expr: Reduce, *args: Any, **kwargs: Any) -> None:
@@ -234,7 +263,7 @@ class WalkMapper(_PWalkMapper):
         self.post_visit(expr, *args, **kwargs)
 
 
-class CombineMapper(_PCombineMapper):
+class CombineMapper(_PCombineMapper[ResultT, P]):
     """Combines results over children, including inside :class:`Reduce`."""
 
     def map_reduce(self, expr: Reduce, *args: Any, **kwargs: Any) -> Any:
@@ -247,9 +276,35 @@ class CombineMapper(_PCombineMapper):
         return self.rec(expr.inner_expr, *args, **kwargs)
 
 
-class DependencyMapper(_PDependencyMapper):
+class DependencyMapper(_PDependencyMapper[P]):
     """Collects the variables an expression depends on (reduction indices
-    bound by a :class:`Reduce` are excluded)."""
+    bound by a :class:`Reduce` are excluded).
+
+    :arg include_idx_lambda_indices: whether to include the index variables
+        of index lambdas (``_0``, ``_1``, ..., ``_r0``, ...).
+
+    The other arguments are those of
+    :class:`pymbolic.mapper.dependency.DependencyMapper`.
+    """
+
+    def __init__(self, *, include_idx_lambda_indices: bool = True,
+                 include_subscripts: bool = True,
+                 include_lookups: bool = True,
+                 include_calls: bool | str = True,
+                 include_cses: bool = False,
+                 composite_leaves: bool | None = None) -> None:
+        super().__init__(include_subscripts=include_subscripts,
+                         include_lookups=include_lookups,
+                         include_calls=include_calls,  # type: ignore[arg-type]
+                         include_cses=include_cses,
+                         composite_leaves=composite_leaves)
+        self.include_idx_lambda_indices = include_idx_lambda_indices
+
+    def map_variable(self, expr: prim.Variable, *args: Any, **kwargs: Any
+                     ) -> Any:
+        if not self.include_idx_lambda_indices and _is_index_name(expr.name):
+            return frozenset()
+        return super().map_variable(expr, *args, **kwargs)
 
     def map_reduce(self, expr: Reduce, *args: Any, **kwargs: Any) -> Any:
         inner = self.rec(expr.inner_expr, *args, **kwargs)
@@ -263,11 +318,11 @@ class DependencyMapper(_PDependencyMapper):
         return self.rec(expr.inner_expr, *args, **kwargs)
 
 
-class SubstitutionMapper(IdentityMapper, _PSubstitutionMapper):
+class SubstitutionMapper(IdentityMapper[[]], _PSubstitutionMapper):
     """Replaces variables by the result of a substitution function."""
 
 
-class EvaluationMapper(_PEvaluationMapper):
+class EvaluationMapper(_PEvaluationMapper[ResultT]):
     """Evaluates an expression with numpy semantics in a context mapping
     names to values. Functions named ``pytato.c99.<name>`` evaluate to the
     numpy function of that name."""
@@ -294,6 +349,75 @@ class EvaluationMapper(_PEvaluationMapper):
 
     def map_type_cast(self, expr: TypeCast) -> Any:
         return np.asarray(self.rec(expr.inner_expr)).astype(expr.dtype)[()]
+
+
+class StringifyMapper(_PStringifyMapper[P]):
+    """Prints expressions, including :class:`Reduce` (as
+    ``sum(_r0 in [0, n), ...)``-like text) and :class:`TypeCast` (as
+    ``cast(dtype, ...)``)."""
+
+    def map_reduce(self, expr: Reduce, enclosing_prec: int, *args: Any,
+                   **kwargs: Any) -> str:
+        bounds = ", ".join(
+            f"{name} in [{self.rec(lo, _PREC_NONE, *args, **kwargs)}, "
+            f"{self.rec(hi, _PREC_NONE, *args, **kwargs)})"
+            for name, (lo, hi) in expr.bounds.items())
+        inner = self.rec(expr.inner_expr, _PREC_NONE, *args, **kwargs)
+        return f"{expr.op.name}({bounds}, {inner})"
+
+    def map_type_cast(self, expr: TypeCast, enclosing_prec: int, *args: Any,
+                      **kwargs: Any) -> str:
+        inner = self.rec(expr.inner_expr, _PREC_NONE, *args, **kwargs)
+        return f"cast({expr.dtype}, {inner})"
+
+
+class FlattenMapper(_PFlattenMapper, IdentityMapper[[]]):
+    """Flattens nested sums and products
+    (:class:`pymbolic.mapper.flattener.FlattenMapper`), also inside
+    :class:`Reduce` and :class:`TypeCast`."""
+
+
+class TermCollector(_PTermCollector, IdentityMapper[[]]):
+    """Collects the terms of sums by their dependence on *parameters*
+    (:class:`pymbolic.mapper.collector.TermCollector`), also inside
+    :class:`Reduce` and :class:`TypeCast`."""
+
+    def __init__(self, parameters: Set[prim.AlgebraicLeaf] | None = None
+                 ) -> None:
+        super().__init__(parameters)
+
+
+class DistributeMapper(_PDistributeMapper, IdentityMapper[[]]):
+    """Multiplies out products of sums
+    (:class:`pymbolic.mapper.distributor.DistributeMapper`), also inside
+    :class:`Reduce` and :class:`TypeCast`."""
+
+    def __init__(self, collector: Any = None, const_folder: Any = None
+                 ) -> None:
+        super().__init__(collector=collector, const_folder=const_folder)
+
+
+class InductionVariableCollector(CombineMapper[frozenset[str], []]):
+    """Collects the names of the reduction (induction) variables bound by
+    the :class:`Reduce` nodes of an expression."""
+
+    def combine(self, values: Any) -> frozenset[str]:
+        result: frozenset[str] = frozenset()
+        for v in values:
+            result = result | v
+        return result
+
+    def map_reduce(self, expr: Reduce) -> frozenset[str]:
+        return frozenset(expr.bounds) | super().map_reduce(expr)
+
+    def map_constant(self, expr: object) -> frozenset[str]:
+        return frozenset()
+
+    def map_algebraic_leaf(self, expr: prim.ExpressionNode) -> frozenset[str]:
+        return frozenset()
+
+    map_variable = map_algebraic_leaf
+    map_nan = map_algebraic_leaf
 
 
 def _apply_binary(op: ReductionOperation, a: Any, b: Any) -> Any:
@@ -374,6 +498,73 @@ def is_integral_scalar(x: Any) -> bool:
     """Whether *x* is a Python or numpy integer (not a bool)."""
     return (isinstance(x, (int, np.integer))
             and not isinstance(x, (bool, np.bool_)))
+
+
+_INTEGRAL_NODES = (prim.Variable, prim.Sum, prim.Product, prim.FloorDiv,
+                   prim.Remainder, prim.Min, prim.Max)
+
+
+def is_integral_scalar_expression(expr: object) -> TypeIs[Any]:
+    """Whether *expr* is an integer or an integer-valued expression: one
+    built from integers and variables (taken as integers, like size
+    parameters and indices) by sums, products, floor divisions,
+    remainders, minima and maxima."""
+    stack: list[object] = [expr]
+    while stack:
+        e = stack.pop()
+        if is_integral_scalar(e) or isinstance(e, prim.Variable):
+            continue
+        if isinstance(e, (prim.Sum, prim.Product, prim.Min, prim.Max)):
+            stack.extend(e.children)
+        elif isinstance(e, (prim.FloorDiv, prim.Remainder)):
+            stack.extend((e.numerator, e.denominator))
+        else:
+            return False
+    return True
+
+
+def is_quasi_affine(expr: ScalarExpression) -> bool:
+    """Whether *expr* is quasi-affine in its variables: built from integers
+    and variables by sums, products in which at most one factor is not a
+    constant, and floor divisions and remainders by integer constants (the
+    expressions :mod:`islpy` can represent)."""
+    stack: list[object] = [expr]
+    while stack:
+        e = stack.pop()
+        if is_integral_scalar(e) or isinstance(e, prim.Variable):
+            continue
+        if isinstance(e, prim.Sum):
+            stack.extend(e.children)
+        elif isinstance(e, prim.Product):
+            nonconst = [c for c in e.children if not is_integral_scalar(c)]
+            if len(nonconst) > 1:
+                return False
+            stack.extend(nonconst)
+        elif isinstance(e, (prim.FloorDiv, prim.Remainder)):
+            if not is_integral_scalar(e.denominator):
+                return False
+            stack.append(e.numerator)
+        else:
+            return False
+    return True
+
+
+def distribute(expr: ScalarExpression, parameters: frozenset[Any] = frozenset(),
+               commutative: bool = True) -> ScalarExpression:
+    """*expr* with products of sums multiplied out, collecting the terms
+    by their dependence on *parameters* (as :func:`pymbolic.distribute`);
+    *commutative* says whether multiplication may be reordered."""
+    if commutative:
+        return DistributeMapper(TermCollector(parameters))(expr)
+    return DistributeMapper(lambda x: x)(expr)
+
+
+def get_reduction_induction_variables(expr: ScalarExpression) -> Set[str]:
+    """The names of the reduction variables bound in *expr* (by its
+    :class:`Reduce` nodes)."""
+    if isinstance(expr, SCALAR_CLASSES):
+        return frozenset()
+    return InductionVariableCollector()(expr)
 
 # }}}
 

@@ -6,6 +6,7 @@ once, children before their users.
 
 .. autofunction:: array_repr
 .. autofunction:: graph_to_str
+.. autoclass:: Reprifier
 """
 
 from __future__ import annotations
@@ -105,3 +106,49 @@ def graph_to_str(result: Any, verbose: bool = False) -> str:
                     f"{{{format_tags(ax.tags)}}}" for ax in axes) + "]"
             lines.append(line)
     return "\n".join(lines)
+
+
+class Reprifier:
+    """Reprs of arrays that show their children down to a depth: at depth
+    *truncation_depth* below the node printed, children are shown as
+    *truncation_string*. Nodes shared in the graph are printed at each use
+    (the output grows with the number of paths, bounded by the depth).
+
+    .. automethod:: __call__
+    """
+
+    def __init__(self, truncation_depth: int = 3,
+                 truncation_string: str = "(...)") -> None:
+        if truncation_depth < 0:
+            raise ValueError("Reprifier: 'truncation_depth' must be "
+                             f"non-negative, got {truncation_depth}")
+        self.truncation_depth = truncation_depth
+        self.truncation_string = truncation_string
+
+    def __call__(self, expr: Any, depth: int = 0) -> str:
+        """The repr of *expr* (an array, another graph node, or a value
+        holding nodes, such as a tuple or a mapping), with nodes deeper than
+        the truncation depth elided."""
+        if isinstance(expr, GraphNode):
+            if depth > self.truncation_depth:
+                return self.truncation_string
+            if not dataclasses.is_dataclass(expr):
+                return repr(expr)
+            parts = []
+            for f in dataclasses.fields(expr):
+                if f.name == "non_equality_tags" or not f.repr:
+                    continue
+                value = getattr(expr, f.name)
+                if f.name in ("axes", "tags") and not any(
+                        getattr(a, "tags", a) for a in (
+                            value if f.name == "axes" else [value])):
+                    continue
+                parts.append(f"{f.name.lstrip('_')}={self(value, depth + 1)}")
+            return f"{type(expr).__name__}({', '.join(parts)})"
+        if isinstance(expr, tuple):
+            inner = ", ".join(self(v, depth) for v in expr)
+            return f"({inner},)" if len(expr) == 1 else f"({inner})"
+        if hasattr(expr, "items") and not isinstance(expr, type):
+            return "{" + ", ".join(f"{k!r}: {self(v, depth)}"
+                                   for k, v in expr.items()) + "}"
+        return _fmt_value(expr, None)

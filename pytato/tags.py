@@ -14,7 +14,9 @@ Tags are :class:`pytools.tag.Tag` instances, so they interoperate with
 .. autoclass:: CountNamed
 .. autoclass:: AssumeNonNegative
 .. autoclass:: ForceValueArgTag
+.. autoclass:: CallImplementationTag
 .. autoclass:: InlineCallTag
+.. autoclass:: FunctionIdentifier
 .. autoclass:: ExpandedDimsReshape
 .. autoclass:: CreatedAt
 .. autofunction:: set_traceback_tag_enabled
@@ -23,6 +25,7 @@ Tags are :class:`pytools.tag.Tag` instances, so they interoperate with
 from __future__ import annotations
 
 import traceback
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 from pytools.tag import Tag, UniqueTag
@@ -30,10 +33,12 @@ from pytools.tag import Tag, UniqueTag
 
 __all__ = [
     "AssumeNonNegative",
+    "CallImplementationTag",
     "CountNamed",
     "CreatedAt",
     "ExpandedDimsReshape",
     "ForceValueArgTag",
+    "FunctionIdentifier",
     "ImplDefault",
     "ImplInlined",
     "ImplStored",
@@ -105,8 +110,22 @@ class ForceValueArgTag(UniqueTag):
 
 
 @dataclass(frozen=True)
-class InlineCallTag(UniqueTag):
+class CallImplementationTag(UniqueTag):
+    """How a :class:`~pytato.function.Call` is realized in generated code
+    (at most one per call)."""
+
+
+@dataclass(frozen=True)
+class InlineCallTag(CallImplementationTag):
     """A :class:`~pytato.function.Call` tagged so is inlined at lowering."""
+
+
+@dataclass(frozen=True)
+class FunctionIdentifier(UniqueTag):
+    """Tags a :class:`~pytato.function.FunctionDefinition` with a name
+    (used for the callee kernel's name in generated code)."""
+
+    identifier: Hashable
 
 
 @dataclass(frozen=True)

@@ -357,8 +357,11 @@ def test_cycle_is_reported_on_all_ranks() -> None:
         return {"y": staple_distributed_send(got + x, other, f"from{rank}",
                                              stapled_to=got)}
 
-    with pytest.raises(DistributedError, match="cycle") as info:
+    from pytato.distributed.verify import PartitionInducedCycleError
+    with pytest.raises(PartitionInducedCycleError, match="cycle") as info:
         partition_on_ranks(2, make)
+    assert isinstance(info.value, DistributedError)
+    assert isinstance(info.value, AssertionError)
     assert "rank 0 -> rank 1" in str(info.value)
     assert "'from1'" in str(info.value)
 
@@ -434,16 +437,18 @@ def _mismatched(kind: str) -> Callable[[int, int], Any]:
     return make
 
 
-@pytest.mark.parametrize(("kind", "expected"), [
+@pytest.mark.parametrize(("kind", "expected", "error_class"), [
     ("shape", "rank 0 sends shape (6,), float64, but rank 1 receives shape "
-              "(5,), float64"),
+              "(5,), float64", "DistributedPartitionVerificationError"),
     ("dtype", "rank 0 sends shape (6,), float32, but rank 1 receives shape "
-              "(6,), float64"),
-    ("no-recv", "rank 0 sends to rank 1 with tag 0 (numbered from 'a')"),
-    ("rank", "there is no rank 2"),
+              "(6,), float64", "DistributedPartitionVerificationError"),
+    ("no-recv", "rank 0 sends to rank 1 with tag 0 (numbered from 'a')",
+     "MissingRecvError"),
+    ("rank", "there is no rank 2", "DistributedPartitionVerificationError"),
 ])
-def test_verify_reports_mismatches_on_all_ranks(kind: str,
-                                                expected: str) -> None:
+def test_verify_reports_mismatches_on_all_ranks(kind: str, expected: str,
+                                                error_class: str) -> None:
+    import pytato.distributed.verify as verify_module
     def fn(comm: ThreadComm) -> None:
         part = find_distributed_partition(comm, _mismatched(kind)(comm.rank, 2))
         part, _ = number_distributed_tags(comm, part, 0)
@@ -452,6 +457,9 @@ def test_verify_reports_mismatches_on_all_ranks(kind: str,
     _, errors = run_ranks(2, fn)
     for e in errors:
         assert isinstance(e, DistributedError), e
+        # the reference pytato's classes, all raising the same on all ranks
+        assert type(e) is getattr(verify_module, error_class), e
+        assert isinstance(e, verify_module.DistributedPartitionVerificationError)
         assert expected in str(e)
 
 

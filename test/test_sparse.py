@@ -238,3 +238,41 @@ def test_csr_and_calls_on_jax():
     for jit in (False, True):
         res = np.asarray(pt.generate_jax(y, jit=jit)(x=xv))
         np.testing.assert_allclose(res, dense @ (2 * np.sin(xv)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("target", ["loopy", "numpy"])
+@pytest.mark.parametrize("matrix_rhs", [False, True])
+def test_csr_matmul_reduction_var_and_descr(queue, target, matrix_rhs):
+    # the reference's CSRMatmul(matrix, array, reduction_var, *,
+    # reduction_descr): the tags of the descriptor reach the reduction iname
+    from pytato.array.sparse import CSRMatmul
+    from pytato.tags import Named
+
+    rng = np.random.default_rng(11)
+    dense, vals, cols, starts = _random_csr(rng, 7, 5, empty_rows=(2,))
+    a = pt.make_csr_matrix((7, 5), pt.make_data_wrapper(vals),
+                           pt.make_data_wrapper(cols),
+                           pt.make_data_wrapper(starts))
+    xv = rng.standard_normal((5, 3) if matrix_rhs else (5,))
+    x = pt.make_placeholder("x", xv.shape, np.float64)
+    tag = Named("row_sum")
+    prod = CSRMatmul(a, x, "_row_j",
+                     reduction_descr=pt.ReductionDescriptor(frozenset({tag})),
+                     axes=pt.sparse_matmul(a, x).axes)
+    assert prod.reduction_var == "_row_j"
+    assert prod != pt.sparse_matmul(a, x)
+    assert pt.sparse_matmul(a, x).reduction_var == "_r0"
+    res = _run(target, prod, queue, x=xv)
+    np.testing.assert_allclose(res[0] if target == "loopy" else res, dense @ xv)
+    if target == "loopy":
+        t_unit = pt.generate_loopy(prod).program
+        (callee,) = [k for n, k in t_unit.callables_table.items()
+                     if n.startswith("_pt_csr_matmul")]
+        assert tag in callee.subkernel.inames["_row_j"].tags
+
+    with pytest.raises(ValueError, match="reduction_var"):
+        CSRMatmul(a, x, "not an identifier")
+    with pytest.raises(ValueError, match="used by the product's kernel"):
+        CSRMatmul(a, x, "row_starts")
+    with pytest.raises(TypeError, match="reduction_descr"):
+        CSRMatmul(a, x, reduction_descr=frozenset())

@@ -5,6 +5,7 @@
 .. automodule:: pytato.analysis.einsum
 .. automodule:: pytato.analysis.materialized
 .. automodule:: pytato.analysis.cost
+.. automodule:: pytato.analysis.mappers
 """
 
 from __future__ import annotations
@@ -25,12 +26,24 @@ from pytato.analysis.counts import (
     get_num_tags_of_type,
 )
 from pytato.analysis.einsum import is_einsum_similar_to_subscript
+from pytato.analysis.mappers import (
+    DirectPredecessorsGetter,
+    ListOfDirectPredecessorsGetter,
+    ListOfUsersCollector,
+    MaterializedNodeCollector,
+    NodeMultiplicityMapper,
+    PytatoKeyBuilder,
+    TagCountMapper,
+)
 from pytato.analysis.materialized import collect_materialized_nodes
 from pytato.analysis.users import get_list_of_users, get_nusers
 
 
 __all__ = [
-    "CallSiteCounter", "CostEstimate", "collect_materialized_nodes",
+    "CallSiteCounter", "CostEstimate", "DirectPredecessorsGetter",
+    "ListOfDirectPredecessorsGetter", "ListOfUsersCollector",
+    "MaterializedNodeCollector", "NodeMultiplicityMapper", "PytatoKeyBuilder",
+    "TagCountMapper", "collect_materialized_nodes",
     "estimate_cost", "get_bytes_estimate", "get_flop_count",
     "get_list_of_users", "get_max_node_depth", "get_node_multiplicities",
     "get_node_type_counts", "get_num_call_sites", "get_num_nodes",

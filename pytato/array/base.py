@@ -117,6 +117,15 @@ class _TaggableMixin:
         """The tags of *self* that are not instances of *tag_t*."""
         return frozenset(t for t in self.tags if not isinstance(t, tag_t))
 
+    def replace_if_different(self, **kwargs: Any) -> Self:
+        """*self* if each field named in *kwargs* already holds (is) the
+        given object, else a copy of *self* with those fields replaced (as
+        :func:`dataclasses.replace`). Lets transforms keep nodes whose
+        children did not change."""
+        if all(getattr(self, name) is value for name, value in kwargs.items()):
+            return self
+        return dataclasses.replace(self, **kwargs)  # type: ignore[type-var]
+
 # }}}
 
 
@@ -272,9 +281,21 @@ def _skeleton_field_names(cls: type) -> tuple[str, ...]:
         return names
 
 
-def array_dataclass(cls: type) -> type:
+def array_dataclass(cls: type | None = None, /, *, hash: bool = True
+                    ) -> Any:
     """Decorator for node classes: a frozen dataclass keeping the structural
-    ``__eq__``/``__hash__`` of :class:`Array`."""
+    ``__eq__``/``__hash__`` of :class:`Array`. Used bare (``@array_dataclass``)
+    or, as in the reference pytato, called (``@array_dataclass()``).
+
+    :arg hash: must be *True*: nodes are always hashable (their hash is
+        structural and cached).
+    :raises ValueError: if *hash* is false.
+    """
+    if not hash:
+        raise ValueError("array_dataclass: 'hash' must be True (array nodes "
+                         "are always hashable)")
+    if cls is None:
+        return lambda c: dataclass(frozen=True, eq=False, repr=False)(c)
     return dataclass(frozen=True, eq=False, repr=False)(cls)
 
 

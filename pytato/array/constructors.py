@@ -4,21 +4,32 @@
 .. autofunction:: make_size_param
 .. autofunction:: make_data_wrapper
 .. autofunction:: make_dict_of_named_arrays
+.. autofunction:: make_index_lambda
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pytools.tag import Tag
 
-from pytato.array.base import Array, Axis, check_unique_tags, normalize_tags
+from pytato.array.base import (
+    Array,
+    Axis,
+    ReductionDescriptor,
+    check_unique_tags,
+    normalize_tags,
+)
 from pytato.array.inputs import DataWrapper, Placeholder, SizeParam
 from pytato.array.results import DictOfNamedArrays
 from pytato.array.shape import normalize_shape
 from pytato.diagnostic import DTypeError
+
+
+if TYPE_CHECKING:
+    from pytato.array.lambdas import IndexLambda
 
 
 SUPPORTED_DTYPE_KINDS = "biufc"
@@ -128,3 +139,41 @@ def make_dict_of_named_arrays(data: Mapping[str, Array],
             raise TypeError(f"output '{k}' is not an array: {type(v).__name__}")
     return DictOfNamedArrays(dict(data), tags=check_unique_tags(
         normalize_tags(tags), "DictOfNamedArrays"))
+
+
+def make_index_lambda(
+        expression: Any,
+        bindings: Mapping[str, Array],
+        shape: Any,
+        dtype: Any,
+        var_to_reduction_descr: Mapping[str, ReductionDescriptor] | None = None,
+        ) -> IndexLambda:
+    """An :class:`~pytato.array.IndexLambda` computing *expression* (a
+    scalar expression, or a string parsed into one) over the indices
+    ``_0, _1, ...`` of an array of *shape* and *dtype*, reading the arrays
+    of *bindings* by name.
+
+    :arg var_to_reduction_descr: the
+        :class:`~pytato.array.ReductionDescriptor` of each reduction
+        variable of *expression* (by default, an untagged one each).
+    :raises TypeError: if a binding is not an array or *bindings* is not a
+        mapping.
+    """
+    from pytato.array.lambdas import IndexLambda
+    from pytato.scalar_expr import get_reduction_induction_variables, parse
+
+    if isinstance(expression, str):
+        expression = parse(expression)
+    if not isinstance(bindings, Mapping):
+        raise TypeError("make_index_lambda: 'bindings' must be a mapping from "
+                        f"names to arrays, got {type(bindings).__name__}")
+    for name, ary in bindings.items():
+        if not isinstance(ary, Array):
+            raise TypeError(f"make_index_lambda: binding {name!r} is not an "
+                            f"array: {ary!r}")
+    descrs = {name: ReductionDescriptor()
+              for name in get_reduction_induction_variables(expression)}
+    descrs.update(var_to_reduction_descr or {})
+    return IndexLambda(expr=expression, shape=normalize_shape(shape),
+                       dtype=check_dtype(dtype), bindings=dict(bindings),
+                       var_to_reduction_descr=descrs)

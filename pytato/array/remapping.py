@@ -31,6 +31,7 @@ from pytato.array.shape import broadcast_shapes
 from pytato.scalar_expr import is_integral_scalar
 
 
+@array_dataclass
 class IndexRemappingBase(DerivedShapeMixin, Array):
     """A node whose elements are elements of :attr:`array`."""
 
@@ -165,6 +166,7 @@ class NormalizedSlice:
 IndexExpr: TypeAlias = "int | NormalizedSlice | Array"
 
 
+@array_dataclass
 class IndexBase(IndexRemappingBase):
     """:attr:`array` indexed by :attr:`indices`, one per axis of
     :attr:`array`: an int, a :class:`NormalizedSlice` or an integer

@@ -22,6 +22,8 @@ from pytato.array.base import (
     ShapeType,
     _TaggableMixin,
     array_dataclass,
+    check_unique_tags,
+    normalize_tags,
 )
 
 
@@ -29,9 +31,18 @@ class AbstractResultWithNamedArrays(GraphNode, Mapping[str, Array],
                                     _TaggableMixin):
     """A mapping from names to arrays that is the result of a computation
     (a :class:`DictOfNamedArrays`, or a call's results). Deliberately has no
-    arithmetic."""
+    arithmetic.
+
+    Subclasses are (frozen) dataclasses with their own constructors; the
+    constructor here, for other subclasses, takes the :attr:`tags` by
+    keyword, as in the reference pytato.
+    """
 
     _mapper_method: ClassVar[str]
+
+    def __init__(self, *, tags: frozenset[Tag]) -> None:
+        object.__setattr__(self, "tags", check_unique_tags(
+            normalize_tags(tags), type(self).__name__))
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -10,6 +10,7 @@ A shape component is an :class:`int` or a 0-d integer
 .. autofunction:: shape_product
 .. autofunction:: broadcast_shapes
 .. autofunction:: are_shape_components_equal
+.. autofunction:: shape_is_int_only
 """
 
 from __future__ import annotations
@@ -20,7 +21,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pymbolic.primitives as prim
 
-from pytato.diagnostic import AxisError, NonAffineShapeError, ShapeMismatchError
+from pytato.diagnostic import (
+    AxisError,
+    CannotBroadcastError,
+    NonAffineShapeError,
+)
 from pytato.scalar_expr import is_integral_scalar, substitute
 
 
@@ -172,7 +177,7 @@ def broadcast_shapes(*shapes: ShapeType, argnames: Sequence[str] | None = None
                 comp = c
             elif not are_shape_components_equal(comp, c):
                 names = (f" of {', '.join(argnames)}" if argnames else "")
-                raise ShapeMismatchError(
+                raise CannotBroadcastError(
                     f"operands could not be broadcast together: shapes{names} "
                     f"are {', '.join(str(_fmt_shape(s)) for s in shapes)}")
         result.append(comp)
@@ -203,3 +208,18 @@ def concrete_shape(shape: ShapeType, context: dict[str, int]) -> tuple[int, ...]
     from pytato.scalar_expr import evaluate
     return tuple(int(evaluate(shape_component_to_expr(c), context))
                  for c in shape)
+
+
+def shape_is_int_only(shape: tuple[Any, ...], /) -> tuple[int, ...]:
+    """*shape* as a tuple of :class:`int`.
+
+    :raises TypeError: if a component is symbolic (a size expression),
+        naming it.
+    """
+    result = []
+    for i, c in enumerate(shape):
+        if not is_integral_scalar(c):
+            raise TypeError(f"shape {shape!r}: component {i} ({c!r}) is not "
+                            "an integer")
+        result.append(int(c))
+    return tuple(result)

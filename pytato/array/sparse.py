@@ -33,7 +33,7 @@ raises :class:`~pytato.diagnostic.IndexOutOfBoundsError`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
@@ -43,6 +43,7 @@ from pytato.array.base import (
     Array,
     Axis,
     DerivedShapeMixin,
+    ReductionDescriptor,
     ShapeType,
     _TaggableMixin,
     array_dataclass,
@@ -172,15 +173,53 @@ class SparseMatmul(Array):
     array: Array
 
 
+#: The names the kernel of a CSR product uses
+#: (:mod:`pytato.target.loopy.sparse`): not available as
+#: :attr:`CSRMatmul.reduction_var`.
+_CSR_KERNEL_NAMES = frozenset({
+    "i", "c", "lo", "hi", "row_ok", "nrows", "ncols", "nnz", "nvec",
+    "row_starts", "values", "col_indices", "x", "y"})
+
+
 @array_dataclass
 class CSRMatmul(DerivedShapeMixin, SparseMatmul):
     """The dense product of the :class:`CSRMatrix` :attr:`matrix` with the
-    1-d or 2-d :class:`~pytato.Array` :attr:`array`."""
+    1-d or 2-d :class:`~pytato.Array` :attr:`array`.
+
+    .. attribute:: reduction_var
+
+        The name of the index of the reduction over a row's stored
+        elements (the reduction iname in generated code); an identifier.
+
+    .. attribute:: reduction_descr
+
+        The :class:`~pytato.array.ReductionDescriptor` of that reduction:
+        its tags are attached to the reduction iname in generated
+        :mod:`loopy` code, as for the reductions of
+        :class:`~pytato.array.IndexLambda`.
+    """
 
     matrix: CSRMatrix
     array: Array
+    reduction_var: str = "_r0"
+    reduction_descr: ReductionDescriptor = field(
+        default_factory=ReductionDescriptor, kw_only=True)
 
     _mapper_method: ClassVar[str] = "map_csr_matmul"
+
+    def _pt_validate(self) -> None:
+        if not (isinstance(self.reduction_var, str)
+                and self.reduction_var.isidentifier()):
+            raise ValueError("CSRMatmul: 'reduction_var' must be an "
+                             f"identifier, got {self.reduction_var!r}")
+        if self.reduction_var in _CSR_KERNEL_NAMES:
+            raise ValueError(
+                f"CSRMatmul: 'reduction_var' {self.reduction_var!r} is a name "
+                "used by the product's kernel; choose another")
+        if not isinstance(self.reduction_descr, ReductionDescriptor):
+            raise TypeError("CSRMatmul: 'reduction_descr' must be a "
+                            "ReductionDescriptor, got "
+                            f"{type(self.reduction_descr).__name__}")
 
     def _pt_compute_shape(self) -> ShapeType:
         return (self.matrix.shape[0], *self.array.shape[1:])

@@ -32,6 +32,7 @@ from pytato.distributed.nodes import (
     DistributedSendRefHolder,
     make_distributed_recv,
     make_distributed_send,
+    make_distributed_send_ref_holder,
     staple_distributed_send,
 )
 from pytato.distributed.partition import (
@@ -58,6 +59,7 @@ __all__ = [
     "generate_code_for_partition",
     "make_distributed_recv",
     "make_distributed_send",
+    "make_distributed_send_ref_holder",
     "number_distributed_tags",
     "staple_distributed_send",
     "verify_distributed_partition",

@@ -19,6 +19,7 @@ tags agreed on by all ranks.
 .. autoclass:: DistributedRecv
 .. autofunction:: make_distributed_send
 .. autofunction:: staple_distributed_send
+.. autofunction:: make_distributed_send_ref_holder
 .. autofunction:: make_distributed_recv
 """
 
@@ -54,6 +55,7 @@ __all__ = [
     "DistributedSendRefHolder",
     "make_distributed_recv",
     "make_distributed_send",
+    "make_distributed_send_ref_holder",
     "staple_distributed_send",
 ]
 
@@ -234,6 +236,22 @@ def staple_distributed_send(sent_data: Array, dest_rank: int,
                         f"{type(stapled_to).__name__}")
     send = make_distributed_send(sent_data, dest_rank, comm_tag, send_tags)
     return DistributedSendRefHolder(send, stapled_to, axes=stapled_to.axes)
+
+
+def make_distributed_send_ref_holder(send: DistributedSend,
+                                     passthrough_data: Array
+                                     ) -> DistributedSendRefHolder:
+    """A :class:`DistributedSendRefHolder`: an array equal to
+    *passthrough_data* whose evaluation also performs *send* (made with
+    :func:`make_distributed_send`)."""
+    if not isinstance(send, DistributedSend):
+        raise TypeError("'send' must be a DistributedSend, got "
+                        f"{type(send).__name__}")
+    if not isinstance(passthrough_data, Array):
+        raise TypeError("'passthrough_data' must be a pytato Array, got "
+                        f"{type(passthrough_data).__name__}")
+    return DistributedSendRefHolder(send, passthrough_data,
+                                    axes=passthrough_data.axes)
 
 
 def make_distributed_recv(src_rank: int, comm_tag: Hashable, shape: Any,

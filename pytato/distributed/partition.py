@@ -301,7 +301,8 @@ def _compute_comm_levels(
 
     A receive without a matching send gets level 1 (the mismatch is
     reported by :func:`~pytato.distributed.verify_distributed_partition`).
-    Raises :class:`DistributedError` if the sends and receives of all ranks
+    Raises :class:`~pytato.distributed.verify.PartitionInducedCycleError` (a
+    :class:`DistributedError`) if the sends and receives of all ranks
     depend on each other in a cycle.
     """
     recv_level: dict[CommunicationOpIdentifier, int] = {}
@@ -324,8 +325,11 @@ def _compute_comm_levels(
                     recv_level[recv] = 1
                     continue
                 if recv in on_stack:
+                    from pytato.distributed.verify import (
+                        PartitionInducedCycleError,
+                    )
                     cycle = in_progress[in_progress.index(recv):]
-                    raise DistributedError(
+                    raise PartitionInducedCycleError(
                         "the sends and receives of the ranks depend on each "
                         "other in a cycle: "
                         + "; ".join(

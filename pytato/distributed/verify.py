@@ -1,6 +1,15 @@
 """Checking a distributed partition across all ranks before running it.
 
 .. autofunction:: verify_distributed_partition
+
+The error raised names the kind of inconsistency found first:
+
+.. autoexception:: DistributedPartitionVerificationError
+.. autoexception:: DuplicateSendError
+.. autoexception:: DuplicateRecvError
+.. autoexception:: MissingSendError
+.. autoexception:: MissingRecvError
+.. autoexception:: PartitionInducedCycleError
 """
 
 from __future__ import annotations
@@ -22,7 +31,49 @@ from pytato.distributed.partition import (
 )
 
 
-__all__ = ["verify_distributed_partition"]
+__all__ = [
+    "DistributedPartitionVerificationError",
+    "DuplicateRecvError",
+    "DuplicateSendError",
+    "MissingRecvError",
+    "MissingSendError",
+    "PartitionInducedCycleError",
+    "verify_distributed_partition",
+]
+
+
+class DistributedPartitionVerificationError(DistributedError):
+    """The partitions of the ranks do not fit together (a
+    :class:`~pytato.diagnostic.DistributedError`, so a :class:`ValueError`)."""
+
+
+class DuplicateSendError(DistributedPartitionVerificationError):
+    """A rank sends more than once with the same destination and tag."""
+
+
+class DuplicateRecvError(DistributedPartitionVerificationError):
+    """A rank receives more than once with the same source and tag."""
+
+
+class MissingSendError(DistributedPartitionVerificationError):
+    """A receive has no matching send on its source rank."""
+
+
+class MissingRecvError(DistributedPartitionVerificationError):
+    """A send has no matching receive on its destination rank."""
+
+
+class PartitionInducedCycleError(DistributedPartitionVerificationError,
+                                 AssertionError):
+    """The parts of the ranks wait for each other in a cycle (which would
+    deadlock); also an :class:`AssertionError`, as upstream."""
+
+
+_ERROR_CLASSES: dict[str, type[DistributedPartitionVerificationError]] = {
+    cls.__name__: cls for cls in (
+        DistributedPartitionVerificationError, DuplicateSendError,
+        DuplicateRecvError, MissingSendError, MissingRecvError,
+        PartitionInducedCycleError)}
 
 
 @dataclass(frozen=True)
@@ -110,9 +161,11 @@ def _summarize(rank: int, partition: DistributedGraphPartition) -> _RankSummary:
 
 
 def _check_matching(summaries: list[_RankSummary],
-                    user_tags: Mapping[Hashable, Hashable]) -> list[str]:
+                    user_tags: Mapping[Hashable, Hashable]
+                    ) -> list[tuple[str, str]]:
+    """The inconsistencies found, as (name of the error class, message)."""
     nranks = len(summaries)
-    errors: list[str] = []
+    errors: list[tuple[str, str]] = []
     sends: dict[CommunicationOpIdentifier, _CommOpDescr] = {}
     recvs: dict[CommunicationOpIdentifier, _CommOpDescr] = {}
     for s in summaries:
@@ -121,13 +174,17 @@ def _check_matching(summaries: list[_RankSummary],
             for op in ops:
                 peer = op.cid.dest_rank if what == "send" else op.cid.src_rank
                 if not 0 <= peer < nranks:
-                    errors.append(
+                    errors.append((
+                        "DistributedPartitionVerificationError",
                         f"rank {s.rank}: {what} {format_comm_id(op.cid, user_tags)}: "
                         f"there is no rank {peer} (the communicator has "
-                        f"{nranks} ranks)")
+                        f"{nranks} ranks)"))
                 if op.cid in table:
-                    errors.append(f"rank {s.rank}: more than one {what} "
-                                  f"{format_comm_id(op.cid, user_tags)}")
+                    errors.append((
+                        "DuplicateSendError" if what == "send"
+                        else "DuplicateRecvError",
+                        f"rank {s.rank}: more than one {what} "
+                        f"{format_comm_id(op.cid, user_tags)}"))
                 table[op.cid] = op
 
     for cid in sorted(sends.keys() | recvs.keys(), key=comm_id_sort_key):
@@ -135,23 +192,26 @@ def _check_matching(summaries: list[_RankSummary],
         tag = format_comm_tag(cid.comm_tag, user_tags)
         if recv is None:
             assert send is not None
-            errors.append(
+            errors.append((
+                "MissingRecvError",
                 f"rank {cid.src_rank} sends to rank {cid.dest_rank} with tag "
                 f"{tag} (shape {_fmt_shape(send.shape)}, "
                 f"{send.dtype}), but rank {cid.dest_rank} posts no receive "
-                f"from rank {cid.src_rank} with that tag")
+                f"from rank {cid.src_rank} with that tag"))
         elif send is None:
-            errors.append(
+            errors.append((
+                "MissingSendError",
                 f"rank {cid.dest_rank} receives from rank {cid.src_rank} with "
                 f"tag {tag} (shape {_fmt_shape(recv.shape)}, "
                 f"{recv.dtype}), but rank {cid.src_rank} sends nothing to rank "
-                f"{cid.dest_rank} with that tag")
+                f"{cid.dest_rank} with that tag"))
         elif send.shape != recv.shape or send.dtype != recv.dtype:
-            errors.append(
+            errors.append((
+                "DistributedPartitionVerificationError",
                 f"message {format_comm_id(cid, user_tags)}: rank {cid.src_rank} sends "
                 f"shape {_fmt_shape(send.shape)}, {send.dtype}, but rank "
                 f"{cid.dest_rank} receives shape {_fmt_shape(recv.shape)}, "
-                f"{recv.dtype}")
+                f"{recv.dtype}"))
     return errors
 
 
@@ -215,24 +275,32 @@ def verify_distributed_partition(mpi_communicator: Any,
 
     Collective: descriptions of the sends and receives are gathered on
     rank 0, checked there and the verdict is broadcast, so that all ranks
-    raise :class:`~pytato.diagnostic.DistributedError` (naming the ranks
-    and tags involved) or none does.
+    raise a :class:`DistributedPartitionVerificationError` (a
+    :class:`~pytato.diagnostic.DistributedError`) naming the ranks and
+    tags involved, of the subclass describing the first inconsistency
+    found, or none does.
     """
     comm = mpi_communicator
     summary = _summarize(comm.rank, partition)
     summaries = comm.gather(summary, root=0)
-    verdict: str | None = None
+    verdict: tuple[str, str] | None = None
     if comm.rank == 0:
-        errors = [e for s in summaries for e in s.errors]
+        errors: list[tuple[str, str]] = [
+            ("DistributedPartitionVerificationError", e)
+            for s in summaries for e in s.errors]
         errors.extend(_check_matching(summaries, partition.user_comm_tags))
         if not errors:
             cycle = _find_cycle(summaries, partition.user_comm_tags)
             if cycle is not None:
-                errors.append("the parts of the ranks wait for each other in "
-                              f"a cycle (this would deadlock): {cycle}")
+                errors.append((
+                    "PartitionInducedCycleError",
+                    "the parts of the ranks wait for each other in "
+                    f"a cycle (this would deadlock): {cycle}"))
         if errors:
-            verdict = ("distributed partition is inconsistent across ranks:\n  "
-                       + "\n  ".join(errors))
+            verdict = (errors[0][0],
+                       "distributed partition is inconsistent across ranks:\n  "
+                       + "\n  ".join(msg for _, msg in errors))
     verdict = comm.bcast(verdict, root=0)
     if verdict is not None:
-        raise DistributedError(verdict)
+        kind, msg = verdict
+        raise _ERROR_CLASSES[kind](msg)

@@ -37,7 +37,11 @@ from pytato.array.shape import (
     is_one,
     shape_component_to_expr,
 )
-from pytato.diagnostic import EinsumSpecError, ShapeMismatchError
+from pytato.diagnostic import (
+    EinsumSpecError,
+    InvalidEinsumIndex,
+    ShapeMismatchError,
+)
 from pytato.frontend._coerce import as_array
 
 
@@ -71,7 +75,7 @@ def _tokenize(spec: str, where: str, subscripts: str) -> list[str]:
             tokens.append(spec[i])
             i += 1
         else:
-            raise EinsumSpecError(f"einsum {subscripts!r}: invalid character "
+            raise InvalidEinsumIndex(f"einsum {subscripts!r}: invalid character "
                                   f"{spec[i]!r} in {where} ('{spec}'); use "
                                   "letters and '...'")
     return tokens

@@ -42,7 +42,12 @@ from pytato.array.shape import (
     normalize_shape,
     shape_component_to_expr,
 )
-from pytato.diagnostic import AxisError, ReshapeError, ShapeMismatchError
+from pytato.diagnostic import (
+    AxisError,
+    CannotBroadcastError,
+    ReshapeError,
+    ShapeMismatchError,
+)
 from pytato.frontend._coerce import as_array
 from pytato.frontend._size_algebra import (
     NotPolynomialError,
@@ -177,7 +182,7 @@ def broadcast_to(array: Any, shape: Any) -> Array:
         is_one(n) or are_shape_components_equal(n, shape[i + offset])
         for i, n in enumerate(array.shape))
     if not ok:
-        raise ShapeMismatchError(
+        raise CannotBroadcastError(
             f"cannot broadcast 'array' of shape {format_shape(array.shape)} to "
             f"'shape' {format_shape(shape)}")
     if offset == 0 and are_shapes_equal(array.shape, shape):

@@ -23,6 +23,14 @@ available.
 .. autoclass:: PartitionLike
 .. autoclass:: PartLike
 .. autoclass:: DotGraphBuilder
+
+Helpers for writing dot source (as in the reference pytato):
+
+.. autoclass:: DotEmitter
+.. autofunction:: dot_escape
+.. autofunction:: dot_escape_leave_space
+.. autofunction:: stringify_shape
+.. autofunction:: stringify_tags
 """
 
 from __future__ import annotations
@@ -49,8 +57,76 @@ from pytato.visualization.labels import (
 )
 
 
-__all__ = ["DotGraphBuilder", "PartLike", "PartitionLike", "get_dot_graph",
-           "get_dot_graph_from_partition", "render_dot", "show_dot_graph"]
+__all__ = ["DotEmitter", "DotGraphBuilder", "PartLike", "PartitionLike",
+           "dot_escape", "dot_escape_leave_space", "get_dot_graph",
+           "get_dot_graph_from_partition", "render_dot", "show_dot_graph",
+           "stringify_shape", "stringify_tags"]
+
+
+def dot_escape_leave_space(s: str) -> str:
+    """*s* escaped for the text of an HTML-like dot label (``&``, ``<``,
+    ``>``, quotes) and for dot strings (backslashes)."""
+    return html.escape(s, quote=True).replace("\\", "\\\\")
+
+
+def dot_escape(s: str) -> str:
+    """:func:`dot_escape_leave_space` of *s*, with each space replaced by
+    ``_`` as well (for identifiers in labels)."""
+    return dot_escape_leave_space(s).replace(" ", "_")
+
+
+def stringify_shape(shape: Iterable[Any]) -> str:
+    """*shape* as text, e.g. ``(3, n)`` (size expressions in terms of
+    their size parameters)."""
+    from pytato.array.shape import format_shape
+    return format_shape(tuple(shape))
+
+
+def stringify_tags(tags: Iterable[Any]) -> str:
+    """*tags* as text: a sorted, comma-separated list of their reprs in
+    braces (``{}`` for none); *None* entries are skipped."""
+    return "{" + format_tags(t for t in tags if t is not None) + "}"
+
+
+class DotEmitter:
+    """Collects the lines of dot source, indented by nesting.
+
+    .. automethod:: __call__
+    .. automethod:: block
+    .. automethod:: get
+    """
+
+    def __init__(self) -> None:
+        self._lines: list[str] = []
+        self._level = 0
+
+    def __call__(self, line: str) -> None:
+        """Add *line* at the current indentation."""
+        self._lines.append("  " * self._level + line if line else "")
+
+    def block(self, header: str) -> _DotBlock:
+        """A context manager writing ``header {`` on entry, indenting the
+        lines added inside, and ``}`` on exit, e.g.
+        ``with emit.block("subgraph cluster_0"): ...``."""
+        return _DotBlock(self, header)
+
+    def get(self) -> str:
+        """The dot source collected."""
+        return "\n".join(self._lines) + "\n"
+
+
+class _DotBlock:
+    def __init__(self, emitter: DotEmitter, header: str) -> None:
+        self.emitter = emitter
+        self.header = header
+
+    def __enter__(self) -> None:
+        self.emitter(f"{self.header} {{")
+        self.emitter._level += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.emitter._level -= 1
+        self.emitter("}")
 
 
 _FILL = {

@@ -33,7 +33,7 @@ for integer results, *True* for booleans).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import loopy as lp
 import numpy as np
@@ -42,7 +42,11 @@ from loopy.library.reduction import parse_reduction_op
 from loopy.symbolic import Reduction as LoopyReduction, TypeCast as LoopyTypeCast
 
 from pytato.array.sparse import CheckIndexBounds, CSRMatmul, CSRMatrix
-from pytato.target.loopy.codegen import ImplementedResult
+from pytato.target.loopy.codegen import ImplementedResult, _filter_tags
+
+
+if TYPE_CHECKING:
+    from pytools.tag import Tag
 
 
 __all__ = ["ROWS_PER_GROUP", "SparseLoweringMixin", "make_csr_matmul_kernel"]
@@ -67,19 +71,26 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
                            col_dtype: np.dtype[Any], starts_dtype: np.dtype[Any],
                            x_dtype: np.dtype[Any], out_dtype: np.dtype[Any],
                            matrix_rhs: bool, check: bool,
-                           target: Any, parallel: bool = True) -> lp.LoopKernel:
+                           target: Any, parallel: bool = True,
+                           reduction_iname: str = "j",
+                           reduction_tags: frozenset[Tag] = frozenset(),
+                           ) -> lp.LoopKernel:
     """The callee kernel *name* computing ``y = A @ x`` for a CSR matrix
     ``A`` (arguments ``nrows, ncols, nnz[, nvec], row_starts, values,
     col_indices, x`` and the output ``y``); *matrix_rhs* for a 2-d ``x`` of
     *nvec* columns; *check* to check the index arrays (see the module
-    documentation)."""
+    documentation). The reduction over a row's elements runs over the iname
+    *reduction_iname*, tagged with *reduction_tags*
+    (:attr:`~pytato.array.sparse.CSRMatmul.reduction_var` and the tags of
+    :attr:`~pytato.array.sparse.CSRMatmul.reduction_descr`)."""
     var = prim.Variable
-    i, c, j = var("i"), var("c"), var("j")
+    i, c, j = var("i"), var("c"), var(reduction_iname)
     lo, hi, ok = var("lo"), var("hi"), var("row_ok")
     domains = ["[nrows] -> { [i] : 0 <= i < nrows }"]
     if matrix_rhs:
         domains.append("[nvec] -> { [c] : 0 <= c < nvec }")
-    domains.append("[lo, hi] -> { [j] : lo <= j < hi }")
+    domains.append(f"[lo, hi] -> {{ [{reduction_iname}] : "
+                   f"lo <= {reduction_iname} < hi }}")
     out_inames = frozenset({"i", "c"} if matrix_rhs else {"i"})
 
     lo_raw = var("row_starts")[i]
@@ -119,7 +130,8 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
             prim.Comparison(0, "<=", column),
             prim.Comparison(column, "<", var("ncols")))), term,
             _poison(out_dtype))
-    rhs: Any = LoopyReduction(op, ("j",), term, allow_simultaneous=False)
+    rhs: Any = LoopyReduction(op, (reduction_iname,), term,
+                              allow_simultaneous=False)
     if check:
         rhs = prim.If(ok, rhs, _poison(out_dtype))
     lhs = var("y")[(i, c) if matrix_rhs else i]
@@ -155,6 +167,10 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
     t_unit = lp.make_function(domains, insns, data, name=name, target=target,
                               lang_version=(2018, 2))
     knl = t_unit[name]
+    if reduction_tags:
+        knl = knl.copy(inames={
+            n: (iname.tagged(reduction_tags) if n == reduction_iname else iname)
+            for n, iname in knl.inames.items()})
     if not parallel:
         return knl
     return lp.split_iname(knl, "i", ROWS_PER_GROUP, outer_tag="g.0",
@@ -185,9 +201,12 @@ class SparseLoweringMixin:
         bc = self.build_context
         # parallel callees can only be called from the entrypoint
         parallel = bc.depth == 0
+        redn_tags = _filter_tags(expr.reduction_descr.tags,
+                                 bc.axis_tag_t_to_not_propagate)
         key = ("csr_matmul", mat.elem_values.dtype, mat.elem_col_indices.dtype,
                mat.row_starts.dtype, expr.array.dtype, expr.dtype,
-               expr.array.ndim == 2, check, parallel)
+               expr.array.ndim == 2, check, parallel, expr.reduction_var,
+               redn_tags)
         have = bc.other_callees.get(key)
         if have is not None:
             return have
@@ -197,7 +216,8 @@ class SparseLoweringMixin:
             col_dtype=mat.elem_col_indices.dtype,
             starts_dtype=mat.row_starts.dtype, x_dtype=expr.array.dtype,
             out_dtype=expr.dtype, matrix_rhs=expr.array.ndim == 2,
-            check=check, target=bc.target, parallel=parallel)
+            check=check, target=bc.target, parallel=parallel,
+            reduction_iname=expr.reduction_var, reduction_tags=redn_tags)
         inputs, outputs = _interface(knl, {"y": "y"})
         callee = Callee(name, knl, inputs, outputs)
         bc.other_callees[key] = callee

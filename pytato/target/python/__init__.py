@@ -14,6 +14,7 @@ from pytato.target.python.jax import (
 )
 from pytato.target.python.numpy_like import (
     BoundPythonProgram,
+    NumpyLikePythonTarget,
     NumpyTarget,
     PythonTarget,
     generate_numpy,
@@ -24,6 +25,7 @@ __all__ = [
     "BoundJAXPythonProgram",
     "BoundPythonProgram",
     "JAXPythonTarget",
+    "NumpyLikePythonTarget",
     "NumpyTarget",
     "PythonTarget",
     "generate_jax",

@@ -18,19 +18,20 @@ from pytato.array.results import DictOfNamedArrays
 from pytato.target.python.codegen import ArgumentSpec
 from pytato.target.python.numpy_like import (
     BoundPythonProgram,
-    PythonTarget,
+    NumpyLikePythonTarget,
     generate_python_program,
     normalize_outputs,
 )
 from pytato.target.python.scalar_codegen import dtype_code
 
 
-class JAXPythonTarget(PythonTarget):
+class JAXPythonTarget(NumpyLikePythonTarget):
     """A :class:`~pytato.target.python.PythonTarget` generating code for
     :mod:`jax.numpy`. Bound data is moved to JAX arrays once, when the
     program is generated; outputs are JAX arrays."""
 
     array_module_name = "_pt_jnp"
+    numpy_like_module_name = "jax.numpy"
 
     def preamble(self, jit: bool = False) -> str:
         lines = ["import jax.numpy as _pt_jnp"]

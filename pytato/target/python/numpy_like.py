@@ -1,18 +1,20 @@
 """Python targets whose generated code calls a numpy-like array module.
 
 .. autoclass:: PythonTarget
+.. autoclass:: NumpyLikePythonTarget
 .. autoclass:: NumpyTarget
 .. autoclass:: BoundPythonProgram
 .. autofunction:: generate_numpy
+.. autofunction:: first_true
 """
 
 from __future__ import annotations
 
 import dataclasses
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -21,6 +23,9 @@ from pytato.array.results import DictOfNamedArrays
 from pytato.target import BoundProgram, Target
 from pytato.target.python.codegen import ArgumentSpec, generate_python_code
 from pytato.target.python.scalar_codegen import dtype_code
+
+
+T = TypeVar("T")
 
 
 class PythonTarget(Target):
@@ -213,11 +218,35 @@ def print_code(source: str, colorize: bool) -> None:
     print(source)
 
 
-class NumpyTarget(PythonTarget):
+class NumpyLikePythonTarget(PythonTarget):
+    """A :class:`PythonTarget` whose generated code calls a module with
+    :mod:`numpy`'s interface (:class:`NumpyTarget`, and
+    :class:`~pytato.target.python.JAXPythonTarget` for :mod:`jax.numpy`).
+
+    .. autoattribute:: numpy_like_module_name
+    .. autoattribute:: numpy_like_module_name_shorthand
+    """
+
+    @property
+    def numpy_like_module_name(self) -> str:
+        """The name the array module is imported by (``"numpy"``,
+        ``"jax.numpy"``); subclasses set it."""
+        raise NotImplementedError(
+            f"{type(self).__name__} does not name its array module")
+
+    @property
+    def numpy_like_module_name_shorthand(self) -> str:
+        """The name the module is bound to in generated code (the
+        :attr:`~PythonTarget.array_module_name`)."""
+        return self.array_module_name
+
+
+class NumpyTarget(NumpyLikePythonTarget):
     """A :class:`PythonTarget` generating :mod:`numpy` code. Inputs that
     are :class:`pyopencl.array.Array`\\ s are copied to the host."""
 
     array_module_name = "_pt_np"
+    numpy_like_module_name = "numpy"
 
     def preamble(self, jit: bool = False) -> str:
         return "import numpy as _pt_np"
@@ -301,3 +330,13 @@ def generate_numpy(result: Array | DictOfNamedArrays | Mapping[str, Array], *,
     return generate_python_program(result, NumpyTarget(),
                                    function_name=function_name,
                                    show_code=show_code)
+
+
+def first_true(iterable: Iterable[T], default: T,
+               pred: Callable[[T], bool] | None = None) -> T:
+    """The first element of *iterable* for which *pred* is true (that is
+    true itself if *pred* is *None*), else *default*."""
+    for item in iterable:
+        if (pred(item) if pred is not None else item):
+            return item
+    return default
