@@ -32,6 +32,8 @@ from the matching builtin exception (:class:`ValueError`, :class:`TypeError`,
 
 from __future__ import annotations
 
+from pytools.tag import NonUniqueTagError as _PytoolsNonUniqueTagError
+
 
 class PytatoError(Exception):
     """Base class of all errors raised by :mod:`pytato`."""
@@ -70,8 +72,9 @@ class NameClashError(PytatoError, ValueError):
     """Two different inputs use the same name in one graph."""
 
 
-class NonUniqueTagError(PytatoError, ValueError):
-    """A :class:`~pytools.tag.UniqueTag` of one type is given twice."""
+class NonUniqueTagError(PytatoError, _PytoolsNonUniqueTagError):
+    """A :class:`~pytools.tag.UniqueTag` of one type is given twice (also a
+    :class:`pytools.tag.NonUniqueTagError`, a :class:`ValueError`)."""
 
 
 class IndexOutOfBoundsError(PytatoError, IndexError):
