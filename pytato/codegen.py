@@ -5,8 +5,9 @@ Before a target lowers a graph, :func:`preprocess`:
 * normalizes the result to a :class:`~pytato.DictOfNamedArrays` (an array
   result becomes the single output :data:`SINGLE_OUTPUT_NAME`);
 * replaces every :class:`~pytato.array.DataWrapper` by a
-  :class:`~pytato.array.Placeholder` (named by the wrapper's name, or a
-  fresh reserved name) and records its data as a *bound argument*;
+  :class:`~pytato.array.Placeholder` (named by the wrapper's name, else by
+  its :class:`~pytato.tags.Named` or :class:`~pytato.tags.PrefixNamed` tag,
+  else a fresh reserved name) and records its data as a *bound argument*;
 * optionally rewrites index-remapping nodes and einsums as
   :class:`~pytato.array.IndexLambda`\\ s
   (:func:`~pytato.transform.lower_to_index_lambda.to_index_lambda`);
@@ -17,6 +18,7 @@ Before a target lowers a graph, :func:`preprocess`:
 .. autoclass:: NameGenerator
 .. autofunction:: canonical_topological_order
 .. autofunction:: normalize_outputs
+.. autofunction:: tagged_data_name
 .. autofunction:: preprocess
 .. autofunction:: check_validity_of_outputs
 .. autodata:: SymbolicIndex
@@ -54,7 +56,7 @@ __all__ = [
     "GC_GENERATION0_THRESHOLD", "SINGLE_OUTPUT_NAME", "FewerCollections",
     "NameGenerator", "PhaseTimer", "PreprocessResult", "ProgramCache",
     "SymbolicIndex", "canonical_topological_order", "check_validity_of_outputs",
-    "is_symbolic_index", "normalize_outputs", "preprocess",
+    "is_symbolic_index", "normalize_outputs", "preprocess", "tagged_data_name",
 ]
 
 SINGLE_OUTPUT_NAME = "_pt_out"
@@ -196,10 +198,10 @@ class _Preprocessor(CopyMapper):
 
     def map_data_wrapper(self, expr: DataWrapper) -> Array:
         name = self.data_names[expr]
-        self.bound_arguments[name] = expr.data
+        self.bound_arguments[name] = _bound_data(expr)
         shape = tuple(self.rec(c) if isinstance(c, Array) else c
                       for c in expr.shape)
-        return Placeholder(name, shape, expr.dtype, axes=expr.axes,
+        return Placeholder(shape, expr.dtype, name, axes=expr.axes,
                            tags=expr.tags,
                            non_equality_tags=expr.non_equality_tags)
 
@@ -223,6 +225,57 @@ class _Preprocessor(CopyMapper):
         return self.map_array(expr)
 
     # }}}
+
+
+def _bound_data(expr: DataWrapper) -> Any:
+    """The data bound for *expr*: its data (a numpy scalar as a 0-d
+    array, a non-contiguous numpy array as a contiguous copy), or, for a 0-d
+    wrapper tagged
+    :class:`~pytato.tags.ForceValueArgTag` (passed by value), the numpy
+    scalar it holds."""
+    import numpy as np
+
+    from pytato.tags import ForceValueArgTag
+    data = expr.data
+    if expr.ndim != 0 or not expr.tags_of_type(ForceValueArgTag):
+        # a numpy scalar is bound as the 0-d array it stands for, a
+        # non-contiguous numpy array as a contiguous copy (for the transfer
+        # to a device)
+        if isinstance(data, np.generic):
+            return np.asarray(data)
+        if isinstance(data, np.ndarray) and not (
+                data.flags.c_contiguous or data.flags.f_contiguous):
+            return np.ascontiguousarray(data)
+        return data
+    if not isinstance(data, (np.ndarray, np.generic)):
+        data = data.get()  # type: ignore[attr-defined]  # a device array
+    return np.asarray(data)[()]
+
+
+def tagged_data_name(node: DataWrapper, names: NameGenerator) -> str | None:
+    """The name of the bound argument of the unnamed data wrapper *node*
+    that its tags ask for: that of its :class:`~pytato.tags.Named` tag
+    (reserved in *names*), or a fresh name from *names* with the prefix of
+    its :class:`~pytato.tags.PrefixNamed` tag; None without either tag.
+
+    :raises pytato.diagnostic.NameClashError: if the name of the
+        :class:`~pytato.tags.Named` tag is taken (by an input, an output or
+        another data wrapper).
+    """
+    from pytato.tags import Named, PrefixNamed
+    for tag in node.tags:
+        if isinstance(tag, Named):
+            if names.is_taken(tag.name):
+                raise NameClashError(
+                    f"a data wrapper is tagged Named({tag.name!r}), but "
+                    f"'{tag.name}' is already the name of an input, an output "
+                    "or another data wrapper of the graph")
+            names.add_name(tag.name)
+            return tag.name
+    for tag in node.tags:
+        if isinstance(tag, PrefixNamed):
+            return names(tag.prefix)
+    return None
 
 
 SymbolicIndex: TypeAlias = tuple[Any, ...]
@@ -277,8 +330,10 @@ def preprocess(outputs: Array | DictOfNamedArrays | Mapping[str, Array],
     data_names: dict[DataWrapper, str] = {}
     for node in canonical_topological_order([outputs]):
         if isinstance(node, DataWrapper) and node not in data_names:
-            data_names[node] = (node.name if node.name is not None
-                                else names("_pt_data", try_bare=False))
+            data_names[node] = (
+                node.name if node.name is not None
+                else tagged_data_name(node, names)
+                or names("_pt_data", try_bare=False))
     prep = _Preprocessor(data_names, lower_to_index_lambda)
     new_outputs = prep(outputs)
     return PreprocessResult(

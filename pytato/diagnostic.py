@@ -41,6 +41,8 @@ error here:
 
 from __future__ import annotations
 
+from pytools.tag import NonUniqueTagError as _PytoolsNonUniqueTagError
+
 
 class PytatoError(Exception):
     """Base class of all errors raised by :mod:`pytato`."""
@@ -80,8 +82,9 @@ class NameClashError(PytatoError, ValueError, RuntimeError):
     :class:`RuntimeError`, as in the reference pytato)."""
 
 
-class NonUniqueTagError(PytatoError, ValueError):
-    """A :class:`~pytools.tag.UniqueTag` of one type is given twice."""
+class NonUniqueTagError(PytatoError, _PytoolsNonUniqueTagError):
+    """A :class:`~pytools.tag.UniqueTag` of one type is given twice (also a
+    :class:`pytools.tag.NonUniqueTagError`, a :class:`ValueError`)."""
 
 
 class IndexOutOfBoundsError(PytatoError, IndexError):

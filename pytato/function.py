@@ -407,7 +407,7 @@ def _arg_signature(x: Any) -> Hashable:
 
 
 def _parameter_for(ary: Array, name: str) -> Placeholder:
-    return Placeholder(name, ary.shape, ary.dtype)
+    return Placeholder(ary.shape, ary.dtype, name)
 
 
 def _gather_returns(f_name: str, result: Any
@@ -459,7 +459,7 @@ class _CaptureLifter:
                 name = f"_pt_capture_{len(self.captured)}"
                 self.captured[name] = node
                 replacements[node] = Placeholder(
-                    name, node.shape, node.dtype, axes=node.axes)
+                    node.shape, node.dtype, name, axes=node.axes)
         if not replacements:
             return returns
         from pytato.transform.mappers import CopyMapper

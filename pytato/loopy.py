@@ -132,6 +132,12 @@ class LoopyCall(DataclassGraphNode, AbstractResultWithNamedArrays):
             {k: self.bindings[k] for k in sorted(self.bindings)}))
         object.__setattr__(self, "tags", check_unique_tags(
             normalize_tags(self.tags), "LoopyCall"))
+        knl = self.translation_unit[self.entrypoint]
+        if any(a.dtype is None for a in knl.args):
+            # built directly (not by call_loopy): infer the missing dtypes
+            # from the bindings, as call_loopy does
+            object.__setattr__(self, "translation_unit", _with_inferred_dtypes(
+                self.translation_unit, self.entrypoint, self.bindings, {}))
 
     def _pt_finish(self) -> None:
         knl = self.translation_unit[self.entrypoint]
@@ -146,8 +152,8 @@ class LoopyCall(DataclassGraphNode, AbstractResultWithNamedArrays):
             if not arg.is_output:
                 continue
             if arg.dtype is None:
-                raise DTypeError(f"{what}: the dtype of output '{arg.name}' is "
-                                 "unknown (use call_loopy, which infers it)")
+                raise DTypeError(f"{what}: the dtype of output '{arg.name}' "
+                                 "cannot be inferred from the bindings")
             dtypes[arg.name] = np.dtype(arg.dtype.numpy_dtype)
             shapes[arg.name] = _kernel_shape(arg.shape, values,
                                              f"{what}, output '{arg.name}'")
@@ -322,15 +328,34 @@ def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
                     f"{format_shape(expected)}, but is bound to an array of "
                     f"shape {format_shape(b.shape)}")
 
-    if new_dtypes or any(a.dtype is None for a in knl.args):
-        knl = lp.add_dtypes(knl, new_dtypes)
-        t_unit = t_unit.with_kernel(knl)
-        try:
-            t_unit = lp.infer_unknown_types(t_unit, expect_completion=True)
-        except Exception as e:
-            raise DTypeError(f"{what}: cannot infer the dtypes of its "
-                             f"arguments: {e}") from e
+    t_unit = _with_inferred_dtypes(t_unit, entrypoint, bindings, new_dtypes)
     return LoopyCall(t_unit, bindings, entrypoint)
+
+
+def _with_inferred_dtypes(t_unit: Any, entrypoint: str,
+                          bindings: Mapping[str, Any],
+                          new_dtypes: Mapping[str, Any]) -> Any:
+    """*t_unit* with the dtypes of the arguments of its kernel
+    *entrypoint* known: those in *new_dtypes*, those of the other bound
+    arguments of unknown dtype taken from their bindings, and the rest
+    (outputs) inferred by :mod:`loopy`."""
+    import loopy as lp
+
+    knl = t_unit[entrypoint]
+    new_dtypes = dict(new_dtypes)
+    for arg in knl.args:
+        b = bindings.get(arg.name)
+        if arg.dtype is None and b is not None and arg.name not in new_dtypes:
+            new_dtypes[arg.name] = (b.dtype if isinstance(b, Array)
+                                    else np.asarray(b).dtype)
+    if not new_dtypes and all(a.dtype is not None for a in knl.args):
+        return t_unit
+    t_unit = t_unit.with_kernel(lp.add_dtypes(knl, new_dtypes))
+    try:
+        return lp.infer_unknown_types(t_unit, expect_completion=True)
+    except Exception as e:
+        raise DTypeError(f"loopy kernel '{entrypoint}': cannot infer the "
+                         f"dtypes of its arguments: {e}") from e
 
 
 # {{{ shape inference

@@ -106,7 +106,12 @@ class AssumeNonNegative(Tag):
 
 @dataclass(frozen=True)
 class ForceValueArgTag(UniqueTag):
-    """A 0-d input tagged so is passed to kernels by value."""
+    """A 0-d input (a placeholder, or a data wrapper) tagged so is passed to
+    the kernels of the loopy target by value (a :class:`loopy.ValueArg`; a
+    boolean as ``int8``, OpenCL having no boolean kernel arguments) instead
+    of as a 0-d array in global memory. At call time such an input takes a
+    Python or numpy scalar (or a 0-d array). The Python targets ignore the
+    tag."""
 
 
 @dataclass(frozen=True)

@@ -46,9 +46,10 @@ def _build_all_nodes() -> list[pt.Array]:
     idx = pt.make_placeholder("idx", (2,), np.int64)
     dw = pt.make_data_wrapper(np.arange(12.0).reshape(4, 3))
     lam = IndexLambda(
+        (4,), np.dtype(np.float64),
         Reduce(prim.Variable("_in0")[prim.Variable("_0"), prim.Variable("_r0")],
                SumReductionOperation(), {"_r0": (0, 3)}),
-        (4,), np.dtype(np.float64), {"_in0": x},
+        {"_in0": x},
         var_to_reduction_descr={"_r0": ReductionDescriptor()})
     ein = Einsum(((EinsumElementwiseAxis(0), EinsumReductionAxis(0)),
                   (EinsumReductionAxis(0),)),

@@ -150,8 +150,8 @@ def test_call_binding_errors():
 
 
 def test_function_definition_checks():
-    p = pt.Placeholder("p", (3,), np.dtype(np.float64))
-    q = pt.Placeholder("q", (3,), np.dtype(np.float64))
+    p = pt.Placeholder((3,), np.dtype(np.float64), "p")
+    q = pt.Placeholder((3,), np.dtype(np.float64), "q")
     with pytest.raises(FunctionTracingError, match=r"'q'.*not a parameter"):
         FunctionDefinition(frozenset({"p"}), ReturnType.ARRAY, {"_": p + q})
     with pytest.raises(FunctionTracingError, match="DataWrapper"):

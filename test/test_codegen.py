@@ -93,7 +93,7 @@ def _kernel(prog: BoundPyOpenCLProgram) -> Any:
 
 def _lam(expr: Any, shape: tuple[Any, ...], dtype: Any,
          bindings: dict[str, pt.Array], **kwargs: Any) -> IndexLambda:
-    return IndexLambda(expr, shape, np.dtype(dtype), bindings, **kwargs)
+    return IndexLambda(shape, np.dtype(dtype), expr, bindings, **kwargs)
 
 
 # {{{ every node type, built with constructors, in one kernel

@@ -30,7 +30,7 @@ def chain() -> pt.Array:
     dtype = np.dtype(np.float64)
     y: pt.Array = x
     for _ in range(DEPTH):
-        y = IndexLambda(expr, (4,), dtype, {"_in0": y})
+        y = IndexLambda((4,), dtype, expr, {"_in0": y})
     return y
 
 
@@ -79,8 +79,8 @@ def test_deep_chain(chain: pt.Array) -> None:
 
 def test_deep_chain_dce_drops_dead_bindings(chain: pt.Array) -> None:
     # a dead binding on top of the chain drops all of it
-    dead = IndexLambda(prim.Variable("_in0")[(prim.Variable("_0"),)], (4,),
-                       np.dtype(np.float64),
+    dead = IndexLambda((4,), np.dtype(np.float64),
+                       prim.Variable("_in0")[(prim.Variable("_0"),)],
                        {"_in0": pt.make_placeholder("w", (4,)), "_in1": chain})
     out = pt.eliminate_dead_code(dead)
     assert set(out.bindings) == {"_in0"}

@@ -62,9 +62,10 @@ def _graphs():
         "bool": (pt.logical_and(x > 0.2, x < 0.8), (a > 0.2) & (a < 0.8)),
         "n": (n, np.array(4)),
         "max_empty_ok": (IndexLambda(
+            (3,), np.dtype(np.float64),
             Reduce(V("_in0")[V("_r0"), V("_0")], MaxReductionOperation(),
                    {"_r0": (0, V("_in1"))}),
-            (3,), np.dtype(np.float64), {"_in0": x, "_in1": n}), a.max(axis=0)),
+            {"_in0": x, "_in1": n}), a.max(axis=0)),
     }
     return graphs, inputs
 

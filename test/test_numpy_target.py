@@ -66,7 +66,7 @@ def _check(result, expected):
 
 
 def _lam(expr, shape, dtype, bindings):
-    return IndexLambda(expr, shape, np.dtype(dtype), bindings)
+    return IndexLambda(shape, np.dtype(dtype), expr, bindings)
 
 
 # {{{ element-wise arithmetic through operators

@@ -155,7 +155,7 @@ def test_dce_drops_unused_bindings_and_their_subgraphs() -> None:
     y = pt.make_placeholder("y", (4,))
     unused = pt.exp(y) * 3
     idx = prim.Variable("_0")
-    lam = IndexLambda(prim.Variable("a")[idx] * 2, (4,), np.dtype(np.float64),
+    lam = IndexLambda((4,), np.dtype(np.float64), prim.Variable("a")[idx] * 2,
                       {"a": x + 1, "b": unused},
                       var_to_reduction_descr={"_r9": pt.ReductionDescriptor()})
     out = pt.eliminate_dead_code(pt.make_dict_of_named_arrays({"o": lam}))
@@ -172,10 +172,11 @@ def test_dce_keeps_reduction_descriptors_in_use() -> None:
     x = pt.make_placeholder("x", (4, 3))
     s = pt.sum(x, axis=1)
     assert pt.eliminate_dead_code(s) is s
-    red = IndexLambda(Reduce(prim.Variable("a")[prim.Variable("_0"),
+    red = IndexLambda((4,), np.dtype(np.float64),
+                      Reduce(prim.Variable("a")[prim.Variable("_0"),
                                                 prim.Variable("_r0")],
                              SumReductionOperation(), {"_r0": (0, 3)}),
-                      (4,), np.dtype(np.float64), {"a": x, "b": x * 2},
+                      {"a": x, "b": x * 2},
                       var_to_reduction_descr={"_r0": pt.ReductionDescriptor()})
     out = pt.eliminate_dead_code(red)
     assert set(out.bindings) == {"a"}
@@ -237,10 +238,11 @@ def test_unify_axes_through_reductions_indexing_and_broadcasts() -> None:
     u = pt.make_placeholder("u", (3, 5)).with_tagged_axis(1, _AxisB())
     v = pt.make_placeholder("v", (5,))
     red = IndexLambda(
+        (3,), np.dtype(np.float64),
         Reduce(prim.Variable("a")[prim.Variable("_0"), prim.Variable("_r0")]
                * prim.Variable("b")[prim.Variable("_r0")],
                SumReductionOperation(), {"_r0": (0, 5)}),
-        (3,), np.dtype(np.float64), {"a": u, "b": v},
+        {"a": u, "b": v},
         var_to_reduction_descr={"_r0": pt.ReductionDescriptor()})
     out = pt.unify_axes_tags(red)
     assert _axis_tags(out.bindings["b"], 0) == {_AxisB}

@@ -16,18 +16,32 @@ from pytato.tags import ImplStored
 __all__ = ["collect_materialized_nodes"]
 
 
-def collect_materialized_nodes(outputs: Any) -> frozenset[Array]:
-    """The array nodes of the graph of *outputs* that are held in memory:
-    the outputs, the inputs (placeholders, size parameters, data wrappers)
-    and the nodes tagged :class:`~pytato.tags.ImplStored`."""
-    roots = output_roots(outputs)
+def collect_materialized_nodes(expr: Any, include_outputs: bool = True
+                               ) -> frozenset[Array]:
+    """The array nodes of the graph of *expr* that are held in memory: the
+    inputs (placeholders, size parameters, data wrappers), the nodes tagged
+    :class:`~pytato.tags.ImplStored` and, if *include_outputs*, the outputs.
+
+    :arg expr: an array, a :class:`~pytato.DictOfNamedArrays` (or another
+        graph node), a mapping of names to arrays, an iterable of arrays, or
+        a :class:`~pytato.function.FunctionDefinition` (whose returns are
+        the outputs).
+    :arg include_outputs: whether the outputs count as materialized even
+        when they are neither inputs nor tagged
+        :class:`~pytato.tags.ImplStored`.
+    """
+    from pytato.function import FunctionDefinition
+    if isinstance(expr, FunctionDefinition):
+        expr = dict(expr.returns)
+    roots = output_roots(expr)
     result: set[Array] = set()
-    for r in roots:
-        if isinstance(r, Array):
-            result.add(r)
-        else:
-            result.update(v for v in r._pt_kids  # type: ignore[attr-defined]
-                          if isinstance(v, Array))
+    if include_outputs:
+        for r in roots:
+            if isinstance(r, Array):
+                result.add(r)
+            else:
+                result.update(v for v in r._pt_kids  # type: ignore[attr-defined]
+                              if isinstance(v, Array))
     for n in topological_order(roots):
         if isinstance(n, InputArgumentBase) or (
                 isinstance(n, Array) and any(isinstance(t, ImplStored)

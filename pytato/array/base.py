@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import numpy as np
 from constantdict import constantdict
-from pytools.tag import Tag, UniqueTag
+from pytools.tag import Tag, Taggable, UniqueTag
 
 from pytato.diagnostic import NameClashError, NonUniqueTagError
 
@@ -83,8 +83,18 @@ def _unique_family(cls: type) -> type:
     return cls
 
 
-class _TaggableMixin:
+class _TaggableMixin(Taggable):
+    """Makes a frozen dataclass with a ``tags`` field a
+    :class:`pytools.tag.Taggable`: :meth:`tagged` and :meth:`without_tags`
+    return modified copies, and unique tags are checked with pytato's
+    :class:`~pytato.diagnostic.NonUniqueTagError`. Equality and hashing are
+    left to the classes (:class:`~pytools.tag.Taggable` would compare tags
+    only)."""
+
     tags: frozenset[Tag]
+
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
     def _with_new_tags(self, tags: frozenset[Tag]) -> Self:
         return dataclasses.replace(self, tags=tags)  # type: ignore[type-var]
@@ -337,12 +347,17 @@ class Array(GraphNode, _TaggableMixin):
     .. automethod:: tagged
     .. automethod:: without_tags
     .. automethod:: tags_of_type
+    .. automethod:: tags_not_of_type
     .. automethod:: with_tagged_axis
     .. automethod:: named
     .. automethod:: astype
     .. automethod:: reshape
     .. automethod:: transpose
     .. automethod:: copy
+    .. automethod:: all
+    .. automethod:: any
+
+    Arrays are :class:`pytools.tag.Taggable`.
     """
 
     _: KW_ONLY
@@ -566,6 +581,18 @@ class Array(GraphNode, _TaggableMixin):
         from pytato.frontend.reductions import amin
         return amin(self, axis)
 
+    def all(self, axis: int | tuple[int, ...] | None = None) -> Array:
+        """Whether all elements over *axis* are nonzero (see
+        :func:`pytato.all`)."""
+        from pytato.frontend.reductions import all as pt_all
+        return pt_all(self, axis)  # type: ignore[no-any-return]
+
+    def any(self, axis: int | tuple[int, ...] | None = None) -> Array:
+        """Whether any element over *axis* is nonzero (see
+        :func:`pytato.any`)."""
+        from pytato.frontend.reductions import any as pt_any
+        return pt_any(self, axis)  # type: ignore[no-any-return]
+
     # }}}
 
 
@@ -575,6 +602,14 @@ def _binary(op: str, reflected: bool = False) -> Any:
         if not elementwise.is_operand(other):
             return NotImplemented
         fn = getattr(elementwise, op)
+        if isinstance(other, np.ndarray) and other.dtype == object:
+            # an object array (e.g. an array container of arrays): apply the
+            # operation to each of its elements, as numpy does for objects
+            result = np.empty(other.shape, dtype=object)
+            for idx in np.ndindex(other.shape):
+                result[idx] = (fn(other[idx], self) if reflected
+                               else fn(self, other[idx]))
+            return result
         return fn(other, self) if reflected else fn(self, other)
     method.__name__ = f"__{'r' if reflected else ''}{op}__"
     return method

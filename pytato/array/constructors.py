@@ -90,7 +90,7 @@ def make_placeholder(name: str, shape: Any, dtype: Any = np.float64,
     dtype = check_dtype(dtype)
     tags, axes = _tags_and_axes(tags, axes, len(shape), f"placeholder '{name}'")
     tags, net = _creation_tags(tags)
-    return Placeholder(name, shape, dtype, axes=axes, tags=tags,
+    return Placeholder(shape, dtype, name, axes=axes, tags=tags,
                        non_equality_tags=net)
 
 

@@ -31,14 +31,14 @@ class InputArgumentBase(Array):
 class Placeholder(InputArgumentBase):
     """A named input whose data is supplied when the program runs.
 
-    .. attribute:: name
     .. attribute:: shape
     .. attribute:: dtype
+    .. attribute:: name
     """
 
-    name: str
     shape: ShapeType
     dtype: np.dtype[Any]
+    name: str
 
     _mapper_method: ClassVar[str] = "map_placeholder"
     _is_named_input: ClassVar[bool] = True

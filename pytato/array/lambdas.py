@@ -9,12 +9,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
 from constantdict import constantdict
+from pytools.tag import ToTagSetConvertible
 
 from pytato.array.base import (
     Array,
@@ -25,7 +27,8 @@ from pytato.array.base import (
     array_dataclass,
 )
 from pytato.array.shape import is_one
-from pytato.scalar_expr import ScalarExpression
+from pytato.diagnostic import EinsumSpecError
+from pytato.scalar_expr import Reduce, ScalarExpression, WalkMapper
 
 
 @array_dataclass
@@ -33,6 +36,8 @@ class IndexLambda(Array):
     r"""An array whose element at ``(_0, _1, ...)`` is the scalar expression
     :attr:`expr`.
 
+    .. attribute:: shape
+    .. attribute:: dtype
     .. attribute:: expr
 
         A :mod:`pymbolic` expression in the indices ``_0, _1, ...``, names
@@ -40,8 +45,6 @@ class IndexLambda(Array):
         0-d bindings), and reduction indices of
         :class:`~pytato.scalar_expr.Reduce` subexpressions.
 
-    .. attribute:: shape
-    .. attribute:: dtype
     .. attribute:: bindings
 
         A mapping from names to :class:`Array`\ s.
@@ -50,11 +53,13 @@ class IndexLambda(Array):
 
         A mapping from reduction index names to
         :class:`~pytato.array.ReductionDescriptor`.
+
+    .. automethod:: with_tagged_reduction
     """
 
-    expr: ScalarExpression
     shape: ShapeType
     dtype: np.dtype[Any]
+    expr: ScalarExpression
     bindings: Mapping[str, Array]
     var_to_reduction_descr: Mapping[str, ReductionDescriptor] = constantdict()
 
@@ -66,6 +71,49 @@ class IndexLambda(Array):
         if not isinstance(self.var_to_reduction_descr, constantdict):
             object.__setattr__(self, "var_to_reduction_descr",
                                constantdict(self.var_to_reduction_descr))
+
+    def with_tagged_reduction(self, reduction_variable: str,
+                              tags: ToTagSetConvertible) -> IndexLambda:
+        """A copy of *self* whose
+        :class:`~pytato.array.ReductionDescriptor` of the reduction index
+        *reduction_variable* (a bound of a
+        :class:`~pytato.scalar_expr.Reduce` in :attr:`expr`) is tagged with
+        *tags*.
+
+        :raises ValueError: if :attr:`expr` has no reduction over
+            *reduction_variable*.
+        """
+        if not isinstance(reduction_variable, str):
+            raise TypeError("'reduction_variable' must be a str, got "
+                            f"{type(reduction_variable).__name__}")
+        descr = self.var_to_reduction_descr.get(reduction_variable)
+        if descr is None:
+            if reduction_variable not in _reduction_variables(self.expr):
+                raise ValueError(
+                    f"'reduction_variable': '{reduction_variable}' is not a "
+                    "reduction index of this IndexLambda (its reduction "
+                    f"indices are {sorted(_reduction_variables(self.expr))})")
+            descr = ReductionDescriptor()
+        return dataclasses.replace(
+            self, var_to_reduction_descr=constantdict({
+                **self.var_to_reduction_descr,
+                reduction_variable: descr.tagged(tags)}))
+
+
+class _ReductionVariableCollector(WalkMapper):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def map_reduce(self, expr: Reduce, *args: Any, **kwargs: Any) -> None:
+        self.names.update(expr.bounds)
+        super().map_reduce(expr, *args, **kwargs)
+
+
+def _reduction_variables(expr: ScalarExpression) -> frozenset[str]:
+    """The names of the reduction indices bound in *expr*."""
+    collector = _ReductionVariableCollector()
+    collector(expr)
+    return frozenset(collector.names)
 
 
 @dataclass(frozen=True, order=True)
@@ -109,6 +157,8 @@ class Einsum(DerivedShapeMixin, Array):
 
         The subscript letters the user wrote, mapped to descriptors (for
         display; does not take part in equality).
+
+    .. automethod:: with_tagged_reduction
     """
 
     access_descriptors: tuple[tuple[EinsumAxisDescriptor, ...], ...]
@@ -127,6 +177,40 @@ class Einsum(DerivedShapeMixin, Array):
                 self.index_to_access_descr, constantdict):
             object.__setattr__(self, "index_to_access_descr",
                                constantdict(self.index_to_access_descr))
+
+    def with_tagged_reduction(self, redn_axis: EinsumReductionAxis | str,
+                              tags: ToTagSetConvertible) -> Einsum:
+        """A copy of *self* whose
+        :class:`~pytato.array.ReductionDescriptor` of the reduction axis
+        *redn_axis* is tagged with *tags*.
+
+        :arg redn_axis: an :class:`EinsumReductionAxis`, or the subscript
+            letter of a summed index.
+        :raises ~pytato.diagnostic.EinsumSpecError: if *redn_axis* is a
+            letter that is not a summed index of the subscripts.
+        :raises ValueError: if *redn_axis* is not a reduction axis.
+        """
+        if isinstance(redn_axis, str):
+            index = redn_axis
+            descr = (self.index_to_access_descr or {}).get(index)
+            if not isinstance(descr, EinsumReductionAxis):
+                summed = sorted(
+                    k for k, d in (self.index_to_access_descr or {}).items()
+                    if isinstance(d, EinsumReductionAxis))
+                raise EinsumSpecError(
+                    f"'redn_axis': '{index}' is not a summed index of the "
+                    f"einsum (its summed indices are {summed})")
+            redn_axis = descr
+        if not isinstance(redn_axis, EinsumReductionAxis):
+            raise TypeError("'redn_axis' must be an EinsumReductionAxis or a "
+                            f"str, got {type(redn_axis).__name__}")
+        if redn_axis not in self.reduction_axes:
+            raise ValueError(f"'redn_axis': {redn_axis} is not a reduction "
+                             f"axis of the einsum ({self.reduction_axes})")
+        old = self.redn_axis_to_redn_descr.get(redn_axis, ReductionDescriptor())
+        return dataclasses.replace(
+            self, redn_axis_to_redn_descr=constantdict({
+                **self.redn_axis_to_redn_descr, redn_axis: old.tagged(tags)}))
 
     def _axis_length(self, descr: EinsumAxisDescriptor) -> ShapeComponent:
         length: ShapeComponent = 1

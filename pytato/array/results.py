@@ -45,27 +45,40 @@ class AbstractResultWithNamedArrays(GraphNode, Mapping[str, Array],
             normalize_tags(tags), type(self).__name__))
 
 
-@dataclass(frozen=True, eq=False, repr=False)
+@dataclass(frozen=True, eq=False, repr=False, init=False)
 class DictOfNamedArrays(AbstractResultWithNamedArrays):
     """A mapping from valid Python identifiers to :class:`Array`\\ s.
+
+    :arg data: the mapping from names to arrays.
+    :arg tags: a :class:`frozenset` of tags (*None* for none).
 
     .. attribute:: tags
     """
 
     _data: Mapping[str, Array]
-    tags: frozenset[Tag] = frozenset()
+    tags: frozenset[Tag]
 
     _mapper_method: ClassVar[str] = "map_dict_of_named_arrays"
 
+    def __init__(self, data: Mapping[str, Array], *,
+                 tags: frozenset[Tag] | None = None) -> None:
+        if not isinstance(data, constantdict):
+            data = constantdict(data)
+        object.__setattr__(self, "_data", data)
+        object.__setattr__(self, "tags",
+                           frozenset() if tags is None else normalize_tags(tags))
+        self.__post_init__()
+
     def __post_init__(self) -> None:
-        if not isinstance(self._data, constantdict):
-            object.__setattr__(self, "_data", constantdict(self._data))
         object.__setattr__(self, "_pt_kids", tuple(self._data.values()))
         object.__setattr__(self, "_pt_skel", (tuple(self._data), self.tags))
         object.__setattr__(self, "_pt_hash", hash(
             ("DictOfNamedArrays", tuple(self._data.items()), self.tags)))
         from pytato.array.base import _merge_inputs
         object.__setattr__(self, "_pt_inputs", _merge_inputs(self._pt_kids, None))
+
+    def _with_new_tags(self, tags: frozenset[Tag]) -> DictOfNamedArrays:
+        return DictOfNamedArrays(self._data, tags=tags)
 
     def __getitem__(self, name: str) -> Array:
         return self._data[name]

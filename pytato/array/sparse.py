@@ -33,11 +33,11 @@ raises :class:`~pytato.diagnostic.IndexOutOfBoundsError`.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, ClassVar
 
 import numpy as np
-from pytools.tag import Tag, UniqueTag
+from pytools.tag import Tag, ToTagSetConvertible, UniqueTag
 
 from pytato.array.base import (
     Array,
@@ -77,21 +77,23 @@ class CheckIndexBounds(UniqueTag):
     should check (see the module documentation)."""
 
 
+@dataclass(frozen=True, eq=False, repr=False)
 class SparseMatrix(DataclassGraphNode, _TaggableMixin):
     """Abstract base class of sparse matrices: 2-d, with :attr:`shape`,
     :attr:`dtype`, :attr:`axes` and :attr:`tags`, and no arithmetic other
-    than products with dense arrays (``A @ x``).
+    than products with dense arrays (``A @ x``). Its fields, which
+    subclasses extend, are upstream's: ``(shape, dtype, *, axes, tags,
+    non_equality_tags)``.
 
     .. automethod:: to_dense
     """
 
     shape: ShapeType
-    axes: tuple[Axis, ...]
-    tags: frozenset[Tag]
-
-    @property
-    def dtype(self) -> np.dtype[Any]:
-        raise NotImplementedError
+    dtype: np.dtype[Any]
+    _: KW_ONLY
+    axes: tuple[Axis, ...] = (Axis(), Axis())
+    tags: frozenset[Tag] = frozenset()
+    non_equality_tags: frozenset[Tag] = frozenset()
 
     @property
     def ndim(self) -> int:
@@ -131,25 +133,31 @@ class CSRMatrix(SparseMatrix):
     documentation).
 
     .. attribute:: shape
+    .. attribute:: dtype
+
+        The dtype of the matrix: that of :attr:`elem_values`.
+
     .. attribute:: elem_values
     .. attribute:: elem_col_indices
     .. attribute:: row_starts
     .. attribute:: axes
     .. attribute:: tags
+    .. attribute:: non_equality_tags
     """
 
-    shape: ShapeType
     elem_values: Array
     elem_col_indices: Array
     row_starts: Array
-    axes: tuple[Axis, ...] = (Axis(), Axis())
-    tags: frozenset[Tag] = frozenset()
 
     _mapper_method: ClassVar[str] = "map_csr_matrix"
 
-    @property
-    def dtype(self) -> np.dtype[Any]:
-        return self.elem_values.dtype
+    def _pt_validate(self) -> None:
+        dtype = np.dtype(self.dtype)
+        if dtype != self.elem_values.dtype:
+            raise DTypeError(
+                f"CSRMatrix: 'dtype' is {dtype}, but 'elem_values' has dtype "
+                f"{self.elem_values.dtype}")
+        object.__setattr__(self, "dtype", dtype)
 
     @property
     def nnz(self) -> Any:
@@ -261,7 +269,8 @@ def _check_concrete_indices(shape: ShapeType, nnz: Any, cols: Array,
 
 def make_csr_matrix(shape: Any, elem_values: Any, elem_col_indices: Any,
                     row_starts: Any, tags: Tag | Iterable[Tag] = frozenset(),
-                    axes: Iterable[Axis] | None = None) -> CSRMatrix:
+                    axes: Iterable[Axis | ToTagSetConvertible] | None = None
+                    ) -> CSRMatrix:
     """A :class:`CSRMatrix` of *shape* (see the module documentation).
 
     :arg elem_values: the 1-d array of the stored values (numpy arrays are
@@ -269,6 +278,10 @@ def make_csr_matrix(shape: Any, elem_values: Any, elem_col_indices: Any,
     :arg elem_col_indices: the 1-d integer array of their columns.
     :arg row_starts: the 1-d integer array (of length ``shape[0] + 1``) of
         the index in *elem_values* where each row starts.
+    :arg tags: tags of the matrix.
+    :arg axes: the two axes of the matrix: :class:`~pytato.array.Axis`
+        objects, or tag sets (each a tag, an iterable of tags, or None) from
+        which axes are made.
     :raises pytato.diagnostic.ShapeMismatchError: for inconsistent lengths.
     :raises pytato.diagnostic.IndexOutOfBoundsError: for concrete index
         data violating the assumptions.
@@ -299,14 +312,38 @@ def make_csr_matrix(shape: Any, elem_values: Any, elem_col_indices: Any,
             f"{format_shape(starts.shape)}")
     _check_concrete_indices(shape, values.shape[0], cols, starts)
     tags = check_unique_tags(normalize_tags(tags), "CSRMatrix")
+    return CSRMatrix(shape, values.dtype, values, cols, starts,
+                     axes=_csr_axes(axes), tags=tags)
+
+
+def _csr_axes(axes: Iterable[Axis | ToTagSetConvertible] | None
+              ) -> tuple[Axis, ...]:
+    """Normalize the *axes* argument of :func:`make_csr_matrix`: two
+    :class:`~pytato.array.Axis` objects or two tag sets (a tag, an iterable
+    of tags, or None each)."""
     if axes is None:
-        axes = (Axis(), Axis())
-    else:
-        axes = tuple(axes)
-        if len(axes) != 2 or not all(isinstance(a, Axis) for a in axes):
-            raise ValueError(f"make_csr_matrix: 'axes' must be 2 Axis objects, "
-                             f"got {axes!r}")
-    return CSRMatrix(shape, values, cols, starts, axes=tuple(axes), tags=tags)
+        return (Axis(), Axis())
+    try:
+        entries = tuple(axes)
+    except TypeError:
+        raise TypeError("make_csr_matrix: 'axes' must be a sequence of 2 Axis "
+                        f"objects or tag sets, got {axes!r}") from None
+    if len(entries) != 2:
+        raise ValueError("make_csr_matrix: 'axes' must have 2 entries (one per "
+                         f"matrix axis), got {len(entries)}")
+    result = []
+    for i, entry in enumerate(entries):
+        if isinstance(entry, Axis):
+            result.append(entry)
+            continue
+        try:
+            axis_tags = normalize_tags(entry)
+        except TypeError:
+            raise TypeError(
+                f"make_csr_matrix: 'axes[{i}]' must be an Axis, a tag or an "
+                f"iterable of tags, got {entry!r}") from None
+        result.append(Axis(check_unique_tags(axis_tags, f"axis {i}")))
+    return tuple(result)
 
 
 def sparse_matmul(x1: SparseMatrix, x2: Any) -> Array:

@@ -192,16 +192,16 @@ class DistributedRecv(Array):
     """An array received from rank :attr:`src_rank` under tag
     :attr:`comm_tag`.
 
-    .. attribute:: src_rank
-    .. attribute:: comm_tag
     .. attribute:: shape
     .. attribute:: dtype
+    .. attribute:: src_rank
+    .. attribute:: comm_tag
     """
 
-    src_rank: int
-    comm_tag: Hashable
     shape: ShapeType
     dtype: np.dtype[Any]
+    src_rank: int
+    comm_tag: Hashable
 
     _mapper_method: ClassVar[str] = "map_distributed_recv"
 
@@ -265,9 +265,8 @@ def make_distributed_recv(src_rank: int, comm_tag: Hashable, shape: Any,
     shape = normalize_shape(shape)
     dtype = check_dtype(dtype)
     tags, axes = _tags_and_axes(tags, axes, len(shape), "DistributedRecv")
-    return DistributedRecv(_check_rank(src_rank, "src_rank"),
-                           _check_comm_tag(comm_tag), shape, dtype,
-                           axes=axes, tags=tags)
+    return DistributedRecv(shape, dtype, _check_rank(src_rank, "src_rank"),
+                           _check_comm_tag(comm_tag), axes=axes, tags=tags)
 
 # }}}
 

@@ -366,7 +366,7 @@ def _copy_of(ary: Array) -> IndexLambda:
     else:
         expr = prim.Subscript(prim.Variable(name), tuple(
             prim.Variable(f"_{i}") for i in range(ary.ndim)))
-    return IndexLambda(expr, ary.shape, ary.dtype, {name: ary}, axes=ary.axes)
+    return IndexLambda(ary.shape, ary.dtype, expr, {name: ary}, axes=ary.axes)
 
 
 def _bounded_topological_order(roots: Iterable[Array],
@@ -622,7 +622,7 @@ def _build_partition(rank: int, outputs: DictOfNamedArrays,
                 return placeholders[name]
             except KeyError:
                 ph = placeholders[name] = Placeholder(
-                    name, expr.shape, expr.dtype, axes=expr.axes)
+                    expr.shape, expr.dtype, name, axes=expr.axes)
                 return ph
 
         builder = _PartGraphBuilder(pid, part_of, cut)

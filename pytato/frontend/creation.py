@@ -43,7 +43,7 @@ def _check_order(order: Any, func: str) -> None:
 
 
 def _constant(shape: ShapeType, value: Any, dtype: np.dtype[Any]) -> IndexLambda:
-    return IndexLambda(value, shape, dtype, {})
+    return IndexLambda(shape, dtype, value, {})
 
 
 # {{{ constant arrays
@@ -74,7 +74,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None,
         expr: Any = prim.Variable("_in0")
         if dtype != fill_value.dtype:
             expr = TypeCast(dtype, expr)
-        return IndexLambda(expr, shape, dtype, {"_in0": fill_value})
+        return IndexLambda(shape, dtype, expr, {"_in0": fill_value})
     if not is_scalar(fill_value):
         raise TypeError("full: 'fill_value' must be a scalar or a 0-d array, "
                         f"got {type(fill_value).__name__}")
@@ -212,6 +212,11 @@ def arange(*args: Any, dtype: Any = None, **kwargs: Any) -> Array:
     *stop* may also be a symbolic integer size when *start* is an integer
     and *step* is 1; the length is then ``stop - start``, which must not be
     negative when the program runs.
+
+    Complex dtypes and arguments are supported as in numpy: with a complex
+    argument the length is the smaller of the ceilings of the real and
+    imaginary parts of ``(stop - start)/step``. A boolean *dtype* allows at
+    most 2 elements (``start`` and ``start + step``), as in numpy.
     """
     start, stop, step = _arange_args(args, kwargs)
     if isinstance(stop, Array) or isinstance(start, Array) or isinstance(
@@ -220,10 +225,8 @@ def arange(*args: Any, dtype: Any = None, **kwargs: Any) -> Array:
 
     for name, value in [("start", start), ("stop", stop), ("step", step)]:
         if not is_scalar(value):
-            raise TypeError(f"arange: '{name}' must be a real scalar, got "
+            raise TypeError(f"arange: '{name}' must be a scalar, got "
                             f"{type(value).__name__}")
-        if np.iscomplexobj(value):
-            raise DTypeError(f"arange: complex '{name}' is not supported")
     if step == 0:
         raise ValueError("arange: 'step' must not be zero")
 
@@ -231,14 +234,35 @@ def arange(*args: Any, dtype: Any = None, **kwargs: Any) -> Array:
         dtype = np.result_type(*(np.asarray(v).dtype
                                  for v in (start, stop, step)))
     dtype = check_dtype(dtype)
-    if dtype.kind in "bc":
-        raise DTypeError(f"arange: dtype {dtype} is not supported")
+    complex_args = [name for name, v in [("start", start), ("stop", stop),
+                                         ("step", step)]
+                    if np.iscomplexobj(v)]
+    if complex_args and dtype.kind != "c":
+        raise DTypeError(f"arange: complex '{complex_args[0]}' cannot give "
+                         f"elements of dtype {dtype}")
 
-    length = max(0, math.ceil((stop - start) / step))
+    if complex_args:
+        quotient = complex((stop - start) / step)
+        length = max(0, min(math.ceil(quotient.real),
+                            math.ceil(quotient.imag)))
+    else:
+        length = max(0, math.ceil((stop - start) / step))
     first = cast_scalar(start, dtype)
     with np.errstate(over="ignore"):
-        delta = cast_scalar(start + step, dtype) - first
-    expr: Any = TypeCast(dtype, prim.Variable("_0"))
+        second = cast_scalar(start + step, dtype)
+
+    expr: Any
+    if dtype.kind == "b":
+        if length > 2:
+            raise DTypeError(
+                f"arange: a boolean result has at most 2 elements (start and "
+                f"start + step), but {length} were asked for")
+        expr = prim.If(prim.Comparison(prim.Variable("_0"), "==", 0),
+                       first, second)
+        return _constant((length,), expr, dtype)
+
+    delta = second - first
+    expr = TypeCast(dtype, prim.Variable("_0"))
     if delta != 1:
         expr = prim.Product((delta, expr))
     if first != 0:
@@ -254,8 +278,9 @@ def _symbolic_arange(start: Any, stop: Any, step: Any, dtype: Any) -> Array:
             f"integer 'start' and step=1, got start={start!r}, stop={stop!r}, "
             f"step={step!r}")
     dtype = np.dtype(np.int64) if dtype is None else check_dtype(dtype)
-    if dtype.kind in "bc":
-        raise DTypeError(f"arange: dtype {dtype} is not supported")
+    if dtype.kind == "b":
+        raise DTypeError("arange: a boolean result with a symbolic length is "
+                         "not supported (it may have at most 2 elements)")
     length = stop - start if start else stop
     (length,) = normalize_shape((length,), "stop - start")
     expr: Any = TypeCast(dtype, prim.Variable("_0"))

@@ -161,7 +161,7 @@ def elementwise(ufunc: Callable[..., Any] | None,
             cast_dtype = None
         else:
             cast_dtype = np.dtype(op_dtype)
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, OverflowError) as e:
         dtypes = ", ".join(
             f"{n}: {x.dtype if isinstance(x, Array) else type(x).__name__}"
             for x, n in zip(operands, argnames, strict=True))
@@ -192,7 +192,7 @@ def elementwise(ufunc: Callable[..., Any] | None,
             e = scalar_literal(x, dt)
         exprs.append(e)
 
-    return IndexLambda(make_expr(*exprs), out_shape, np.dtype(out_dtype),
+    return IndexLambda(out_shape, np.dtype(out_dtype), make_expr(*exprs),
                        bindings)
 
 

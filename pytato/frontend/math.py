@@ -131,16 +131,16 @@ floor = _rounding("floor", "rounding towards minus infinity")
 ceil = _rounding("ceil", "rounding towards plus infinity")
 
 
-def arctan2(x1: Any, x2: Any) -> Any:
+def arctan2(y: Any, x: Any) -> Any:
     """Element-wise :func:`numpy.arctan2`: the angle of the point
-    ``(x2, x1)``, with numpy's broadcasting and dtype rules.
+    ``(x, y)``, with numpy's broadcasting and dtype rules.
 
-    :arg x1: the y-coordinates (an array or a scalar).
-    :arg x2: the x-coordinates (an array or a scalar).
+    :arg y: the y-coordinates (an array or a scalar).
+    :arg x: the x-coordinates (an array or a scalar).
     """
-    return elementwise(np.arctan2, [x1, x2],
+    return elementwise(np.arctan2, [y, x],
                        lambda a, b: c99_call("arctan2", a, b),
-                       argnames=["x1", "x2"], what="arctan2")
+                       argnames=["y", "x"], what="arctan2")
 
 # }}}
 
@@ -351,8 +351,9 @@ def astype(a: Any, dtype: Any) -> Any:
         return np.asarray(a).astype(dtype)[()]
     if a.dtype == dtype:
         return a
-    return IndexLambda(TypeCast(dtype, index_expr_for(a, "_in0", a.ndim)),
-                       a.shape, dtype, {"_in0": a})
+    return IndexLambda(a.shape, dtype,
+                       TypeCast(dtype, index_expr_for(a, "_in0", a.ndim)),
+                       {"_in0": a})
 
 
 __all__ = [

@@ -205,7 +205,7 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant",
                 expr = prim.If(above[i], values[i][1], expr)
             if below[i] is not None:
                 expr = prim.If(below[i], values[i][0], expr)
-    return IndexLambda(expr, tuple(out_shape), array.dtype, binder.bindings)
+    return IndexLambda(tuple(out_shape), array.dtype, expr, binder.bindings)
 
 # }}}
 

@@ -131,7 +131,7 @@ def _reduce(func: str, a: Any, axis: Any, keepdims: bool,
     expr = Reduce(inner, op, bounds) if bounds else inner
     if initial is not _NO_VALUE and combine_initial is not None:
         expr = combine_initial(cast_scalar(initial, dtype), expr)
-    return IndexLambda(expr, tuple(out_shape), dtype, binder.bindings,
+    return IndexLambda(tuple(out_shape), dtype, expr, binder.bindings,
                        var_to_reduction_descr=var_to_descr)
 
 
@@ -221,12 +221,23 @@ multiplies the product.
 # {{{ amax, amin
 
 def _extremum_reduction(func: str, np_func: Callable[..., Any],
-                        op: ReductionOperation,
-                        np_name: str) -> Callable[..., Any]:
+                        op: ReductionOperation, np_name: str, *,
+                        keyword_only: bool = False) -> Callable[..., Any]:
     def reduction(a: Any, axis: Any = None, initial: Any = _NO_VALUE,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                   | None = None, *,
                   keepdims: bool = False) -> Any:
+        return _extremum(a, axis, initial, axis_to_reduction_descr, keepdims)
+
+    def reduction_kw(a: Any, axis: Any = None, *, initial: Any = _NO_VALUE,
+                     axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
+                     | None = None,
+                     keepdims: bool = False) -> Any:
+        return _extremum(a, axis, initial, axis_to_reduction_descr, keepdims)
+
+    def _extremum(a: Any, axis: Any, initial: Any,
+                  axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
+                  | None, keepdims: bool) -> Any:
         _check_initial(initial, func)
         ary = _prepare(a, func)
         if ary is None:
@@ -258,11 +269,15 @@ def _extremum_reduction(func: str, np_func: Callable[..., Any],
         return getattr(elementwise, np_name)(
             result, cast_scalar(initial, ary.dtype))
 
-    reduction.__name__ = reduction.__qualname__ = func
-    return reduction
+    # as upstream: amax takes 'initial' and the descriptors by keyword only,
+    # amin also positionally
+    result = reduction_kw if keyword_only else reduction
+    result.__name__ = result.__qualname__ = func
+    return result
 
 
-amax = _extremum_reduction("amax", np.max, MaxReductionOperation(), "maximum")
+amax = _extremum_reduction("amax", np.max, MaxReductionOperation(), "maximum",
+                           keyword_only=True)
 amax.__doc__ = """The maximum of the elements of *a* over *axis*, like
 :func:`numpy.amax` (NaNs propagate).
 
@@ -291,9 +306,9 @@ amin.__doc__ = """The minimum of the elements of *a* over *axis*, like
 def _logical_reduction(func: str, np_func: Callable[..., Any],
                        op: ReductionOperation, np_combine: Callable[..., Any],
                        combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
-    def reduction(a: Any, axis: Any = None, initial: Any = _NO_VALUE,
+    def reduction(a: Any, axis: Any = None,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
-                  | None = None, *,
+                  | None = None, *, initial: Any = _NO_VALUE,
                   keepdims: bool = False) -> Any:
         _check_initial(initial, func)
         ary = _prepare(a, func)

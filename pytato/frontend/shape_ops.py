@@ -187,8 +187,9 @@ def broadcast_to(array: Any, shape: Any) -> Array:
             f"'shape' {format_shape(shape)}")
     if offset == 0 and are_shapes_equal(array.shape, shape):
         return array
-    return IndexLambda(index_expr_for(array, "_in0", len(shape), shape), shape,
-                       array.dtype, {"_in0": array})
+    return IndexLambda(shape, array.dtype,
+                       index_expr_for(array, "_in0", len(shape), shape),
+                       {"_in0": array})
 
 
 def expand_dims(array: Any, axis: Any) -> Array:

@@ -313,7 +313,7 @@ class EinsumDistributor(IdentityCachedCopyMapper):
             if not (isinstance(c, (int, np.integer)) and c == 1):
                 t = prim.Product((e.dtype.type(c), t))
             terms.append(t)
-        return IndexLambda(prim.Sum(tuple(terms)), e.shape, e.dtype, bindings,
+        return IndexLambda(e.shape, e.dtype, prim.Sum(tuple(terms)), bindings,
                            axes=e.axes, tags=e.tags,
                            non_equality_tags=e.non_equality_tags)
 

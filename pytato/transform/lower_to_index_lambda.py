@@ -148,7 +148,7 @@ class _ToIndexLambda(Mapper):
     def _finish(self, expr: Array, scalar_expr: Any, b: _Bindings,
                 var_to_reduction_descr: Any = None) -> IndexLambda:
         return IndexLambda(
-            scalar_expr, expr.shape, expr.dtype, b.bindings,
+            expr.shape, expr.dtype, scalar_expr, b.bindings,
             var_to_reduction_descr or {},
             axes=expr.axes, tags=expr.tags,
             non_equality_tags=expr.non_equality_tags)

@@ -297,11 +297,17 @@ def _outputs_of(result: Any) -> dict[str, GraphNode]:
 
 def get_dot_graph(result: Any, *, max_label_length: int = 160) -> str:
     """The graph of *result* (an array, a :class:`~pytato.DictOfNamedArrays`
-    or a :class:`dict` of arrays) as Graphviz dot source.
+    or a :class:`dict` of arrays) as Graphviz dot source. A
+    :class:`~pytato.DistributedGraphPartition` is drawn by
+    :func:`get_dot_graph_from_partition`.
 
     :arg max_label_length: operations and tags longer than this are cut
         (0: never).
     """
+    from pytato.distributed.partition import DistributedGraphPartition
+    if isinstance(result, DistributedGraphPartition):
+        return get_dot_graph_from_partition(
+            result, max_label_length=max_label_length)
     outputs = _outputs_of(result)
     b = DotGraphBuilder(max_label_length)
     ids = b.add_graph(outputs.values())
@@ -364,10 +370,13 @@ def _open_in_browser(path: Path) -> bool:
     return webbrowser.open(path.resolve().as_uri())
 
 
-def show_dot_graph(result: Any, output_to: str | os.PathLike[str] | None = None,
-                   *, dot_program: str = "dot", **kwargs: Any) -> Path:
+def show_dot_graph(result: Any, *,
+                   output_to: str | os.PathLike[str] | None = None,
+                   dot_program: str = "dot", **kwargs: Any) -> Path:
     """Render *result* (dot source, or anything :func:`get_dot_graph`
-    accepts) and show or save it.
+    accepts: an array, a :class:`~pytato.DictOfNamedArrays`, a dict of
+    arrays or a :class:`~pytato.DistributedGraphPartition`) and show or
+    save it.
 
     :arg output_to: where the picture goes:
 

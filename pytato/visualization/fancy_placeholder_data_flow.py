@@ -108,7 +108,7 @@ def get_fancy_placeholder_data_flow_dot(dag: Any) -> str:
 
 
 def show_fancy_placeholder_data_flow(
-        dag: Any, output_to: str | os.PathLike[str] | None = None,
+        dag: Any, *, output_to: str | os.PathLike[str] | None = None,
         **kwargs: Any) -> Path:
     """Render :func:`get_fancy_placeholder_data_flow_dot` of *dag* with
     :func:`~pytato.visualization.show_dot_graph` (see there for

@@ -4,7 +4,9 @@ An :class:`ArgumentSpec` is read off a kernel's arguments once. Each call
 then checks the passed arguments against it, before anything runs on a
 device, and infers the values of size parameters from array shapes:
 
-* an argument already bound to the program: :class:`BoundArgumentError`;
+* an argument already bound to the program (the data of a
+  :class:`~pytato.array.DataWrapper`, under its name):
+  :class:`BoundArgumentError`, a :class:`ValueError`;
 * an output or internal name passed as an argument:
   :class:`UnknownArgumentError` (other names are accepted and ignored, so
   that inputs the graph no longer depends on may still be passed);
@@ -12,6 +14,14 @@ device, and infers the values of size parameters from array shapes:
 * a wrong number of dimensions or an extent inconsistent with the other
   arguments: :class:`ArgumentShapeError`;
 * a wrong dtype: :class:`ArgumentDTypeError`.
+
+Value arguments are size parameters (non-negative integers), or 0-d inputs
+tagged :class:`~pytato.tags.ForceValueArgTag` (the code generator tags
+their :class:`loopy.ValueArg` so): those take any scalar (or 0-d array)
+that converts to their dtype under numpy's kind rules (no complex for a
+real dtype, ...; numpy values: by safe casting), and are passed as a numpy
+scalar of their dtype (booleans as ``int8``: OpenCL has no boolean kernel
+arguments).
 
 .. autoclass:: ArgumentSpec
 """
@@ -63,10 +73,13 @@ class ArgumentSpec:
     def __init__(self, arrays: Mapping[str, tuple[tuple[Any, ...] | None,
                                                   np.dtype[Any] | None]],
                  values: Mapping[str, np.dtype[Any] | None],
-                 not_inputs: Mapping[str, str]) -> None:
+                 not_inputs: Mapping[str, str],
+                 scalars: frozenset[str] = frozenset()) -> None:
         self.arrays = dict(arrays)
         self.values = dict(values)
         self.not_inputs = dict(not_inputs)
+        #: the value arguments that are scalar inputs, not size parameters
+        self.scalars = scalars
         self._cache: dict[tuple[Any, ...], tuple[Any, tuple[str, ...],
                                                   dict[str, int]]] = {}
         self._shape_deps = {
@@ -90,12 +103,17 @@ class ArgumentSpec:
                 return None
             return np.dtype(dt.numpy_dtype)
 
+        from pytato.tags import ForceValueArgTag
+
         arrays: dict[str, Any] = {}
         values: dict[str, Any] = {}
         not_inputs: dict[str, str] = {}
+        scalars = set()
         for arg in kernel.args:
             if isinstance(arg, lp.ValueArg):
                 values[arg.name] = dtype_of(arg)
+                if any(isinstance(t, ForceValueArgTag) for t in arg.tags):
+                    scalars.add(arg.name)
             elif arg.is_input:
                 shape = arg.shape
                 if shape is lp.auto or shape is None:
@@ -105,7 +123,7 @@ class ArgumentSpec:
                 not_inputs[arg.name] = "an output"
         for name in kernel.temporary_variables:
             not_inputs[name] = "a temporary"
-        return cls(arrays, values, not_inputs)
+        return cls(arrays, values, not_inputs, frozenset(scalars))
 
     # {{{ processing
 
@@ -148,12 +166,52 @@ class ArgumentSpec:
             value = np.ascontiguousarray(value)
         return value
 
-    def _values(self, kwargs: Mapping[str, Any]) -> dict[str, int]:
+    def _scalar_value(self, name: str, value: Any) -> Any:
+        """*value* passed for the scalar input *name*, as a numpy scalar of
+        its dtype."""
+        dtype = self.values[name]
+        if hasattr(value, "shape") and hasattr(value, "dtype"):
+            if tuple(value.shape) != ():
+                raise ArgumentShapeError(
+                    f"argument '{name}' is passed by value (ForceValueArgTag): "
+                    f"expected a scalar, got shape {tuple(value.shape)}")
+            if not isinstance(value, (np.ndarray, np.generic)):
+                value = value.get()  # a 0-d device array
+            value = np.asarray(value)
+            if dtype is not None and value.dtype != dtype:
+                if not np.can_cast(value.dtype, dtype, "safe"):
+                    raise ArgumentDTypeError(
+                        f"argument '{name}': expected dtype {dtype}, got "
+                        f"{value.dtype}")
+                value = value.astype(dtype)
+            return value[()]
+        if not isinstance(value, (bool, int, float, complex)):
+            raise ArgumentDTypeError(
+                f"argument '{name}' is passed by value (ForceValueArgTag): "
+                f"expected a scalar, got {type(value).__name__}")
+        if dtype is None:
+            return value
+        kind = np.result_type(value).kind
+        if _KIND_RANK[kind] > _KIND_RANK[dtype.kind]:
+            raise ArgumentDTypeError(
+                f"argument '{name}': a {type(value).__name__} cannot be passed "
+                f"for dtype {dtype}")
+        try:
+            return np.asarray(value, dtype=dtype)[()]
+        except OverflowError:
+            raise ArgumentDTypeError(
+                f"argument '{name}': {value!r} does not fit dtype "
+                f"{dtype}") from None
+
+    def _values(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
         result = {}
         for name in self.values:
             if name not in kwargs:
                 continue
             v = kwargs[name]
+            if name in self.scalars:
+                result[name] = self._scalar_value(name, v)
+                continue
             if isinstance(v, np.ndarray) and v.shape == ():
                 v = v[()]
             if not isinstance(v, (int, np.integer)) or isinstance(
@@ -282,7 +340,8 @@ class ArgumentSpec:
         values = self._values(kwargs)
         source = dict.fromkeys(values, "passed")
         self._infer(all_arrays, values, source)
-        not_inferred = [n for n in self.values if n not in values]
+        not_inferred = [n for n in self.values
+                        if n not in values and n not in bound]
         if not_inferred:
             raise MissingArgumentError(
                 "missing size parameter"

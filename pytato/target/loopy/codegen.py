@@ -30,11 +30,13 @@ Domains, instructions, arguments and temporaries are collected in a
 .. autoclass:: ImplementedResult
 .. autoclass:: StoredResult
 .. autoclass:: SizeParamResult
+.. autoclass:: BoolValueArgResult
 .. autoclass:: InlinedResult
 .. autoclass:: SubstitutionResult
 .. autoclass:: CodeGenState
 .. autoclass:: CodeGenMapper
 .. autofunction:: build_translation_unit
+.. autofunction:: has_no_elements
 .. autoclass:: UncachedLoopyWalkMapper
 """
 
@@ -61,7 +63,11 @@ from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
 from pytato.array.shape import shape_component_to_expr
 from pytato.codegen import NameGenerator, canonical_topological_order
-from pytato.diagnostic import CannotBeLoweredToLoopyError, NameClashError
+from pytato.diagnostic import (
+    CannotBeLoweredToLoopyError,
+    NameClashError,
+    ShapeMismatchError,
+)
 from pytato.scalar_expr import (
     SCALAR_CLASSES,
     AllReductionOperation,
@@ -75,7 +81,7 @@ from pytato.scalar_expr import (
     SumReductionOperation,
     TypeCast,
 )
-from pytato.tags import Named, PrefixNamed
+from pytato.tags import ForceValueArgTag, Named, PrefixNamed
 from pytato.target.loopy.index_arith import (
     is_integer_constant,
     simplify_floor_div,
@@ -85,10 +91,11 @@ from pytato.transform.mappers import CachedMapper
 
 
 __all__ = [
-    "MAX_INDEX_GROWTH", "MAX_INLINE_DEPTH", "CodeGenMapper", "CodeGenState",
-    "ImplementedResult", "InlinedResult", "SizeParamResult", "StoredResult",
-    "SubstitutionResult", "UncachedLoopyWalkMapper", "build_translation_unit",
-    "get_stored_nodes",
+    "MAX_INDEX_GROWTH", "MAX_INLINE_DEPTH", "BoolValueArgResult",
+    "CodeGenMapper", "CodeGenState", "ImplementedResult", "InlinedResult",
+    "SizeParamResult", "StoredResult", "SubstitutionResult",
+    "UncachedLoopyWalkMapper", "build_translation_unit", "get_stored_nodes",
+    "has_no_elements",
 ]
 
 # {{{ what to store
@@ -146,13 +153,28 @@ class StoredResult(ImplementedResult):
 
 @dataclass(frozen=True)
 class SizeParamResult(ImplementedResult):
-    """A size parameter: a kernel value argument."""
+    """A kernel value argument: a size parameter, or a 0-d placeholder
+    tagged :class:`~pytato.tags.ForceValueArgTag`."""
 
     name: str
 
     def to_loopy_expression(self, indices: Sequence[Any],
                             ctx: ExpressionContext) -> Any:
         return prim.Variable(self.name)
+
+
+@dataclass(frozen=True)
+class BoolValueArgResult(ImplementedResult):
+    """A 0-d boolean placeholder tagged
+    :class:`~pytato.tags.ForceValueArgTag`: an ``int8`` kernel value
+    argument (OpenCL has no boolean kernel arguments), read as whether it
+    is nonzero."""
+
+    name: str
+
+    def to_loopy_expression(self, indices: Sequence[Any],
+                            ctx: ExpressionContext) -> Any:
+        return prim.Comparison(prim.Variable(self.name), "!=", 0)
 
 
 @dataclass(frozen=True)
@@ -457,6 +479,25 @@ class ScalarToLoopyMapper(IdentityMapper):
                 return _complex_function(name, args[0], np.dtype(dtype))
         return prim.Call(prim.Variable(_C_FUNCTION_NAMES.get(name, name)), args)
 
+    def _truth(self, expr: Any) -> Any:
+        """*expr* lowered as an operand of a logical operation: complex
+        values (which OpenCL cannot negate or combine logically) become
+        whether they are nonzero."""
+        if _is_complex(self._dtype(expr)):
+            re, im = _complex_parts(self._operand(expr))
+            return prim.LogicalOr((prim.Comparison(re, "!=", 0),
+                                   prim.Comparison(im, "!=", 0)))
+        return self.rec(expr)
+
+    def map_logical_not(self, expr: prim.LogicalNot) -> Any:
+        return prim.LogicalNot(self._truth(expr.child))
+
+    def map_logical_and(self, expr: prim.LogicalAnd) -> Any:
+        return prim.LogicalAnd(tuple(self._truth(c) for c in expr.children))
+
+    def map_logical_or(self, expr: prim.LogicalOr) -> Any:
+        return prim.LogicalOr(tuple(self._truth(c) for c in expr.children))
+
     def map_comparison(self, expr: prim.Comparison) -> Any:
         left, right = self._operand(expr.left), self._operand(expr.right)
         if expr.operator in ("==", "!=") and (
@@ -506,7 +547,15 @@ class ScalarToLoopyMapper(IdentityMapper):
                              self._operand(expr.denominator))
 
     def map_power(self, expr: prim.Power) -> Any:
-        return prim.Power(self._operand(expr.base), self._operand(expr.exponent))
+        exponent = expr.exponent
+        if (isinstance(exponent, (complex, np.complexfloating))
+                and exponent.imag == 0 and exponent.real == int(exponent.real)
+                and abs(exponent.real) < 2**31):
+            # an integral exponent converted to the complex result dtype:
+            # loopy's complex power expands small integers by multiplication
+            # and needs them as integers (and cpowr is exact for them)
+            exponent = int(exponent.real)
+        return prim.Power(self._operand(expr.base), self._operand(exponent))
 
     def map_right_shift(self, expr: prim.RightShift) -> Any:
         return prim.RightShift(self._operand(expr.shiftee),
@@ -707,6 +756,21 @@ class CodeGenMapper(CachedMapper):
 
     def map_placeholder(self, expr: Placeholder) -> ImplementedResult:
         s = self.state
+        if expr.tags_of_type(ForceValueArgTag):
+            if expr.ndim != 0:
+                raise ShapeMismatchError(
+                    f"placeholder '{expr.name}' is tagged ForceValueArgTag but "
+                    f"has shape {expr.shape}: only 0-d inputs can be passed "
+                    "by value")
+            # the tag also marks the argument for the call-time checks
+            # (pytato.target.loopy.arguments): not a size parameter.
+            # OpenCL has no bool kernel arguments: a bool is passed as int8
+            is_bool = expr.dtype.kind == "b"
+            s.kernel_data[expr.name] = lp.ValueArg(
+                expr.name, np.dtype(np.int8) if is_bool else expr.dtype,
+                tags=s.array_tags(expr.tags) | {ForceValueArgTag()})
+            return (BoolValueArgResult(expr.name) if is_bool
+                    else SizeParamResult(expr.name))
         s.kernel_data[expr.name] = lp.ArrayArg(
             expr.name, expr.dtype, shape=s.loopy_shape(expr),
             address_space=lp.AddressSpace.GLOBAL, is_input=True,
@@ -818,8 +882,26 @@ def build_translation_unit(
         the created translation unit (e.g. to register callee kernels).
     :arg fuse_loops: whether to fuse loop nests and keep values in private
         memory where possible (:func:`pytato.target.loopy.fusion.fuse_loop_nests`).
+
+    Arrays with no elements (an extent of 0 known here) are not computed:
+    such an output is an output argument that no instruction writes (the
+    program only allocates it), and such an intermediate is not stored (its
+    elements are never read), so that no kernel is launched for them.
     """
-    order = canonical_topological_order([outputs])
+    empty_outputs = {name: ary for name, ary in outputs.items()
+                     if has_no_elements(ary)}
+    computed = outputs
+    if empty_outputs:
+        computed = DictOfNamedArrays(
+            {k: v for k, v in outputs.items() if k not in empty_outputs},
+            tags=outputs.tags)
+    # (the inputs of the graph, and the sizes in the shapes of empty
+    # outputs, are still kernel arguments)
+    order = canonical_topological_order([
+        computed, *(c for ary in empty_outputs.values() for c in ary.shape
+                    if isinstance(c, Array)),
+        *(outputs._pt_inputs.values()  # type: ignore[attr-defined]
+          if empty_outputs else ())])
     names = NameGenerator()
     _reserve_names(outputs, order, names)
     size_params = frozenset(n.name for n in order if isinstance(n, SizeParam))
@@ -828,19 +910,23 @@ def build_translation_unit(
                          frozenset(axis_tag_t_to_not_propagate))
 
     output_names_of: dict[Array, list[str]] = {}
-    for name, ary in outputs.items():
+    for name, ary in computed.items():
         output_names_of.setdefault(ary, []).append(name)
-    stored = set((stored_nodes or get_stored_nodes)(outputs))
-    stored.update(outputs.values())
-    for ary in outputs.values():
+    stored = {node for node in (stored_nodes or get_stored_nodes)(computed)
+              if not has_no_elements(node)}
+    stored.update(computed.values())
+    for ary in computed.values():
         if not isinstance(ary, IndexLambda):
             stored.discard(ary)
     mapper = (mapper_class or CodeGenMapper)(state, stored, output_names_of)
     for node in order:
         mapper.rec(node)
 
+    for name, ary in empty_outputs.items():
+        state.add_output_arg(name, ary)
+
     # outputs not computed in place: inputs, and second names of an array
-    for name, ary in outputs.items():
+    for name, ary in computed.items():
         result = mapper.rec(ary)
         if isinstance(result, StoredResult) and result.name == name:
             continue
@@ -875,6 +961,12 @@ def build_translation_unit(
     for transform in state.translation_unit_transforms:
         t_unit = transform(t_unit)
     return t_unit
+
+
+def has_no_elements(ary: Any) -> bool:
+    """Whether the array *ary* has an extent known to be 0."""
+    return any(isinstance(c, (int, np.integer)) and c == 0
+               for c in getattr(ary, "shape", ()))
 
 
 def _data_rank(arg: Any) -> int:

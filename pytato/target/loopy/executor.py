@@ -29,6 +29,9 @@ changes:
   the linearized translation unit, the device code and the invoker from
   there (one lookup, no hashing of the translation unit), or computes them
   without :mod:`loopy`'s caches and saves them there.
+* **Nothing to compute, nothing launched.** A kernel without instructions
+  (a program whose outputs all have no elements) is not built or launched:
+  a call allocates the outputs and enqueues a marker.
 * **Fewer garbage collections** while :mod:`loopy` works
   (:class:`pytato.codegen.FewerCollections`).
 * **Builds in parallel.** The device code of many kernels is built as
@@ -109,6 +112,17 @@ class PhasedExecutor(PyOpenCLExecutor):
                  entrypoint: str, store_key: str | None = None) -> None:
         super().__init__(context, t_unit, entrypoint)
         self.store_key = store_key
+
+    def __call__(self, queue: cl.CommandQueue, *, allocator: Any = None,
+                 wait_for: Any = None, out_host: bool | None = None,
+                 **kwargs: Any) -> Any:
+        knl = self.t_unit[self.entrypoint]
+        if knl.instructions:
+            return super().__call__(queue, allocator=allocator,
+                                    wait_for=wait_for, out_host=out_host,
+                                    **kwargs)
+        return _call_without_instructions(knl, queue, allocator, wait_for,
+                                          out_host, kwargs)
 
     def _uses_store(self, arg_to_dtype: Any) -> bool:
         if self.store_key is None or arg_to_dtype:
@@ -200,6 +214,40 @@ class PhasedExecutor(PyOpenCLExecutor):
         for name, kernel in built.items():
             setattr(kernels, name, kernel)
         return _KernelInfo(cl_kernels=kernels, invoker=invoker)
+
+
+def _call_without_instructions(knl: lp.LoopKernel, queue: cl.CommandQueue,
+                               allocator: Any, wait_for: Any,
+                               out_host: bool | None,
+                               kwargs: dict[str, Any]) -> Any:
+    """What :mod:`loopy`'s invoker returns for the kernel *knl* that has no
+    instructions, without launching it: new (unwritten) output arrays."""
+    import loopy as lp
+    import numpy as np
+    import pyopencl as cl
+    import pyopencl.array as cla
+    from pymbolic import evaluate
+
+    values = {arg.name: kwargs[arg.name] for arg in knl.args
+              if isinstance(arg, lp.ValueArg) and arg.name in kwargs}
+    outputs = {}
+    for arg in knl.args:
+        if isinstance(arg, lp.ArrayArg) and arg.is_output:
+            shape = tuple(int(evaluate(c, values)) for c in arg.shape)
+            outputs[arg.name] = cla.empty(
+                queue, shape, np.dtype(arg.dtype.numpy_dtype),
+                allocator=allocator)
+    evt = cl.enqueue_marker(queue, wait_for=wait_for)
+    if not knl.options.no_numpy:
+        if out_host is None:
+            arrays = [v for v in kwargs.values() if hasattr(v, "shape")]
+            out_host = bool(arrays) and all(isinstance(v, np.ndarray)
+                                            for v in arrays)
+        if out_host:
+            outputs = {k: v.get(queue=queue) for k, v in outputs.items()}
+    if knl.options.return_dict:
+        return evt, outputs
+    return evt, tuple(outputs.values())
 
 
 def device_code(t_unit: lp.TranslationUnit,

@@ -237,6 +237,10 @@ class KernelPlan:
             elif isinstance(item, LeaveLoop):
                 depth -= 1
             elif isinstance(item, CallKernel):
+                if not get_insn_ids_for_block_at(sched, idx):
+                    # a kernel without instructions (the program's outputs
+                    # have no elements): nothing to launch
+                    continue
                 if depth:
                     raise UnsupportedByTargetError(
                         f"kernel {item.kernel_name!r} is enqueued inside a host "

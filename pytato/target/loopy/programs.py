@@ -708,8 +708,10 @@ class BoundPyOpenCLProgram(BoundProgram):
         returns numpy arrays by default (see :meth:`__call__`)."""
         if arrays:
             return any(isinstance(v, np.ndarray) for v in arrays.values())
+        # (host scalars are bound for data passed by value)
         return (not self.bound_arguments or any(
-            isinstance(v, np.ndarray) for v in self.bound_arguments.values()))
+            isinstance(v, (np.ndarray, np.generic))
+            for v in self.bound_arguments.values()))
 
     def _repeated_calls_on(self, context: cl.Context, executor: Any,
                            bound: Mapping[str, Any]) -> Any:

@@ -397,6 +397,9 @@ def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
     bound: dict[str, Any] = {}
     ndata = 0
     inputs = []
+    from pytato.codegen import NameGenerator, tagged_data_name
+    taken = NameGenerator(
+        set(outputs._pt_inputs) | set(outputs))  # type: ignore[attr-defined]
     for node in order:
         if isinstance(node, (Placeholder, SizeParam)):
             inputs.append((node.name, node))
@@ -404,8 +407,9 @@ def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
             if node.name is not None:
                 name = node.name
             else:
-                name = f"_pt_data{ndata}"
-                ndata += 1
+                name = tagged_data_name(node, taken) or f"_pt_data{ndata}"
+                if name == f"_pt_data{ndata}":
+                    ndata += 1
             data_names[node] = name
             inputs.append((name, node))
     used: set[str] = {target.array_module_name, function_name}

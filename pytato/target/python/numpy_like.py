@@ -96,12 +96,21 @@ class PythonTarget(Target):
         return function(**args)
 
     def bind_program(self, program: Any, bound_arguments: Mapping[str, Any],
-                     *, expected_arguments: frozenset[str] | None = None,
-                     entrypoint: str = "_pt_kernel",
+                     expected_arguments: frozenset[str] | None = None,
+                     entrypoint: str = "_pt_kernel", *,
                      arg_specs: Mapping[str, ArgumentSpec] | None = None
                      ) -> BoundPythonProgram:
-        """Create a :class:`BoundPythonProgram` for *program* (Python
-        source)."""
+        """Create a :class:`BoundPythonProgram` for *program*.
+
+        :arg program: the Python source of the program.
+        :arg bound_arguments: the data bound to arguments, by name.
+        :arg expected_arguments: the names of all arguments of the
+            entrypoint, bound ones included (by default, those of
+            *arg_specs*, else those of *bound_arguments*).
+        :arg entrypoint: the name of the function in *program* to call.
+        :arg arg_specs: the specifications of the arguments, to check and
+            infer them at call time (None: arguments are passed unchecked).
+        """
         if expected_arguments is None:
             expected_arguments = frozenset(arg_specs or bound_arguments)
         return self.bound_program_class(
@@ -166,9 +175,20 @@ class BoundPythonProgram(BoundProgram):
         """Return a copy of *self* whose source is ``f(self.program)``."""
         return self.copy(program=f(self.program))
 
-    def __call__(self, **kwargs: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Run the program on the inputs in *kwargs*; return the array (for
-        an array result) or a dict of arrays."""
+        an array result) or a dict of arrays.
+
+        :raises ~pytato.diagnostic.UnknownArgumentError: if inputs are passed
+            positionally (*args*): they are taken by name only.
+        :raises ~pytato.diagnostic.BoundArgumentError: (a :class:`ValueError`)
+            if an argument bound to the program is passed.
+        """
+        if args:
+            from pytato.diagnostic import UnknownArgumentError
+            raise UnknownArgumentError(
+                f"{type(self).__name__} takes its inputs by name only, got "
+                f"{len(args)} positional argument(s)")
         target = self.target
         assert isinstance(target, PythonTarget)
         if self.arg_specs is None:
