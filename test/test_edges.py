@@ -122,3 +122,206 @@ def test_sparse_runtime_indices_never_read_outside(queue):
     assert np.isnan(y[0]) and y[1] == 2.0 and np.isnan(y[2])
 
 # }}}
+
+
+def _run(queue, outs, inputs):
+    phs = {k: pt.make_placeholder(k, v.shape, v.dtype) for k, v in inputs.items()}
+    graph = outs(pt, phs)
+    _, got = pt.generate_loopy(graph)(queue, **inputs)
+    return got
+
+
+def _assert_same(got, ref):
+    ref = np.asarray(ref)
+    assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
+    np.testing.assert_array_equal(got, ref)
+    # the signs of zeros, infinities and NaN-free parts too
+    for part in ((lambda a: a.real), (lambda a: a.imag)) if ref.dtype.kind == "c" \
+            else ((lambda a: a),):
+        if ref.dtype.kind in "fc":
+            r, g = part(ref), part(got)
+            ok = ~np.isnan(r)
+            np.testing.assert_array_equal(np.signbit(g[ok]), np.signbit(r[ok]))
+
+
+# {{{ item 2: silently wrong
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.bool_])
+def test_integer_negative_constant_power_refused(dtype):
+    from pytato.diagnostic import IntegerPowerError
+    x = pt.make_placeholder("x", (3,), dtype)
+    for exponent in (-1, np.int32(-2), np.array([1, -1, 2])):
+        with pytest.raises(IntegerPowerError, match="x2"):
+            x ** exponent
+        with pytest.raises(ValueError):
+            pt.power(x, exponent)
+    # a float exponent or base is fine, as in numpy
+    assert (x ** -1.0).dtype == np.float64
+
+
+def test_integer_runtime_negative_power(queue):
+    base = np.array([0, 2, -1, -1, 1, 3, -3, 5], np.int64)
+    exp = np.array([-1, -1, -1, -2, -5, 2, 3, 0], np.int64)
+    got = _run(queue, lambda m, a: {"p": a["b"] ** a["e"]}, {"b": base, "e": exp})
+    # documented: 1/base**-n truncated toward zero
+    ref = np.array([0, 0, -1, 1, 1, 9, -27, 1])
+    np.testing.assert_array_equal(got["p"], ref)
+
+
+def test_bool_power_dtypes(queue):
+    b = np.array([True, False, True])
+    got = _run(queue, lambda m, a: {"sq": a["b"] ** 2, "cube": a["b"] ** 3,
+                                    "fn": pt.power(a["b"], 2)}, {"b": b})
+    _assert_same(got["sq"], b ** 2)
+    _assert_same(got["cube"], b ** 3)
+    _assert_same(got["fn"], np.power(b, 2))
+
+
+def test_bool_einsum(queue):
+    rng = np.random.default_rng(1)
+    a = rng.random(5) < 0.5
+    m = rng.random((4, 5)) < 0.5
+    got = _run(queue, lambda np_, x: {
+        "dot": pt.einsum("i,i->", x["a"], x["a"]),
+        "mv": pt.einsum("ij,j->i", x["m"], x["a"]),
+        "mx": pt.maximum(pt.einsum("ij,j->i", x["m"], x["a"]), x["m"][:, 0]),
+        "add": pt.einsum("ij,j->i", x["m"], x["a"]) + x["m"][:, 1]},
+        {"a": a, "m": m})
+    _assert_same(got["dot"], np.einsum("i,i->", a, a))
+    _assert_same(got["mv"], np.einsum("ij,j->i", m, a))
+    _assert_same(got["mx"], np.maximum(np.einsum("ij,j->i", m, a), m[:, 0]))
+    _assert_same(got["add"], np.einsum("ij,j->i", m, a) + m[:, 1])
+
+
+SPECIAL = [0j, -0.0 + 0j, 1 + 1j, -2j, complex(np.inf, 0), complex(0, -np.inf),
+           complex(np.nan, 1), 1e-300 + 0j, -3 + 4j, complex(np.inf, np.inf)]
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_complex_division_special_values(queue, dtype):
+    z = np.array(SPECIAL, dtype)
+    w = np.array(SPECIAL[::-1], dtype)
+    with np.errstate(all="ignore"):
+        refs = {"by0j": z / 0j, "by0": z / 0, "zw": z / w,
+                "int0": z / np.zeros(len(z), np.int32), "r": 2.0 / z}
+    got = _run(queue, lambda m, a: {
+        "by0j": a["z"] / 0j, "by0": a["z"] / 0, "zw": a["z"] / a["w"],
+        "int0": a["z"] / a["i"], "r": 2.0 / a["z"]},
+        {"z": z, "w": w, "i": np.zeros(len(z), np.int32)})
+    for k, ref in refs.items():
+        if k in ("zw", "r"):
+            np.testing.assert_allclose(got[k], ref, rtol=1e-6, err_msg=k)
+            assert got[k].dtype == ref.dtype
+        else:
+            _assert_same(got[k], ref)
+
+
+def test_complex_power_special_values(queue):
+    z = np.array(SPECIAL)
+    with np.errstate(all="ignore"):
+        refs = {"cz": 0j ** z, "fz": 0.0 ** z, "sq": z ** 2.0, "sq2": z ** 2,
+                "cube": z ** 3, "inv": z ** -1, "zero": z ** 0,
+                "root": z ** 0.5}
+    got = _run(queue, lambda m, a: {
+        "cz": 0j ** a["z"], "fz": 0.0 ** a["z"], "sq": a["z"] ** 2.0,
+        "sq2": a["z"] ** 2, "cube": a["z"] ** 3, "inv": a["z"] ** -1,
+        "zero": a["z"] ** 0, "root": a["z"] ** 0.5}, {"z": z})
+    for k in ("cz", "fz", "zero", "sq", "sq2"):
+        _assert_same(got[k], refs[k])
+    # sqrt of infinities: pyopencl's complex sqrt differs (documented)
+    finite = np.isfinite(z)
+    _assert_same(got["root"][finite], refs["root"][finite])
+    np.testing.assert_allclose(got["cube"], refs["cube"], rtol=1e-12)
+    np.testing.assert_allclose(got["inv"], refs["inv"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint16])
+def test_integer_division_by_zero(queue, dtype):
+    info = np.iinfo(dtype)
+    a = np.array([5, 7, 0, info.min, 3, info.max, 7], dtype)
+    b = np.array([0, 0, 0, 1, 3, 0, 2], dtype)
+    if info.min < 0:
+        a = np.concatenate([a, np.array([-7, info.min, -3], dtype)])
+        b = np.concatenate([b, np.array([0, -1, -1], dtype)])
+    with np.errstate(all="ignore"):
+        refs = {"q": a // b, "r": a % b, "q0": a // dtype(0), "r0": a % dtype(0)}
+    got = _run(queue, lambda m, x: {"q": x["a"] // x["b"], "r": x["a"] % x["b"],
+                                    "q0": x["a"] // 0, "r0": x["a"] % 0},
+               {"a": a, "b": b})
+    for k, ref in refs.items():
+        _assert_same(got[k], ref)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_float_remainder_sign_of_zero(queue, dtype):
+    a = np.array([4.0, -4.0, 0.0, -0.0, 3.0, -3.0, 5.5], dtype)
+    b = np.array([-2.0, -2.0, -2.0, 2.0, 2.0, 3.0, -1.0], dtype)
+    got = _run(queue, lambda m, x: {"r": x["a"] % x["b"], "c": x["a"] % -2.0},
+               {"a": a, "b": b})
+    _assert_same(got["r"], a % b)
+    _assert_same(got["c"], a % dtype(-2.0))
+
+
+def test_roll_broadcasts_shift_and_axis(queue):
+    x = np.arange(12.0).reshape(3, 4)
+    got = _run(queue, lambda m, a: {
+        "a": pt.roll(a["x"], (1, 2), axis=(0,)),
+        "b": pt.roll(a["x"], 1, axis=(0, 1)),
+        "c": pt.roll(a["x"], (1, -1), axis=(1, 1))}, {"x": x})
+    _assert_same(got["a"], np.roll(x, (1, 2), axis=(0,)))
+    _assert_same(got["b"], np.roll(x, 1, axis=(0, 1)))
+    _assert_same(got["c"], np.roll(x, (1, -1), axis=(1, 1)))
+    xp = pt.make_placeholder("x", (3, 4), np.float64)
+    with pytest.raises(ValueError):
+        pt.roll(xp, (1, 2, 3), axis=(0, 1))
+
+# }}}
+
+
+# {{{ item 3: refused at construction, or run
+
+def test_float16_refused_at_construction():
+    b = pt.make_placeholder("b", (3,), np.bool_)
+    for f in (pt.sqrt, pt.sin, pt.exp, pt.log, pt.tanh, pt.cos):
+        with pytest.raises(DTypeError, match="float16"):
+            f(b)
+    with pytest.raises(DTypeError, match=r"'dtype'.*float16"):
+        pt.make_placeholder("h", (3,), np.float16)
+    with pytest.raises(DTypeError, match="float16"):
+        pt.make_data_wrapper(np.ones(3, np.float16))
+    with pytest.raises(DTypeError, match="float16"):
+        b.astype(np.float16)
+    assert isinstance(DTypeError("x"), PytatoError)
+
+
+@pytest.mark.parametrize("dtype", [np.complex128, np.complex64])
+def test_complex_ordered_comparisons(queue, dtype):
+    a = np.array([complex(1, np.nan), complex(np.nan, 0), 1 + 0j, 1 + 1j, 1 + 0j,
+                  0.5 + 3j, -1j, 2 + 0j], dtype)
+    b = np.array([2 + 0j, 2 + 0j, complex(2, np.nan), 1 + 0j, 1 + 0j, 1 + 0j,
+                  0j, 1 + 5j], dtype)
+    f = np.array([0.5, 1.0, 2.0, 0.0, 1.0, 1.0, 0.0, 2.0])
+    with np.errstate(all="ignore"):
+        refs = {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b,
+                "s": a < 1.0, "r": 1.0 >= a, "vf": a > f}
+    got = _run(queue, lambda m, x: {
+        "lt": x["a"] < x["b"], "le": x["a"] <= x["b"], "gt": x["a"] > x["b"],
+        "ge": x["a"] >= x["b"], "s": x["a"] < 1.0, "r": 1.0 >= x["a"],
+        "vf": x["a"] > x["f"]}, {"a": a, "b": b, "f": f})
+    for k, ref in refs.items():
+        _assert_same(got[k], ref)
+
+
+@pytest.mark.parametrize("name", ["for", "int", "while", "lambda", "class",
+                                  "float4", "global", "kernel", "double"])
+def test_keyword_names_refused(name):
+    from pytato.diagnostic import NameClashError
+    with pytest.raises(NameClashError, match=repr(name)):
+        pt.make_placeholder(name, (3,), np.float64)
+    with pytest.raises(ValueError, match=repr(name)):
+        pt.make_size_param(name)
+    x = pt.make_placeholder("x", (3,), np.float64)
+    with pytest.raises(NameClashError, match=repr(name)):
+        pt.make_dict_of_named_arrays({name: x + 1})
+
+# }}}

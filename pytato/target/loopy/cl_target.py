@@ -46,6 +46,29 @@ MAX_RESTRICT_ARGUMENTS = 32
 GPU_MAX_RESTRICT_ARGUMENTS = 128
 
 
+class _ComplexFromParts(lp.ScalarCallable):
+    """``_pt_complex(re, im)``: the complex number of real part *re* and
+    imaginary part *im* (pyopencl's ``cfloat_new``/``cdouble_new``), exact
+    for infinities and NaNs, unlike ``re + 1j*im``."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        import numpy as np
+        from loopy.types import NumpyType
+
+        dtypes = [arg_id_to_dtype.get(k) for k in (0, 1)]
+        if any(dt is None for dt in dtypes):
+            return self, clbl_inf_ctx
+        real = np.result_type(*(dt.numpy_dtype for dt in dtypes))
+        if real.kind != "f":
+            real = np.dtype(np.float64)
+        name = "cfloat_new" if real == np.float32 else "cdouble_new"
+        cplx = NumpyType(np.result_type(real, np.complex64))
+        return (self.copy(name_in_target=name,
+                          arg_id_to_dtype={0: NumpyType(real), 1: NumpyType(real),
+                                           -1: cplx}),
+                clbl_inf_ctx)
+
+
 class _CASTBuilder(PyOpenCLCASTBuilder):
     """:class:`loopy.target.pyopencl.PyOpenCLCASTBuilder` declaring the
     pointers of kernels with many arguments without ``restrict``."""
@@ -68,6 +91,12 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
                 codegen_state, codegen_result, schedule_index)
         finally:
             self._unrestricted = False
+
+    @property
+    def known_callables(self) -> dict[str, Any]:
+        callables = dict(super().known_callables)
+        callables["_pt_complex"] = _ComplexFromParts(name="_pt_complex")
+        return callables
 
     def _pointer(self, var: Any, is_written: bool) -> Any:
         from cgen import Const, Pointer
