@@ -325,3 +325,23 @@ def test_keyword_names_refused(name):
         pt.make_dict_of_named_arrays({name: x + 1})
 
 # }}}
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint8, np.bool_])
+def test_bitwise_operands_of_comparisons(queue, dtype):
+    """C's ``&``, ``|`` and ``^`` bind looser than comparisons; generated
+    code must keep numpy's (Python's) grouping."""
+    a = np.array([1, 2, 3, 4, 0, 7]).astype(dtype)
+    b = np.array([1, 0, 1, 1, 0, 0]).astype(dtype)
+    one = dtype(1)
+    refs = {"band": (a & one) == 0, "bor": (a | b) > one, "bxor": (a ^ b) != a,
+            "mix": ((a & b) | (a ^ one)) <= (a & one),
+            "inner": (a & (b == one)) == 0}
+    got = _run(queue, lambda m, x: {
+        "band": pt.equal(x["a"] & one, 0), "bor": (x["a"] | x["b"]) > one,
+        "bxor": pt.not_equal(x["a"] ^ x["b"], x["a"]),
+        "mix": ((x["a"] & x["b"]) | (x["a"] ^ one)) <= (x["a"] & one),
+        "inner": pt.equal(x["a"] & pt.equal(x["b"], one), 0)},
+        {"a": a, "b": b})
+    for k, ref in refs.items():
+        _assert_same(got[k], ref)

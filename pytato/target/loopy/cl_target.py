@@ -69,6 +69,38 @@ class _ComplexFromParts(lp.ScalarCallable):
                 clbl_inf_ctx)
 
 
+def _c_expression_to_code_mapper() -> Any:
+    from loopy.target.c.codegen.expression import CExpressionToCodeMapper
+    from pymbolic.mapper.stringifier import (
+        PREC_BITWISE_AND,
+        PREC_BITWISE_OR,
+        PREC_BITWISE_XOR,
+        PREC_NONE,
+    )
+
+    class _Mapper(CExpressionToCodeMapper):  # type: ignore[misc]
+        """Parenthesizes ``&``, ``|`` and ``^`` inside other operations:
+        loopy uses Python's precedence, where they bind tighter than
+        comparisons, and prints ``(a & 1) == 0`` as ``a & 1 == 0``, which
+        C reads as ``a & (1 == 0)``."""
+
+        def _bitwise(self, op: str, prec: int, expr: Any,
+                     enclosing_prec: int) -> str:
+            s = self.join_rec(f" {op} ", expr.children, prec)
+            return f"({s})" if enclosing_prec > PREC_NONE else s
+
+        def map_bitwise_and(self, expr: Any, enclosing_prec: int) -> str:
+            return self._bitwise("&", PREC_BITWISE_AND, expr, enclosing_prec)
+
+        def map_bitwise_or(self, expr: Any, enclosing_prec: int) -> str:
+            return self._bitwise("|", PREC_BITWISE_OR, expr, enclosing_prec)
+
+        def map_bitwise_xor(self, expr: Any, enclosing_prec: int) -> str:
+            return self._bitwise("^", PREC_BITWISE_XOR, expr, enclosing_prec)
+
+    return _Mapper()
+
+
 class _CASTBuilder(PyOpenCLCASTBuilder):
     """:class:`loopy.target.pyopencl.PyOpenCLCASTBuilder` declaring the
     pointers of kernels with many arguments without ``restrict``."""
@@ -91,6 +123,9 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
                 codegen_state, codegen_result, schedule_index)
         finally:
             self._unrestricted = False
+
+    def get_c_expression_to_code_mapper(self) -> Any:
+        return _c_expression_to_code_mapper()
 
     @property
     def known_callables(self) -> dict[str, Any]:
