@@ -345,3 +345,50 @@ def test_bitwise_operands_of_comparisons(queue, dtype):
         {"a": a, "b": b})
     for k, ref in refs.items():
         _assert_same(got[k], ref)
+
+
+def test_checked_mode_raises_naming_the_index_array(queue):
+    x = np.arange(12.0).reshape(3, 4)
+    xp = pt.make_placeholder("x", (3, 4), np.float64)
+    ip = pt.make_placeholder("idx", (5,), np.int64)
+    prg = pt.generate_loopy(xp[ip] + 1, check_indices=True)
+    good = np.array([0, 1, 2, -1, -3])
+    _, (got,) = prg(queue, x=x, idx=good)
+    np.testing.assert_array_equal(got, x[good] + 1)
+    for bad in ([0, 3, 1, 1, 1], [0, -4, 1, 1, 1], [0, 10**6, 3, -4, -1]):
+        with pytest.raises(IndexOutOfBoundsError, match="'idx'"):
+            prg(queue, x=x, idx=np.array(bad))
+    with pytest.raises(IndexError):
+        prg(queue, x=x, idx=np.array([5, 0, 0, 0, 0]))
+
+    # a dict of outputs, a computed index array on axis 1, unsigned indices
+    jp = pt.make_placeholder("j", (3,), np.uint8)
+    prg = pt.generate_loopy({"a": xp[:, ip * 2], "b": xp[jp]},
+                            check_indices=True)
+    _, got = prg(queue, x=x, idx=np.array([0, 1, 1, -1, -2]),
+                 j=np.array([0, 2, 1], np.uint8))
+    assert set(got) == {"a", "b"}
+    np.testing.assert_array_equal(got["a"], x[:, np.array([0, 2, 2, -2, -4])])
+    with pytest.raises(IndexOutOfBoundsError, match="computed index array"):
+        prg(queue, x=x, idx=np.array([0, 1, 2, -1, -2]),
+            j=np.array([0, 2, 1], np.uint8))
+    with pytest.raises(IndexOutOfBoundsError, match="'j'"):
+        prg(queue, x=x, idx=np.array([0, 1, 1, -1, -2]),
+            j=np.array([0, 3, 1], np.uint8))
+
+
+def test_checked_mode_symbolic_length_and_no_index_arrays(queue):
+    n = pt.make_size_param("n")
+    yp = pt.make_placeholder("y", (n,), np.complex128)
+    ip = pt.make_placeholder("i", (2, 2), np.int32)
+    prg = pt.generate_loopy(yp[ip], check_indices=True)
+    y = np.arange(3) + 1j
+    i = np.array([[0, -3], [2, 1]], np.int32)
+    _, (got,) = prg(queue, y=y, i=i)
+    np.testing.assert_array_equal(got, y[i])
+    with pytest.raises(IndexOutOfBoundsError, match="'i'"):
+        prg(queue, y=y[:2], i=i)
+    # no runtime index array: the ordinary program
+    prg = pt.generate_loopy(yp * 2, check_indices=True)
+    _, (got,) = prg(queue, y=y)
+    np.testing.assert_array_equal(got, 2 * y)
