@@ -392,3 +392,26 @@ def test_checked_mode_symbolic_length_and_no_index_arrays(queue):
     prg = pt.generate_loopy(yp * 2, check_indices=True)
     _, (got,) = prg(queue, y=y)
     np.testing.assert_array_equal(got, 2 * y)
+
+
+def test_complex_truth_values(queue):
+    z = np.array([0j, 1j, 2 + 0j, complex(0, -0.0), complex(np.nan, 0)])
+    w = np.array([1 + 0j, 0j, 0j, 3j, 0j])
+    refs = {"nz": z.astype(bool), "lor": np.logical_or(z, w),
+            "land": np.logical_and(z, w), "lnot": np.logical_not(z),
+            "wh": np.where(z, z, w)}
+    got = _run(queue, lambda m, x: {
+        "nz": x["z"].astype(bool), "lor": pt.logical_or(x["z"], x["w"]),
+        "land": pt.logical_and(x["z"], x["w"]), "lnot": pt.logical_not(x["z"]),
+        "wh": pt.where(x["z"], x["z"], x["w"])}, {"z": z, "w": w})
+    for k, ref in refs.items():
+        _assert_same(got[k], ref)
+
+
+def test_scalar_data_wrapper(queue):
+    for value in (np.bool_(True), np.int8(-3), np.complex64(1 - 2j)):
+        d = pt.make_data_wrapper(value)
+        assert d.shape == ()
+        x = pt.make_placeholder("x", (2,), np.int32)
+        _, (got,) = pt.generate_loopy(x + d)(queue, x=np.array([1, 2], np.int32))
+        _assert_same(got, np.array([1, 2], np.int32) + value)

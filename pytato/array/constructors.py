@@ -133,6 +133,9 @@ def make_data_wrapper(data: Any, *, name: str | None = None,
     if not (hasattr(data, "shape") and hasattr(data, "dtype")):
         raise TypeError("'data' must have 'shape' and 'dtype' attributes, got "
                         f"{type(data).__name__}")
+    if isinstance(data, np.generic):
+        # a numpy scalar is not an array the generated code can be passed
+        data = np.asarray(data)
     if name is not None:
         name = check_identifier(name)
     check_dtype(data.dtype, "data.dtype")
