@@ -363,15 +363,17 @@ class _TypedBuilder(_Builder):
     def values(self, shape: tuple[int, ...], dtype: Any = None) -> np.ndarray:
         dtype = np.dtype(self.dtype if dtype is None else dtype)
         if dtype.kind == "b":
-            return self.rng.random(shape) < 0.5
-        if dtype.kind == "u":
-            return self.rng.integers(0, 7, size=shape).astype(dtype)
-        if dtype.kind == "i":
-            return self.rng.integers(-6, 7, size=shape).astype(dtype)
-        v = self.rng.uniform(-1, 1, size=shape)
-        if dtype.kind == "c":
-            v = v + 1j * self.rng.uniform(-1, 1, size=shape)
-        return v.astype(dtype)
+            v = self.rng.random(shape) < 0.5
+        elif dtype.kind == "u":
+            v = self.rng.integers(0, 7, size=shape)
+        elif dtype.kind == "i":
+            v = self.rng.integers(-6, 7, size=shape)
+        else:
+            v = self.rng.uniform(-1, 1, size=shape)
+            if dtype.kind == "c":
+                v = v + 1j * self.rng.uniform(-1, 1, size=shape)
+        # 0-d: an array, not a numpy scalar (whose ** differs)
+        return np.asarray(v).astype(dtype)
 
     def random_shape(self, ndim: int) -> tuple[int, ...]:
         return tuple(int(self.choice([0, 1, 1, 2, 3, 4, 4])) for _ in range(ndim))
