@@ -185,8 +185,17 @@ def test_bool_einsum(queue):
         "dot": pt.einsum("i,i->", x["a"], x["a"]),
         "mv": pt.einsum("ij,j->i", x["m"], x["a"]),
         "mx": pt.maximum(pt.einsum("ij,j->i", x["m"], x["a"]), x["m"][:, 0]),
-        "add": pt.einsum("ij,j->i", x["m"], x["a"]) + x["m"][:, 1]},
+        "add": pt.einsum("ij,j->i", x["m"], x["a"]) + x["m"][:, 1],
+        "sq": pt.einsum("i,i->", x["a"], x["a"]) ** 2,
+        "cast": pt.einsum("ij,j->i", x["m"], x["a"]).astype(np.int32),
+        "ew": pt.einsum("ij,ij->ij", x["m"], x["m"]) * 3},
         {"a": a, "m": m})
+    # booleans are stored as 0 or 1, not as a count
+    for k in ("dot", "mv", "mx"):
+        assert got[k].view(np.uint8).max(initial=0) <= 1, k
+    _assert_same(got["sq"], np.asarray(np.einsum("i,i->", a, a)) ** 2)
+    _assert_same(got["cast"], np.einsum("ij,j->i", m, a).astype(np.int32))
+    _assert_same(got["ew"], np.einsum("ij,ij->ij", m, m) * 3)
     _assert_same(got["dot"], np.einsum("i,i->", a, a))
     _assert_same(got["mv"], np.einsum("ij,j->i", m, a))
     _assert_same(got["mx"], np.maximum(np.einsum("ij,j->i", m, a), m[:, 0]))

@@ -51,6 +51,7 @@ from pytato.array.shape import (
     is_one,
 )
 from pytato.scalar_expr import (
+    AnyReductionOperation,
     Reduce,
     SumReductionOperation,
     TypeCast,
@@ -175,15 +176,21 @@ class _ToIndexLambda(Mapper):
                     var = prim.Variable(redn_name[descr])
                 indices.append(0 if is_one(n) and not is_one(full) else var)
             factors.append(b.read(arg, indices, expr.dtype))
-        inner = _product(factors) if len(factors) > 1 else factors[0]
+        # numpy's boolean einsum: a logical or of logical ands
+        boolean = expr.dtype.kind == "b"
+        if len(factors) == 1:
+            inner = factors[0]
+        else:
+            inner = prim.LogicalAnd(tuple(factors)) if boolean \
+                else _product(factors)
         if not redn_axes:
             return self._finish(expr, inner, b)
         bounds = {redn_name[ax]: (0, b.size(expr.reduction_axis_length(ax)))
                   for ax in redn_axes}
         descrs = {redn_name[ax]: expr.redn_axis_to_redn_descr[ax]
                   for ax in redn_axes if ax in expr.redn_axis_to_redn_descr}
-        return self._finish(expr, Reduce(inner, SumReductionOperation(), bounds),
-                            b, descrs)
+        op = AnyReductionOperation() if boolean else SumReductionOperation()
+        return self._finish(expr, Reduce(inner, op, bounds), b, descrs)
 
     # }}}
 
