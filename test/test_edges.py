@@ -424,3 +424,24 @@ def test_scalar_data_wrapper(queue):
         x = pt.make_placeholder("x", (2,), np.int32)
         _, (got,) = pt.generate_loopy(x + d)(queue, x=np.array([1, 2], np.int32))
         _assert_same(got, np.array([1, 2], np.int32) + value)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.bool_])
+def test_extrema_of_narrow_integer_expressions(queue, dtype):
+    """``amin``/``amax`` of computed char/short values (C computes them in
+    int: OpenCL's min(char, int) failed to compile)."""
+    x = (np.arange(12).reshape(3, 4) - 5).astype(dtype)
+    cases = {"add": (lambda a: a + a, lambda a: a + a),
+             "where": (lambda a: pt.where(a > 0, a, a * 2),
+                       lambda a: np.where(a > 0, a, a * 2)),
+             "minimum": (lambda a: pt.minimum(a, 2 * a),
+                         lambda a: np.minimum(a, 2 * a))}
+    outs, refs = {}, {}
+    for name, (f, g) in cases.items():
+        for red in ("amin", "amax"):
+            outs[f"{name}_{red}"] = getattr(pt, red)(f(pt.make_placeholder(
+                "x", x.shape, x.dtype)), axis=1)
+            refs[f"{name}_{red}"] = getattr(np, red)(g(x), axis=1)
+    _, got = pt.generate_loopy(outs)(queue, x=x)
+    for k, ref in refs.items():
+        _assert_same(got[k], ref)

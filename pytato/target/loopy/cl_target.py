@@ -152,6 +152,29 @@ def _c_expression_to_code_mapper() -> Any:
     return _Mapper()
 
 
+class _NarrowIntConversion(lp.ScalarCallable):
+    """``_pt_narrow_int(x)``: *x* (of a ``char`` or ``short`` type in
+    loopy's inference, computed in ``int`` by C) converted to that type
+    (OpenCL's ``convert_char``, ...)."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        import numpy as np
+
+        dt = arg_id_to_dtype.get(0)
+        if dt is None:
+            return self, clbl_inf_ctx
+        dtype = dt.numpy_dtype
+        name = {"b": "convert_char", "i1": "convert_char", "u1": "convert_uchar",
+                "i2": "convert_short", "u2": "convert_ushort"}.get(
+                    "b" if dtype.kind == "b" else f"{dtype.kind}{dtype.itemsize}")
+        if name is None:
+            raise TypeError(f"_pt_narrow_int: unexpected dtype {dtype}")
+        result = dt if dtype.kind != "b" else type(dt)(np.dtype(np.int8))
+        return (self.copy(name_in_target=name,
+                          arg_id_to_dtype={0: dt, -1: result}),
+                clbl_inf_ctx)
+
+
 class _CASTBuilder(PyOpenCLCASTBuilder):
     """:class:`loopy.target.pyopencl.PyOpenCLCASTBuilder` declaring the
     pointers of kernels with many arguments without ``restrict``."""
@@ -182,6 +205,7 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
     def known_callables(self) -> dict[str, Any]:
         callables = dict(super().known_callables)
         callables["_pt_complex"] = _ComplexFromParts(name="_pt_complex")
+        callables["_pt_narrow_int"] = _NarrowIntConversion(name="_pt_narrow_int")
         return callables
 
     def _pointer(self, var: Any, is_written: bool) -> Any:

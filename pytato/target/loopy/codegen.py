@@ -685,7 +685,16 @@ class ScalarToLoopyMapper(IdentityMapper):
             inames.append(iname)
         inner = ScalarToLoopyMapper(state, self.node, self.bindings, index_map,
                                     self.ctx)._operand(expr.inner_expr)
-        op = _loopy_reduction_op(expr.op, self._dtype(expr.inner_expr))
+        dtype = self._dtype(expr.inner_expr)
+        if isinstance(expr.op, (MaxReductionOperation, MinReductionOperation)) \
+                and isinstance(dtype, np.dtype) and dtype.kind in "biu" \
+                and dtype.itemsize < 4 and not isinstance(
+                    inner, (prim.Variable, prim.Subscript)):
+            # C computes on chars and shorts in int: OpenCL's min/max of
+            # (char, int) is ambiguous; loopy drops a cast to the type it
+            # infers, an explicit conversion stays
+            inner = _call("_pt_narrow_int", inner)
+        op = _loopy_reduction_op(expr.op, dtype)
         return LoopyReduction(op, tuple(inames),
                               inner, allow_simultaneous=False)
 
