@@ -445,3 +445,13 @@ def test_extrema_of_narrow_integer_expressions(queue, dtype):
     _, got = pt.generate_loopy(outs)(queue, x=x)
     for k, ref in refs.items():
         _assert_same(got[k], ref)
+
+
+def test_concatenate_with_empty_reshaped_operand(queue):
+    """The index arithmetic of empty arrays divides by zero-length axes;
+    it is never evaluated and must not make the read look out of bounds."""
+    x = pt.make_placeholder("x", (2,), np.float64)
+    empty = pt.reshape(pt.make_data_wrapper(np.zeros((4, 0))), (0,))
+    _, got = pt.generate_loopy({"o": pt.concatenate([x, empty])})(
+        queue, x=np.array([1.0, 2.0]))
+    np.testing.assert_array_equal(got["o"], [1.0, 2.0])

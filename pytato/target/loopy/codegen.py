@@ -379,7 +379,11 @@ def _guard_integer_division(den: Any, result: Any, by_minus_one: Any) -> Any:
     divisor other than 0 and -1 needs no guard."""
     if isinstance(den, (int, np.integer)) and not isinstance(den, bool):
         if int(den) == 0:
-            return 0
+            # user operands are numpy scalars (dividing by them is defined);
+            # a Python int 0 comes from the index arithmetic of empty
+            # arrays (reshapes), never evaluated: loopy's bounds check
+            # would refuse a constant index into the empty array
+            return 0 if isinstance(den, np.integer) else result
         if int(den) == -1:
             return by_minus_one
         return result
