@@ -15,6 +15,7 @@ from the matching builtin exception (:class:`ValueError`, :class:`TypeError`,
 .. autoexception:: NameClashError
 .. autoexception:: NonUniqueTagError
 .. autoexception:: IndexOutOfBoundsError
+.. autoexception:: IntegerPowerError
 .. autoexception:: UnknownArgumentError
 .. autoexception:: MissingArgumentError
 .. autoexception:: ArgumentShapeError
@@ -89,6 +90,11 @@ class NonUniqueTagError(PytatoError, _PytoolsNonUniqueTagError):
 
 class IndexOutOfBoundsError(PytatoError, IndexError):
     """A constant index is outside the bounds of the indexed axis."""
+
+
+class IntegerPowerError(PytatoError, ValueError):
+    """An integer raised to a constant negative integer power (numpy
+    refuses it too)."""
 
 
 class UnknownArgumentError(PytatoError, TypeError):

@@ -31,7 +31,8 @@ import numpy as np
 import pytato as pt
 
 
-__all__ = ["ALL_OPS", "RandomGraph", "make_random_dag", "make_random_graph"]
+__all__ = ["ALL_OPS", "TYPED_OPS", "RandomGraph", "make_random_dag",
+           "make_random_graph", "make_typed_random_graph"]
 
 
 @dataclass(frozen=True)
@@ -342,6 +343,226 @@ def make_random_graph(seed: int, *, n_steps: int = 25,
         inputs=inputs,
         expected={f"out{i}": ref for i, (_, ref) in enumerate(outs)},
         ops=tuple(applied))
+
+
+# {{{ graphs of any dtype, with 0-d, empty and size-1 axes
+
+class _TypedBuilder(_Builder):
+    """Operations that apply to bool, integer, float and complex arrays,
+    on shapes with 0-d, empty and size-1 axes; the pool mixes dtypes
+    (promotion, comparisons, casts). Integer arithmetic wraps, division by
+    zero and out-of-range runtime indices follow pytato's documented
+    semantics (:ref:`numerical-semantics`), so results compare exactly for
+    bool and integer dtypes."""
+
+    def __init__(self, rng: np.random.Generator, dtype: np.dtype[Any],
+                 inputs: dict[str, np.ndarray]) -> None:
+        super().__init__(rng, dtype)
+        self.inputs = inputs
+
+    def values(self, shape: tuple[int, ...], dtype: Any = None) -> np.ndarray:
+        dtype = np.dtype(self.dtype if dtype is None else dtype)
+        if dtype.kind == "b":
+            v = self.rng.random(shape) < 0.5
+        elif dtype.kind == "u":
+            v = self.rng.integers(0, 7, size=shape)
+        elif dtype.kind == "i":
+            v = self.rng.integers(-6, 7, size=shape)
+        else:
+            v = self.rng.uniform(-1, 1, size=shape)
+            if dtype.kind == "c":
+                v = v + 1j * self.rng.uniform(-1, 1, size=shape)
+        # 0-d: an array, not a numpy scalar (whose ** differs)
+        return np.asarray(v).astype(dtype)
+
+    def random_shape(self, ndim: int) -> tuple[int, ...]:
+        return tuple(int(self.choice([0, 1, 1, 2, 3, 4, 4])) for _ in range(ndim))
+
+    def op_unary(self) -> Pair | None:
+        x, a = self.pick()  # type: ignore[misc]
+        kind = a.dtype.kind
+        names = {"b": ["logical_not", "invert", "abs", "square"],
+                 "i": ["negative", "abs", "invert", "square"],
+                 "u": ["negative", "invert", "square"],
+                 "f": ["negative", "abs", "sin", "square"],
+                 "c": ["negative", "conj", "square", "abs", "real", "imag"]}[kind]
+        name = self.choice(names)
+        if name == "invert":
+            return ~x, ~a
+        return getattr(pt, name)(x), getattr(np, name)(a)
+
+    def op_binary(self) -> Pair | None:
+        x, a = self.pick()  # type: ignore[misc]
+
+        def compatible(p: Pair) -> bool:
+            s = p[1].shape
+            return (len(s) <= a.ndim and s == a.shape[a.ndim - len(s):]) or (
+                len(s) >= a.ndim and a.shape == s[len(s) - a.ndim:])
+
+        y, b = self.pick(compatible)  # type: ignore[misc]
+        if self.rng.random() < 0.5:
+            x, a, y, b = y, b, x, a
+        kinds = {a.dtype.kind, b.dtype.kind}
+        names = ["add", "multiply", "equal", "not_equal", "less",
+                 "greater_equal", "logical_and", "logical_or"]
+        if "b" not in kinds or len(kinds) > 1:
+            names.append("subtract")
+        if "c" not in kinds:
+            names += ["maximum", "minimum"]
+        if kinds <= {"b", "i", "u"}:
+            names += ["bitwise_and", "bitwise_or", "bitwise_xor"]
+        if kinds <= {"i", "u"} or kinds == {"b", "i"}:
+            names += ["floor_divide", "remainder"]
+        if "c" in kinds:
+            names.append("true_divide")
+        name = self.choice(names)
+        with np.errstate(all="ignore"):
+            ref = getattr(np, name)(a, b)
+        return getattr(pt, name)(x, y), ref
+
+    def op_scalar(self) -> Pair | None:
+        x, a = self.pick()  # type: ignore[misc]
+        kind = a.dtype.kind
+        if kind == "b":
+            return (x + 3, a + 3) if self.rng.random() < 0.5 else (x ** 2, a ** 2)
+        if kind in "iu":
+            c = int(self.rng.integers(1, 4))
+            return (x * c + 1, a * c + 1) if self.rng.random() < 0.5 \
+                else (x ** 2, a ** 2)
+        if kind == "c":
+            c = complex(self.rng.uniform(-1, 1), self.rng.uniform(-1, 1))
+            return (x * c, a * c) if self.rng.random() < 0.5 \
+                else (x ** 2.0, a ** 2.0)
+        return x * 0.5 - 1, a * 0.5 - 1
+
+    def op_where(self) -> Pair | None:
+        x, a = self.pick()  # type: ignore[misc]
+        y, b = self.pick(lambda p: p[1].shape == a.shape)  # type: ignore[misc]
+        return pt.where(pt.not_equal(x, 0), x, y), np.where(a != 0, a, b)
+
+    def op_astype(self) -> Pair | None:
+        x, a = self.pick()  # type: ignore[misc]
+        kinds = {"b": [np.bool_], "i": [np.int8, np.int32, np.int64],
+                 "u": [np.uint8], "f": [np.float32, np.float64],
+                 "c": [np.complex64, np.complex128]}
+        to = [t for k, ts in kinds.items() for t in ts
+              if not (a.dtype.kind in "fc" and k in "iu")  # float->int: UB
+              and not (a.dtype.kind == "c" and k in "f")]
+        dt = self.choice(to)
+        return x.astype(dt), a.astype(dt)
+
+    def op_reduce(self) -> Pair | None:
+        p = self.pick(lambda p: p[1].ndim >= 1)
+        if p is None:
+            return None
+        x, a = p
+        axis = None if self.rng.random() < 0.2 else int(
+            self.rng.integers(a.ndim))
+        names = ["sum", "any", "all", "prod"]
+        empty = a.size == 0 if axis is None else a.shape[axis] == 0
+        if a.dtype.kind != "c" and not empty:
+            names += ["amax", "amin"]
+        name = self.choice(names)
+        if name == "prod" and a.dtype.kind in "fc":
+            name = "sum"
+        return getattr(pt, name)(x, axis=axis), getattr(np, name)(a, axis=axis)
+
+    def op_basic_index(self) -> Pair | None:
+        p = self.pick(lambda p: p[1].ndim >= 1 and 0 not in p[1].shape)
+        if p is None:
+            return None
+        self.pool, pool = [p], self.pool
+        try:
+            return super().op_basic_index()
+        finally:
+            self.pool = pool
+
+    def op_runtime_index(self) -> Pair | None:
+        """Index arrays passed at run time, with out-of-range entries:
+        clamped (the documented policy)."""
+        p = self.pick(lambda p: p[1].ndim >= 1 and 0 not in p[1].shape)
+        if p is None:
+            return None
+        x, a = p
+        axis = int(self.rng.integers(a.ndim))
+        n = a.shape[axis]
+        k = int(self.choice([0, 1, 3]))
+        data = self.rng.integers(-2 * n - 1, 2 * n + 2, size=k)
+        name = f"i{len(self.inputs)}"
+        self.inputs[name] = data
+        ip = pt.make_placeholder(name, (k,), data.dtype)
+        clamped = np.clip(np.where(data < 0, data + n, data), 0, n - 1)
+        t = (slice(None),) * axis
+        return x[(*t, ip)], a[(*t, clamped)]
+
+    def op_einsum(self) -> Pair | None:
+        x, a = self.pick()  # type: ignore[misc]
+        y, b = self.pick()  # type: ignore[misc]
+        if a.ndim + b.ndim > 4:
+            return None
+        return self._random_einsum(x, a, y, b)
+
+    op_sum_einsum = None  # type: ignore[assignment]
+    op_broadcast_einsum = None  # type: ignore[assignment]
+
+
+TYPED_OPS = tuple(name[3:] for name in dir(_TypedBuilder)
+                  if name.startswith("op_")
+                  and getattr(_TypedBuilder, name) is not None)
+
+
+def make_typed_random_graph(seed: int, dtype: Any, *, n_steps: int = 12,
+                            n_outputs: int = 3) -> RandomGraph:
+    """A random graph over placeholders of *dtype* (bool, integer, float or
+    complex) of shapes with 0-d, empty and size-1 axes, mixing dtypes
+    through promotion, comparisons and casts (:data:`TYPED_OPS`). Operations
+    numpy refuses for the drawn operands (and those pytato refuses
+    deliberately, with a :class:`~pytato.diagnostic.PytatoError`) are
+    skipped. Deterministic in *seed*."""
+    from pytato.diagnostic import PytatoError
+
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    inputs: dict[str, np.ndarray] = {}
+    b = _TypedBuilder(rng, dtype, inputs)
+    for i in range(3):
+        shape = b.random_shape(int(rng.integers(0, 4)))
+        name = f"x{i}"
+        inputs[name] = b.values(shape)
+        b.pool.append((pt.make_placeholder(name, shape, dtype), inputs[name]))
+    data = b.values(b.random_shape(int(rng.integers(0, 3))))
+    b.pool.append((pt.make_data_wrapper(data), data))
+
+    applied: list[str] = []
+    tries = 0
+    while len(applied) < n_steps and tries < 20 * n_steps:
+        tries += 1
+        name = TYPED_OPS[int(rng.integers(len(TYPED_OPS)))]
+        try:
+            with np.errstate(all="ignore"):
+                result = getattr(b, f"op_{name}")()
+        except (PytatoError, TypeError, ValueError, OverflowError):
+            continue
+        if result is None:
+            continue
+        ary, ref = result
+        ref = np.asarray(ref)
+        if ref.ndim > 4 or ref.size > 256 or ref.dtype == np.float16:
+            continue
+        assert ary.shape == ref.shape, (name, ary.shape, ref.shape)
+        assert ary.dtype == ref.dtype, (name, ary.dtype, ref.dtype)
+        b.pool.append((ary, ref))
+        b.created.append((ary, ref))
+        applied.append(name)
+
+    outs = b.created[-n_outputs:]
+    return RandomGraph(
+        outputs={f"out{i}": ary for i, (ary, _) in enumerate(outs)},
+        inputs=inputs,
+        expected={f"out{i}": ref for i, (_, ref) in enumerate(outs)},
+        ops=tuple(applied))
+
+# }}}
 
 
 # {{{ the code generation benchmark's DAGs

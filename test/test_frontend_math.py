@@ -32,6 +32,11 @@ def test_unary_dtype_rules(name, np_func, dtype):
         with pytest.raises(DTypeError, match="reciprocal"):
             pt.reciprocal(x)
         return
+    if expected.dtype == np.float16:
+        # numpy's float16 results are refused at construction
+        with pytest.raises(DTypeError, match="float16"):
+            getattr(pt, name)(x)
+        return
     result = getattr(pt, name)(x)
     assert result.dtype == expected.dtype
     assert result.shape == expected.shape

@@ -624,6 +624,20 @@ for _op, _name in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
     setattr(Array, f"__{_op}__", _binary(_name))
     setattr(Array, f"__r{_op}__", _binary(_name, reflected=True))
 
+def _pow(self: Array, other: Any) -> Any:
+    # numpy's ``**`` computes ``b ** 2`` as ``square(b)``: int8 for booleans
+    if self.dtype.kind == "b" and type(other) is int and other == 2:
+        from pytato.frontend.math import square
+        return square(self)
+    # and ``x ** 0.5`` as ``sqrt(x)`` (they differ at -0.0 and infinities)
+    if self.dtype.kind in "fc" and type(other) is float and other == 0.5:
+        from pytato.frontend.math import sqrt
+        return sqrt(self)
+    return _binary("power")(self, other)
+
+
+Array.__pow__ = _pow  # type: ignore[method-assign]
+
 for _op, _name in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
                    ("ge", "greater_equal")]:
     setattr(Array, f"__{_op}__", _binary(_name))

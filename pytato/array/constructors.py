@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ from pytato.array.base import (
 from pytato.array.inputs import DataWrapper, Placeholder, SizeParam
 from pytato.array.results import DictOfNamedArrays
 from pytato.array.shape import normalize_shape
-from pytato.diagnostic import DTypeError
+from pytato.diagnostic import DTypeError, NameClashError
 
 
 if TYPE_CHECKING:
@@ -42,6 +43,10 @@ def check_dtype(dtype: Any, argname: str = "dtype") -> np.dtype[Any]:
         dt = np.dtype(dtype)
     except TypeError as e:
         raise DTypeError(f"'{argname}': {dtype!r} is not a dtype") from e
+    if dt.kind == "f" and dt.itemsize < 4:
+        raise DTypeError(f"'{argname}': dtype {dt} is not supported: OpenCL "
+                         "devices need an extension for half precision; "
+                         "use float32")
     if dt.kind not in SUPPORTED_DTYPE_KINDS or dt.itemsize > 16 or (
             dt.kind == "f" and dt.itemsize > 8) or (
             dt.kind == "c" and dt.itemsize > 16):
@@ -50,10 +55,37 @@ def check_dtype(dtype: Any, argname: str = "dtype") -> np.dtype[Any]:
     return dt
 
 
+#: Names that generated code cannot use for an input: the keywords of
+#: Python (the NumPy target, the invoker of loopy programs) and of OpenCL C
+#: (keywords, qualifiers and built-in scalar and vector types).
+RESERVED_NAMES = frozenset(
+    set(keyword.kwlist)
+    | {"auto", "break", "case", "char", "const", "continue", "default", "do",
+       "double", "else", "enum", "extern", "float", "for", "goto", "if",
+       "inline", "int", "long", "register", "restrict", "return", "short",
+       "signed", "sizeof", "static", "struct", "switch", "typedef", "union",
+       "unsigned", "void", "volatile", "while", "bool", "half", "uchar",
+       "ushort", "uint", "ulong", "size_t", "ptrdiff_t", "intptr_t",
+       "uintptr_t", "__global", "global", "__local", "local", "__constant",
+       "constant", "__private", "private", "__kernel", "kernel",
+       "read_only", "write_only", "read_write", "__read_only",
+       "__write_only", "__read_write", "_Bool", "_Complex", "_Imaginary",
+       "image2d_t", "image3d_t", "sampler_t", "event_t", "true", "false",
+       "NULL"}
+    | {f"{t}{n}" for t in ("char", "uchar", "short", "ushort", "int", "uint",
+                            "long", "ulong", "float", "double", "half")
+       for n in (2, 3, 4, 8, 16)})
+
+
 def check_identifier(name: Any, argname: str = "name") -> str:
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"'{argname}' must be a valid Python identifier, "
                          f"got {name!r}")
+    if name in RESERVED_NAMES:
+        raise NameClashError(
+            f"'{argname}': {name!r} is a keyword or type name of Python or "
+            "OpenCL C, which generated code cannot use as an argument name; "
+            "choose another name")
     if name.startswith("_pt"):
         raise ValueError(f"'{argname}': names starting with '_pt' are reserved, "
                          f"got {name!r}")
@@ -112,6 +144,9 @@ def make_data_wrapper(data: Any, *, name: str | None = None,
     if not (hasattr(data, "shape") and hasattr(data, "dtype")):
         raise TypeError("'data' must have 'shape' and 'dtype' attributes, got "
                         f"{type(data).__name__}")
+    if isinstance(data, np.generic):
+        # a numpy scalar is not an array the generated code can be passed
+        data = np.asarray(data)
     if name is not None:
         name = check_identifier(name)
     check_dtype(data.dtype, "data.dtype")
@@ -135,6 +170,11 @@ def make_dict_of_named_arrays(data: Mapping[str, Array],
     for k, v in data.items():
         if not isinstance(k, str) or not k.isidentifier():
             raise ValueError(f"output name {k!r} is not a valid identifier")
+        if k in RESERVED_NAMES:
+            raise NameClashError(
+                f"output name {k!r} is a keyword or type name of Python or "
+                "OpenCL C, which generated code cannot use; choose another "
+                "name")
         if not isinstance(v, Array):
             raise TypeError(f"output '{k}' is not an array: {type(v).__name__}")
     return DictOfNamedArrays(dict(data), tags=check_unique_tags(

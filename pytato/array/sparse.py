@@ -7,19 +7,19 @@ columns add up). Sparse matrices are graph nodes but not arrays: they have
 no element-wise arithmetic; :func:`sparse_matmul` (or ``A @ x``) multiplies
 one with a dense vector or matrix, giving a dense :class:`CSRMatmul`.
 
-Assumptions on the index arrays, which generated code relies on without
-checking (reading out of bounds is undefined behavior):
+Assumptions on the index arrays:
 
 * ``0 <= elem_col_indices[k] < ncols`` for all ``k``;
 * ``0 <= row_starts[0]``, ``row_starts`` is non-decreasing and
   ``row_starts[nrows] <= nnz``.
 
 :func:`make_csr_matrix` checks them when the index arrays are concrete
-numpy data (data wrappers). For index data known only at run time, tag the
-matrix with :class:`CheckIndexBounds` to have generated code check them:
-the rows of the product that a violation affects are then NaN (the
-smallest integer for integer results) on OpenCL, and the NumPy target
-raises :class:`~pytato.diagnostic.IndexOutOfBoundsError`.
+numpy data (data wrappers). Index data known only at run time is checked
+by generated OpenCL code, which never reads outside an array: the rows of
+the product that a violation affects are NaN (the smallest integer for
+integer results, *True* for booleans). Tag the matrix with
+:class:`CheckIndexBounds` to have the NumPy target check them too (it then
+raises :class:`~pytato.diagnostic.IndexOutOfBoundsError`).
 
 .. autoclass:: SparseMatrix
 .. autoclass:: CSRMatrix

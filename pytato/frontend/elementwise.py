@@ -168,6 +168,15 @@ def elementwise(ufunc: Callable[..., Any] | None,
         raise DTypeError(f"{what} is not supported for operands of dtypes "
                          f"({dtypes}): {e}") from None
 
+    if np.dtype(out_dtype).kind == "f" and np.dtype(out_dtype).itemsize < 4:
+        dtypes = ", ".join(
+            f"{n}: {x.dtype if isinstance(x, Array) else type(x).__name__}"
+            for x, n in zip(operands, argnames, strict=True))
+        raise DTypeError(f"{what} of operands of dtypes ({dtypes}) gives "
+                         f"{np.dtype(out_dtype)} in numpy, which is not "
+                         "supported (OpenCL devices need an extension for half "
+                         "precision); cast the operands to float32 first")
+
     out_shape = broadcast_shapes(
         *(x.shape for x in arrays),
         argnames=[n for x, n in zip(operands, argnames, strict=True)
@@ -218,7 +227,34 @@ floor_divide = _binop(np.floor_divide, lambda a, b: prim.FloorDiv(a, b),
                       "floor division")
 remainder = _binop(np.remainder, lambda a, b: prim.Remainder(a, b), "remainder")
 mod = remainder
-power = _binop(np.power, lambda a, b: prim.Power(a, b), "power")
+_power = _binop(np.power, lambda a, b: prim.Power(a, b), "power")
+
+
+def _has_negative_constant(x: Any) -> bool:
+    from pytato.array.inputs import DataWrapper
+    if isinstance(x, DataWrapper):
+        x = x.data
+    if isinstance(x, Array) or isinstance(x, (bool, np.bool_)):
+        return False
+    data = np.asarray(x)
+    return data.dtype.kind == "i" and bool((data < 0).any())
+
+
+def power(x1: Any, x2: Any) -> Any:
+    """Element-wise :func:`numpy.power` of *x1* and *x2*.
+
+    As in numpy, integers to negative integer powers are refused when the
+    exponent is a constant (:class:`~pytato.diagnostic.IntegerPowerError`);
+    for exponents known only at run time see :ref:`numerical-semantics`.
+    """
+    result = _power(x1, x2)
+    if isinstance(result, Array) and result.dtype.kind in "iu" \
+            and _has_negative_constant(x2):
+        from pytato.diagnostic import IntegerPowerError
+        raise IntegerPowerError(
+            "'x2': integers to negative integer powers are not allowed (as "
+            "in numpy); use a float base or exponent")
+    return result
 bitwise_and = _binop(np.bitwise_and, lambda a, b: prim.BitwiseAnd((a, b)),
                      "bitwise and")
 bitwise_or = _binop(np.bitwise_or, lambda a, b: prim.BitwiseOr((a, b)),

@@ -16,8 +16,13 @@
   comes first (:class:`~pytato.array.AdvancedIndexInNoncontiguousAxes`).
   As in numpy, integers count as array indices for that placement when an
   index array is present. Constant index data is checked against constant
-  axis lengths and negative entries are wrapped; the entries of lazy index
-  arrays must lie in ``[0, length)``.
+  axis lengths and negative entries are wrapped. Entries of lazy index
+  arrays in ``[-length, 0)`` count from the end as in numpy; entries still
+  out of range are clamped to the nearest end of the axis (as in JAX), so
+  that no code reads outside an array (see :ref:`numerical-semantics`; the
+  NumPy target does the same). An axis of length 0 cannot be indexed by a
+  lazy index array of known non-zero size
+  (:class:`~pytato.diagnostic.IndexOutOfBoundsError`).
 
 Only ints and slices give a :class:`~pytato.array.BasicIndex`; an index
 made of full slices only returns the array itself. ``None`` axes are added
@@ -221,6 +226,15 @@ def _is_full_slice(e: Any, n: ShapeComponent) -> bool:
             and are_shape_components_equal(e.stop, n))
 
 
+def _known_size(shape: Any) -> int | None:
+    size = 1
+    for n in shape:
+        if not is_integral_scalar(n):
+            return None
+        size *= int(n)
+    return size
+
+
 def _advanced_index(array: Array, norm: list[Any]) -> Array:
     new_axes = [k for k, e in enumerate(norm) if e is _NewAxis]
     if new_axes:
@@ -237,6 +251,13 @@ def _advanced_index(array: Array, norm: list[Any]) -> Array:
                            for k in adv)
         raise ShapeMismatchError(f"indexing arrays could not be broadcast "
                                  f"together ({shapes})") from None
+    adv_size = _known_size(broadcast_shapes(*(norm[k].shape for k in adv)))
+    if adv_size:
+        for k in adv:
+            if is_integral_scalar(array.shape[k]) and array.shape[k] == 0:
+                raise IndexOutOfBoundsError(
+                    f"index {k}: axis {k} has size 0, no index array entry "
+                    "can be in bounds")
     nonslice = [k for k, e in enumerate(norm)
                 if not isinstance(e, NormalizedSlice)]
     if nonslice == list(range(nonslice[0], nonslice[-1] + 1)):

@@ -55,6 +55,7 @@ from pytato.array.shape import (
     is_one,
 )
 from pytato.scalar_expr import (
+    AnyReductionOperation,
     Reduce,
     SumReductionOperation,
     TypeCast,
@@ -138,10 +139,20 @@ def _select(selector: Any, bounds: Sequence[Any], choices: Sequence[Any]) -> Any
     return tree(0, len(choices))
 
 
-def _wrap_negative(index: Any, length: Any) -> Any:
-    """numpy's treatment of negative integer-array indices."""
-    return prim.If(prim.Comparison(index, "<", 0), prim.Sum((index, length)),
-                   index)
+def _clamped_index(index: Any, length: Any, signed: bool) -> Any:
+    """An entry of a runtime index array as a position in ``[0, length)``:
+    negative entries count from the end once (as in numpy), then what is
+    still out of range is clamped to the nearest end, as JAX does, so that
+    generated code never reads outside the indexed array (see
+    :ref:`numerical-semantics`)."""
+    last = _sum([length, -1])
+    upper = prim.If(prim.Comparison(index, ">=", length), last, index)
+    if not signed:
+        return upper
+    neg = prim.Product((-1, length)) if not is_integral_scalar(length) \
+        else -int(length)
+    lower = prim.If(prim.Comparison(index, "<", neg), 0, _sum([index, length]))
+    return prim.If(prim.Comparison(index, "<", 0), lower, upper)
 
 
 class _ToIndexLambda(Mapper):
@@ -175,15 +186,21 @@ class _ToIndexLambda(Mapper):
                     var = prim.Variable(redn_name[descr])
                 indices.append(0 if is_one(n) and not is_one(full) else var)
             factors.append(b.read(arg, indices, expr.dtype))
-        inner = _product(factors) if len(factors) > 1 else factors[0]
+        # numpy's boolean einsum: a logical or of logical ands
+        boolean = expr.dtype.kind == "b"
+        if len(factors) == 1:
+            inner = factors[0]
+        else:
+            inner = prim.LogicalAnd(tuple(factors)) if boolean \
+                else _product(factors)
         if not redn_axes:
             return self._finish(expr, inner, b)
         bounds = {redn_name[ax]: (0, b.size(expr.reduction_axis_length(ax)))
                   for ax in redn_axes}
         descrs = {redn_name[ax]: expr.redn_axis_to_redn_descr[ax]
                   for ax in redn_axes if ax in expr.redn_axis_to_redn_descr}
-        return self._finish(expr, Reduce(inner, SumReductionOperation(), bounds),
-                            b, descrs)
+        op = AnyReductionOperation() if boolean else SumReductionOperation()
+        return self._finish(expr, Reduce(inner, op, bounds), b, descrs)
 
     # }}}
 
@@ -278,9 +295,7 @@ class _ToIndexLambda(Mapper):
                    else _idx(offset + k)
                    for k, n in enumerate(ary.shape)]
         value = b.read(ary, indices)
-        if ary.dtype.kind == "u":
-            return value
-        return _wrap_negative(value, b.size(length))
+        return _clamped_index(value, b.size(length), ary.dtype.kind != "u")
 
     def map_basic_index(self, expr: BasicIndex) -> IndexLambda:
         b = _Bindings()
@@ -301,6 +316,9 @@ class _ToIndexLambda(Mapper):
                                        if isinstance(i, Array)))
         indices = []
         islice = 0
+        # axes indexed by arrays whose length may be 0 at run time: no
+        # position is valid there, the (empty) array is not read
+        maybe_empty = []
         for ind, n in zip(expr.indices, expr.array.shape, strict=True):
             if isinstance(ind, NormalizedSlice):
                 indices.append(self._slice_index(b, ind, slice_out_axes[islice]))
@@ -308,9 +326,16 @@ class _ToIndexLambda(Mapper):
             elif isinstance(ind, Array):
                 indices.append(self._array_index(b, ind, n, adv_first_axis,
                                                  adv_shape))
+                if not is_integral_scalar(n):
+                    maybe_empty.append(prim.Comparison(b.size(n), ">", 0))
             else:
                 indices.append(self._int_index(b, ind, n))
-        return self._finish(expr, b.read(expr.array, indices), b)
+        value = b.read(expr.array, indices)
+        if maybe_empty:
+            cond = (maybe_empty[0] if len(maybe_empty) == 1
+                    else prim.LogicalAnd(tuple(maybe_empty)))
+            value = prim.If(cond, value, expr.dtype.type(0))
+        return self._finish(expr, value, b)
 
     def map_contiguous_advanced_index(self, expr: AdvancedIndexInContiguousAxes
                                       ) -> IndexLambda:

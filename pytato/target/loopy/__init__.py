@@ -83,6 +83,7 @@ def generate_loopy(
             {ImplStored, Named, PrefixNamed}),
         axis_tag_t_to_not_propagate: frozenset[type[Tag]] = frozenset(),
         default_schedule: bool = True,
+        check_indices: bool = False,
         ) -> BoundProgram:
     """Code generation entry point.
 
@@ -139,10 +140,27 @@ def generate_loopy(
     array stored there: the loops of an output are those of the
     instruction ``_pt_insn_<name>`` storing it (its ``within_inames``).
 
+    :arg check_indices: whether the program checks the entries of index
+        arrays known only at run time, raising
+        :class:`~pytato.diagnostic.IndexOutOfBoundsError` naming the index
+        array after the call (see :mod:`pytato.target.loopy.index_checks`;
+        the program is then an
+        :class:`~pytato.target.loopy.index_checks.IndexCheckedProgram`).
+        Otherwise out-of-range entries are clamped (see
+        :ref:`numerical-semantics`).
+
     :raises pytato.diagnostic.CannotBeLoweredToLoopyError: for graphs with
         nodes that cannot be lowered (naming the node type).
     """
     import loopy as lp
+
+    if check_indices:
+        return _generate_checked(
+            result, target, options, function_name=function_name,
+            cl_device=cl_device,
+            array_tag_t_to_not_propagate=array_tag_t_to_not_propagate,
+            axis_tag_t_to_not_propagate=axis_tag_t_to_not_propagate,
+            default_schedule=default_schedule)
 
     from pytato.codegen import FewerCollections, normalize_outputs
 
@@ -184,6 +202,34 @@ def generate_loopy(
     if cache_key is not None:
         PROGRAM_CACHE.put(cache_key, prog)
     return prog
+
+
+def _generate_checked(result: Array | DictOfNamedArrays | Mapping[str, Array],
+                      target: LoopyTarget | None, options: lp.Options | None,
+                      **kwargs: Any) -> BoundProgram:
+    """:func:`generate_loopy` with ``check_indices=True``."""
+    import loopy as lp
+
+    from pytato.array.constructors import make_dict_of_named_arrays
+    from pytato.codegen import SINGLE_OUTPUT_NAME, normalize_outputs
+    from pytato.target.loopy.index_checks import IndexCheckedProgram, index_checks
+
+    is_dict = not isinstance(result, Array)
+    outputs = normalize_outputs(result)
+    flags = index_checks(outputs)
+    if not flags:
+        return generate_loopy(result, target, options, **kwargs)
+    if options is None:
+        options = lp.Options(return_dict=True)
+    elif not is_dict or not options.return_dict:
+        options = options.copy(return_dict=True)
+    data = {name: outputs[name] for name in outputs}
+    data.update({name: flag for name, (flag, _) in flags.items()})
+    prog = generate_loopy(make_dict_of_named_arrays(data), target, options,
+                          **kwargs)
+    return IndexCheckedProgram(  # type: ignore[return-value]
+        prog, {name: desc for name, (_, desc) in flags.items()},
+        None if is_dict else SINGLE_OUTPUT_NAME)
 
 
 def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],

@@ -31,7 +31,14 @@ from __future__ import annotations
 from typing import Any
 
 import loopy as lp
+from loopy.target.c.codegen.expression import CExpressionToCodeMapper
 from loopy.target.pyopencl import PyOpenCLCASTBuilder
+from pymbolic.mapper.stringifier import (
+    PREC_BITWISE_AND,
+    PREC_BITWISE_OR,
+    PREC_BITWISE_XOR,
+    PREC_NONE,
+)
 
 
 __all__ = ["GPU_MAX_RESTRICT_ARGUMENTS", "MAX_RESTRICT_ARGUMENTS",
@@ -44,6 +51,128 @@ MAX_RESTRICT_ARGUMENTS = 32
 
 #: :data:`MAX_RESTRICT_ARGUMENTS` for programs generated for a GPU.
 GPU_MAX_RESTRICT_ARGUMENTS = 128
+
+
+class _ComplexFromParts(lp.ScalarCallable):
+    """``_pt_complex(re, im)``: the complex number of real part *re* and
+    imaginary part *im* (pyopencl's ``cfloat_new``/``cdouble_new``), exact
+    for infinities and NaNs, unlike ``re + 1j*im``."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        import numpy as np
+        from loopy.types import NumpyType
+
+        dtypes = [arg_id_to_dtype.get(k) for k in (0, 1)]
+        if any(dt is None for dt in dtypes):
+            return self, clbl_inf_ctx
+        real = np.result_type(*(dt.numpy_dtype for dt in dtypes))
+        if real.kind != "f":
+            real = np.dtype(np.float64)
+        name = "cfloat_new" if real == np.float32 else "cdouble_new"
+        cplx = NumpyType(np.result_type(real, np.complex64))
+        return (self.copy(name_in_target=name,
+                          arg_id_to_dtype={0: NumpyType(real), 1: NumpyType(real),
+                                           -1: cplx}),
+                clbl_inf_ctx)
+
+
+class _CExpressionToCodeMapper(CExpressionToCodeMapper):  # type: ignore[misc]
+    """Parenthesizes ``&``, ``|`` and ``^`` inside other operations: loopy
+    uses Python's precedence, where they bind tighter than comparisons, and
+    prints ``(a & 1) == 0`` as ``a & 1 == 0``, which C reads as
+    ``a & (1 == 0)``."""
+
+    def _bitwise(self, op: str, prec: int, expr: Any,
+                 enclosing_prec: int) -> str:
+        s = self.join_rec(f" {op} ", expr.children, prec)
+        return f"({s})" if enclosing_prec > PREC_NONE else s
+
+    def map_bitwise_and(self, expr: Any, enclosing_prec: int) -> str:
+        return self._bitwise("&", PREC_BITWISE_AND, expr, enclosing_prec)
+
+    def map_bitwise_or(self, expr: Any, enclosing_prec: int) -> str:
+        return self._bitwise("|", PREC_BITWISE_OR, expr, enclosing_prec)
+
+    def map_bitwise_xor(self, expr: Any, enclosing_prec: int) -> str:
+        return self._bitwise("^", PREC_BITWISE_XOR, expr, enclosing_prec)
+
+
+class _ComplexFromParts(lp.ScalarCallable):
+    """``_pt_complex(re, im)``: the complex number of real part *re* and
+    imaginary part *im* (pyopencl's ``cfloat_new``/``cdouble_new``), exact
+    for infinities and NaNs, unlike ``re + 1j*im``."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        import numpy as np
+        from loopy.types import NumpyType
+
+        dtypes = [arg_id_to_dtype.get(k) for k in (0, 1)]
+        if any(dt is None for dt in dtypes):
+            return self, clbl_inf_ctx
+        real = np.result_type(*(dt.numpy_dtype for dt in dtypes))
+        if real.kind != "f":
+            real = np.dtype(np.float64)
+        name = "cfloat_new" if real == np.float32 else "cdouble_new"
+        cplx = NumpyType(np.result_type(real, np.complex64))
+        return (self.copy(name_in_target=name,
+                          arg_id_to_dtype={0: NumpyType(real), 1: NumpyType(real),
+                                           -1: cplx}),
+                clbl_inf_ctx)
+
+
+def _c_expression_to_code_mapper() -> Any:
+    from loopy.target.c.codegen.expression import CExpressionToCodeMapper
+    from pymbolic.mapper.stringifier import (
+        PREC_BITWISE_AND,
+        PREC_BITWISE_OR,
+        PREC_BITWISE_XOR,
+        PREC_NONE,
+    )
+
+    class _Mapper(CExpressionToCodeMapper):  # type: ignore[misc]
+        """Parenthesizes ``&``, ``|`` and ``^`` inside other operations:
+        loopy uses Python's precedence, where they bind tighter than
+        comparisons, and prints ``(a & 1) == 0`` as ``a & 1 == 0``, which
+        C reads as ``a & (1 == 0)``."""
+
+        def _bitwise(self, op: str, prec: int, expr: Any,
+                     enclosing_prec: int) -> str:
+            s = self.join_rec(f" {op} ", expr.children, prec)
+            return f"({s})" if enclosing_prec > PREC_NONE else s
+
+        def map_bitwise_and(self, expr: Any, enclosing_prec: int) -> str:
+            return self._bitwise("&", PREC_BITWISE_AND, expr, enclosing_prec)
+
+        def map_bitwise_or(self, expr: Any, enclosing_prec: int) -> str:
+            return self._bitwise("|", PREC_BITWISE_OR, expr, enclosing_prec)
+
+        def map_bitwise_xor(self, expr: Any, enclosing_prec: int) -> str:
+            return self._bitwise("^", PREC_BITWISE_XOR, expr, enclosing_prec)
+
+    return _Mapper()
+
+
+class _NarrowIntConversion(lp.ScalarCallable):
+    """``_pt_narrow_int(x)``: *x* (of a ``char`` or ``short`` type in
+    loopy's inference, computed in ``int`` by C) converted to that type
+    (OpenCL's ``convert_char``, ...)."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        import numpy as np
+
+        dt = arg_id_to_dtype.get(0)
+        if dt is None:
+            return self, clbl_inf_ctx
+        dtype = dt.numpy_dtype
+        name = {"b": "convert_char", "i1": "convert_char", "u1": "convert_uchar",
+                "i2": "convert_short", "u2": "convert_ushort"}.get(
+                    "b" if dtype.kind == "b" else f"{dtype.kind}{dtype.itemsize}")
+        if name is None:
+            raise TypeError(f"_pt_narrow_int: unexpected dtype {dtype}")
+        result = dt if dtype.kind != "b" else type(dt)(np.dtype(np.int8))
+        return (self.copy(name_in_target=name,
+                          arg_id_to_dtype={0: dt, -1: result}),
+                clbl_inf_ctx)
 
 
 class _CASTBuilder(PyOpenCLCASTBuilder):
@@ -68,6 +197,16 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
                 codegen_state, codegen_result, schedule_index)
         finally:
             self._unrestricted = False
+
+    def get_c_expression_to_code_mapper(self) -> Any:
+        return _CExpressionToCodeMapper()
+
+    @property
+    def known_callables(self) -> dict[str, Any]:
+        callables = dict(super().known_callables)
+        callables["_pt_complex"] = _ComplexFromParts(name="_pt_complex")
+        callables["_pt_narrow_int"] = _NarrowIntConversion(name="_pt_narrow_int")
+        return callables
 
     def _pointer(self, var: Any, is_written: bool) -> Any:
         from cgen import Const, Pointer

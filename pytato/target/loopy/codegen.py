@@ -394,6 +394,108 @@ def _opaque_divisor(den: Any) -> Any:
     return den
 
 
+def _guard_integer_division(den: Any, result: Any, by_minus_one: Any) -> Any:
+    """Integer ``//`` or ``%`` defined for every divisor: numpy's 0 for a
+    zero divisor, and the quotient ``-num`` (remainder 0) for -1, which C
+    leaves undefined for the smallest integer (x86 traps). A constant
+    divisor other than 0 and -1 needs no guard."""
+    if isinstance(den, (int, np.integer)) and not isinstance(den, bool):
+        if int(den) == 0:
+            # user operands are numpy scalars (dividing by them is defined);
+            # a Python int 0 comes from the index arithmetic of empty
+            # arrays (reshapes), never evaluated: loopy's bounds check
+            # would refuse a constant index into the empty array
+            return 0 if isinstance(den, np.integer) else result
+        if int(den) == -1:
+            return by_minus_one
+        return result
+    return prim.If(prim.Comparison(den, "==", 0), 0,
+                   prim.If(prim.Comparison(den, "==", -1), by_minus_one,
+                           result))
+
+
+def _integer_power(base: Any, exponent: Any, exp_dtype: Any) -> Any:
+    """Integer powers with negative exponents known only at run time
+    (constant ones are refused at construction, as numpy does):
+    ``1/base**-n`` truncated toward zero, i.e. 1 for a base of 1,
+    +-1 for -1 and 0 otherwise (0 too for a base of 0, where C's
+    ``1/0`` would be undefined)."""
+    if isinstance(exponent, (int, np.integer)) or not (
+            isinstance(exp_dtype, np.dtype) and exp_dtype.kind == "i"):
+        return prim.Power(base, exponent)
+    minus_one = prim.If(prim.Comparison(prim.Remainder(exponent, 2), "==", 0),
+                        1, -1)
+    negative = prim.If(prim.Comparison(base, "==", 1), 1,
+                       prim.If(prim.Comparison(base, "==", -1), minus_one, 0))
+    return prim.If(prim.Comparison(exponent, "<", 0), negative,
+                   prim.Power(base, exponent))
+
+
+def _complex_power(base: Any, exponent: Any, dtype: np.dtype[Any]) -> Any:
+    """numpy's complex power: ``z**0`` is 1, ``0**w`` is 0 for
+    ``real(w) > 0`` and NaN otherwise, small integral exponents multiply
+    (as numpy does, for exponents in (-100, 100)), the rest ``exp(w
+    log(z))``."""
+    if isinstance(exponent, (int, float, complex, np.number)):
+        w = complex(exponent)
+        if w.imag == 0 and w.real == int(w.real) and abs(w.real) < 100:
+            n = int(w.real)
+            if n == 0:
+                return dtype.type(1)
+            result: Any = None
+            square = base
+            k = abs(n)
+            while k:
+                if k & 1:
+                    result = square if result is None else prim.Product(
+                        (result, square))
+                k >>= 1
+                if k:
+                    square = prim.Product((square, square))
+            return prim.Quotient(dtype.type(1), result) if n < 0 else result
+    (br, bi), (er, ei) = _complex_parts(base), _complex_parts(exponent)
+    zero = np.empty(0, dtype).real.dtype.type(0)
+    general = prim.Power(base, exponent)
+    at_zero = prim.If(prim.Comparison(er, ">", zero), dtype.type(0),
+                      dtype.type(complex(np.nan, np.nan)))
+    return prim.If(
+        prim.LogicalAnd((prim.Comparison(er, "==", zero),
+                         prim.Comparison(ei, "==", zero))), dtype.type(1),
+        prim.If(prim.LogicalAnd((prim.Comparison(br, "==", zero),
+                                 prim.Comparison(bi, "==", zero))),
+                at_zero, general))
+
+
+def _complex_quotient(num: Any, den: Any) -> Any:
+    """Complex division by Smith's method, numpy's algorithm: its
+    infinities and NaNs for zero and infinite operands (``(1+1j)/0`` is
+    ``inf+infj``, ``0/0j`` is ``nan+nanj``)."""
+    (ar, ai), (br, bi) = _complex_parts(num), _complex_parts(den)
+    abs_br, abs_bi = _call("fabs", br), _call("fabs", bi)
+
+    def cplx(re: Any, im: Any) -> Any:
+        return _call("_pt_complex", re, im)
+
+    rat = prim.Quotient(bi, br)
+    scl = prim.Quotient(1, prim.Sum((br, prim.Product((bi, rat)))))
+    real_larger = cplx(
+        prim.Product((prim.Sum((ar, prim.Product((ai, rat)))), scl)),
+        prim.Product((prim.Sum((ai, prim.Product((-1, ar, rat)))), scl)))
+    by_zero = cplx(prim.Quotient(ar, abs_br), prim.Quotient(ai, abs_br))
+    rat2 = prim.Quotient(br, bi)
+    scl2 = prim.Quotient(1, prim.Sum((bi, prim.Product((br, rat2)))))
+    imag_larger = cplx(
+        prim.Product((prim.Sum((prim.Product((ar, rat2)), ai)), scl2)),
+        prim.Product((prim.Sum((prim.Product((ai, rat2)), prim.Product((-1, ar)))),
+                      scl2)))
+    return prim.If(
+        prim.Comparison(abs_br, ">=", abs_bi),
+        prim.If(prim.LogicalAnd((prim.Comparison(br, "==", 0),
+                                 prim.Comparison(bi, "==", 0))),
+                by_zero, real_larger),
+        imag_larger)
+
+
 def _is_inexact(dtype: Any) -> bool:
     return (isinstance(dtype, float)
             or (isinstance(dtype, np.dtype) and dtype.kind in "fc"))
@@ -508,12 +610,28 @@ class ScalarToLoopyMapper(IdentityMapper):
                      prim.Comparison(li, expr.operator, ri))
             return (prim.LogicalAnd(parts) if expr.operator == "=="
                     else prim.LogicalOr(parts))
+        if _is_complex(self._dtype(expr.left)) or _is_complex(
+                self._dtype(expr.right)):
+            # numpy 2's lexicographic order: real parts first (when neither
+            # imaginary part is NaN), then imaginary parts
+            (lr, li), (rr, ri) = _complex_parts(left), _complex_parts(right)
+            strict = expr.operator[0]
+            return prim.LogicalOr((
+                prim.LogicalAnd((prim.Comparison(lr, strict, rr),
+                                 prim.Comparison(li, "==", li),
+                                 prim.Comparison(ri, "==", ri))),
+                prim.LogicalAnd((prim.Comparison(lr, "==", rr),
+                                 prim.Comparison(li, expr.operator, ri)))))
         return prim.Comparison(left, expr.operator, right)
 
     def map_type_cast(self, expr: TypeCast) -> Any:
         inner = self._operand(expr.inner_expr)
         dtype = np.dtype(expr.dtype)
         if dtype.kind == "b":
+            if _is_complex(self._dtype(expr.inner_expr)):
+                re, im = _complex_parts(inner)
+                return prim.LogicalOr((prim.Comparison(re, "!=", 0),
+                                       prim.Comparison(im, "!=", 0)))
             return prim.Comparison(inner, "!=", 0)
         return LoopyTypeCast(dtype, inner)
 
@@ -529,22 +647,38 @@ class ScalarToLoopyMapper(IdentityMapper):
         simple = simplify_floor_div(num, den, self.state.index_ranges)
         if simple is not None:
             return simple
-        return prim.FloorDiv(num, _opaque_divisor(den))
+        return _guard_integer_division(
+            den, prim.FloorDiv(num, _opaque_divisor(den)),
+            prim.Product((-1, num)))
 
     def map_remainder(self, expr: prim.Remainder) -> Any:
         num, den = self._operand(expr.numerator), self._operand(expr.denominator)
         if _is_inexact(self._dtype(expr)):
             # numpy: the result has the sign of the divisor
             quot = prim.Call(prim.Variable("floor"), (prim.Quotient(num, den),))
-            return prim.Sum((num, prim.Product((-1, den, quot))))
+            rem = prim.Sum((num, prim.Product((-1, den, quot))))
+            dtype = np.dtype(self._dtype(expr))
+            if dtype.kind == "c":
+                return rem
+            # a zero remainder has the sign of the divisor, as in numpy: it
+            # is +0.0 here, negated for a negative divisor (not a -0.0
+            # literal: loopy prints 0.0 and -0.0 of one kernel alike)
+            return prim.If(prim.LogicalAnd((prim.Comparison(rem, "==", 0),
+                                            prim.Comparison(den, "<", 0))),
+                           prim.Product((-1, rem)), rem)
         simple = simplify_remainder(num, den, self.state.index_ranges)
         if simple is not None:
             return simple
-        return prim.Remainder(num, _opaque_divisor(den))
+        return _guard_integer_division(
+            den, prim.Remainder(num, _opaque_divisor(den)), 0)
 
     def map_quotient(self, expr: prim.Quotient) -> Any:
-        return prim.Quotient(self._operand(expr.numerator),
-                             self._operand(expr.denominator))
+        num, den = self._operand(expr.numerator), self._operand(expr.denominator)
+        dtype = self._dtype(expr)
+        if isinstance(dtype, np.dtype) and dtype.kind == "c" and not (
+                isinstance(den, (int, float, complex, np.number)) and den != 0):
+            return _complex_quotient(num, den)
+        return prim.Quotient(num, den)
 
     def map_power(self, expr: prim.Power) -> Any:
         exponent = expr.exponent
@@ -552,17 +686,41 @@ class ScalarToLoopyMapper(IdentityMapper):
                 and exponent.imag == 0 and exponent.real == int(exponent.real)
                 and abs(exponent.real) < 2**31):
             # an integral exponent converted to the complex result dtype:
-            # loopy's complex power expands small integers by multiplication
-            # and needs them as integers (and cpowr is exact for them)
+            # kept as an integer (multiplied out, exact)
             exponent = int(exponent.real)
-        return prim.Power(self._operand(expr.base), self._operand(exponent))
+        base = self._operand(expr.base)
+        dtype = self._dtype(expr)
+        if isinstance(dtype, np.dtype) and dtype.kind == "c":
+            return _complex_power(base, self._operand(exponent), dtype)
+        if isinstance(dtype, np.dtype) and dtype.kind in "iu":
+            return _integer_power(base, self._operand(exponent),
+                                  self._dtype(expr.exponent))
+        return prim.Power(base, self._operand(exponent))
 
     def map_right_shift(self, expr: prim.RightShift) -> Any:
         return prim.RightShift(self._operand(expr.shiftee),
                                self._operand(expr.shift))
 
+    def _truth(self, expr: Any) -> Any:
+        """*expr* lowered as a truth value: a complex number is true when
+        either part is nonzero (C cannot test a complex struct)."""
+        if _is_complex(self._dtype(expr)):
+            re, im = _complex_parts(self.rec(expr))
+            return prim.LogicalOr((prim.Comparison(re, "!=", 0),
+                                   prim.Comparison(im, "!=", 0)))
+        return self.rec(expr)
+
+    def map_logical_and(self, expr: prim.LogicalAnd) -> Any:
+        return prim.LogicalAnd(tuple(self._truth(c) for c in expr.children))
+
+    def map_logical_or(self, expr: prim.LogicalOr) -> Any:
+        return prim.LogicalOr(tuple(self._truth(c) for c in expr.children))
+
+    def map_logical_not(self, expr: prim.LogicalNot) -> Any:
+        return prim.LogicalNot(self._truth(expr.child))
+
     def map_if(self, expr: prim.If) -> Any:
-        return prim.If(self.rec(expr.condition), self._operand(expr.then),
+        return prim.If(self._truth(expr.condition), self._operand(expr.then),
                        self._operand(expr.else_))
 
     def map_reduce(self, expr: Reduce) -> Any:
@@ -580,7 +738,16 @@ class ScalarToLoopyMapper(IdentityMapper):
             inames.append(iname)
         inner = ScalarToLoopyMapper(state, self.node, self.bindings, index_map,
                                     self.ctx)._operand(expr.inner_expr)
-        op = _loopy_reduction_op(expr.op, self._dtype(expr.inner_expr))
+        dtype = self._dtype(expr.inner_expr)
+        if isinstance(expr.op, (MaxReductionOperation, MinReductionOperation)) \
+                and isinstance(dtype, np.dtype) and dtype.kind in "biu" \
+                and dtype.itemsize < 4 and not isinstance(
+                    inner, (prim.Variable, prim.Subscript)):
+            # C computes on chars and shorts in int: OpenCL's min/max of
+            # (char, int) is ambiguous; loopy drops a cast to the type it
+            # infers, an explicit conversion stays
+            inner = _call("_pt_narrow_int", inner)
+        op = _loopy_reduction_op(expr.op, dtype)
         return LoopyReduction(op, tuple(inames),
                               inner, allow_simultaneous=False)
 

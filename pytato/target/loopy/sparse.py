@@ -20,9 +20,10 @@ stored by the caller, so each element of ``x`` is computed once however
 many stored elements refer to it.
 
 The assumptions on the index arrays (see :mod:`pytato.array.sparse`) are
-not checked unless the matrix is tagged
-:class:`~pytato.array.sparse.CheckIndexBounds`: then a row whose bounds
-are invalid, or that has an element with an out-of-range column, is not
+checked in generated code when the index arrays are not constant data
+(:func:`~pytato.make_csr_matrix` checks constant ones) or the matrix is
+tagged :class:`~pytato.array.sparse.CheckIndexBounds`: then a row whose
+bounds are invalid, or that has an element with an out-of-range column, is not
 read out of bounds and its row of the result is NaN (the smallest integer
 for integer results, *True* for booleans).
 
@@ -197,7 +198,13 @@ class SparseLoweringMixin:
         from pytato.target.loopy.calls import Callee, _interface
 
         mat = expr.matrix
-        check = bool(mat.tags_of_type(CheckIndexBounds))
+        from pytato.array.inputs import DataWrapper
+        # index data known only at run time is always checked: generated
+        # code never reads outside an array (constant data was checked by
+        # make_csr_matrix)
+        check = bool(mat.tags_of_type(CheckIndexBounds)) or not (
+            isinstance(mat.elem_col_indices, DataWrapper)
+            and isinstance(mat.row_starts, DataWrapper))
         bc = self.build_context
         # parallel callees can only be called from the entrypoint
         parallel = bc.depth == 0

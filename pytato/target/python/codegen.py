@@ -323,7 +323,13 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
             step = "" if idx.step == 1 else f":{idx.step}"
             return f"{start}:{stop}{step}"
         if isinstance(idx, Array):
-            return self.rec(idx)
+            # the policy of the OpenCL target: negative entries count from
+            # the end once, the rest is clamped to the axis
+            n = self.size_code(length)
+            code = self.rec(idx)
+            if idx.dtype.kind != "u":
+                code = f"{self.np}.where({code} < 0, {code} + ({n}), {code})"
+            return f"{self.np}.clip({code}, 0, ({n}) - 1)"
         return self.size_code(idx)
 
     def _map_index(self, expr: IndexBase) -> str:
