@@ -407,8 +407,9 @@ def test_err_on_created_duplicate() -> None:
 
     class Rebuild(CopyMapper):
         def map_index_lambda(self, expr: IndexLambda) -> ArrayOrNames:
-            return IndexLambda(expr.expr, expr.shape, expr.dtype,
-                               dict(expr.bindings))
+            return IndexLambda(expr.shape, expr.dtype, expr.expr,
+                               dict(expr.bindings),
+                               dict(expr.var_to_reduction_descr))
 
     assert Rebuild()(y) == y
     with pytest.raises(MapperCreatedDuplicateError):
@@ -776,7 +777,7 @@ def chain() -> pt.Array:
     dtype = np.dtype(np.float64)
     y: pt.Array = x
     for _ in range(DEPTH):
-        y = IndexLambda(expr, (4,), dtype, {"_in0": y})
+        y = IndexLambda((4,), dtype, expr, {"_in0": y})
     return y
 
 

@@ -701,24 +701,6 @@ class ScalarToLoopyMapper(IdentityMapper):
         return prim.RightShift(self._operand(expr.shiftee),
                                self._operand(expr.shift))
 
-    def _truth(self, expr: Any) -> Any:
-        """*expr* lowered as a truth value: a complex number is true when
-        either part is nonzero (C cannot test a complex struct)."""
-        if _is_complex(self._dtype(expr)):
-            re, im = _complex_parts(self.rec(expr))
-            return prim.LogicalOr((prim.Comparison(re, "!=", 0),
-                                   prim.Comparison(im, "!=", 0)))
-        return self.rec(expr)
-
-    def map_logical_and(self, expr: prim.LogicalAnd) -> Any:
-        return prim.LogicalAnd(tuple(self._truth(c) for c in expr.children))
-
-    def map_logical_or(self, expr: prim.LogicalOr) -> Any:
-        return prim.LogicalOr(tuple(self._truth(c) for c in expr.children))
-
-    def map_logical_not(self, expr: prim.LogicalNot) -> Any:
-        return prim.LogicalNot(self._truth(expr.child))
-
     def map_if(self, expr: prim.If) -> Any:
         return prim.If(self._truth(expr.condition), self._operand(expr.then),
                        self._operand(expr.else_))
