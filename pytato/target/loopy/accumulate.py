@@ -154,7 +154,10 @@ class _Realizer(_LoopyIdentityMapper):
         init_id = self.ids(f"{self.insn.id}_{acc.name}_init")
         update_id = self.ids(f"{self.insn.id}_{acc.name}_update")
         within = self.insn.within_inames
-        lanes = self.lanes.split(expr.inames[-1], self.names)
+        lanes = self.lanes.split(
+            expr.inames[-1], self.names,
+            tuple(i for i in expr.inames[:-1]
+                  if not self.kernel.iname_tags(i)))
         if lanes is not None:
             return self._interleaved(expr, op, acc, acc_dtype, neutral,
                                      init_id, update_id, lanes)
@@ -232,7 +235,7 @@ class _Lanes:
         self.unrolled: list[str] = []
         self.priorities: list[tuple[str, str]] = []
 
-    def split(self, iname: str, names: Any
+    def split(self, iname: str, names: Any, outer: tuple[str, ...] = ()
               ) -> tuple[str, str, str, str] | None:
         """The new inames (the lane of the init, the lane and the step of
         the update, the lane of the combination) replacing the reduction
@@ -280,8 +283,9 @@ class _Lanes:
             isl.BasicSet(f"{{ [{rest}] : 1 <= {rest} < {k} }}"))
         self.dropped.add(home)
         self.unrolled.extend((lane0, lane, rest))
-        # the lanes inside the steps
-        self.priorities.append((step, lane))
+        # the lanes inside the steps, inside the reduction's other inames
+        # (its order: the innermost iname is the contiguous one)
+        self.priorities.append((*outer, step, lane))
         return lane0, lane, step, rest
 
     def apply(self, kernel: lp.LoopKernel) -> lp.LoopKernel:
