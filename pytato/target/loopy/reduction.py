@@ -52,6 +52,7 @@ elements are shared among the groups, whatever the extents of its axes. On
 CPUs, full reductions are instead cut into contiguous parts by
 :func:`split_reduction_parts`, each reduced by one work-item.
 
+.. autofunction:: box_extent
 .. autofunction:: flatten_reduction_inames
 .. autofunction:: split_reduction_parts
 """
@@ -73,6 +74,7 @@ from loopy.symbolic import (
 __all__ = [
     "DEFAULT_CHUNK",
     "DEFAULT_COLUMN_RUN",
+    "box_extent",
     "flatten_reduction_inames",
     "split_reduction_columns",
     "split_reduction_parts",

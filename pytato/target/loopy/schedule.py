@@ -32,7 +32,14 @@ loops: one assignment computing all elements of a stored array, as
   of an operand) reduces in parallel: the reduction iname is split, its
   inner part tagged ``l.0`` (a work-group tree reduction in local memory,
   by :mod:`loopy`), and the output inames go to ``g.0`` alone. A full
-  reduction (0-d result) over at least 4 times
+  reduction (0-d result) over a box of constant extents is shared by all
+  groups of the device, whatever the number of its axes: on a GPU, its
+  inames are flattened into one and reduced in two stages as below; on a
+  CPU, it is cut into about
+  :attr:`DeviceInfo.reduction_parts` contiguous parts, each reduced by one
+  work-item with interleaved accumulators, then the parts by one
+  work-item (:func:`~pytato.target.loopy.reduction.split_reduction_parts`).
+  Otherwise, a full reduction over at least 4 times
   :attr:`DeviceInfo.compute_units` times
   :attr:`DeviceInfo.reduction_group_size` elements (or a symbolic number)
   runs in two stages, with :attr:`DeviceInfo.reduction_num_groups` groups
@@ -46,7 +53,8 @@ loops: one assignment computing all elements of a stored array, as
   tree-reduced in local memory) where the extents are multiples of the
   group's, else in chunks of rows summed per output by a second kernel
   (:func:`~pytato.target.loopy.reduction.split_reduction_columns`); on a
-  CPU always in chunks (runs of 32 rows per chunk). Other reductions are
+  CPU always in chunks (runs of 32 rows per chunk); several strided
+  reduction axes are flattened into one first. Other reductions are
   loops inside each work-item.
 * **Small reductions (GPU).** An einsum-like nest (one instruction, one sum
   over at most 64 terms) with an operand shared by all elements, or with a
@@ -92,6 +100,8 @@ Work-group sizes come from a :class:`DeviceInfo`:
 .. autoclass:: DeviceInfo
 .. autodata:: SILENCED_WRITE_RACES
 .. autodata:: MIN_LANE_EXTENT
+.. autodata:: MIN_PART_ELEMENTS
+.. autodata:: CPU_COLUMN_RUN
 .. autofunction:: default_schedule
 """
 
@@ -889,13 +899,12 @@ def _prod(values: list[int | None]) -> int:
 #: are used (symbolic extents always use them).
 MIN_LANE_EXTENT = 64
 
-#: The least number of elements per part of a full reduction on a CPU
-#: (:func:`_full_reduction`).
+#: The least number of elements per part of a full reduction on a CPU.
 MIN_PART_ELEMENTS = 256
 
 COLUMN_TREE_COLUMNS = 32
 
-#: Rows per chunk of a column reduction on a CPU (:func:`_column_reduction`).
+#: Rows per chunk of a column reduction on a CPU.
 CPU_COLUMN_RUN = 32
 COLUMN_TREE_ROWS = 16
 
@@ -1045,11 +1054,16 @@ def _num_parts(n: int, target: int, group_size: int) -> int | None:
     """The number of parts of :func:`_full_reduction` for an extent *n*: a
     divisor of *n* between ``target/4`` (at least 2) and ``2*target``, a
     multiple of *group_size* if there is one, closest to *target* (by
-    ratio); None if there is none."""
+    ratio); None if there is none. (At most ``min(2*target, sqrt(n))``
+    steps.)"""
     import math
     lo, hi = max(2, -(-target // 4)), 2 * target
-    divisors = [d for k in range(1, math.isqrt(n) + 1) if n % k == 0
-                for d in {k, n // k} if lo <= d <= hi]
+    root = math.isqrt(n)
+    if hi - lo < root:
+        divisors = [d for d in range(lo, hi + 1) if n % d == 0]
+    else:
+        divisors = [d for k in range(1, root + 1) if n % k == 0
+                    for d in {k, n // k} if lo <= d <= hi]
     if not divisors:
         return None
     return min(divisors, key=lambda d: (d % group_size != 0,
