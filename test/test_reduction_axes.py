@@ -22,9 +22,9 @@ SCHEDULES = {
     "gpu": DeviceInfo(kind="gpu", compute_units=4, max_work_group_size=256),
 }
 
-# large enough for the multi-group paths: 1920 elements (the CPU splits
-# full reductions of at least 512, the small GPU those of at least 1024)
-SHAPES = [(48, 40), (12, 10, 16)]
+# large enough for the multi-group paths: 4608 elements (the CPU splits
+# full reductions of at least 512, the small GPU those of at least 4096)
+SHAPES = [(72, 64), (12, 16, 24)]
 
 _OPS = {
     "sum": (pt.sum, np.sum),
@@ -52,7 +52,7 @@ def _data(rng, dtype, shape, op):
         # mostly one value, so that any/all over many axes are not trivial
         return rng.random(shape) < (0.999 if op == "all" else 0.001)
     if op == "prod":
-        # neither overflow nor underflow over 1920 factors
+        # neither overflow nor underflow over 4608 factors
         if dtype.kind == "i":
             return rng.choice(np.array([-1, 1], dtype), shape)
         x = 1 + (rng.random(shape) - 0.5) * 0.01
@@ -288,3 +288,28 @@ def test_split_reduction_parts(queue):
 # }}}
 
 # vim: foldmethod=marker
+
+
+@pytest.mark.parametrize("schedule", sorted(SCHEDULES))
+def test_few_outputs_share_the_device(queue, schedule):
+    """Reductions with fewer outputs than the device's compute units (GPU)
+    or a few per unit (CPU) are shared among all groups, like full
+    reductions, one output after the other."""
+    info = SCHEDULES[schedule]
+    rng = np.random.default_rng(6)
+    x = pt.make_placeholder("x", (3, 8192), np.float64)
+    y = pt.make_placeholder("y", (2, 64, 3, 32), np.float64)
+    graph = {"rows": pt.sum(x, axis=1), "mid": pt.amax(y, axis=(0, 1, 3)),
+             "prod": pt.prod(1 + x * 1e-3, axis=1)}
+    with lp.CacheMode(False):
+        prg = pt.generate_loopy(graph, cl_device=info)
+    knl = prg.program.default_entrypoint
+    barriers = [i.id for i in knl.instructions
+                if i.id.endswith(("_parts_barrier", "_two_stage_barrier"))]
+    assert len(barriers) == 3
+    xa, ya = rng.random((3, 8192)), rng.random((2, 64, 3, 32))
+    _, res = prg(queue, x=xa, y=ya)
+    np.testing.assert_allclose(res["rows"], xa.sum(1), rtol=1e-12)
+    np.testing.assert_array_equal(res["mid"], ya.max(axis=(0, 1, 3)))
+    np.testing.assert_allclose(res["prod"], (1 + xa * 1e-3).prod(1),
+                               rtol=1e-12)

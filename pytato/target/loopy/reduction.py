@@ -703,15 +703,17 @@ def flatten_reduction_inames(kernel: lp.LoopKernel, insn_id: str,
 def split_reduction_parts(kernel: lp.LoopKernel, insn_id: str, *,
                           num_parts: int, group_size: int,
                           iname: str | None = None) -> lp.LoopKernel:
-    """Compute the full reduction (no output inames) of the instruction
-    *insn_id* in two stages, for CPUs:
+    """Compute the reduction of the instruction *insn_id*, a full
+    reduction or one with few outputs, in two stages, for CPUs:
 
     * **Stage 1.** Work-item ``p`` (``0 <= p < num_parts``, split by
       *group_size* onto ``g.0``/``l.0``) reduces the contiguous part ``r =
       p*m + t``, ``0 <= t < m`` of the reduction iname *iname* (``m =
       n / num_parts`` for its extent ``n``, which *num_parts* must
       divide), together with the other inames of the reduction, into
-      ``partial[p]``, a new global temporary. The reduction over ``t`` and
+      ``partial[p, outputs...]``, a new global temporary (for each output
+      in turn: duplicates of the output inames are sequential loops in
+      each work-item). The reduction over ``t`` and
       the other inames is left sequential (the default schedule gives it
       interleaved accumulators: :mod:`pytato.target.loopy.accumulate`): a
       work-item reads consecutive addresses, which a CPU's compiler can
@@ -719,7 +721,8 @@ def split_reduction_parts(kernel: lp.LoopKernel, insn_id: str, *,
       in :func:`split_reduction_two_stage`) keeps each work-item's loop a
       scalar chain of dependent updates.
     * **Stage 2.** After a global barrier, the instruction *insn_id*
-      reduces ``partial`` sequentially (one work-item).
+      reduces ``partial`` sequentially (one work-item, looping over the
+      outputs).
 
     :arg iname: the reduction iname to cut into parts (by default the
         first one of the reduction); its domain must be ``0 <= iname < n``
@@ -732,9 +735,10 @@ def split_reduction_parts(kernel: lp.LoopKernel, insn_id: str, *,
     if num_parts < 1 or group_size < 1:
         raise ValueError("num_parts and group_size must be positive")
     insn, out_name, out_inames, red = _the_reduction(kernel, insn_id)
-    if out_inames:
-        raise ValueError(f"instruction '{insn_id}' has output inames "
-                         "(a full reduction is expected)")
+    if out_inames and kernel.get_inames_domain(
+            frozenset(out_inames)).is_empty():
+        # no outputs
+        return kernel
     if iname is None:
         iname = red.inames[0]
     elif iname not in red.inames:
@@ -764,7 +768,8 @@ def split_reduction_parts(kernel: lp.LoopKernel, insn_id: str, *,
                        if seq_inames else inner_expr)
     stage2_red = LoopyReduction(
         red.operation, (p_c,),
-        prim.Subscript(prim.Variable(partial), (prim.Variable(p_c),)),
+        prim.Subscript(prim.Variable(partial), (
+            prim.Variable(p_c), *(prim.Variable(i) for i in out_inames))),
         allow_simultaneous=False)
     new_domains = [
         isl.BasicSet(f"{{ [{r_p}] : 0 <= {r_p} < {num_parts} }}"),
@@ -772,10 +777,14 @@ def split_reduction_parts(kernel: lp.LoopKernel, insn_id: str, *,
     if m > 1:
         new_domains.append(isl.BasicSet(f"{{ [{r_t}] : 0 <= {r_t} < {m} }}"))
     kernel = _with_stages(
-        kernel, insn, red, iname, out_name=out_name, out_inames=[],
+        kernel, insn, red, iname, out_name=out_name, out_inames=out_inames,
         partial=partial, part=r_p, num_parts=num_parts,
         stage1_red=stage1_red, stage2_red=stage2_red, stage1_id=stage1_id,
         barrier_id=barrier_id, new_domains=new_domains)
+    if out_inames:
+        kernel = lp.duplicate_inames(
+            kernel, out_inames, within=f"id:{stage1_id}",
+            new_inames=[vng(f"{i}_s1") for i in out_inames])
     return lp.split_iname(kernel, r_p, min(group_size, num_parts),
                           outer_tag="g.0", inner_tag="l.0")
 

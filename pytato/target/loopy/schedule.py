@@ -184,6 +184,7 @@ class DeviceInfo:
     .. attribute:: accumulator_lanes
     .. attribute:: parts_group_size
     .. attribute:: reduction_parts
+    .. attribute:: few_outputs
     """
 
     kind: str
@@ -333,6 +334,16 @@ class DeviceInfo:
         balance the threads of the device; 64 to 1024 parts in all were
         within noise on PoCL, 2 cores)."""
         return 16 * self.compute_units * self.parts_group_size
+
+    @property
+    def few_outputs(self) -> int:
+        """Reductions with fewer outputs than this (and at least
+        :data:`MIN_PART_ELEMENTS` elements per part) are shared among all
+        groups like full reductions: the compute units on a GPU (with
+        fewer, one group per output leaves units idle), 4 per compute unit
+        on a CPU (:attr:`min_parallel_outputs`)."""
+        return self.compute_units if self.is_gpu \
+            else self.min_parallel_outputs
 
     @property
     def min_parallel_outputs(self) -> int:
@@ -1071,17 +1082,21 @@ def _num_parts(n: int, target: int, group_size: int) -> int | None:
 
 
 def _full_reduction(kernel: lp.LoopKernel, insn: Any, red: LoopyReduction,
-                    info: DeviceInfo) -> lp.LoopKernel | None:
-    """The full reduction (no output inames) *red* of *insn* over a box of
-    constant extents, computed by all groups of the device, or None (the
-    generic path decides).
+                    info: DeviceInfo, n_out: int = 1
+                    ) -> lp.LoopKernel | None:
+    """The reduction *red* of *insn* over a box of constant extents, with
+    no outputs (a full reduction) or *n_out* outputs, fewer than
+    :attr:`DeviceInfo.few_outputs`, computed by all groups of the device;
+    or None (the generic path decides).
 
-    * GPU, several reduction inames: they are flattened into one
+    * GPU: several reduction inames are flattened into one
       (:func:`~pytato.target.loopy.reduction.flatten_reduction_inames`),
       reduced in two stages over all compute units
       (:func:`~pytato.target.loopy.reduction.split_reduction_two_stage`);
       without the flattening, the groups would share one axis only (a
-      4096 x 4096 sum ran as one work-group on an H100).
+      4096 x 4096 sum ran as one work-group on an H100). A single iname
+      with outputs is split likewise (one output after the other in each
+      group).
     * CPU: the first reduction iname (or, where its extent has no fit
       divisor, all of them flattened) is cut into
       :attr:`DeviceInfo.reduction_parts` contiguous parts (about; a
@@ -1099,12 +1114,17 @@ def _full_reduction(kernel: lp.LoopKernel, insn: Any, red: LoopyReduction,
         return None
     total = _prod(list(extents))
     if info.is_gpu:
-        if len(red.inames) < 2 or total < 4 * info.reduction_group_size:
+        if total < 4 * info.compute_units * info.reduction_group_size or (
+                len(red.inames) < 2 and n_out == 1):
+            # (one iname, no outputs: the generic two-stage path)
             return None
-        flattened = flatten_reduction_inames(kernel, insn.id)
-        if flattened is None:
-            return None
-        kernel, flat = flattened
+        if len(red.inames) > 1:
+            flattened = flatten_reduction_inames(kernel, insn.id)
+            if flattened is None:
+                return None
+            kernel, flat = flattened
+        else:
+            flat = red.inames[0]
         return split_reduction_two_stage(
             kernel, insn.id, num_groups=info.two_stage_groups(total),
             group_size=info.two_stage_group_size, iname=flat,
@@ -1180,8 +1200,11 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
     if columns is not None:
         return columns
 
-    if not out_inames and len(insns) == 1 and len(coll.reductions) == 1:
-        full = _full_reduction(kernel, insns[0], coll.reductions[0], info)
+    if len(insns) == 1 and len(coll.reductions) == 1 and (
+            not out_inames or (n_out is not None
+                               and n_out < info.few_outputs)):
+        full = _full_reduction(kernel, insns[0], coll.reductions[0], info,
+                               n_out or 1)
         if full is not None:
             return full
 
