@@ -580,9 +580,19 @@ def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
     stage1_id = ing(f"{insn_id}_stage1")
     barrier_id = ing(f"{insn_id}_columns_barrier")
 
-    flat = ((prim.Variable(r_s) * num_chunks + prim.Variable(r_c)) * run
-            + prim.Variable(r_t))
-    seq_inames, inner_expr = _steps_of(red, iname, flat, (r_s, r_t, r_d))
+    exact = box_extent(kernel, iname) == num_chunks * run
+    if exact:
+        # the chunks cover the extent exactly: r = r_c*run + r_t, no guard
+        # and no steps over runs, so that the run's iname is the
+        # reduction's innermost, of a domain of its own (long runs get
+        # interleaved accumulators: pytato.target.loopy.accumulate)
+        flat = prim.Variable(r_c) * run + prim.Variable(r_t)
+        steps: tuple[str, ...] = (r_t,)
+    else:
+        flat = ((prim.Variable(r_s) * num_chunks + prim.Variable(r_c)) * run
+                + prim.Variable(r_t))
+        steps = (r_s, r_t, r_d)
+    seq_inames, inner_expr = _steps_of(red, iname, flat, steps)
     stage1_red = LoopyReduction(red.operation, seq_inames, inner_expr,
                                 allow_simultaneous=False)
     stage2_red = LoopyReduction(
@@ -591,8 +601,12 @@ def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
             prim.Variable(p_c), *(prim.Variable(i) for i in out_inames))),
         allow_simultaneous=False)
 
-    doms = _column_domains(kernel, iname, r_c, r_s, r_t, r_d, num_chunks,
-                           run)
+    if exact:
+        doms = [isl.BasicSet(f"{{ [{r_c}] : 0 <= {r_c} < {num_chunks} }}"),
+                isl.BasicSet(f"{{ [{r_t}] : 0 <= {r_t} < {run} }}")]
+    else:
+        doms = _column_domains(kernel, iname, r_c, r_s, r_t, r_d,
+                               num_chunks, run)
     p_dom = isl.BasicSet(f"{{ [{p_c}] : 0 <= {p_c} < {num_chunks} }}")
     kernel = _with_stages(
         kernel, insn, red, iname, out_name=out_name, out_inames=out_inames,
@@ -602,7 +616,8 @@ def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
     dup = [vng(f"{i}_s1") for i in out_inames]
     kernel = lp.duplicate_inames(kernel, out_inames, within=f"id:{stage1_id}",
                                  new_inames=dup)
-    kernel = lp.prioritize_loops(kernel, (r_s, r_t))
+    if not exact:
+        kernel = lp.prioritize_loops(kernel, (r_s, r_t))
     kernel = lp.tag_inames(kernel, {r_c: "g.1"})
     kernel = _tag_outputs(kernel, dup, group_size, "g.2")
     return _tag_outputs(kernel, list(out_inames), group_size, "g.1")
