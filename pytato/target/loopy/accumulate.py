@@ -191,32 +191,115 @@ class _Realizer(_LoopyIdentityMapper):
         iname = expr.inames[-1]
         flat = k * prim.Variable(step) + prim.Variable(lane)
         body = SubstitutionMapper(make_subst_func({iname: flat}))(expr.expr)
-        update, _ = op([acc_dtype], acc[prim.Variable(lane)], body,
-                       callables_table=table, target=target)
         combine, _ = op([acc_dtype], acc[0], acc[prim.Variable(rest)],
                         callables_table=table, target=target)
         self.new_temps[acc.name] = lp.TemporaryVariable(
             acc.name, acc_dtype, shape=(k,),
             address_space=lp.AddressSpace.PRIVATE)
         within = self.insn.within_inames
+        loop = within | frozenset(expr.inames[:-1]) | {step, lane}
+        preds = self.insn.predicates
         combine_id = self.ids(f"{self.insn.id}_{acc.name}_combine")
         self.new_insns.append(lp.Assignment(
             acc[prim.Variable(lane0)], neutral, id=init_id,
             within_inames=within | {lane0},
-            depends_on=frozenset(), predicates=self.insn.predicates))
+            depends_on=frozenset(), predicates=preds))
+        extremum = _float_extremum(op, acc_dtype)
+        if extremum is None:
+            update, _ = op([acc_dtype], acc[prim.Variable(lane)], body,
+                           callables_table=table, target=target)
+            self.new_insns.append(lp.Assignment(
+                acc[prim.Variable(lane)], update, id=update_id,
+                within_inames=loop,
+                depends_on=self.insn.depends_on | {init_id},
+                predicates=preds))
+            self.new_insns.append(lp.Assignment(
+                acc[0], combine, id=combine_id,
+                within_inames=within | {rest},
+                depends_on=frozenset({update_id}), predicates=preds))
+            self.update_ids.append(combine_id)
+            return acc[0]
+
+        # numpy's max/min of floats: one comparison per update and the
+        # first NaN kept apart (see _float_extremum), combined at the end;
+        # the lanes of the update stay a loop where the steps cover the
+        # extent exactly (loopy's code generation fails on a loop whose
+        # bounds depend on the step)
+        if lane in self.lanes.boxes:
+            self.lanes.keep_loop(lane)
+        nan = prim.Variable(self.names(f"{acc.name}_nan"))
+        val = prim.Variable(self.names(f"{acc.name}_val"))
+        self.new_temps[nan.name] = lp.TemporaryVariable(
+            nan.name, acc_dtype, shape=(k,),
+            address_space=lp.AddressSpace.PRIVATE)
+        self.new_temps[val.name] = lp.TemporaryVariable(
+            val.name, acc_dtype, shape=(k,),
+            address_space=lp.AddressSpace.PRIVATE)
+        nan_init_id = self.ids(f"{self.insn.id}_{nan.name}_init")
+        val_id = self.ids(f"{self.insn.id}_{val.name}")
+        nan_update_id = self.ids(f"{self.insn.id}_{nan.name}_update")
+        nan_combine_id = self.ids(f"{self.insn.id}_{nan.name}_combine")
+        result_id = self.ids(f"{self.insn.id}_{acc.name}_result")
+        q, r = prim.Variable(lane), prim.Variable(rest)
         self.new_insns.append(lp.Assignment(
-            acc[prim.Variable(lane)], update, id=update_id,
-            within_inames=within | frozenset(expr.inames[:-1])
-            | {step, lane},
-            depends_on=self.insn.depends_on | {init_id},
-            predicates=self.insn.predicates))
+            nan[prim.Variable(lane0)], 0, id=nan_init_id,
+            within_inames=within | {lane0},
+            depends_on=frozenset(), predicates=preds))
+        self.new_insns.append(lp.Assignment(
+            val[q], body, id=val_id, within_inames=loop,
+            depends_on=self.insn.depends_on, predicates=preds))
+        self.new_insns.append(lp.Assignment(
+            acc[q], prim.If(prim.Comparison(val[q], extremum, acc[q]),
+                            val[q], acc[q]),
+            id=update_id, within_inames=loop,
+            depends_on=frozenset({init_id, val_id}), predicates=preds))
+        self.new_insns.append(lp.Assignment(
+            nan[q], prim.If(prim.Comparison(val[q], "!=", val[q]),
+                            val[q], nan[q]),
+            id=nan_update_id, within_inames=loop,
+            depends_on=frozenset({nan_init_id, val_id}), predicates=preds))
         self.new_insns.append(lp.Assignment(
             acc[0], combine, id=combine_id,
             within_inames=within | {rest},
-            depends_on=frozenset({update_id}),
-            predicates=self.insn.predicates))
-        self.update_ids.append(combine_id)
+            depends_on=frozenset({update_id}), predicates=preds))
+        self.new_insns.append(lp.Assignment(
+            nan[0], prim.If(prim.Comparison(nan[r], "!=", nan[r]),
+                            nan[r], nan[0]),
+            id=nan_combine_id, within_inames=within | {rest},
+            depends_on=frozenset({nan_update_id}), predicates=preds))
+        self.new_insns.append(lp.Assignment(
+            acc[0], prim.If(prim.Comparison(nan[0], "!=", nan[0]),
+                            nan[0], acc[0]),
+            id=result_id, within_inames=within,
+            depends_on=frozenset({combine_id, nan_combine_id}),
+            predicates=preds))
+        self.update_ids.append(result_id)
         return acc[0]
+
+
+def _float_extremum(op: Any, dtype: Any) -> str | None:
+    """``">"`` or ``"<"`` where *op* is numpy's max or min
+    (:class:`pytato.target.loopy.codegen.NumpyMaxReductionOperation`, ...)
+    over the floating-point *dtype*, else None.
+
+    Their interleaved accumulators are then updated with one comparison
+    (``acc = v > acc ? v : acc``, which skips NaNs), while a second set of
+    accumulators keeps the last NaN met (``nan = v != v ? v : nan``); the
+    result is that NaN, if any. The update of the operation itself
+    (``acc > v || acc != acc ? acc : v``) is one dependent chain of two
+    comparisons per element. The lanes of the update stay a loop, which
+    the device compiler vectorizes: on PoCL (2 cores), the ``amax`` of
+    2**24 doubles in parts took 13.1 ms with the operation's update, lanes
+    unrolled (8.6 ms earlier, at a lower load), 13.1 ms with this update
+    and lanes unrolled, 3.1 ms with this update and a loop over the lanes
+    (numpy about 3.7 ms; interleaved runs of the kernels, load 3)."""
+    from pytato.target.loopy.codegen import _NumpyExtremumMixin
+    if not isinstance(op, _NumpyExtremumMixin):
+        return None
+    if getattr(dtype, "numpy_dtype", None) is None \
+            or dtype.numpy_dtype.kind != "f":
+        return None
+    return op._cmp
 
 
 class _Lanes:
@@ -233,6 +316,9 @@ class _Lanes:
         self.new_domains: list[isl.BasicSet] = []
         self.dropped: set[int] = set()
         self.unrolled: list[str] = []
+        self.rolled: list[str] = []
+        #: the lanes of steps that cover a constant extent exactly
+        self.boxes: set[str] = set()
         self.priorities: list[tuple[str, str]] = []
 
     def split(self, iname: str, names: Any, outer: tuple[str, ...] = ()
@@ -283,10 +369,17 @@ class _Lanes:
             isl.BasicSet(f"{{ [{rest}] : 1 <= {rest} < {k} }}"))
         self.dropped.add(home)
         self.unrolled.extend((lane0, lane, rest))
+        if length is not None and length % k == 0:
+            self.boxes.add(lane)
         # the lanes inside the steps, inside the reduction's other inames
         # (its order: the innermost iname is the contiguous one)
         self.priorities.append((*outer, step, lane))
         return lane0, lane, step, rest
+
+    def keep_loop(self, lane: str) -> None:
+        """Leave the lane iname *lane* a loop (not unrolled)."""
+        self.unrolled.remove(lane)
+        self.rolled.append(lane)
 
     def apply(self, kernel: lp.LoopKernel) -> lp.LoopKernel:
         """*kernel* (with the new instructions) with the domains and
@@ -298,7 +391,8 @@ class _Lanes:
                    if j not in self.dropped] + self.new_domains
         unrolled = frozenset({UnrollTag()})
         inames = {**kernel.inames, **{
-            name: Iname(name, unrolled) for name in self.unrolled}}
+            name: Iname(name, unrolled) for name in self.unrolled},
+            **{name: Iname(name, frozenset()) for name in self.rolled}}
         return kernel.copy(
             domains=domains, inames=inames,
             loop_priority=kernel.loop_priority | frozenset(self.priorities))
