@@ -319,12 +319,13 @@ class DeviceInfo:
     def parts_group_size(self) -> int:
         """Work-items per group of the first stage of a full reduction on a
         CPU (:attr:`reduction_parts`): 8. Each work-item streams its own
-        contiguous part with :attr:`accumulator_lanes` accumulators, and
-        CPU OpenCL compilers run a group's work-items side by side, so a
-        group reads ``8*lanes`` streams at once, which a core's caches and
-        prefetchers follow; with 32 work-items (128 streams) the sum of
-        2**24 doubles took 10.5 ms instead of 2.5 ms (PoCL, 2 cores;
-        4 to 16 work-items were within noise of each other)."""
+        contiguous part, so a group reads as many streams at once as it has
+        work-items, where CPU OpenCL compilers run them side by side; a few
+        streams per core are what caches and prefetchers follow well. On
+        PoCL (2 cores, the sum of 2**24 doubles in parts), 4, 8, 16 and 32
+        work-items took 3.6 to 4.1 ms under load, within noise of each
+        other (the earlier two-stage tree kernel, each work-item reading a
+        strided sequence: 10.5 ms with 32 work-items, 2.5 ms with 8)."""
         return max(1, min(8, self.max_work_group_size))
 
     @property
@@ -919,9 +920,9 @@ COLUMN_TREE_COLUMNS = 32
 #: Rows per chunk of a column reduction on a CPU: at least
 #: :data:`MIN_LANE_EXTENT`, so that a chunk covering its rows exactly gets
 #: interleaved accumulators (PoCL, 2 cores, ``sum(x, axis=0)`` of 4096 x
-#: 4096 doubles: 10.5 ms with runs of 32 rows and one accumulator, 8.7 ms
-#: with runs of 64 and 4 accumulators; runs of 16 to 4096 rows with 4
-#: accumulators were within noise of each other).
+#: 4096 doubles, separate processes at load 1.5: 10.5 ms with runs of 32
+#: rows and one accumulator, 8.7 ms with runs of 16 rows and 4
+#: accumulators; numpy 4.7 ms).
 CPU_COLUMN_RUN = 64
 COLUMN_TREE_ROWS = 16
 
