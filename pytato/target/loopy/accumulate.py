@@ -24,8 +24,9 @@ CPUs), a reduction whose innermost iname ``j`` is long (at least
 *min_lane_extent* steps, or of symbolic extent) and has a domain of its
 own keeps ``k`` accumulators, each reducing every ``k``-th element, updated
 side by side in one loop (``j = k*s + q``, the lane ``q`` a loop inside
-the loop over ``s``, which device compilers vectorize, where the steps
-cover the extent exactly; else unrolled), and combined at the end:
+the loop over ``s``, which device compilers vectorize, for floating-point
+accumulators where the steps cover the extent exactly; else unrolled),
+and combined at the end:
 
 .. code-block:: text
 
@@ -205,14 +206,18 @@ class _Realizer(_LoopyIdentityMapper):
             acc[prim.Variable(lane0)], neutral, id=init_id,
             within_inames=within | {lane0},
             depends_on=frozenset(), predicates=preds))
-        if lane in self.lanes.boxes:
-            # the lanes of the update a loop, which device compilers
-            # vectorize (unrolled, PoCL kept them scalar: on 2 cores, the
-            # 4096 x 4096 matvec 5.6 -> 3.2 ms and row sums 5.5 -> 3.7 ms
-            # in interleaved runs; the amax of 2**24 doubles 13.1 -> 4.3
-            # ms with the update below); where the steps do not cover the
-            # extent exactly, loopy's code generation fails on a loop
-            # whose bounds depend on the step: unrolled there
+        if lane in self.lanes.boxes \
+                and getattr(acc_dtype, "numpy_dtype", None) is not None \
+                and acc_dtype.numpy_dtype.kind == "f":
+            # the lanes of the update of floats a loop, which device
+            # compilers vectorize (unrolled, PoCL kept them scalar: on 2
+            # cores, the 4096 x 4096 matvec 5.6 -> 3.2 ms and row sums 5.5
+            # -> 3.7 ms in interleaved runs; the amax of 2**24 doubles 13.1
+            # -> 4.3 ms with the update below; but `any` of 2**24 booleans,
+            # whose update is a short-circuit ||, 3.0 -> 14 ms: other types
+            # keep unrolled lanes); where the steps do not cover the extent
+            # exactly, loopy's code generation fails on a loop whose bounds
+            # depend on the step: unrolled there
             self.lanes.keep_loop(lane)
         extremum = _float_extremum(op, acc_dtype)
         if extremum is None:
