@@ -32,10 +32,11 @@ loops: one assignment computing all elements of a stored array, as
   of an operand) reduces in parallel: the reduction iname is split, its
   inner part tagged ``l.0`` (a work-group tree reduction in local memory,
   by :mod:`loopy`), and the output inames go to ``g.0`` alone. A full
-  reduction (0-d result) over a box of constant extents is shared by all
-  groups of the device, whatever the number of its axes: on a GPU, its
-  inames are flattened into one and reduced in two stages as below; on a
-  CPU, it is cut into about
+  reduction (0-d result), or one with fewer outputs than
+  :attr:`DeviceInfo.few_outputs` (one after the other), over a box of
+  constant extents is shared by all groups of the device, whatever the
+  number of its axes: on a GPU, its inames are flattened into one and
+  reduced in two stages as below; on a CPU, it is cut into about
   :attr:`DeviceInfo.reduction_parts` contiguous parts, each reduced by one
   work-item with interleaved accumulators, then the parts by one
   work-item (:func:`~pytato.target.loopy.reduction.split_reduction_parts`).
