@@ -45,6 +45,16 @@ chunks of each output.
 
 .. autofunction:: split_reduction_columns
 .. autodata:: DEFAULT_COLUMN_RUN
+
+A reduction over several axes is first made a reduction over one
+(row-major) iname by :func:`flatten_reduction_inames`, so that all of its
+elements are shared among the groups, whatever the extents of its axes. On
+CPUs, full reductions are instead cut into contiguous parts by
+:func:`split_reduction_parts`, each reduced by one work-item.
+
+.. autofunction:: box_extent
+.. autofunction:: flatten_reduction_inames
+.. autofunction:: split_reduction_parts
 """
 
 from __future__ import annotations
@@ -64,7 +74,10 @@ from loopy.symbolic import (
 __all__ = [
     "DEFAULT_CHUNK",
     "DEFAULT_COLUMN_RUN",
+    "box_extent",
+    "flatten_reduction_inames",
     "split_reduction_columns",
+    "split_reduction_parts",
     "split_reduction_two_stage",
 ]
 
@@ -567,9 +580,19 @@ def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
     stage1_id = ing(f"{insn_id}_stage1")
     barrier_id = ing(f"{insn_id}_columns_barrier")
 
-    flat = ((prim.Variable(r_s) * num_chunks + prim.Variable(r_c)) * run
-            + prim.Variable(r_t))
-    seq_inames, inner_expr = _steps_of(red, iname, flat, (r_s, r_t, r_d))
+    exact = box_extent(kernel, iname) == num_chunks * run
+    if exact:
+        # the chunks cover the extent exactly: r = r_c*run + r_t, no guard
+        # and no steps over runs, so that the run's iname is the
+        # reduction's innermost, of a domain of its own (long runs get
+        # interleaved accumulators: pytato.target.loopy.accumulate)
+        flat = prim.Variable(r_c) * run + prim.Variable(r_t)
+        steps: tuple[str, ...] = (r_t,)
+    else:
+        flat = ((prim.Variable(r_s) * num_chunks + prim.Variable(r_c)) * run
+                + prim.Variable(r_t))
+        steps = (r_s, r_t, r_d)
+    seq_inames, inner_expr = _steps_of(red, iname, flat, steps)
     stage1_red = LoopyReduction(red.operation, seq_inames, inner_expr,
                                 allow_simultaneous=False)
     stage2_red = LoopyReduction(
@@ -578,8 +601,12 @@ def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
             prim.Variable(p_c), *(prim.Variable(i) for i in out_inames))),
         allow_simultaneous=False)
 
-    doms = _column_domains(kernel, iname, r_c, r_s, r_t, r_d, num_chunks,
-                           run)
+    if exact:
+        doms = [isl.BasicSet(f"{{ [{r_c}] : 0 <= {r_c} < {num_chunks} }}"),
+                isl.BasicSet(f"{{ [{r_t}] : 0 <= {r_t} < {run} }}")]
+    else:
+        doms = _column_domains(kernel, iname, r_c, r_s, r_t, r_d,
+                               num_chunks, run)
     p_dom = isl.BasicSet(f"{{ [{p_c}] : 0 <= {p_c} < {num_chunks} }}")
     kernel = _with_stages(
         kernel, insn, red, iname, out_name=out_name, out_inames=out_inames,
@@ -589,9 +616,191 @@ def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
     dup = [vng(f"{i}_s1") for i in out_inames]
     kernel = lp.duplicate_inames(kernel, out_inames, within=f"id:{stage1_id}",
                                  new_inames=dup)
-    kernel = lp.prioritize_loops(kernel, (r_s, r_t))
+    if not exact:
+        kernel = lp.prioritize_loops(kernel, (r_s, r_t))
     kernel = lp.tag_inames(kernel, {r_c: "g.1"})
     kernel = _tag_outputs(kernel, dup, group_size, "g.2")
     return _tag_outputs(kernel, list(out_inames), group_size, "g.1")
+
+# }}}
+
+
+# {{{ several reduction inames as one
+
+def box_extent(kernel: lp.LoopKernel, iname: str) -> int | None:
+    """The extent ``n`` of *iname* if its domain is its own and is
+    ``0 <= iname < n`` for a constant ``n`` (else None)."""
+    dom = kernel.domains[kernel.get_home_domain_index(iname)]
+    if dom.get_var_names(isl.dim_type.set) != [iname] \
+            or dom.dim(isl.dim_type.param):
+        return None
+    try:
+        n = int(kernel.get_constant_iname_length(iname))
+    except Exception:
+        return None
+    box = isl.BasicSet(f"{{ [{iname}] : 0 <= {iname} < {n} }}")
+    dom = dom.set_tuple_name(None) if dom.get_tuple_name() else dom
+    return n if dom.is_equal(box) else None
+
+
+def flatten_reduction_inames(kernel: lp.LoopKernel, insn_id: str,
+                             inames: list[str] | None = None
+                             ) -> tuple[lp.LoopKernel, str] | None:
+    """Replace the inames *inames* (by default all) of the one top-level
+    reduction of the instruction *insn_id* by one iname ``f`` over the
+    product of their extents, row-major (the first iname varying slowest):
+    the ``k``-th iname becomes ``f // stride_k % n_k``. The flat iname
+    takes the place of the first of them in the reduction.
+
+    :returns: the new kernel and the flat iname, or None where an iname is
+        used by another instruction or has no box domain of its own with a
+        constant extent (:func:`box_extent`), or where fewer than two
+        inames are given.
+    """
+    insn, _, _, red = _the_reduction(kernel, insn_id)
+    if inames is None:
+        inames = list(red.inames)
+    if len(inames) < 2 or not set(inames) <= set(red.inames):
+        return None
+    extents = []
+    for name in inames:
+        n = box_extent(kernel, name)
+        if n is None:
+            return None
+        extents.append(n)
+    users = [i for i in kernel.instructions if i.id != insn_id
+             and (set(inames) & (i.within_inames | i.reduction_inames()))]
+    if users:
+        return None
+    vng = kernel.get_var_name_generator()
+    flat = vng(f"{inames[0]}_flat")
+    total = 1
+    for n in extents:
+        total *= n
+    f = prim.Variable(flat)
+    values: dict[str, Any] = {}
+    stride = total
+    for k, (name, n) in enumerate(zip(inames, extents, strict=True)):
+        stride //= n
+        e: Any = f if stride == 1 else prim.FloorDiv(f, stride)
+        if k > 0:
+            e = prim.Remainder(e, n)
+        values[name] = e
+    from loopy.symbolic import SubstitutionMapper
+    from pymbolic.mapper.substitutor import make_subst_func
+    expr = SubstitutionMapper(make_subst_func(values))(red.expr)
+    new_inames = []
+    for name in red.inames:
+        if name == inames[0]:
+            new_inames.append(flat)
+        elif name not in values:
+            new_inames.append(name)
+    new_red = LoopyReduction(red.operation, tuple(new_inames), expr,
+                             allow_simultaneous=red.allow_simultaneous)
+    new_insn = insn.copy(
+        expression=_ReplaceReduction(red, new_red)(insn.expression))
+    homes = {kernel.get_home_domain_index(name) for name in inames}
+    domains = [d for k, d in enumerate(kernel.domains) if k not in homes]
+    domains.append(isl.BasicSet(f"{{ [{flat}] : 0 <= {flat} < {total} }}"))
+    from loopy.kernel.data import Iname
+    all_inames = {k: v for k, v in kernel.inames.items() if k not in values}
+    all_inames[flat] = Iname(flat, frozenset())
+    return kernel.copy(
+        instructions=[new_insn if i.id == insn_id else i
+                      for i in kernel.instructions],
+        domains=domains, inames=all_inames), flat
+
+# }}}
+
+
+# {{{ full reductions in contiguous parts (CPUs)
+
+def split_reduction_parts(kernel: lp.LoopKernel, insn_id: str, *,
+                          num_parts: int, group_size: int,
+                          iname: str | None = None) -> lp.LoopKernel:
+    """Compute the reduction of the instruction *insn_id*, a full
+    reduction or one with few outputs, in two stages, for CPUs:
+
+    * **Stage 1.** Work-item ``p`` (``0 <= p < num_parts``, split by
+      *group_size* onto ``g.0``/``l.0``) reduces the contiguous part ``r =
+      p*m + t``, ``0 <= t < m`` of the reduction iname *iname* (``m =
+      n / num_parts`` for its extent ``n``, which *num_parts* must
+      divide), together with the other inames of the reduction, into
+      ``partial[p, outputs...]``, a new global temporary (for each output
+      in turn: duplicates of the output inames are sequential loops in
+      each work-item). The reduction over ``t`` and
+      the other inames is left sequential (the default schedule gives it
+      interleaved accumulators: :mod:`pytato.target.loopy.accumulate`): a
+      work-item reads consecutive addresses, which a CPU's compiler can
+      vectorize within the work-item, while a tree across work-items (as
+      in :func:`split_reduction_two_stage`) keeps each work-item's loop a
+      scalar chain of dependent updates.
+    * **Stage 2.** After a global barrier, the instruction *insn_id*
+      reduces ``partial`` sequentially (one work-item, looping over the
+      outputs).
+
+    :arg iname: the reduction iname to cut into parts (by default the
+        first one of the reduction); its domain must be ``0 <= iname < n``
+        with *num_parts* dividing the constant ``n``.
+    :returns: the new kernel: stage 1 is the instruction
+        ``<insn_id>_stage1``, writing ``<assignee>_partial``; a global
+        barrier ``<insn_id>_parts_barrier`` follows; *insn_id* keeps its id
+        and becomes stage 2.
+    """
+    if num_parts < 1 or group_size < 1:
+        raise ValueError("num_parts and group_size must be positive")
+    insn, out_name, out_inames, red = _the_reduction(kernel, insn_id)
+    if out_inames and kernel.get_inames_domain(
+            frozenset(out_inames)).is_empty():
+        # no outputs
+        return kernel
+    if iname is None:
+        iname = red.inames[0]
+    elif iname not in red.inames:
+        raise ValueError(f"'{iname}' is not an iname of the reduction")
+    n = box_extent(kernel, iname)
+    if n is None or n % num_parts:
+        raise ValueError(f"the extent of '{iname}' must be a constant "
+                         f"multiple of num_parts ({num_parts})")
+    m = n // num_parts
+
+    vng = kernel.get_var_name_generator()
+    ing = kernel.get_instruction_id_generator()
+    r_p = vng(f"{iname}_part")
+    r_t = vng(f"{iname}_t")
+    p_c = vng(f"{iname}_pc")
+    partial = vng(f"{out_name}_partial")
+    stage1_id = ing(f"{insn_id}_stage1")
+    barrier_id = ing(f"{insn_id}_parts_barrier")
+
+    flat = prim.Variable(r_p) * m + prim.Variable(r_t) if m > 1 \
+        else prim.Variable(r_p)
+    seq_inames, inner_expr = _steps_of(red, iname, flat, (r_t,))
+    if m == 1:
+        seq_inames = tuple(i for i in seq_inames if i != r_t)
+    stage1_red: Any = (LoopyReduction(red.operation, seq_inames, inner_expr,
+                                      allow_simultaneous=False)
+                       if seq_inames else inner_expr)
+    stage2_red = LoopyReduction(
+        red.operation, (p_c,),
+        prim.Subscript(prim.Variable(partial), (
+            prim.Variable(p_c), *(prim.Variable(i) for i in out_inames))),
+        allow_simultaneous=False)
+    new_domains = [
+        isl.BasicSet(f"{{ [{r_p}] : 0 <= {r_p} < {num_parts} }}"),
+        isl.BasicSet(f"{{ [{p_c}] : 0 <= {p_c} < {num_parts} }}")]
+    if m > 1:
+        new_domains.append(isl.BasicSet(f"{{ [{r_t}] : 0 <= {r_t} < {m} }}"))
+    kernel = _with_stages(
+        kernel, insn, red, iname, out_name=out_name, out_inames=out_inames,
+        partial=partial, part=r_p, num_parts=num_parts,
+        stage1_red=stage1_red, stage2_red=stage2_red, stage1_id=stage1_id,
+        barrier_id=barrier_id, new_domains=new_domains)
+    if out_inames:
+        kernel = lp.duplicate_inames(
+            kernel, out_inames, within=f"id:{stage1_id}",
+            new_inames=[vng(f"{i}_s1") for i in out_inames])
+    return lp.split_iname(kernel, r_p, min(group_size, num_parts),
+                          outer_tag="g.0", inner_tag="l.0")
 
 # }}}
