@@ -201,12 +201,19 @@ def _hardware_axes_transform(t_unit: lp.TranslationUnit
     # instructions to use the same local axes
     use_local = all(has(inames, DOFAxisTag) for inames in insn_inames)
     iname_to_tag: dict[str, str] = {}
-    for name in sorted(frozenset().union(*insn_inames)):
-        tags = knl.inames[name].tags
-        if any(isinstance(t, ElementAxisTag) for t in tags):
-            iname_to_tag[name] = "g.0"
-        elif use_local and any(isinstance(t, DOFAxisTag) for t in tags):
-            iname_to_tag[name] = "l.0"
+    for inames in insn_inames:
+        # one iname per hardware axis and instruction (a matrix with two
+        # element axes gets the first in g.0)
+        for hw_axis, tag_t in [("g.0", ElementAxisTag), ("l.0", DOFAxisTag)]:
+            if hw_axis == "l.0" and not use_local:
+                continue
+            if any(iname_to_tag.get(i) == hw_axis for i in inames):
+                continue
+            for name in sorted(inames):
+                if (name not in iname_to_tag
+                        and has(frozenset({name}), tag_t)):
+                    iname_to_tag[name] = hw_axis
+                    break
     # reduction inames (tagged too, through the reduction descriptors)
     # stay sequential
     knl = lp.tag_inames(knl, iname_to_tag)
@@ -664,3 +671,352 @@ def test_distributed_on_one_rank(queue: cl.CommandQueue) -> None:
     out = {k: _host(v) for k, v in out.items()}
     _check(out["flux"], 2 * (a + a[::-1]))
     _check(out["r2"], a[::-1] - a)
+
+
+# {{{ the numpy namespace of a lazy array context
+
+def _np_namespace_cases() -> list[tuple[str, Callable[..., Any],
+                                        Callable[..., Any]]]:
+    """(name, pytato version, numpy version) of the operations an array
+    context's ``actx.np`` maps to pytato."""
+    return [
+        ("conj_real_imag",
+         lambda m, a, b: m.real(m.conj(a)) - m.imag(a) * 2,
+         None),
+        ("where_abs", lambda m, a, b: m.where(abs(a) > abs(b), a, b), None),
+        ("reshape_ravel",
+         lambda m, a, b: m.reshape(a, (-1,), order="C")
+         + m.reshape(b, -1, order="F"), None),
+        ("transpose_stack",
+         lambda m, a, b: m.stack([a.T, m.transpose(b)], axis=0), None),
+        ("concat_broadcast",
+         lambda m, a, b: m.concatenate([a, m.broadcast_to(b[:1], b.shape)],
+                                       axis=0), None),
+        ("zeros_like_full",
+         lambda m, a, b: m.zeros_like(a) + m.full(a.shape, 2, a.dtype)
+         + m.ones_like(b), None),
+        ("minmax",
+         lambda m, a, b: m.maximum(m.real(a), m.real(b))
+         - m.minimum(m.real(a), 0.5), None),
+        ("reductions",
+         lambda m, a, b: m.stack([m.sum(a, axis=0),
+                                  m.prod(b, axis=0) + m.sum(a * b, axis=0)]),
+         None),
+        ("norm", lambda m, a, b: m.sqrt(m.sum(abs(a) ** 2)) + m.vdot(a, b),
+         None),
+        ("matmul_dot", lambda m, a, b: (a @ b.T) + m.dot(a, b.T), None),
+        ("equal_isnan",
+         lambda m, a, b: m.logical_or(m.equal(a, b), m.isnan(m.real(a))),
+         None),
+        ("array_equal",
+         lambda m, a, b: m.stack([m.all(m.equal(a, a)), m.any(m.equal(a, b))]),
+         None),
+        ("arange_complex",
+         lambda m, a, b: a[0] * m.arange(a.shape[1], dtype=a.dtype), None),
+    ]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("nel", [5, 0])
+@pytest.mark.parametrize("case", _np_namespace_cases(), ids=lambda c: c[0])
+def test_numpy_namespace(queue: cl.CommandQueue, dtype: Any, nel: int,
+                         case: Any) -> None:
+    name, f, _ = case
+    if nel == 0 and name in ("arange_complex", "concat_broadcast"):
+        pytest.skip("indexes the first element")
+    a_h, b_h = _rand((nel, 4), dtype, 1), _rand((nel, 4), dtype, 2)
+    ref = f(np, a_h, b_h)
+    ref = np.asarray(ref)
+    for transform in [_hardware_axes_transform, _split_outputs_transform]:
+        actx = LazyArrayContext(queue, transform)
+        a = actx.thaw(cla.to_device(queue, a_h))
+        b = actx.thaw(cla.to_device(queue, b_h))
+        res = f(pt, a, b)
+        if not isinstance(res, pt.Array):
+            # all inputs were data: still an array in a lazy context
+            raise AssertionError(f"{name}: got {type(res)}")
+        out = _host(actx.freeze(DOFArray((res,)))).groups[0]
+        assert out.shape == ref.shape and out.dtype == ref.dtype, (
+            name, out.dtype, ref.dtype)
+        np.testing.assert_allclose(out, ref, rtol=1e-12, atol=1e-12)
+
+
+# }}}
+
+
+def test_loopy_kernel_calls(queue: cl.CommandQueue) -> None:
+    """An element-wise loopy kernel called from the DAG (meshmode's
+    ``actx.call_loopy``), the result frozen through the transforms."""
+    knl = lp.make_kernel(
+        "{[e, j]: 0 <= e < nel and 0 <= j < ndofs}",
+        """
+        out[e, j] = 2 * u[e, j] + sum_u[e]
+        """,
+        [lp.GlobalArg("u", np.float64, shape=("nel", "ndofs")),
+         lp.GlobalArg("sum_u", np.float64, shape=("nel",)),
+         lp.GlobalArg("out", np.float64, shape=("nel", "ndofs"),
+                      is_output=True),
+         lp.ValueArg("nel", np.int32), lp.ValueArg("ndofs", np.int32)],
+        name="resample", lang_version=(2018, 2))
+    actx = LazyArrayContext(queue)
+    for nel in [6, 0]:
+        a = _rand((nel, 5), np.float64, nel)
+        u = actx.thaw(cla.to_device(queue, a))
+        call = pt.loopy.call_loopy(
+            knl, {"u": u, "sum_u": pt.sum(u, axis=1), "nel": nel,
+                  "ndofs": 5})
+        res = call["out"]
+        assert res.shape == (nel, 5) and res.dtype == np.float64
+        out = _host(actx.freeze(DOFArray((res + 1, res))))
+        ref = 2 * a + a.sum(axis=1)[:, None]
+        _check(out.groups[0], ref + 1)
+        _check(out.groups[1], ref)
+
+
+class _Scaler(pt.transform.CopyMapperWithExtraArgs[[float]]):
+    """Scales the data of each placeholder by an extra argument (a
+    :class:`~pytato.transform.CopyMapperWithExtraArgs` with its parameter)."""
+
+    def map_placeholder(self, expr: Placeholder, factor: float) -> Array:
+        return factor * super().map_placeholder(expr, factor)
+
+
+def test_extra_args_mapper_and_named_temporaries(queue: cl.CommandQueue
+                                                 ) -> None:
+    x = pt.make_placeholder("x", (4, 3), np.complex128)
+    y = (pt.exp(x) * 2).tagged((pt.tags.ImplStored(),
+                                pt.tags.PrefixNamed("flux")))
+    z = pt.sum(y, axis=1) + pt.sum(y, axis=0)[:1]
+    scaled = _Scaler()(z, 3.0)
+    xv = _rand((4, 3), np.complex128)
+    prg = pt.generate_loopy(scaled)
+    assert any(tv.startswith("flux") for tv in
+               prg.program.default_entrypoint.temporary_variables)
+    _, (out,) = prg(queue, x=xv)
+    yv = np.exp(3 * xv) * 2
+    _check(_host(out), yv.sum(axis=1) + yv.sum(axis=0)[:1])
+
+
+# {{{ outlining by hand, naming, targets: what the array context's internals do
+
+def test_outlined_call_built_by_hand(queue: cl.CommandQueue) -> None:
+    """A function definition and its call sites built from their classes
+    (an array context's ``outline``), with a function identifier tag."""
+    from pytato.function import Call, FunctionDefinition, ReturnType
+    from pytato.tags import FunctionIdentifier
+
+    params = {"u_int": ((4, 3), np.complex128), "u_ext": ((4, 3),
+                                                         np.complex128)}
+    phs = {n: pt.make_placeholder(n, s, d) for n, (s, d) in params.items()}
+    returns = _flux(phs["u_int"], phs["u_ext"])
+    fdef = FunctionDefinition(
+        frozenset(params), ReturnType.DICT_OF_ARRAYS, returns,
+        tags=frozenset({FunctionIdentifier("flux")}))
+    assert fdef.tags_of_type(FunctionIdentifier) == {FunctionIdentifier("flux")}
+    a, b = _rand((4, 3), np.complex128, 1), _rand((4, 3), np.complex128, 2)
+    ua, ub = pt.make_data_wrapper(a), pt.make_data_wrapper(b)
+    call1 = Call(fdef, {"u_int": ua, "u_ext": ub}, tags=frozenset())
+    call2 = Call(fdef, {"u_int": ub, "u_ext": ua}, tags=frozenset())
+    assert set(call1.keys()) == {"avg", "jump"}
+    res = call1["avg"] * call2["jump"]
+    assert pt.analysis.get_num_call_sites(res) == 2
+    _, (out,) = pt.generate_loopy(res)(queue)
+    _check(_host(out), 0.5 * (a + b) * (b - a))
+    inlined = pt.inline_calls(pt.tag_all_calls_to_be_inlined(res))
+    assert pt.analysis.get_num_call_sites(inlined) == 0
+    _, (out,) = pt.generate_loopy(inlined)(queue)
+    _check(_host(out), 0.5 * (a + b) * (b - a))
+
+
+class _NamingDataWrapperMapper(CopyMapper):
+    """Names the placeholders replacing data wrappers as an array context
+    does: with :func:`pytato.codegen._generate_name_for_temp` (honouring
+    :class:`~pytato.tags.Named`/:class:`~pytato.tags.PrefixNamed`)."""
+
+    def __init__(self) -> None:
+        from pytools import UniqueNameGenerator
+        super().__init__()
+        self.vng = UniqueNameGenerator()
+        self.bound: dict[str, Any] = {}
+
+    def map_data_wrapper(self, expr: DataWrapper) -> Array:
+        from pytato.codegen import _generate_name_for_temp
+        name = _generate_name_for_temp(expr, self.vng, "_actx_dw")
+        self.bound[name] = expr.data
+        return pt.make_placeholder(name, expr.shape, expr.dtype,
+                                   axes=expr.axes, tags=expr.tags)
+
+
+def test_data_wrapper_names_and_targets(queue: cl.CommandQueue) -> None:
+    from pytato.scalar_expr import SCALAR_CLASSES
+    from pytato.target.loopy import BoundPyOpenCLExecutable, LoopyPyOpenCLTarget
+
+    for scalar in [1, 2.5, 1j, True, np.float64(1), np.complex128(1j),
+                   np.bool_(True)]:
+        assert isinstance(scalar, SCALAR_CLASSES)
+
+    a = _rand((6, 2), np.float64, 1)
+    b = _rand((6, 2), np.bool_, 2)
+    dws = [pt.make_data_wrapper(a, tags=frozenset({pt.tags.Named("metric")})),
+           pt.make_data_wrapper(cla.to_device(queue, b)).tagged(
+               pt.tags.PrefixNamed("mask")),
+           pt.make_data_wrapper(a + 1)]
+    res = pt.where(dws[1], dws[0], dws[2]).with_tagged_axis(
+        0, frozenset({ElementAxisTag()}))
+    assert res.axes[0].tags == {ElementAxisTag()}
+    mapper = _NamingDataWrapperMapper()
+    dag = mapper(pt.make_dict_of_named_arrays({"res": res, "n": pt.sum(res)}))
+    assert "metric" in mapper.bound
+    assert any(n.startswith("mask") for n in mapper.bound)
+    assert any(n.startswith("_actx_dw") for n in mapper.bound)
+    inputs = pt.transform.InputGatherer()(dag)
+    assert {i.name for i in inputs} == set(mapper.bound)
+
+    class ArgSizeLimitingTarget(LoopyPyOpenCLTarget):
+        """A target of an array context, limiting kernel argument sizes."""
+        def __init__(self, limit: int) -> None:
+            super().__init__()
+            self.limit = limit
+
+        def get_loopy_target(self) -> lp.PyOpenCLTarget:
+            return lp.PyOpenCLTarget(limit_arg_size_nbytes=self.limit)
+
+    prg = pt.generate_loopy(
+        dag, options=lp.Options(no_numpy=True, return_dict=True),
+        function_name="frozen_res", target=ArgSizeLimitingTarget(4096))
+    exe = prg.bind_to_context(queue.context).with_transformed_translation_unit(
+        _hardware_axes_transform)
+    assert isinstance(exe, BoundPyOpenCLExecutable)
+    allocator = cl.tools.MemoryPool(cl.tools.ImmediateAllocator(queue))
+    for _ in range(2):
+        _, out = exe(queue=queue, allocator=allocator,
+                     **{k: cla.to_device(queue, v) if isinstance(v, np.ndarray)
+                        else v for k, v in mapper.bound.items()})
+        ref = np.where(b, a, a + 1)
+        _check(_host(out["res"]), ref)
+        _check(_host(out["n"]), ref.sum())
+
+    # the same DAG for jax, jitted
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jprg = pt.generate_jax(dag, jit=True, function_name="frozen_res")
+    from pytato.target.python import BoundJAXPythonProgram
+    assert isinstance(jprg, BoundJAXPythonProgram)
+    jout = jprg(**{k: v if isinstance(v, np.ndarray) else v.get()
+                   for k, v in mapper.bound.items()})
+    _check(np.asarray(jout["res"]), np.where(b, a, a + 1))
+
+# }}}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128, np.bool_])
+def test_compiled_identity_and_shared_outputs(queue: cl.CommandQueue,
+                                              dtype: Any) -> None:
+    """Outputs that are inputs, constants, or one array under two names."""
+    actx = LazyArrayContext(queue)
+    const = _rand((5, 3), dtype, 9)
+
+    def f(u: Array, w: Array) -> State:
+        c = pt.make_data_wrapper(const)
+        shared = pt.logical_not(u) if dtype == np.bool_ else u - w
+        return State(u=DOFArray((u, shared, c)),
+                     v=DOFArray((shared, w)),
+                     flag=pt.any(pt.equal(u, w), axis=1))
+
+    g = actx.compile(f)
+    for nel in [5, 0]:
+        a, b = _rand((nel, 3), dtype, 1), _rand((nel, 3), dtype, 2)
+        out = _host(g(cla.to_device(queue, a), cla.to_device(queue, b)))
+        shared = np.logical_not(a) if dtype == np.bool_ else a - b
+        _check(out.u.groups[0], a)
+        _check(out.u.groups[1], shared)
+        _check(out.u.groups[2], const)
+        _check(out.v.groups[0], shared)
+        _check(out.v.groups[1], b)
+        _check(out.flag, np.any(a == b, axis=1))
+
+
+# {{{ DAG rewriters of a fusing array context
+
+class _EinsumCollector(pt.transform.CachedWalkMapper[[]]):
+    """Collects the einsums of a DAG once each (a cached walk mapper keyed
+    by the node, as a fusing array context writes them)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.einsums: list[pt.Einsum] = []
+
+    def get_cache_key(self, expr: ArrayOrNames) -> ArrayOrNames:
+        return expr
+
+    def post_visit(self, expr: Any) -> None:
+        if isinstance(expr, pt.Einsum):
+            self.einsums.append(expr)
+
+
+class _EinsumToIndexLambda(CopyMapper):
+    """Lowers tagged einsums to index lambdas, keeps axes and tags, and
+    rebuilds index lambdas by keyword with new bindings."""
+
+    def map_einsum(self, expr: pt.Einsum) -> Array:
+        from pytato.transform.lower_to_index_lambda import to_index_lambda
+        new = super().map_einsum(expr)
+        assert isinstance(new, pt.Einsum)
+        lowered = to_index_lambda(new)
+        assert lowered.axes == expr.axes
+        return lowered
+
+    def map_index_lambda(self, expr: pt.IndexLambda) -> Array:
+        from constantdict import constantdict
+        bindings = constantdict({name: self.rec(bnd)
+                                 for name, bnd in expr.bindings.items()})
+        return pt.IndexLambda(
+            expr=expr.expr, shape=expr.shape, dtype=expr.dtype,
+            bindings=bindings,
+            var_to_reduction_descr=expr.var_to_reduction_descr,
+            tags=expr.tags, axes=expr.axes)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_fusing_context_rewrites(queue: cl.CommandQueue, dtype: Any) -> None:
+    from pytato.array import EinsumElementwiseAxis, EinsumReductionAxis
+
+    actx = LazyArrayContext(queue)
+    results = []
+    refs = []
+    for i, (nel, ndofs) in enumerate(GROUPS):
+        a = _rand((nel, ndofs), dtype, i)
+        m = _rand((ndofs, ndofs), np.float64, 20 + i)
+        u = actx.thaw(a)
+        descr = pt.ReductionDescriptor(frozenset({ReductionOverDOFsTag("d")}))
+        e = pt.einsum("ij,ej->ei", pt.make_data_wrapper(m), u,
+                      index_to_redn_descr={"j": descr})
+        results.append(pt.exp(e) * u)
+        refs.append(np.exp(np.einsum("ij,ej->ei", m, a)) * a)
+    dag = pt.make_dict_of_named_arrays(
+        {f"r{i}": r for i, r in enumerate(results)})
+    dag = actx.transform_dag(dag)
+
+    coll = _EinsumCollector()
+    coll(dag)
+    assert len(coll.einsums) == len(GROUPS)
+    for ein in coll.einsums:
+        # the reduction descriptor has its own tag, and the DOF tag of the
+        # axis it reduces over (unify_redn_descrs)
+        (redn_axis, rdescr), = ein.redn_axis_to_redn_descr.items()
+        assert isinstance(redn_axis, EinsumReductionAxis)
+        assert rdescr.tags_of_type(ReductionOverDOFsTag)
+        assert rdescr.tags_of_type(DOFAxisTag) == {DOFAxisTag()}
+        assert isinstance(ein.access_descriptors[1][0], EinsumElementwiseAxis)
+        assert ein.axes[0].tags == {ElementAxisTag()}
+
+    lowered = _EinsumToIndexLambda()(dag)
+    assert pt.analysis.get_node_type_counts(lowered).get(pt.Einsum, 0) == 0
+    nusers = pt.analysis.get_nusers(lowered)
+    assert all(n >= 0 for n in nusers.values())
+    out = _host(actx.freeze(DOFArray(tuple(lowered[f"r{i}"]
+                                           for i in range(len(GROUPS))))))
+    for g, ref in zip(out.groups, refs, strict=True):
+        _check(g, ref)
+
+# }}}
