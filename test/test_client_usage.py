@@ -1020,3 +1020,84 @@ def test_fusing_context_rewrites(queue: cl.CommandQueue, dtype: Any) -> None:
         _check(g, ref)
 
 # }}}
+
+
+# {{{ loopy transformations that change domains (prefetching)
+
+def _prefetch_transform(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
+    """A meshmode-like einsum transformation: elements in ``g.0`` (split),
+    DOFs in ``l.0``, and the operator matrix prefetched into local memory,
+    swept over the output DOF and the reduction inames (loopy needs these
+    inames in one domain)."""
+    knl = t_unit.default_entrypoint
+    insns = [i for i in knl.instructions
+             if "_pt_out" in "".join(i.assignee_var_names())]
+    if not insns:
+        # empty outputs: nothing computed
+        return t_unit
+    (insn,) = insns
+    iel, idof = sorted(insn.within_inames)
+    (red,) = insn.reduction_inames()
+    assert (knl.get_home_domain_index(iel) == knl.get_home_domain_index(idof)
+            == knl.get_home_domain_index(red))
+    knl = lp.split_iname(knl, iel, 4, outer_tag="g.0", inner_tag="l.1")
+    knl = lp.tag_inames(knl, {idof: "l.0"})
+    (mat,) = [a.name for a in knl.args if len(a.shape or ()) == 2
+              and a.shape[0] == a.shape[1] and not a.is_output]
+    return lp.add_prefetch(
+        t_unit.with_kernel(knl), mat, sweep_inames=[idof, red],
+        fetch_outer_inames=frozenset({f"{iel}_outer"}),
+        temporary_address_space=lp.AddressSpace.LOCAL, default_tag="l.auto")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+@pytest.mark.parametrize("nel", [9, 0])
+def test_prefetching_transform(queue: cl.CommandQueue, dtype: Any,
+                               nel: int) -> None:
+    a = _rand((nel, 6), dtype, 3)
+    m = _rand((6, 6), np.float64, 4)
+    u = pt.make_data_wrapper(cla.to_device(queue, a))
+    mat = pt.make_data_wrapper(cla.to_device(queue, m))
+    dag = pt.make_dict_of_named_arrays(
+        {"_pt_out_0": pt.einsum("ij,ej->ei", mat, u)})
+    mapper = _DataWrapperToPlaceholder()
+    dag = mapper(dag)
+    prg = pt.generate_loopy(
+        dag, options=lp.Options(no_numpy=True, return_dict=True),
+        function_name="frozen_result", target=None)
+    ref = np.einsum("ij,ej->ei", m, a)
+    exe = prg.bind_to_context(queue.context).with_transformed_translation_unit(
+        _prefetch_transform)
+    assert any(tv.address_space == lp.AddressSpace.LOCAL for tv in
+               exe.lowered_program.default_entrypoint
+               .temporary_variables.values()) == (nel > 0)
+    _, out = exe(queue, **mapper.bound)
+    _check(_host(out["_pt_out_0"]), ref)
+    _, out = prg.with_transformed_program(_prefetch_transform)(
+        queue, **mapper.bound)
+    _check(_host(out["_pt_out_0"]), ref)
+
+
+def test_domains_shown_to_transformations() -> None:
+    """The lowered unit that transformations get: each instruction's inames
+    in one domain, except reductions that may be empty (a product with an
+    empty domain is empty, and a sum over nothing must still be written)."""
+    n = pt.make_size_param("n")
+    x = pt.make_placeholder("x", (5, 4), np.float64)
+    y = pt.make_placeholder("y", (3, n), np.float64)
+    dag = {"a": pt.sum(x, axis=1), "b": pt.sum(y, axis=1), "c": 2 * x}
+    seen = []
+
+    def look(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
+        knl = t_unit.default_entrypoint
+        for insn in knl.instructions:
+            homes = {knl.get_home_domain_index(i)
+                     for i in insn.within_inames | insn.reduction_inames()}
+            seen.append((insn.assignee_var_names()[0], len(homes)))
+        return t_unit
+
+    prg = pt.generate_loopy(dag)
+    prg.with_transformed_program(look)
+    assert sorted(seen) == [("a", 1), ("b", 2), ("c", 1)]
+
+# }}}

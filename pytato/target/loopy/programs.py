@@ -303,6 +303,89 @@ def _make_executor(t_unit: lp.TranslationUnit, context: cl.Context,
     return make(t_unit, context, store_key=store_key)
 
 
+def _joint_domains(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
+    """*t_unit* with the domains of its entrypoint merged so that the inames
+    of each instruction (loop and reduction inames) lie in one domain, as in
+    the kernels of pytato's upstream release: loopy's domain changing
+    transformations (:func:`loopy.add_prefetch`, :func:`loopy.precompute`,
+    ...) that user transformations apply need the inames they sweep in one
+    leaf domain. Codegen gives each store and each reduction a domain of
+    its own; the merged domain is their product (they are independent
+    boxes), so the iteration spaces are unchanged. Nested domains (with
+    parents or children) are left as they are, and so are the domains of
+    reductions that may be empty."""
+    import islpy as isl
+    import loopy as lp
+
+    knl = t_unit.default_entrypoint
+    domains = list(knl.domains)
+    if len(domains) < 2:
+        return t_unit
+    parents = knl.all_parents_per_domain()
+    kept = {i for i, ps in enumerate(parents) if ps}
+    kept.update(p for ps in parents for p in ps)
+    # a product with an empty domain is empty: the domain of a reduction
+    # that may be empty (a sum over 0 elements still writes its result)
+    # stays apart
+    loop_inames: set[str] = set()
+    for insn in knl.instructions:
+        loop_inames.update(insn.within_inames)
+    for i, dom in enumerate(domains):
+        names = dom.get_var_names(isl.dim_type.set)
+        if set(names) <= loop_inames:
+            continue
+        if not dom.params().is_equal(
+                isl.BasicSet.universe(dom.get_space().params())):
+            kept.add(i)
+    group = list(range(len(domains)))
+
+    def find(i: int) -> int:
+        while group[i] != i:
+            group[i] = group[group[i]]
+            i = group[i]
+        return i
+
+    merged = False
+    for insn in knl.instructions:
+        homes = {knl.get_home_domain_index(i)
+                 for i in insn.within_inames | insn.reduction_inames()}
+        homes -= kept
+        if len(homes) < 2:
+            continue
+        roots = sorted({find(h) for h in homes})
+        for r in roots[1:]:
+            group[r] = roots[0]
+            merged = True
+    if not merged:
+        return t_unit
+    members: dict[int, list[int]] = {}
+    for i in range(len(domains)):
+        members.setdefault(find(i), []).append(i)
+    new_domains = []
+    for i, dom in enumerate(domains):
+        if find(i) != i:
+            continue
+        for j in members[i][1:]:
+            other = domains[j].align_params(dom.get_space())
+            dom = dom.align_params(other.get_space()).flat_product(other)
+        new_domains.append(dom)
+    try:
+        return t_unit.with_kernel(knl.copy(domains=new_domains))
+    except lp.LoopyError:  # pragma: no cover (a kernel loopy refuses so)
+        return t_unit
+
+
+def _transform_lowered(f: Callable[[lp.TranslationUnit], lp.TranslationUnit],
+                       lowered: lp.TranslationUnit) -> lp.TranslationUnit:
+    """*f* applied to the lowered unit *lowered* with joint domains (see
+    :func:`_joint_domains`); *lowered* itself where *f* changed nothing."""
+    joint = _joint_domains(lowered)
+    result = f(joint)
+    if joint is not lowered and (result is joint or result == joint):
+        return lowered
+    return result
+
+
 _DEVICE_INFOS: dict[Any, DeviceInfo] = {}
 
 
@@ -537,7 +620,12 @@ class BoundPyOpenCLProgram(BoundProgram):
         unmapped (see "Kernels the user mapped" in
         :mod:`pytato.target.loopy.schedule`): e.g.
         ``prog.with_transformed_program(lambda t: lp.split_iname(t,
-        "_pt_out_dim0", 128, outer_tag="g.0", inner_tag="l.0"))``."""
+        "_pt_out_dim0", 128, outer_tag="g.0", inner_tag="l.0"))``.
+        The lowered unit that *f* gets has the inames of each instruction
+        in one domain, as in upstream's kernels (loopy's prefetching and
+        precomputation need that)."""
+        if self.schedule_per_device:
+            return self.copy(program=_transform_lowered(f, self.program))
         return self.copy(program=f(self.program))
 
     def _scheduled(self, info: DeviceInfo
@@ -946,7 +1034,7 @@ class BoundPyOpenCLExecutable(BoundProgram):
             t_unit = f(self.program.t_unit)
             return dataclasses.replace(
                 self, program=_make_executor(t_unit, self.cl_context))
-        lowered = f(self.lowered_program)
+        lowered = _transform_lowered(f, self.lowered_program)
         t_unit, _ = _schedule_for(lowered, self.target, self.device_info,
                                   self.generated_inames, None)
         return dataclasses.replace(
