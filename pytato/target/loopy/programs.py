@@ -487,7 +487,23 @@ def _run(executor: Any, queue: cl.CommandQueue, **kwargs: Any) -> Any:
 def _to_device(queue: cl.CommandQueue, value: Any, allocator: Any = None) -> Any:
     if isinstance(value, np.ndarray):
         import pyopencl.array as cl_array
+        # the kernels take C-ordered arrays (as numpy inputs are converted)
+        if not value.flags.c_contiguous:
+            value = np.ascontiguousarray(value)
         return cl_array.to_device(queue, value, allocator=allocator)
+    return _without_offset(queue, value)
+
+
+def _without_offset(queue: cl.CommandQueue, value: Any) -> Any:
+    """*value*, or, for a C-contiguous device array at an offset into its
+    buffer (a view such as ``ary[1:]``, which the kernels' arguments do
+    not take), a copy of it at the start of a buffer of its own (inputs
+    are only read)."""
+    if not getattr(value, "offset", 0):
+        return value
+    import pyopencl.array as cl_array
+    if isinstance(value, cl_array.Array) and value.flags.c_contiguous:
+        return value.copy(queue=queue)
     return value
 
 
@@ -782,7 +798,9 @@ class BoundPyOpenCLProgram(BoundProgram):
                 out = _to_host(queue, out)
             return evt, out
         result = _run(executor, queue, allocator=allocator, wait_for=wait_for,
-                      out_host=out_host, **arrays, **bound, **values)
+                      out_host=out_host, **{
+                          k: _without_offset(queue, v)
+                          for k, v in arrays.items()}, **bound, **values)
         if not self.schedule_per_device \
                 or self._context_info.get(context) is not None:
             # (not in contexts of devices of different kinds: the repeated
@@ -954,8 +972,9 @@ class BoundPyOpenCLExecutable(BoundProgram):
         return _all_on_host(self.bound_arguments)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_arg_spec", ArgumentSpec.from_kernel(
-            self.program.t_unit.default_entrypoint))
+        knl = self.program.t_unit.default_entrypoint
+        object.__setattr__(self, "_arg_spec", ArgumentSpec.from_kernel(knl))
+        object.__setattr__(self, "_no_numpy", bool(knl.options.no_numpy))
         repeated = _launch_module()._RepeatedCalls(
             self.program, self.bound_arguments, self.cl_context.int_ptr)
         object.__setattr__(self, "_repeated", repeated)
@@ -980,10 +999,16 @@ class BoundPyOpenCLExecutable(BoundProgram):
                              "executable is bound to")
         arrays, values = self._arg_spec.process(  # type: ignore[attr-defined]
             kwargs, self.bound_arguments)
-        result = _run(self.program, queue,
-                      allocator=_allocator_for(queue, allocator),
-                      wait_for=wait_for, **arrays, **self.bound_arguments,
-                      **values)
+        allocator = _allocator_for(queue, allocator)
+        # views at offsets are copied; with no_numpy (whose executor takes
+        # no numpy arrays), numpy arrays go to the device
+        convert = (_to_device if self._no_numpy  # type: ignore[attr-defined]
+                   else lambda q, v, _: _without_offset(q, v))
+        result = _run(self.program, queue, allocator=allocator,
+                      wait_for=wait_for, **{
+                          k: convert(queue, v, allocator)
+                          for k, v in arrays.items()},
+                      **self.bound_arguments, **values)
         self._repeated.learn(kwargs, arrays, values)  # type: ignore[attr-defined]
         return result
 
