@@ -1123,7 +1123,7 @@ def test_prefetching_transform(queue: cl.CommandQueue, dtype: Any,
     _check(_host(out["_pt_out_0"]), ref)
 
 
-def test_domains_shown_to_transformations() -> None:
+def test_domains_shown_to_transformations(queue: cl.CommandQueue) -> None:
     """The lowered unit that transformations get: each instruction's inames
     in one domain, except reductions that may be empty (a product with an
     empty domain is empty, and a sum over nothing must still be written)."""
@@ -1144,6 +1144,20 @@ def test_domains_shown_to_transformations() -> None:
     prg = pt.generate_loopy(dag)
     prg.with_transformed_program(look)
     assert sorted(seen) == [("a", 1), ("b", 2), ("c", 1)]
+
+    # run, transformed, with sums over nothing
+    def to_groups(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
+        return t_unit.with_kernel(lp.tag_inames(
+            t_unit.default_entrypoint, {"a_dim0": "g.0", "b_dim0": "g.0"}))
+
+    transformed = prg.with_transformed_program(to_groups)
+    xv = _rand((5, 4), np.float64, 1)
+    for nv in [3, 0]:
+        yv = _rand((3, nv), np.float64, 2)
+        _, out = transformed(queue, x=xv, y=yv)
+        _check(out["a"], xv.sum(axis=1))
+        _check(out["b"], yv.sum(axis=1))
+        _check(out["c"], 2 * xv)
 
 # }}}
 
@@ -1200,3 +1214,35 @@ def test_views_as_inputs(queue: cl.CommandQueue, dtype: Any) -> None:
             _check(_host(out["y"]), f_np(views[2].get()))
 
 # }}}
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.complex128])
+def test_every_iname_tagged(queue: cl.CommandQueue, dtype: Any) -> None:
+    """A fusing context maps each loop by its tag: after unification, the
+    loops of outputs, of materialized temporaries and of reductions all
+    carry a discretization tag."""
+    untagged: list[str] = []
+
+    def check_tags(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
+        knl = t_unit.default_entrypoint
+        assert knl.temporary_variables
+        untagged.extend(
+            name for name in knl.all_inames()
+            if not knl.iname_tags_of_type(name, DiscretizationAxisTag))
+        return _hardware_axes_transform(t_unit)
+
+    actx = LazyArrayContext(queue, check_tags)
+    a = _rand((7, 6), dtype, 1)
+    m = _rand((6, 6), np.float64, 2)
+    u = actx.thaw(cla.to_device(queue, a))
+    mat = pt.make_data_wrapper(m)
+    w = pt.einsum("ij,ej->ei", mat, u)
+    w2 = pt.einsum("ij,ej->ei", mat, w)
+    out = _host(actx.freeze(DOFArray((
+        pt.sum(w2, axis=1), w2[:, ::-1] * 2,
+        pt.einsum("ij,ej->ei", mat, w2)))))
+    assert not untagged
+    w2_ref = np.einsum("ij,ej->ei", m, np.einsum("ij,ej->ei", m, a))
+    _check(out.groups[0], w2_ref.sum(axis=1))
+    _check(out.groups[1], w2_ref[:, ::-1] * 2)
+    _check(out.groups[2], np.einsum("ij,ej->ei", m, w2_ref))
