@@ -139,6 +139,12 @@ def generate_loopy(
     (:mod:`pytato.target.loopy.fusion`) share the loops of the first
     array stored there: the loops of an output are those of the
     instruction ``_pt_insn_<name>`` storing it (its ``within_inames``).
+    In the unit that :meth:`BoundPyOpenCLProgram.with_transformed_program`
+    and :meth:`BoundPyOpenCLExecutable.with_transformed_translation_unit`
+    hand to a transformation, the loop and reduction inames of each
+    instruction lie in one domain (as loopy's :func:`loopy.add_prefetch`
+    and :func:`loopy.precompute` need), but for reductions whose length may
+    be zero for some values of the size parameters.
 
     :arg check_indices: whether the program checks the entries of index
         arrays known only at run time, raising

@@ -303,6 +303,89 @@ def _make_executor(t_unit: lp.TranslationUnit, context: cl.Context,
     return make(t_unit, context, store_key=store_key)
 
 
+def _joint_domains(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
+    """*t_unit* with the domains of its entrypoint merged so that the inames
+    of each instruction (loop and reduction inames) lie in one domain, as in
+    the kernels of pytato's upstream release: loopy's domain changing
+    transformations (:func:`loopy.add_prefetch`, :func:`loopy.precompute`,
+    ...) that user transformations apply need the inames they sweep in one
+    leaf domain. Codegen gives each store and each reduction a domain of
+    its own; the merged domain is their product (they are independent
+    boxes), so the iteration spaces are unchanged. Nested domains (with
+    parents or children) are left as they are, and so are the domains of
+    reductions that may be empty."""
+    import islpy as isl
+    import loopy as lp
+
+    knl = t_unit.default_entrypoint
+    domains = list(knl.domains)
+    if len(domains) < 2:
+        return t_unit
+    parents = knl.all_parents_per_domain()
+    kept = {i for i, ps in enumerate(parents) if ps}
+    kept.update(p for ps in parents for p in ps)
+    # a product with an empty domain is empty: the domain of a reduction
+    # that may be empty (a sum over 0 elements still writes its result)
+    # stays apart
+    loop_inames: set[str] = set()
+    for insn in knl.instructions:
+        loop_inames.update(insn.within_inames)
+    for i, dom in enumerate(domains):
+        names = dom.get_var_names(isl.dim_type.set)
+        if set(names) <= loop_inames:
+            continue
+        if not dom.params().is_equal(
+                isl.BasicSet.universe(dom.get_space().params())):
+            kept.add(i)
+    group = list(range(len(domains)))
+
+    def find(i: int) -> int:
+        while group[i] != i:
+            group[i] = group[group[i]]
+            i = group[i]
+        return i
+
+    merged = False
+    for insn in knl.instructions:
+        homes = {knl.get_home_domain_index(i)
+                 for i in insn.within_inames | insn.reduction_inames()}
+        homes -= kept
+        if len(homes) < 2:
+            continue
+        roots = sorted({find(h) for h in homes})
+        for r in roots[1:]:
+            group[r] = roots[0]
+            merged = True
+    if not merged:
+        return t_unit
+    members: dict[int, list[int]] = {}
+    for i in range(len(domains)):
+        members.setdefault(find(i), []).append(i)
+    new_domains = []
+    for i, dom in enumerate(domains):
+        if find(i) != i:
+            continue
+        for j in members[i][1:]:
+            other = domains[j].align_params(dom.get_space())
+            dom = dom.align_params(other.get_space()).flat_product(other)
+        new_domains.append(dom)
+    try:
+        return t_unit.with_kernel(knl.copy(domains=new_domains))
+    except lp.LoopyError:  # pragma: no cover (a kernel loopy refuses so)
+        return t_unit
+
+
+def _transform_lowered(f: Callable[[lp.TranslationUnit], lp.TranslationUnit],
+                       lowered: lp.TranslationUnit) -> lp.TranslationUnit:
+    """*f* applied to the lowered unit *lowered* with joint domains (see
+    :func:`_joint_domains`); *lowered* itself where *f* changed nothing."""
+    joint = _joint_domains(lowered)
+    result = f(joint)
+    if joint is not lowered and (result is joint or result == joint):
+        return lowered
+    return result
+
+
 _DEVICE_INFOS: dict[Any, DeviceInfo] = {}
 
 
@@ -404,7 +487,23 @@ def _run(executor: Any, queue: cl.CommandQueue, **kwargs: Any) -> Any:
 def _to_device(queue: cl.CommandQueue, value: Any, allocator: Any = None) -> Any:
     if isinstance(value, np.ndarray):
         import pyopencl.array as cl_array
+        # the kernels take C-ordered arrays (as numpy inputs are converted)
+        if not value.flags.c_contiguous:
+            value = np.ascontiguousarray(value)
         return cl_array.to_device(queue, value, allocator=allocator)
+    return _without_offset(queue, value)
+
+
+def _without_offset(queue: cl.CommandQueue, value: Any) -> Any:
+    """*value*, or, for a C-contiguous device array at an offset into its
+    buffer (a view such as ``ary[1:]``, which the kernels' arguments do
+    not take), a copy of it at the start of a buffer of its own (inputs
+    are only read)."""
+    if not getattr(value, "offset", 0):
+        return value
+    import pyopencl.array as cl_array
+    if isinstance(value, cl_array.Array) and value.flags.c_contiguous:
+        return value.copy(queue=queue)
     return value
 
 
@@ -537,7 +636,12 @@ class BoundPyOpenCLProgram(BoundProgram):
         unmapped (see "Kernels the user mapped" in
         :mod:`pytato.target.loopy.schedule`): e.g.
         ``prog.with_transformed_program(lambda t: lp.split_iname(t,
-        "_pt_out_dim0", 128, outer_tag="g.0", inner_tag="l.0"))``."""
+        "_pt_out_dim0", 128, outer_tag="g.0", inner_tag="l.0"))``.
+        The lowered unit that *f* gets has the inames of each instruction
+        in one domain, as in upstream's kernels (loopy's prefetching and
+        precomputation need that)."""
+        if self.schedule_per_device:
+            return self.copy(program=_transform_lowered(f, self.program))
         return self.copy(program=f(self.program))
 
     def _scheduled(self, info: DeviceInfo
@@ -694,7 +798,9 @@ class BoundPyOpenCLProgram(BoundProgram):
                 out = _to_host(queue, out)
             return evt, out
         result = _run(executor, queue, allocator=allocator, wait_for=wait_for,
-                      out_host=out_host, **arrays, **bound, **values)
+                      out_host=out_host, **{
+                          k: _without_offset(queue, v)
+                          for k, v in arrays.items()}, **bound, **values)
         if not self.schedule_per_device \
                 or self._context_info.get(context) is not None:
             # (not in contexts of devices of different kinds: the repeated
@@ -866,8 +972,9 @@ class BoundPyOpenCLExecutable(BoundProgram):
         return _all_on_host(self.bound_arguments)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_arg_spec", ArgumentSpec.from_kernel(
-            self.program.t_unit.default_entrypoint))
+        knl = self.program.t_unit.default_entrypoint
+        object.__setattr__(self, "_arg_spec", ArgumentSpec.from_kernel(knl))
+        object.__setattr__(self, "_no_numpy", bool(knl.options.no_numpy))
         repeated = _launch_module()._RepeatedCalls(
             self.program, self.bound_arguments, self.cl_context.int_ptr)
         object.__setattr__(self, "_repeated", repeated)
@@ -892,10 +999,16 @@ class BoundPyOpenCLExecutable(BoundProgram):
                              "executable is bound to")
         arrays, values = self._arg_spec.process(  # type: ignore[attr-defined]
             kwargs, self.bound_arguments)
-        result = _run(self.program, queue,
-                      allocator=_allocator_for(queue, allocator),
-                      wait_for=wait_for, **arrays, **self.bound_arguments,
-                      **values)
+        allocator = _allocator_for(queue, allocator)
+        # views at offsets are copied; with no_numpy (whose executor takes
+        # no numpy arrays), numpy arrays go to the device
+        convert = (_to_device if self._no_numpy  # type: ignore[attr-defined]
+                   else lambda q, v, _: _without_offset(q, v))
+        result = _run(self.program, queue, allocator=allocator,
+                      wait_for=wait_for, **{
+                          k: convert(queue, v, allocator)
+                          for k, v in arrays.items()},
+                      **self.bound_arguments, **values)
         self._repeated.learn(kwargs, arrays, values)  # type: ignore[attr-defined]
         return result
 
@@ -946,7 +1059,7 @@ class BoundPyOpenCLExecutable(BoundProgram):
             t_unit = f(self.program.t_unit)
             return dataclasses.replace(
                 self, program=_make_executor(t_unit, self.cl_context))
-        lowered = f(self.lowered_program)
+        lowered = _transform_lowered(f, self.lowered_program)
         t_unit, _ = _schedule_for(lowered, self.target, self.device_info,
                                   self.generated_inames, None)
         return dataclasses.replace(
