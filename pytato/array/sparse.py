@@ -59,6 +59,8 @@ from pytato.array.shape import (
 from pytato.diagnostic import (
     DTypeError,
     IndexOutOfBoundsError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     ShapeMismatchError,
     UnsupportedOperationError,
 )
@@ -265,8 +267,9 @@ def make_csr_matrix(shape: Any, elem_values: Any, elem_col_indices: Any,
     else:
         axes = tuple(axes)
         if len(axes) != 2 or not all(isinstance(a, Axis) for a in axes):
-            raise ValueError(f"make_csr_matrix: 'axes' must be 2 Axis objects, "
-                             f"got {axes!r}")
+            raise InvalidArgumentError(
+                f"make_csr_matrix: 'axes' must be 2 Axis objects, "
+                f"got {axes!r}")
     return CSRMatrix(shape, values, cols, starts, axes=tuple(axes), tags=tags)
 
 
@@ -278,8 +281,9 @@ def sparse_matmul(x1: SparseMatrix, x2: Any) -> Array:
         differ or *x2* is not 1-d or 2-d.
     """
     if not isinstance(x1, SparseMatrix):
-        raise TypeError(f"sparse_matmul: 'x1' must be a sparse matrix, got "
-                        f"{type(x1).__name__}")
+        raise InvalidArgumentTypeError(
+            f"sparse_matmul: 'x1' must be a sparse matrix, got "
+            f"{type(x1).__name__}")
     from pytato.frontend._coerce import as_array
     x2 = as_array(x2, "x2")
     if x2.ndim not in (1, 2):
