@@ -162,24 +162,25 @@ def test_walk_mapper_paths_and_pruning() -> None:
         pruned = pt.concatenate([b, e])
 
         class Log(WalkMapper[[]]):
-            def __init__(self) -> None:
+            def __init__(self, prune: object) -> None:
                 self.log: list[tuple[str, int]] = []
+                self.prune = prune
 
             def visit(self, expr: object) -> bool:
                 self.log.append(("pre", id(expr)))
-                return expr is not b
+                return expr is not self.prune
 
             def post_visit(self, expr: object) -> None:
                 self.log.append(("post", id(expr)))
 
-        w = Log()
+        w = Log(b)
         w(pruned)
         assert w.log == [("pre", id(pruned)), ("pre", id(b)), ("pre", id(e)),
                          ("pre", id(a)), ("pre", id(x)), ("post", id(x)),
                          ("post", id(a)), ("post", id(e)), ("post", id(pruned))]
-        w2 = Log()
+        w2 = Log(b)
         w2(b)       # pruned at the root
         assert w2.log == [("pre", id(b))]
-        w3 = Log()
+        w3 = Log(b)
         w3(pt.stack([a, a]))      # a shared node: walked once per path
         assert sum(1 for what, i in w3.log if i == id(x)) == 4

@@ -54,7 +54,7 @@ def test_context_instead_of_queue(ctx_factory, dtype) -> None:
     exe = prog.bind_to_context(ctx)
     with pytest.raises(InvalidArgumentTypeError, match="'queue'"):
         exe(ctx, x=xv)
-    with pytest.raises(TypeError, match="'queue'.*got int"):
+    with pytest.raises(TypeError, match=r"'queue'.*got int"):
         prog(3, x=xv)
 
 # }}}
@@ -152,7 +152,7 @@ def test_non_integer_index_array(dtype, idx_dtype) -> None:
     assert isinstance(info.value, IndexError)
     with pytest.raises(IndexDTypeError, match=f"index 1.*{np.dtype(idx_dtype)}"):
         x[:, np.zeros(2, idx_dtype)]
-    with pytest.raises(IndexDTypeError, match="index 1.*lazy IndexLambda"):
+    with pytest.raises(IndexDTypeError, match=r"index 1.*lazy IndexLambda"):
         x[0, idx * 2]
 
 # }}}
