@@ -215,10 +215,12 @@ def default_allocator(queue: cl.CommandQueue) -> Any:
 
 def _check_queue(queue: Any) -> None:
     """Raise :class:`~pytato.diagnostic.InvalidArgumentTypeError` naming the
-    argument ``queue`` unless it is a :class:`pyopencl.CommandQueue` (a
-    common slip: passing the context)."""
+    argument ``queue`` unless it is (or, duck-typed, looks like: has a
+    ``context``) a :class:`pyopencl.CommandQueue` (a common slip: passing
+    the context)."""
     import pyopencl as cl
-    if not isinstance(queue, cl.CommandQueue):
+    if not isinstance(queue, cl.CommandQueue) and (
+            isinstance(queue, cl.Context) or not hasattr(queue, "context")):
         from pytato.diagnostic import InvalidArgumentTypeError
         hint = (" (a pyopencl.Context was given: create a queue with "
                 "pyopencl.CommandQueue(context))"
