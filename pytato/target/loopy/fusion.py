@@ -10,14 +10,22 @@ leave a loop nest in registers:
   (``a[i, j] = expr``) without reductions, substitution rules or user-tagged
   loops, over at least one axis.
 * **Levels.** An instruction reading another one *elementwise* (every read
-  is at exactly its own output indices, and both have the same shape) may
-  run in the same iteration as the instruction it reads. Any other read
+  is at exactly its own output indices, and its shape is that of the other
+  one or, with constant extents, a box of it at the origin: the same rank,
+  each extent at most the other's, as after slicing ``x[:-1]`` or a roll
+  and a slice that cancel) may run in the same iteration as the
+  instruction it reads. Any other read
   (shifted, transposed, gathered, inside a reduction) needs the whole array
   first. The level of an instruction is the largest number of
   non-elementwise reads along a chain of dependencies leading to it
   (reads of or by non-fusible instructions count as non-elementwise).
 * **Loop nests.** Fusible instructions of one level and one shape share
-  their loops (the loops of the first of them). Every dependency between
+  their loops (the loops of the first of them). An instruction of a smaller
+  shape joins the nest of the instructions it reads elementwise (if they
+  are in one nest: else its level rises), guarded by predicates on the
+  nest's loop indices (``i < n``). A nest holds at most
+  :data:`MAX_NEST_SIZE` instructions; the next ones start a nest of the
+  next level. Every dependency between
   two different nests goes from a lower level to a higher one, so the nests
   can run one after the other: fusion never needs a value before it is
   computed.
@@ -30,6 +38,7 @@ leave a loop nest in registers:
 The pass runs in time linear in the size of the kernel and leaves kernels
 with calls or other instruction kinds alone.
 
+.. autodata:: MAX_NEST_SIZE
 .. autofunction:: fuse_loop_nests
 """
 
@@ -53,7 +62,14 @@ if TYPE_CHECKING:
     from pytato.target.loopy.codegen import CodeGenState
 
 
-__all__ = ["fuse_loop_nests"]
+__all__ = ["MAX_NEST_SIZE", "fuse_loop_nests"]
+
+
+MAX_NEST_SIZE = 128
+"""The most stores fused into one loop nest: a longer run of stores that
+could share loops (e.g. a chain of thousands of elementwise steps) is cut
+into nests of this many, one device kernel each, as OpenCL compilers take
+time superlinear in the size of a kernel."""
 
 
 @dataclass
@@ -210,6 +226,7 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
     # level rises), by default the nest of its level and shape
     level: dict[str, int] = {}
     nest_key: dict[str, tuple[int, tuple[Any, ...]]] = {}
+    nest_size: dict[tuple[int, tuple[Any, ...]], int] = {}
     for insn in insns:
         s = by_id[insn.id]
         lev = 0
@@ -224,12 +241,18 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
             else:
                 lev = max(lev, level[dep] + 1)
         keys = {nest_key[d] for d in ew_deps if level[d] == lev}
-        if len(keys) > 1:
+        if len(keys) > 1 or any(nest_size[k] >= MAX_NEST_SIZE for k in keys):
             lev += 1
             keys = set()
         level[insn.id] = lev
         if fusible[insn.id]:
-            nest_key[insn.id] = keys.pop() if keys else (lev, s.shape)
+            key = keys.pop() if keys else (lev, s.shape)
+            while nest_size.get(key, 0) >= MAX_NEST_SIZE:
+                lev += 1
+                level[insn.id] = lev
+                key = (lev, s.shape)
+            nest_key[insn.id] = key
+            nest_size[key] = nest_size.get(key, 0) + 1
 
     # }}}
 
