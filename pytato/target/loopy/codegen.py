@@ -819,6 +819,8 @@ def build_translation_unit(
     :arg fuse_loops: whether to fuse loop nests and keep values in private
         memory where possible (:func:`pytato.target.loopy.fusion.fuse_loop_nests`).
     """
+    from pytato.target.loopy.program_store import trim_loopy_memos
+    trim_loopy_memos()
     order = canonical_topological_order([outputs])
     names = NameGenerator()
     _reserve_names(outputs, order, names)
