@@ -39,8 +39,8 @@ def _lru_sizes() -> list[tuple[int, int]]:
 
 def _loopy_memo() -> dict:
     from loopy import symbolic
-    return getattr(symbolic._get_dependencies_and_reduction_inames,
-                   "_memoize_dic", {})
+    fn = symbolic._get_dependencies_and_reduction_inames
+    return getattr(getattr(fn, "__wrapped__", fn), "_memoize_dic", {})
 
 
 def test_caches_stay_bounded(monkeypatch) -> None:
@@ -69,7 +69,7 @@ def test_caches_stay_bounded(monkeypatch) -> None:
     # loopy's global memo is trimmed at each generation (one generation
     # adds a few entries)
     assert len(_loopy_memo()) <= 50 + 50
-    for pdict in program_store._STORE:      # a bounded sqlite page cache
+    for pdict in program_store._persistent_dicts():   # bounded page caches
         (kib,) = pdict.conn.execute("PRAGMA cache_size").fetchone()
         assert kib == -program_store.SQLITE_CACHE_KIB
     # the Python heap does not grow with the number of programs once the

@@ -60,9 +60,9 @@ grows a process's memory through caches, each bounded or boundable:
 * the page caches of the :mod:`sqlite3` connections behind those on-disk
   caches: :mod:`pytools` sets them to 64 MB each, so that a process's
   resident memory grows with every program written (about 10 KB per small
-  program) until each reaches 64 MB. The store's is set to
-  :data:`SQLITE_CACHE_KIB`; :func:`limit_cache_memory` sets it for
-  :mod:`loopy`'s caches too;
+  program) until each reaches 64 MB. When the store is first used, its
+  page cache and those of :mod:`loopy`'s caches are set to
+  :data:`SQLITE_CACHE_KIB` (:func:`limit_cache_memory`);
 * a global memo of :mod:`loopy` (the dependencies of each expression seen,
   ``loopy.symbolic._get_dependencies_and_reduction_inames``), which
   :mod:`loopy` never clears: :func:`trim_loopy_memos` (called at each code
@@ -357,18 +357,19 @@ def _store() -> Any:
             key_builder=KeyBuilder(),
             container_dir=os.environ.get("PYTATO_PROGRAM_STORE_DIR") or None,
             safe_sync=False)
-        _set_sqlite_cache(store, SQLITE_CACHE_KIB)
         _STORE.append(store)
+        limit_cache_memory(SQLITE_CACHE_KIB)
     return _STORE[0]
 
 
 # {{{ memory of long-running processes
 
 SQLITE_CACHE_KIB = 4096
-"""The page cache (in KiB) of the :mod:`sqlite3` connection of the store
+"""The page cache (in KiB) of the :mod:`sqlite3` connections of the store
+and of :mod:`loopy`'s on-disk caches, set when the store is first used
 (:mod:`pytools` sets 64 MB per persistent dictionary)."""
 
-LOOPY_MEMO_LIMIT = 8192
+LOOPY_MEMO_LIMIT = 2048
 """The most entries kept in :mod:`loopy`'s global memo of expression
 dependencies (see :func:`trim_loopy_memos`)."""
 
@@ -402,7 +403,8 @@ def trim_loopy_memos(limit: int | None = None) -> None:
     if limit is None:
         limit = LOOPY_MEMO_LIMIT
     fn = getattr(symbolic, "_get_dependencies_and_reduction_inames", None)
-    memo = getattr(fn, "_memoize_dic", None)
+    # (pytools' memoize keeps the memo on the undecorated function)
+    memo = getattr(getattr(fn, "__wrapped__", fn), "_memoize_dic", None)
     if memo is not None and len(memo) > limit:
         memo.clear()
 
