@@ -38,6 +38,13 @@ error here:
 .. autoexception:: NotAReductionAxis
 .. autoexception:: CannotBeLoweredToIndexLambda
 .. autoexception:: UnknownIndexLambdaExpr
+.. autoexception:: InvalidArgumentError
+.. autoexception:: InvalidArgumentTypeError
+.. autoexception:: InvalidIndexError
+.. autoexception:: IndexDTypeError
+.. autoexception:: InvalidKeyError
+.. autoexception:: TagTypeError
+.. autoexception:: ScalarOverflowError
 """
 
 from __future__ import annotations
@@ -180,3 +187,44 @@ class UnknownIndexLambdaExpr(PytatoError, ValueError):
     """The expression of an :class:`~pytato.array.IndexLambda` matches no
     high-level operation (raised by
     :func:`pytato.raising.index_lambda_to_high_level_op`)."""
+
+
+class InvalidArgumentError(PytatoError, ValueError):
+    """An argument has an invalid value (the message names the argument).
+    The general bad-input error where no more specific class applies."""
+
+
+class InvalidArgumentTypeError(PytatoError, TypeError):
+    """An argument is of a type the function does not accept (the message
+    names the argument), e.g. a :class:`pyopencl.Context` passed where a
+    :class:`pyopencl.CommandQueue` is expected."""
+
+
+class InvalidIndexError(PytatoError, IndexError):
+    """An index (in ``x[...]``, or of an argument list) is not valid: of an
+    unsupported kind, too many, or out of range."""
+
+
+class IndexDTypeError(InvalidIndexError):
+    """An array used as an index is not of an integer dtype (numpy raises
+    :class:`IndexError` there too)."""
+
+
+class InvalidKeyError(PytatoError, KeyError):
+    """A name looked up (an output, a registered function) does not
+    exist."""
+
+    def __str__(self) -> str:
+        # the message, not KeyError's repr of it
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
+
+class TagTypeError(InvalidArgumentTypeError):
+    """Something other than :class:`pytools.tag.Tag`\\ s was given where
+    tags are expected (e.g. a :class:`str`)."""
+
+
+class ScalarOverflowError(PytatoError, OverflowError):
+    """A Python integer operand does not fit the integer dtype of the
+    array it is combined with (numpy 2, NEP 50, raises
+    :class:`OverflowError` there too)."""

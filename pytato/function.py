@@ -57,6 +57,8 @@ from pytato.diagnostic import (
     CallBindingError,
     DTypeError,
     FunctionTracingError,
+    InvalidArgumentTypeError,
+    InvalidKeyError,
     ShapeMismatchError,
 )
 from pytato.tags import FunctionIdentifier  # re-exported, as upstream
@@ -163,8 +165,8 @@ class FunctionDefinition(_TaggableMixin):
         setattr_(self, "tags", check_unique_tags(normalize_tags(self.tags),
                                                  "FunctionDefinition"))
         if not isinstance(self.return_type, ReturnType):
-            raise TypeError("'return_type' must be a ReturnType, got "
-                            f"{self.return_type!r}")
+            raise InvalidArgumentTypeError("'return_type' must be a ReturnType, got "
+                                           f"{self.return_type!r}")
         if not self.returns:
             raise FunctionTracingError(
                 f"function '{self.identifier}' returns nothing")
@@ -279,8 +281,9 @@ class Call(DataclassGraphNode, AbstractResultWithNamedArrays):
     def _pt_validate(self) -> None:
         setattr_ = object.__setattr__
         if not isinstance(self.function, FunctionDefinition):
-            raise TypeError("'function' must be a FunctionDefinition, got "
-                            f"{type(self.function).__name__}")
+            raise InvalidArgumentTypeError(
+                "'function' must be a FunctionDefinition, got "
+                f"{type(self.function).__name__}")
         setattr_(self, "bindings", constantdict(
             {k: self.bindings[k] for k in sorted(self.bindings)}))
         setattr_(self, "tags", check_unique_tags(normalize_tags(self.tags),
@@ -308,8 +311,8 @@ class Call(DataclassGraphNode, AbstractResultWithNamedArrays):
         try:
             return self._pt_results[name]  # type: ignore[attr-defined,no-any-return]
         except KeyError:
-            raise KeyError(f"function '{self.function.identifier}' has no "
-                           f"result named '{name}'") from None
+            raise InvalidKeyError(f"function '{self.function.identifier}' has no "
+                                  f"result named '{name}'") from None
 
     def __iter__(self) -> Any:
         return iter(self.function.returns)

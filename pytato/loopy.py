@@ -50,6 +50,9 @@ from pytato.array.shape import are_shapes_equal, format_shape
 from pytato.diagnostic import (
     CallBindingError,
     DTypeError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    InvalidKeyError,
     NonAffineShapeError,
     ShapeMismatchError,
 )
@@ -179,8 +182,8 @@ class LoopyCall(DataclassGraphNode, AbstractResultWithNamedArrays):
         try:
             return self._pt_results[name]  # type: ignore[attr-defined,no-any-return]
         except KeyError:
-            raise KeyError(f"loopy kernel '{self.entrypoint}' has no output "
-                           f"'{name}'") from None
+            raise InvalidKeyError(f"loopy kernel '{self.entrypoint}' has no output "
+                                  f"'{name}'") from None
 
     def __iter__(self) -> Any:
         return iter(self._pt_results)  # type: ignore[attr-defined]
@@ -229,20 +232,20 @@ def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
         translation_unit = lp.make_program(translation_unit).with_entrypoints(
             translation_unit.name)
     if not isinstance(translation_unit, lp.TranslationUnit):
-        raise TypeError("call_loopy: 'translation_unit' must be a "
-                        "loopy.TranslationUnit, got "
-                        f"{type(translation_unit).__name__}")
+        raise InvalidArgumentTypeError("call_loopy: 'translation_unit' must be a "
+                                       "loopy.TranslationUnit, got "
+                                       f"{type(translation_unit).__name__}")
     t_unit = translation_unit
     if entrypoint is None:
         if len(t_unit.entrypoints) != 1:
-            raise ValueError(
-                "call_loopy: the translation unit has entrypoints "
-                f"{sorted(t_unit.entrypoints)}; choose one with 'entrypoint'")
+            raise InvalidArgumentError(
+                          "call_loopy: the translation unit has entrypoints "
+                          f"{sorted(t_unit.entrypoints)}; choose one with 'entrypoint'")
         entrypoint, = t_unit.entrypoints
     elif entrypoint not in t_unit.callables_table or not isinstance(
             t_unit.callables_table[entrypoint], lp.CallableKernel):
-        raise ValueError(f"call_loopy: the translation unit has no kernel "
-                         f"'{entrypoint}'")
+        raise InvalidArgumentError(f"call_loopy: the translation unit has no kernel "
+                                   f"'{entrypoint}'")
     knl = t_unit[entrypoint]
     what = f"loopy kernel '{entrypoint}'"
     args = {a.name: a for a in knl.args}

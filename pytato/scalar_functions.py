@@ -56,7 +56,13 @@ import numpy as np
 import pymbolic.primitives as prim
 
 from pytato.array.base import Array
-from pytato.diagnostic import DTypeError, UnsupportedByTargetError
+from pytato.diagnostic import (
+    DTypeError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    InvalidKeyError,
+    UnsupportedByTargetError,
+)
 
 
 __all__ = [
@@ -152,15 +158,16 @@ def register_scalar_function(name: str, loopy_callable: Any, *,
     :arg jax_impl: an element-wise implementation on :mod:`jax` arrays.
     """
     if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"'name' must be an identifier, got {name!r}")
+        raise InvalidArgumentError(f"'name' must be an identifier, got {name!r}")
     if loopy_callable is not None:
         from loopy.kernel.function_interface import ScalarCallable
         if not isinstance(loopy_callable, ScalarCallable):
-            raise TypeError("'loopy_callable' must be a loopy.ScalarCallable, "
-                            f"got {type(loopy_callable).__name__}")
+            raise InvalidArgumentTypeError(
+                "'loopy_callable' must be a loopy.ScalarCallable, "
+                f"got {type(loopy_callable).__name__}")
     elif numpy_impl is None:
-        raise ValueError(f"scalar function '{name}': give a loopy callable "
-                         "or a numpy implementation")
+        raise InvalidArgumentError(f"scalar function '{name}': give a loopy callable "
+                                   "or a numpy implementation")
     fn = ScalarFunction(name, loopy_callable, numpy_impl, jax_impl)
     _REGISTRY[name] = fn
     return fn
@@ -174,8 +181,8 @@ def get_scalar_function(name: str) -> ScalarFunction:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise KeyError(f"no scalar function is registered as '{name}' "
-                       "(see pytato.register_scalar_function)") from None
+        raise InvalidKeyError(f"no scalar function is registered as '{name}' "
+                              "(see pytato.register_scalar_function)") from None
 
 
 def call_scalar_function(name: str, *args: Any) -> Any:

@@ -31,7 +31,13 @@ import numpy as np
 from constantdict import constantdict
 from pytools.tag import Tag, Taggable, UniqueTag
 
-from pytato.diagnostic import NameClashError, NonUniqueTagError
+from pytato.diagnostic import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    NameClashError,
+    NonUniqueTagError,
+    TagTypeError,
+)
 
 
 if TYPE_CHECKING:
@@ -45,16 +51,33 @@ ShapeType: TypeAlias = "tuple[ShapeComponent, ...]"
 
 # {{{ tag helpers
 
-def normalize_tags(tags: Tag | Iterable[Tag] | None) -> frozenset[Tag]:
-    """Turn a tag, an iterable of tags or None into a frozenset of tags."""
+def normalize_tags(tags: Tag | Iterable[Tag] | None,
+                   argname: str = "argument 'tags'") -> frozenset[Tag]:
+    """Turn a tag, an iterable of tags or None into a frozenset of tags.
+
+    :raises TagTypeError: naming *argname*, if *tags* is a :class:`str`
+        (not an iterable of tags), not iterable, or holds a non-tag.
+    """
     if tags is None:
         return frozenset()
     if isinstance(tags, Tag):
         return frozenset([tags])
-    result = frozenset(tags)
+    if isinstance(tags, str):
+        raise TagTypeError(
+            f"{argname}: expected a pytools.tag.Tag or an iterable of Tags, "
+            f"got the str {tags!r} (strings are not tags; e.g. "
+            "pytato.tags.ImplStored() marks an array to store)")
+    try:
+        result = frozenset(tags)
+    except TypeError:
+        raise TagTypeError(
+            f"{argname}: expected a pytools.tag.Tag or an iterable of Tags, "
+            f"got {type(tags).__name__} {tags!r}") from None
     for t in result:
         if not isinstance(t, Tag):
-            raise TypeError(f"tags must be instances of pytools.tag.Tag, got {t!r}")
+            raise TagTypeError(
+                f"{argname}: expected instances of pytools.tag.Tag, got "
+                f"{type(t).__name__} {t!r}")
     return result
 
 
@@ -103,7 +126,7 @@ class _TaggableMixin(Taggable):
         """Return a copy of *self* with *tags* added. Raises
         :class:`~pytato.diagnostic.NonUniqueTagError` if two unique tags of
         one type result."""
-        new = normalize_tags(tags)
+        new = normalize_tags(tags, "tagged(), argument 'tags'")
         if new <= self.tags:
             return self
         return self._with_new_tags(check_unique_tags(self.tags | new,
@@ -112,9 +135,9 @@ class _TaggableMixin(Taggable):
     def without_tags(self, tags: Tag | Iterable[Tag],
                      verify_existence: bool = True) -> Self:
         """Return a copy of *self* without *tags*."""
-        rm = normalize_tags(tags)
+        rm = normalize_tags(tags, "without_tags(), argument 'tags'")
         if verify_existence and not rm <= self.tags:
-            raise ValueError(f"tags {set(rm - self.tags)} are not present")
+            raise InvalidArgumentError(f"tags {set(rm - self.tags)} are not present")
         if not rm & self.tags:
             return self
         return self._with_new_tags(self.tags - rm)
@@ -385,7 +408,7 @@ class Array(GraphNode, _TaggableMixin):
         if self.axes is None:
             setattr_(self, "axes", (_DEFAULT_AXIS,) * len(shape))
         elif len(self.axes) != len(shape):
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{type(self).__name__}: got {len(self.axes)} axes for an array "
                 f"of {len(shape)} dimensions")
         kids: list[Array] = []
@@ -484,10 +507,11 @@ class Array(GraphNode, _TaggableMixin):
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d array")
+            raise InvalidArgumentTypeError("len() of a 0-d array")
         n = self.shape[0]
         if not isinstance(n, int):
-            raise TypeError("len() of an array with a symbolic first dimension")
+            raise InvalidArgumentTypeError(
+                "len() of an array with a symbolic first dimension")
         return n
 
     def __bool__(self) -> bool:

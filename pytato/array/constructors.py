@@ -26,7 +26,12 @@ from pytato.array.base import (
 from pytato.array.inputs import DataWrapper, Placeholder, SizeParam
 from pytato.array.results import DictOfNamedArrays
 from pytato.array.shape import normalize_shape
-from pytato.diagnostic import DTypeError, NameClashError
+from pytato.diagnostic import (
+    DTypeError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    NameClashError,
+)
 
 
 if TYPE_CHECKING:
@@ -79,29 +84,30 @@ RESERVED_NAMES = frozenset(
 
 def check_identifier(name: Any, argname: str = "name") -> str:
     if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"'{argname}' must be a valid Python identifier, "
-                         f"got {name!r}")
+        raise InvalidArgumentError(
+            f"'{argname}' must be a valid Python identifier, got {name!r}")
     if name in RESERVED_NAMES:
         raise NameClashError(
             f"'{argname}': {name!r} is a keyword or type name of Python or "
             "OpenCL C, which generated code cannot use as an argument name; "
             "choose another name")
     if name.startswith("_pt"):
-        raise ValueError(f"'{argname}': names starting with '_pt' are reserved, "
-                         f"got {name!r}")
+        raise InvalidArgumentError(
+            f"'{argname}': names starting with '_pt' are reserved, "
+            f"got {name!r}")
     return name
 
 
 def _tags_and_axes(tags: Any, axes: Any, ndim: int, what: str
                    ) -> tuple[frozenset[Tag], tuple[Axis, ...]]:
-    tags = check_unique_tags(normalize_tags(tags), what)
+    tags = check_unique_tags(normalize_tags(tags, f"{what}, argument 'tags'"), what)
     if axes is None:
         axes = tuple(Axis() for _ in range(ndim))
     else:
         axes = tuple(axes)
         if len(axes) != ndim or not all(isinstance(a, Axis) for a in axes):
-            raise ValueError(f"{what}: 'axes' must be {ndim} Axis objects, "
-                             f"got {axes!r}")
+            raise InvalidArgumentError(f"{what}: 'axes' must be {ndim} Axis objects, "
+                                       f"got {axes!r}")
     return tags, axes
 
 
@@ -142,8 +148,9 @@ def make_data_wrapper(data: Any, *, name: str | None = None,
     :class:`pyopencl.array.Array`, or anything with ``shape`` and
     ``dtype``). *data* must not be modified afterwards."""
     if not (hasattr(data, "shape") and hasattr(data, "dtype")):
-        raise TypeError("'data' must have 'shape' and 'dtype' attributes, got "
-                        f"{type(data).__name__}")
+        raise InvalidArgumentTypeError(
+            "'data' must have 'shape' and 'dtype' attributes, got "
+            f"{type(data).__name__}")
     if isinstance(data, np.generic):
         # a numpy scalar is not an array the generated code can be passed
         data = np.asarray(data)
@@ -155,8 +162,8 @@ def make_data_wrapper(data: Any, *, name: str | None = None,
     else:
         shape = normalize_shape(shape)
         if len(shape) != len(data.shape):
-            raise ValueError(f"'shape' {shape} has a different number of "
-                             f"dimensions than the data's {data.shape}")
+            raise InvalidArgumentError(f"'shape' {shape} has a different number of "
+                                       f"dimensions than the data's {data.shape}")
     tags, axes = _tags_and_axes(tags, axes, len(shape), "data wrapper")
     tags, net = _creation_tags(tags)
     return DataWrapper(data, shape, name, axes=axes, tags=tags,
@@ -169,16 +176,18 @@ def make_dict_of_named_arrays(data: Mapping[str, Array],
     """A :class:`~pytato.DictOfNamedArrays` of *data*."""
     for k, v in data.items():
         if not isinstance(k, str) or not k.isidentifier():
-            raise ValueError(f"output name {k!r} is not a valid identifier")
+            raise InvalidArgumentError(f"output name {k!r} is not a valid identifier")
         if k in RESERVED_NAMES:
             raise NameClashError(
                 f"output name {k!r} is a keyword or type name of Python or "
                 "OpenCL C, which generated code cannot use; choose another "
                 "name")
         if not isinstance(v, Array):
-            raise TypeError(f"output '{k}' is not an array: {type(v).__name__}")
+            raise InvalidArgumentTypeError(
+                f"output '{k}' is not an array: {type(v).__name__}")
     return DictOfNamedArrays(dict(data), tags=check_unique_tags(
-        normalize_tags(tags), "DictOfNamedArrays"))
+        normalize_tags(tags, "make_dict_of_named_arrays(), argument 'tags'"),
+        "DictOfNamedArrays"))
 
 
 def make_index_lambda(
@@ -205,12 +214,14 @@ def make_index_lambda(
     if isinstance(expression, str):
         expression = parse(expression)
     if not isinstance(bindings, Mapping):
-        raise TypeError("make_index_lambda: 'bindings' must be a mapping from "
-                        f"names to arrays, got {type(bindings).__name__}")
+        raise InvalidArgumentTypeError(
+            "make_index_lambda: 'bindings' must be a mapping from "
+            f"names to arrays, got {type(bindings).__name__}")
     for name, ary in bindings.items():
         if not isinstance(ary, Array):
-            raise TypeError(f"make_index_lambda: binding {name!r} is not an "
-                            f"array: {ary!r}")
+            raise InvalidArgumentTypeError(
+                f"make_index_lambda: binding {name!r} is not an "
+                f"array: {ary!r}")
     descrs = {name: ReductionDescriptor()
               for name in get_reduction_induction_variables(expression)}
     descrs.update(var_to_reduction_descr or {})

@@ -24,6 +24,8 @@ import pymbolic.primitives as prim
 from pytato.diagnostic import (
     AxisError,
     CannotBroadcastError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     NonAffineShapeError,
 )
 from pytato.scalar_expr import is_integral_scalar, substitute
@@ -105,12 +107,12 @@ def normalize_shape(shape: Any, argname: str = "shape") -> ShapeType:
     if is_integral_scalar(shape) or isinstance(shape, Array):
         shape = (shape,)
     if not isinstance(shape, Sequence) and not isinstance(shape, np.ndarray):
-        raise TypeError(f"'{argname}' must be a sequence, got {shape!r}")
+        raise InvalidArgumentTypeError(f"'{argname}' must be a sequence, got {shape!r}")
     result: list[ShapeComponent] = []
     for i, c in enumerate(shape):
         if is_integral_scalar(c):
             if c < 0:
-                raise ValueError(f"'{argname}'[{i}] is negative: {c}")
+                raise InvalidArgumentError(f"'{argname}'[{i}] is negative: {c}")
             result.append(int(c))
         elif isinstance(c, Array):
             if c.shape != () or c.dtype.kind not in "iu":
@@ -120,8 +122,8 @@ def normalize_shape(shape: Any, argname: str = "shape") -> ShapeType:
             _check_affine(shape_component_to_expr(c), f"'{argname}'[{i}]")
             result.append(c)
         else:
-            raise TypeError(f"'{argname}'[{i}] must be an int or a size "
-                            f"expression, got {c!r}")
+            raise InvalidArgumentTypeError(f"'{argname}'[{i}] must be an int or a size "
+                                           f"expression, got {c!r}")
     return tuple(result)
 
 

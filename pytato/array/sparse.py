@@ -60,6 +60,8 @@ from pytato.array.shape import (
 from pytato.diagnostic import (
     DTypeError,
     IndexOutOfBoundsError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     ShapeMismatchError,
     UnsupportedOperationError,
 )
@@ -326,11 +328,13 @@ def _csr_axes(axes: Iterable[Axis | ToTagSetConvertible] | None
     try:
         entries = tuple(axes)
     except TypeError:
-        raise TypeError("make_csr_matrix: 'axes' must be a sequence of 2 Axis "
-                        f"objects or tag sets, got {axes!r}") from None
+        raise InvalidArgumentTypeError(
+            "make_csr_matrix: 'axes' must be a sequence of 2 Axis objects or "
+            f"tag sets, got {axes!r}") from None
     if len(entries) != 2:
-        raise ValueError("make_csr_matrix: 'axes' must have 2 entries (one per "
-                         f"matrix axis), got {len(entries)}")
+        raise InvalidArgumentError(
+            "make_csr_matrix: 'axes' must have 2 entries (one per matrix "
+            f"axis), got {len(entries)}")
     result = []
     for i, entry in enumerate(entries):
         if isinstance(entry, Axis):
@@ -339,7 +343,7 @@ def _csr_axes(axes: Iterable[Axis | ToTagSetConvertible] | None
         try:
             axis_tags = normalize_tags(entry)
         except TypeError:
-            raise TypeError(
+            raise InvalidArgumentTypeError(
                 f"make_csr_matrix: 'axes[{i}]' must be an Axis, a tag or an "
                 f"iterable of tags, got {entry!r}") from None
         result.append(Axis(check_unique_tags(axis_tags, f"axis {i}")))
@@ -354,8 +358,9 @@ def sparse_matmul(x1: SparseMatrix, x2: Any) -> Array:
         differ or *x2* is not 1-d or 2-d.
     """
     if not isinstance(x1, SparseMatrix):
-        raise TypeError(f"sparse_matmul: 'x1' must be a sparse matrix, got "
-                        f"{type(x1).__name__}")
+        raise InvalidArgumentTypeError(
+            f"sparse_matmul: 'x1' must be a sparse matrix, got "
+            f"{type(x1).__name__}")
     from pytato.frontend._coerce import as_array
     x2 = as_array(x2, "x2")
     if x2.ndim not in (1, 2):

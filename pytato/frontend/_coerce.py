@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from pytato.array.base import Array
+from pytato.diagnostic import InvalidArgumentTypeError
 from pytato.scalar_expr import SCALAR_CLASSES
 
 
@@ -24,4 +25,5 @@ def as_array(x: Any, argname: str) -> Array:
         data = np.asarray(x)
         check_dtype(data.dtype, argname)
         return make_data_wrapper(data)
-    raise TypeError(f"'{argname}' must be an array, got {type(x).__name__}")
+    raise InvalidArgumentTypeError(
+        f"'{argname}' must be an array, got {type(x).__name__}")

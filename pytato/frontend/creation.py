@@ -27,7 +27,7 @@ from pytato.array.base import Array, ShapeType
 from pytato.array.constructors import check_dtype
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import normalize_shape
-from pytato.diagnostic import DTypeError
+from pytato.diagnostic import DTypeError, InvalidArgumentError, InvalidArgumentTypeError
 from pytato.frontend._utils import cast_scalar, is_scalar
 from pytato.scalar_expr import TypeCast, is_integral_scalar
 
@@ -38,8 +38,9 @@ def _check_order(order: Any, func: str) -> None:
     if order in ("F", "A", "K"):
         raise NotImplementedError(f"{func}: only order='C' is supported, got "
                                   f"order={order!r}")
-    raise ValueError(f"{func}: 'order' must be one of 'C', 'F', 'A', 'K', got "
-                     f"{order!r}")
+    raise InvalidArgumentError(
+        f"{func}: 'order' must be one of 'C', 'F', 'A', 'K', got "
+        f"{order!r}")
 
 
 def _constant(shape: ShapeType, value: Any, dtype: np.dtype[Any]) -> IndexLambda:
@@ -68,16 +69,18 @@ def full(shape: Any, fill_value: Any, dtype: Any = None,
         fill_value = fill_value[()]
     if isinstance(fill_value, Array):
         if fill_value.ndim != 0:
-            raise ValueError("full: 'fill_value' must be a scalar or a 0-d "
-                             f"array, got an array of shape {fill_value.shape}")
+            raise InvalidArgumentError(
+                "full: 'fill_value' must be a scalar or a 0-d "
+                f"array, got an array of shape {fill_value.shape}")
         dtype = fill_value.dtype if dtype is None else check_dtype(dtype)
         expr: Any = prim.Variable("_in0")
         if dtype != fill_value.dtype:
             expr = TypeCast(dtype, expr)
         return IndexLambda(shape, dtype, expr, {"_in0": fill_value})
     if not is_scalar(fill_value):
-        raise TypeError("full: 'fill_value' must be a scalar or a 0-d array, "
-                        f"got {type(fill_value).__name__}")
+        raise InvalidArgumentTypeError(
+            "full: 'fill_value' must be a scalar or a 0-d array, "
+            f"got {type(fill_value).__name__}")
     if dtype is None:
         dtype = check_dtype(np.asarray(fill_value).dtype, "fill_value.dtype")
     else:
@@ -164,7 +167,7 @@ def eye(N: Any, M: Any = None, k: int = 0,
         M = N
     shape = normalize_shape((N, M), "(N, M)")
     if not is_integral_scalar(k):
-        raise TypeError(f"eye: 'k' must be an integer, got {k!r}")
+        raise InvalidArgumentTypeError(f"eye: 'k' must be an integer, got {k!r}")
     dtype = check_dtype(dtype)
     row: Any = prim.Variable("_0")
     if k:
@@ -181,19 +184,21 @@ def _arange_args(args: tuple[Any, ...], kwargs: dict[str, Any]
     """Return ``(start, stop, step)`` from numpy's calling
     conventions ``arange([start,] stop[, step])``."""
     if len(args) > 3:
-        raise TypeError(f"arange: expected at most 3 positional arguments, got "
-                        f"{len(args)}")
+        raise InvalidArgumentTypeError(
+            f"arange: expected at most 3 positional arguments, got "
+            f"{len(args)}")
     unknown = set(kwargs) - {"start", "stop", "step"}
     if unknown:
-        raise TypeError(f"arange: unexpected keyword arguments {sorted(unknown)}")
+        raise InvalidArgumentTypeError(
+            f"arange: unexpected keyword arguments {sorted(unknown)}")
     given = dict(zip(["start", "stop", "step"], args, strict=False))
     for name, value in kwargs.items():
         if name in given:
-            raise TypeError(f"arange: got multiple values for '{name}'")
+            raise InvalidArgumentTypeError(f"arange: got multiple values for '{name}'")
         given[name] = value
     if given.get("stop") is None:
         if not args:
-            raise TypeError("arange: missing required argument 'stop'")
+            raise InvalidArgumentTypeError("arange: missing required argument 'stop'")
         # arange(stop) and arange(stop, step=...), as in numpy
         given["stop"] = given.pop("start")
     step = given.get("step")
@@ -225,10 +230,10 @@ def arange(*args: Any, dtype: Any = None, **kwargs: Any) -> Array:
 
     for name, value in [("start", start), ("stop", stop), ("step", step)]:
         if not is_scalar(value):
-            raise TypeError(f"arange: '{name}' must be a scalar, got "
-                            f"{type(value).__name__}")
+            raise InvalidArgumentTypeError(f"arange: '{name}' must be a scalar, got "
+                                           f"{type(value).__name__}")
     if step == 0:
-        raise ValueError("arange: 'step' must not be zero")
+        raise InvalidArgumentError("arange: 'step' must not be zero")
 
     if dtype is None:
         dtype = np.result_type(*(np.asarray(v).dtype

@@ -64,7 +64,7 @@ import pymbolic.primitives as prim
 from pytato.array.base import Array
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import broadcast_shapes, is_one
-from pytato.diagnostic import DTypeError
+from pytato.diagnostic import DTypeError, InvalidArgumentTypeError, ScalarOverflowError
 from pytato.scalar_expr import SCALAR_CLASSES, TypeCast
 
 
@@ -88,8 +88,8 @@ def _as_operand(x: Any, argname: str) -> Any:
     if isinstance(x, np.ndarray):
         from pytato.array.constructors import make_data_wrapper
         return make_data_wrapper(x)
-    raise TypeError(f"'{argname}' must be an array or a scalar, got "
-                    f"{type(x).__name__}")
+    raise InvalidArgumentTypeError(f"'{argname}' must be an array or a scalar, got "
+                                   f"{type(x).__name__}")
 
 
 def _proxy(x: Any) -> Any:
@@ -117,6 +117,31 @@ def index_expr_for(ary: Array, name: str, out_ndim: int,
 def scalar_literal(x: Any, dtype: np.dtype[Any]) -> Any:
     """*x* as a numpy scalar of *dtype*."""
     return dtype.type(x)
+
+
+def _overflow(operands: Sequence[Any], argnames: Sequence[str], what: str,
+              err: OverflowError) -> ScalarOverflowError:
+    """The error for Python integer operands that do not fit the integer
+    dtype of the arrays they are combined with (numpy 2's rule, NEP 50)."""
+    int_dtypes = [x.dtype for x in operands
+                  if isinstance(x, Array) and x.dtype.kind in "iub"]
+    culprits = []
+    for x, n in zip(operands, argnames, strict=True):
+        if type(x) is int and any(
+                dt.kind != "b" and not (np.iinfo(dt).min <= x <= np.iinfo(dt).max)
+                for dt in int_dtypes):
+            culprits.append(f"'{n}' ({x})")
+    if not culprits:    # e.g. beyond int64, the dtype of bool arithmetic
+        culprits = [f"'{n}' ({x})" for x, n in zip(operands, argnames,
+                                                   strict=True)
+                    if type(x) is int]
+    names = ", ".join(culprits) or "a Python integer operand"
+    dtypes = ", ".join(sorted({str(dt) for dt in int_dtypes}))
+    return ScalarOverflowError(
+        f"{what}: {names} does not fit the dtype ({dtypes}) of the array "
+        f"operand (numpy 2 raises OverflowError too: {err}); convert the "
+        "array to a wider dtype, or the operand to a numpy scalar of the "
+        "intended dtype")
 
 
 def elementwise(ufunc: Callable[..., Any] | None,
@@ -152,7 +177,10 @@ def elementwise(ufunc: Callable[..., Any] | None,
     try:
         if out_dtype is None:
             assert ufunc is not None
-            out_dtype = np.asarray(ufunc(*proxies)).dtype
+            try:
+                out_dtype = np.asarray(ufunc(*proxies)).dtype
+            except OverflowError as e:
+                raise _overflow(operands, argnames, what, e) from None
         if op_dtype == "out":
             cast_dtype: np.dtype[Any] | None = out_dtype
         elif op_dtype == "common":

@@ -50,7 +50,13 @@ from pytato.array.shape import (
     format_shape,
     shape_component_to_expr,
 )
-from pytato.diagnostic import IndexOutOfBoundsError, ShapeMismatchError
+from pytato.diagnostic import (
+    IndexDTypeError,
+    IndexOutOfBoundsError,
+    InvalidArgumentError,
+    InvalidIndexError,
+    ShapeMismatchError,
+)
 from pytato.frontend._coerce import as_array
 from pytato.frontend.shape_ops import expand_dims
 from pytato.scalar_expr import is_integral_scalar
@@ -83,24 +89,29 @@ def _index_data(x: Any, k: int) -> Any:
         if x.dtype.kind == "b":
             raise NotImplementedError(f"index {k}: {_BOOL_MASK_MSG}")
         if x.dtype.kind not in "iu":
-            raise IndexError(f"index {k}: arrays used as indices must be of "
-                             f"integer dtype, got {x.dtype}")
+            name = getattr(x, "name", None)
+            what = (f"the {type(x).__name__.lower()} '{name}'"
+                    if isinstance(name, str) else f"a lazy {type(x).__name__}")
+            raise IndexDTypeError(
+                f"index {k}: arrays used as indices must be of integer dtype, "
+                f"got {what} of dtype {x.dtype}")
         return x
     try:
         data = np.asarray(x)
     except (TypeError, ValueError):
         data = np.empty(0, dtype=object)
     if data.dtype.kind == "O":
-        raise IndexError(f"index {k}: a nested sequence used as an index must "
-                         "hold only integers (use pytato.stack to combine "
-                         f"lazy index arrays), got {x!r}")
+        raise InvalidIndexError(f"index {k}: a nested sequence used as an index must "
+                                "hold only integers (use pytato.stack to combine "
+                                f"lazy index arrays), got {x!r}")
     if data.dtype.kind == "b":
         raise NotImplementedError(f"index {k}: {_BOOL_MASK_MSG}")
     if data.size == 0 and data.dtype.kind == "f":
         data = data.astype(np.intp)
     if data.dtype.kind not in "iu":
-        raise IndexError(f"index {k}: arrays used as indices must be of integer "
-                         f"dtype, got {x!r}")
+        raise IndexDTypeError(
+            f"index {k}: arrays used as indices must be of integer dtype, got "
+            f"a {type(x).__name__} of dtype {data.dtype}: {x!r}")
     if data.ndim == 0:
         return int(data)
     return data
@@ -119,8 +130,8 @@ def _classify(x: Any, k: int) -> Any:
         return x
     if isinstance(x, (Array, np.ndarray, list, tuple)):
         return _index_data(x, k)
-    raise IndexError(f"index {k}: only integers, slices, Ellipsis, None and "
-                     f"integer arrays are valid indices, got {x!r}")
+    raise InvalidIndexError(f"index {k}: only integers, slices, Ellipsis, None and "
+                            f"integer arrays are valid indices, got {x!r}")
 
 # }}}
 
@@ -145,13 +156,13 @@ def _normalize_int(i: int, n: ShapeComponent, axis: int) -> int | Array:
 def _slice_bound(b: Any, n: ShapeComponent, axis: int, what: str) -> Any:
     if isinstance(b, Array):
         if b.shape != () or b.dtype.kind not in "iu":
-            raise IndexError(f"axis {axis}: slice {what} must be an integer or "
-                             f"a 0-d integer array, got shape {b.shape}, "
-                             f"dtype {b.dtype}")
+            raise InvalidIndexError(f"axis {axis}: slice {what} must be an integer or "
+                                    f"a 0-d integer array, got shape {b.shape}, "
+                                    f"dtype {b.dtype}")
         return b
     if not is_integral_scalar(b):
-        raise IndexError(f"axis {axis}: slice {what} must be an integer or "
-                         f"None, got {b!r}")
+        raise InvalidIndexError(f"axis {axis}: slice {what} must be an integer or "
+                                f"None, got {b!r}")
     b = int(b)
     return b if b >= 0 else n + b
 
@@ -159,11 +170,11 @@ def _slice_bound(b: Any, n: ShapeComponent, axis: int, what: str) -> Any:
 def _normalize_slice(s: slice, n: ShapeComponent, axis: int) -> NormalizedSlice:
     step = 1 if s.step is None else s.step
     if not is_integral_scalar(step):
-        raise IndexError(f"axis {axis}: slice step must be an integer or None, "
-                         f"got {step!r}")
+        raise InvalidIndexError(f"axis {axis}: slice step must be an integer or None, "
+                                f"got {step!r}")
     step = int(step)
     if step == 0:
-        raise ValueError(f"axis {axis}: slice step cannot be zero")
+        raise InvalidArgumentError(f"axis {axis}: slice step cannot be zero")
     if is_integral_scalar(n) and not isinstance(s.start, Array) and not (
             isinstance(s.stop, Array)):
         for b, what in [(s.start, "start"), (s.stop, "stop")]:
@@ -280,12 +291,12 @@ def index(array: Any, idx: Any) -> Array:
     entries = [_classify(x, k) for k, x in enumerate(idx)]
     n_ellipsis = sum(1 for e in entries if e is _Ellipsis)
     if n_ellipsis > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        raise InvalidIndexError("an index can only have a single ellipsis ('...')")
     n_consumed = sum(1 for e in entries if e is not _Ellipsis and e is not _NewAxis)
     if n_consumed > array.ndim:
-        raise IndexError(f"too many indices for array: array is "
-                         f"{array.ndim}-dimensional, but {n_consumed} were "
-                         "indexed")
+        raise InvalidIndexError(f"too many indices for array: array is "
+                                f"{array.ndim}-dimensional, but {n_consumed} were "
+                                "indexed")
     fill = [slice(None)] * (array.ndim - n_consumed)
     if n_ellipsis:
         k = next(i for i, e in enumerate(entries) if e is _Ellipsis)

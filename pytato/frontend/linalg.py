@@ -39,6 +39,8 @@ from pytato.array.shape import (
 )
 from pytato.diagnostic import (
     EinsumSpecError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     InvalidEinsumIndex,
     ShapeMismatchError,
 )
@@ -134,8 +136,8 @@ def einsum(subscripts: str, *operands: Any,
         repeated or absent from the inputs, and malformed subscripts.
     """
     if not isinstance(subscripts, str):
-        raise TypeError(f"'subscripts' must be a string, got "
-                        f"{type(subscripts).__name__}")
+        raise InvalidArgumentTypeError(f"'subscripts' must be a string, got "
+                                       f"{type(subscripts).__name__}")
     spec = subscripts.replace(" ", "")
     if spec.count("->") > 1:
         raise EinsumSpecError(f"einsum {subscripts!r}: more than one '->'")
@@ -211,8 +213,9 @@ def einsum(subscripts: str, *operands: Any,
                 f"einsum {subscripts!r}: 'index_to_redn_descr' names '{idx}', "
                 "which is not a reduction index of the subscripts")
         if not isinstance(rd, ReductionDescriptor):
-            raise TypeError(f"'index_to_redn_descr'['{idx}'] must be a "
-                            f"ReductionDescriptor, got {type(rd).__name__}")
+            raise InvalidArgumentTypeError(
+                f"'index_to_redn_descr'['{idx}'] must be a "
+                f"ReductionDescriptor, got {type(rd).__name__}")
     redn_descr = {
         d: index_to_redn_descr.get(idx, ReductionDescriptor())
         for idx, d in descr.items() if isinstance(d, EinsumReductionAxis)}
@@ -294,7 +297,7 @@ def dot(a: Any, b: Any) -> Any:
     _check_contracted(a, -1, b, ib, "dot", ("a", "b"))
     letters = string.ascii_letters
     if a.ndim - 1 + b.ndim > len(letters):
-        raise ValueError("dot: too many dimensions")
+        raise InvalidArgumentError("dot: too many dimensions")
     sa = letters[:a.ndim - 1]
     sb = letters[a.ndim - 1:a.ndim - 1 + b.ndim - 1]
     k = letters[a.ndim - 1 + b.ndim - 1]

@@ -55,7 +55,7 @@ import pymbolic.primitives as prim
 from pytato.array.base import Array
 from pytato.array.constructors import check_dtype, make_data_wrapper
 from pytato.array.lambdas import IndexLambda
-from pytato.diagnostic import DTypeError
+from pytato.diagnostic import DTypeError, InvalidArgumentTypeError
 from pytato.frontend.elementwise import elementwise, index_expr_for
 from pytato.scalar_expr import TypeCast
 
@@ -346,8 +346,9 @@ def astype(a: Any, dtype: Any) -> Any:
     a = _as_array_or_scalar(a)
     if not isinstance(a, Array):
         if not isinstance(a, (builtins.bool, int, float, complex, np.generic)):
-            raise TypeError(f"astype: 'a' must be an array or a scalar, got "
-                            f"{type(a).__name__}")
+            raise InvalidArgumentTypeError(
+                f"astype: 'a' must be an array or a scalar, got "
+                f"{type(a).__name__}")
         return np.asarray(a).astype(dtype)[()]
     if a.dtype == dtype:
         return a

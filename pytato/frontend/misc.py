@@ -14,7 +14,12 @@ import pymbolic.primitives as prim
 from pytato.array.base import Array, ShapeComponent
 from pytato.array.constructors import make_data_wrapper
 from pytato.array.lambdas import IndexLambda
-from pytato.diagnostic import DTypeError
+from pytato.diagnostic import (
+    DTypeError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    ScalarOverflowError,
+)
 from pytato.frontend._utils import BindingCollector, cast_scalar, is_scalar
 from pytato.frontend.elementwise import elementwise
 from pytato.scalar_expr import TypeCast, is_integral_scalar
@@ -43,8 +48,9 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
             "elements) is not supported: its shape depends on the data. Pass "
             "'x' and 'y' to select elements")
     if x is None or y is None:
-        raise ValueError("where: either both or neither of 'x' and 'y' must be "
-                         "given")
+        raise InvalidArgumentError(
+            "where: either both or neither of 'x' and 'y' must be "
+            "given")
 
     def proxy(v: Any) -> Any:
         if isinstance(v, (Array, np.ndarray)):
@@ -55,6 +61,10 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
         return np.where(condition, x, y)[()]
     try:
         out_dtype = np.where(proxy(condition), proxy(x), proxy(y)).dtype
+    except OverflowError as e:
+        raise ScalarOverflowError(
+            f"where: a Python integer operand of 'x' ({x!r}) or 'y' ({y!r}) "
+            f"does not fit any integer dtype numpy can hold: {e}") from None
     except (TypeError, ValueError) as e:
         raise DTypeError(f"where: cannot select between 'x' and 'y': {e}"
                          ) from None
@@ -100,22 +110,27 @@ def _as_pairs(value: Any, ndim: int, argname: str, integral: bool
     """Broadcast *value* to ``ndim`` (before, after) pairs, as numpy does for
     ``pad_width`` and ``constant_values``."""
     if isinstance(value, Array):
-        raise TypeError(f"pad: '{argname}' must be given by (Python or numpy) "
-                        "scalars, not by a lazy array")
+        raise InvalidArgumentTypeError(
+            f"pad: '{argname}' must be given by (Python or numpy) "
+            "scalars, not by a lazy array")
     arr = np.asarray(value)
     if integral and arr.dtype.kind not in "iu":
-        raise TypeError(f"pad: '{argname}' must be of integral type, got "
-                        f"{value!r}")
+        raise InvalidArgumentTypeError(
+            f"pad: '{argname}' must be of integral type, got "
+            f"{value!r}")
     if not integral and arr.dtype.kind not in "biufc":
-        raise TypeError(f"pad: '{argname}' must be numbers, got {value!r}")
+        raise InvalidArgumentTypeError(
+            f"pad: '{argname}' must be numbers, got {value!r}")
     try:
         pairs = np.broadcast_to(arr, (ndim, 2))
     except ValueError:
-        raise ValueError(f"pad: '{argname}' of shape {arr.shape} does not fit "
-                         f"an array of {ndim} dimensions (give a scalar, a "
-                         "(before, after) pair, or one pair per axis)") from None
+        raise InvalidArgumentError(
+            f"pad: '{argname}' of shape {arr.shape} does not fit "
+            f"an array of {ndim} dimensions (give a scalar, a "
+            "(before, after) pair, or one pair per axis)") from None
     if integral and (pairs < 0).any():
-        raise ValueError(f"pad: '{argname}' must not be negative, got {value!r}")
+        raise InvalidArgumentError(
+            f"pad: '{argname}' must not be negative, got {value!r}")
     return [(pairs[i, 0].item(), pairs[i, 1].item()) for i in range(ndim)]
 
 
@@ -147,11 +162,11 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant",
         if callable(mode) or mode in _NUMPY_PAD_MODES:
             raise NotImplementedError(f"pad: mode {mode!r} is not supported, "
                                       "only mode='constant' is")
-        raise ValueError(f"pad: unknown mode {mode!r}")
+        raise InvalidArgumentError(f"pad: unknown mode {mode!r}")
     unknown = set(kwargs) - {"constant_values"}
     if unknown:
-        raise ValueError(f"pad: unsupported keyword arguments for mode "
-                         f"'constant': {sorted(unknown)}")
+        raise InvalidArgumentError(f"pad: unsupported keyword arguments for mode "
+                                   f"'constant': {sorted(unknown)}")
     constant_values = kwargs.get("constant_values", 0)
 
     if isinstance(array, np.ndarray):
@@ -159,8 +174,8 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant",
     elif not isinstance(array, Array):
         if is_scalar(array):
             return np.pad(array, pad_width, mode, **kwargs)
-        raise TypeError(f"pad: 'array' must be an array, got "
-                        f"{type(array).__name__}")
+        raise InvalidArgumentTypeError(f"pad: 'array' must be an array, got "
+                                       f"{type(array).__name__}")
 
     ndim = array.ndim
     widths = [(int(b), int(a)) for b, a in

@@ -39,7 +39,12 @@ from pytato.array.base import Array, ReductionDescriptor, ShapeComponent
 from pytato.array.constructors import check_dtype, make_data_wrapper
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import format_shape, normalize_axes, normalize_axis
-from pytato.diagnostic import AxisError, DTypeError, EmptyReductionError
+from pytato.diagnostic import (
+    AxisError,
+    DTypeError,
+    EmptyReductionError,
+    InvalidArgumentTypeError,
+)
 from pytato.frontend._utils import BindingCollector, cast_scalar, is_scalar
 from pytato.scalar_expr import (
     AllReductionOperation,
@@ -68,8 +73,8 @@ _NO_VALUE: Any = _NoValue()
 def _normalize_reduction_axes(axis: Any, ndim: int) -> tuple[int, ...]:
     if not (axis is None or is_integral_scalar(axis)
             or isinstance(axis, (tuple, list))):
-        raise TypeError("'axis' must be None, an integer or a tuple of "
-                        f"integers, got {axis!r}")
+        raise InvalidArgumentTypeError("'axis' must be None, an integer or a tuple of "
+                                       f"integers, got {axis!r}")
     return normalize_axes(axis, ndim)
 
 
@@ -86,8 +91,8 @@ def _normalize_descrs(descrs: Mapping[int, ReductionDescriptor] | None,
                             f"{key}, which is not reduced (reduced axes: "
                             f"{axes})")
         if not isinstance(descr, ReductionDescriptor):
-            raise TypeError("'axis_to_reduction_descr' values must be "
-                            f"ReductionDescriptors, got {descr!r}")
+            raise InvalidArgumentTypeError("'axis_to_reduction_descr' values must be "
+                                           f"ReductionDescriptors, got {descr!r}")
         result[ax] = descr
     return result
 
@@ -142,14 +147,14 @@ def _prepare(a: Any, func: str) -> Any:
         return make_data_wrapper(a)
     if is_scalar(a):
         return None
-    raise TypeError(f"{func}: 'a' must be an array or a scalar, got "
-                    f"{type(a).__name__}")
+    raise InvalidArgumentTypeError(f"{func}: 'a' must be an array or a scalar, got "
+                                   f"{type(a).__name__}")
 
 
 def _check_initial(initial: Any, func: str) -> None:
     if initial is not _NO_VALUE and not is_scalar(initial):
-        raise TypeError(f"{func}: 'initial' must be a scalar, got "
-                        f"{type(initial).__name__}")
+        raise InvalidArgumentTypeError(f"{func}: 'initial' must be a scalar, got "
+                                       f"{type(initial).__name__}")
 
 
 def _eager_kwargs(axis: Any, keepdims: bool, initial: Any,

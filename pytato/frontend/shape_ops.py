@@ -45,6 +45,8 @@ from pytato.array.shape import (
 from pytato.diagnostic import (
     AxisError,
     CannotBroadcastError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     ReshapeError,
     ShapeMismatchError,
 )
@@ -128,14 +130,14 @@ def reshape(array: Any, newshape: Any, order: str = "C") -> Array:
     """
     array = as_array(array, "array")
     if order not in ("C", "F"):
-        raise ValueError(f"'order' must be 'C' or 'F', got {order!r}")
+        raise InvalidArgumentError(f"'order' must be 'C' or 'F', got {order!r}")
     if is_integral_scalar(newshape) or isinstance(newshape, Array):
         newshape = (newshape,)
     if isinstance(newshape, np.ndarray):
         newshape = newshape.tolist() if newshape.ndim else [newshape.item()]
     if not isinstance(newshape, Sequence):
-        raise TypeError(f"'newshape' must be an int or a sequence, got "
-                        f"{type(newshape).__name__}")
+        raise InvalidArgumentTypeError(f"'newshape' must be an int or a sequence, got "
+                                       f"{type(newshape).__name__}")
     newshape = tuple(newshape)
     unknown = [i for i, c in enumerate(newshape)
                if is_integral_scalar(c) and int(c) == -1]
@@ -303,11 +305,12 @@ def swapaxes(a: Any, axis1: Any, axis2: Any) -> Array:
 
 def _as_arrays(arrays: Any, what: str) -> tuple[Array, ...]:
     if isinstance(arrays, Array) or not isinstance(arrays, Sequence):
-        raise TypeError(f"{what}: 'arrays' must be a sequence of arrays, got "
-                        f"{type(arrays).__name__}")
+        raise InvalidArgumentTypeError(
+            f"{what}: 'arrays' must be a sequence of arrays, got "
+            f"{type(arrays).__name__}")
     result = tuple(as_array(x, f"arrays[{i}]") for i, x in enumerate(arrays))
     if not result:
-        raise ValueError(f"{what}: 'arrays' must contain at least one array")
+        raise InvalidArgumentError(f"{what}: 'arrays' must contain at least one array")
     return result
 
 
@@ -375,8 +378,8 @@ def _int_tuple(x: Any, argname: str) -> tuple[int, ...]:
         return (int(x),)
     if isinstance(x, Sequence) and all(is_integral_scalar(v) for v in x):
         return tuple(int(v) for v in x)
-    raise TypeError(f"'{argname}' must be an integer or a sequence of "
-                    f"integers, got {x!r}")
+    raise InvalidArgumentTypeError(f"'{argname}' must be an integer or a sequence of "
+                                   f"integers, got {x!r}")
 
 
 def roll(a: Any, shift: Any, axis: Any = None) -> Array:
@@ -388,8 +391,9 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Array:
     a = as_array(a, "a")
     if axis is None:
         if not is_integral_scalar(shift):
-            raise TypeError(f"'shift' must be an integer when 'axis' is None, "
-                            f"got {shift!r}")
+            raise InvalidArgumentTypeError(
+                f"'shift' must be an integer when 'axis' is None, "
+                f"got {shift!r}")
         size = a.size
         if a.ndim == 0 or shift == 0 or (
                 is_integral_scalar(size) and (size == 0 or shift % size == 0)):
@@ -405,8 +409,9 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Array:
         if len(axes) == 1:
             axes = axes * len(shifts)
         if len(shifts) != len(axes):
-            raise ValueError(f"'shift' {shift!r} and 'axis' {axis!r} must have "
-                             "the same length")
+            raise InvalidArgumentError(
+                f"'shift' {shift!r} and 'axis' {axis!r} must have "
+                "the same length")
         for s, ax in zip(shifts, axes, strict=True):
             a = roll(a, s, ax)
         return a

@@ -18,20 +18,24 @@ every array node type at once (this repository's passes use that).
 Deep graphs: calling a cached mapper without extra arguments first maps
 the graph bottom-up, in topological order, so that the recursion of
 ``map_*`` methods into children, overrides calling ``super()`` included,
-always hits the cache; a :class:`CachedWalkMapper` walks with an explicit
+always hits the cache; a :class:`CachedWalkMapper` (called with or without
+extra arguments) and the uncached :class:`WalkMapper` walk with an explicit
 stack. Passes never recurse deeper than a few frames, whatever the graph's
-depth. Mappers called with
-extra arguments, and the uncached :class:`WalkMapper`, recurse as upstream's
-do (one Python frame per level).
+depth, except: the other cached mappers called with extra arguments
+recurse as upstream's do (one Python frame per level: their overrides may
+pass other arguments to children, so their results cannot be computed
+bottom-up in advance), and an uncached :class:`WalkMapper` recurses a few frames per
+node whose ``map_*`` method the subclass overrides (the override runs
+where the recursive walk would run it).
 
 Differences from upstream: the ``err_on_collision`` and
 ``err_on_created_duplicate`` checks default to *False* here (graphs built by
 this frontend may hold distinct equal nodes, which the cache merges); pass
-*True* for upstream's checks. A :class:`CachedWalkMapper` called without
-extra arguments walks iteratively in the order of the recursive walk
-(``visit`` in pre-order, pruning when it returns *False*, ``post_visit`` in
-post-order), except below nodes whose ``map_*`` method the subclass
-overrides: their children are walked before the override runs.
+*True* for upstream's checks. A called :class:`CachedWalkMapper` walks
+iteratively in the order of the recursive walk (``visit`` in pre-order,
+pruning when it returns *False*, ``post_visit`` in post-order), except
+below nodes whose ``map_*`` method the subclass overrides: their children
+are walked before the override runs.
 
 .. autodata:: ArrayOrNames
 .. autodata:: ArrayOrNamesTc
@@ -870,6 +874,31 @@ class WalkMapper(Mapper[None, None, P]):
     def post_visit(self, expr: Any, *args: P.args, **kwargs: P.kwargs) -> None:
         """Called after the children of *expr* were walked."""
 
+    def rec(self, expr: ArrayOrNames, *args: P.args,
+            **kwargs: P.kwargs) -> None:
+        """Walk *expr*: without recursion through nodes whose ``map_*``
+        method is :class:`WalkMapper`'s (an explicit stack, in the order of
+        the recursive walk); a node whose method is overridden runs the
+        override, which recurses (through ``super()``) one walk per such
+        node."""
+        stack: list[tuple[Any, bool]] = [(expr, False)]
+        default = _walk_defaults(type(self), WalkMapper.rec)
+        while stack:
+            node, leaving = stack.pop()
+            if leaving:
+                self.post_visit(node, *args, **kwargs)
+                continue
+            mm = getattr(node, "_mapper_method", None)
+            if mm is None or not default(mm):
+                Mapper.rec(self, node, *args, **kwargs)
+                continue
+            if not self.visit(node, *args, **kwargs):
+                continue
+            if mm == "map_call":
+                self.rec_function_definition(node.function, *args, **kwargs)
+            stack.append((node, True))
+            stack.extend((k, False) for k in reversed(get_children(node)))
+
     def map_array(self, expr: Any, *args: P.args, **kwargs: P.kwargs) -> None:
         """The default of every node type: visit, walk the children,
         post-visit."""
@@ -991,7 +1020,30 @@ class WalkMapper(Mapper[None, None, P]):
         self.post_visit(expr, *args, **kwargs)
 
 
-_DEFAULT_WALK_METHODS: dict[type, dict[str, bool]] = {}
+_DEFAULT_WALK_METHODS: dict[tuple[type, Any], dict[str, bool]] = {}
+
+
+def _walk_defaults(cls: type, rec: Any) -> Callable[[str], bool]:
+    """A predicate: whether the ``map_*`` method of *cls* named by its
+    argument is :class:`WalkMapper`'s (visit, children, post-visit), with
+    ``map_array`` and ``rec`` (expected to be *rec*) not overridden."""
+    cache = _DEFAULT_WALK_METHODS.setdefault((cls, rec), {})
+    base_ok = (getattr(cls, "map_array", None)
+               is WalkMapper.__dict__["map_array"]
+               and getattr(cls, "rec", None) is rec)
+
+    def is_default(method_name: str) -> bool:
+        try:
+            return cache[method_name]
+        except KeyError:
+            pass
+        own = WalkMapper.__dict__.get(method_name)
+        result = (base_ok and own is not None
+                  and getattr(cls, method_name, None) is own)
+        cache[method_name] = result
+        return result
+
+    return is_default
 
 
 class CachedWalkMapper(WalkMapper[P]):
@@ -1058,58 +1110,48 @@ class CachedWalkMapper(WalkMapper[P]):
     def _is_default_method(self, method_name: str) -> bool:
         """Whether the ``map_*`` method *method_name* is
         :class:`WalkMapper`'s (visit, children, post-visit)."""
-        cls = type(self)
-        cache = _DEFAULT_WALK_METHODS.setdefault(cls, {})
-        try:
-            return cache[method_name]
-        except KeyError:
-            pass
-        own = WalkMapper.__dict__.get(method_name)
-        result = (own is not None
-                  and getattr(cls, method_name, None) is own
-                  and getattr(cls, "map_array", None)
-                  is WalkMapper.__dict__["map_array"]
-                  and getattr(cls, "rec", None) is CachedWalkMapper.rec)
-        cache[method_name] = result
-        return result
+        return _walk_defaults(type(self), CachedWalkMapper.rec)(method_name)
 
-    def _walk(self, roots: list[Any]) -> None:
+    def _walk(self, roots: list[Any], *args: P.args,
+              **kwargs: P.kwargs) -> None:
         """The walk of :meth:`rec` without recursion: ``visit`` in
         pre-order (returning *False* prunes), ``post_visit`` in post-order,
         as the recursive walk does. A node whose ``map_*`` method is
         overridden has its children walked first; then the override runs
-        (its ``super()`` call finds the children visited)."""
+        (its ``super()`` call finds the children visited). The extra
+        arguments are passed unchanged to every node, as the default
+        ``map_*`` methods do."""
         visited = self._visited_arrays_or_names
         get_key = self.get_cache_key
         _enter, _exit_default, _exit_override = 0, 1, 2
         stack: list[tuple[Any, int]] = [(r, _enter) for r in reversed(roots)]
         while stack:
             node, state = stack.pop()
-            key = get_key(node)
+            key = get_key(node, *args, **kwargs)
             if state == _exit_default:
-                self.post_visit(node)
+                self.post_visit(node, *args, **kwargs)
                 visited.add(key)
                 continue
             if key in visited:
                 continue
             if state == _exit_override:
-                Mapper.rec(self, node)
+                Mapper.rec(self, node, *args, **kwargs)
                 visited.add(key)
                 continue
             mm = getattr(node, "_mapper_method", None)
             if mm is None:
-                self.rec(node)  # type: ignore[call-arg]
+                self.rec(node, *args, **kwargs)
                 continue
             kids = get_children(node)
             if not self._is_default_method(mm):
                 stack.append((node, _exit_override))
             else:
-                if not self.visit(node):
+                if not self.visit(node, *args, **kwargs):
                     visited.add(key)
                     continue
                 if mm == "map_call":
                     self.rec_function_definition(
-                        node.function)  # type: ignore[call-arg]
+                        node.function, *args, **kwargs)
                 stack.append((node, _exit_default))
             stack.extend((k, _enter) for k in reversed(kids))
 
@@ -1118,8 +1160,8 @@ class CachedWalkMapper(WalkMapper[P]):
         if isinstance(expr, FunctionDefinition):
             self.rec_function_definition(expr, *args, **kwargs)
             return
-        if not args and not kwargs and isinstance(expr, GraphNode):
-            self._walk([expr])
+        if isinstance(expr, GraphNode):
+            self._walk([expr], *args, **kwargs)
             return
         self.rec(expr, *args, **kwargs)
 

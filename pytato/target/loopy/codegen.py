@@ -1037,6 +1037,8 @@ def build_translation_unit(
     program only allocates it), and such an intermediate is not stored (its
     elements are never read), so that no kernel is launched for them.
     """
+    from pytato.target.loopy.program_store import trim_loopy_memos
+    trim_loopy_memos()
     empty_outputs = {name: ary for name, ary in outputs.items()
                      if has_no_elements(ary)}
     computed = outputs

@@ -10,14 +10,22 @@ leave a loop nest in registers:
   (``a[i, j] = expr``) without reductions, substitution rules or user-tagged
   loops, over at least one axis.
 * **Levels.** An instruction reading another one *elementwise* (every read
-  is at exactly its own output indices, and both have the same shape) may
-  run in the same iteration as the instruction it reads. Any other read
+  is at exactly its own output indices, and its shape is that of the other
+  one or, with constant extents, a box of it at the origin: the same rank,
+  each extent at most the other's, as after slicing ``x[:-1]`` or a roll
+  and a slice that cancel) may run in the same iteration as the
+  instruction it reads. Any other read
   (shifted, transposed, gathered, inside a reduction) needs the whole array
   first. The level of an instruction is the largest number of
   non-elementwise reads along a chain of dependencies leading to it
   (reads of or by non-fusible instructions count as non-elementwise).
 * **Loop nests.** Fusible instructions of one level and one shape share
-  their loops (the loops of the first of them). Every dependency between
+  their loops (the loops of the first of them). An instruction of a smaller
+  shape joins the nest of the instructions it reads elementwise (if they
+  are in one nest: else its level rises), guarded by predicates on the
+  nest's loop indices (``i < n``). A nest holds at most
+  :data:`MAX_NEST_SIZE` instructions; the next ones start a nest of the
+  next level. Every dependency between
   two different nests goes from a lower level to a higher one, so the nests
   can run one after the other: fusion never needs a value before it is
   computed.
@@ -30,6 +38,7 @@ leave a loop nest in registers:
 The pass runs in time linear in the size of the kernel and leaves kernels
 with calls or other instruction kinds alone.
 
+.. autodata:: MAX_NEST_SIZE
 .. autofunction:: fuse_loop_nests
 """
 
@@ -53,7 +62,14 @@ if TYPE_CHECKING:
     from pytato.target.loopy.codegen import CodeGenState
 
 
-__all__ = ["fuse_loop_nests"]
+__all__ = ["MAX_NEST_SIZE", "fuse_loop_nests"]
+
+
+MAX_NEST_SIZE = 128
+"""The most stores fused into one loop nest: a longer run of stores that
+could share loops (e.g. a chain of thousands of elementwise steps) is cut
+into nests of this many, one device kernel each, as OpenCL compilers take
+time superlinear in the size of a kernel."""
 
 
 @dataclass
@@ -83,7 +99,8 @@ class _AccessCollector(UncachedLoopyWalkMapper):
         agg = expr.aggregate
         if isinstance(agg, prim.Variable) and agg.name in self.names:
             idx = expr.index if isinstance(expr.index, tuple) else (expr.index,)
-            self.accesses.setdefault(agg.name, set()).add(idx)
+            self.accesses.setdefault(agg.name, set()).add(
+                tuple(_fold_constants(i) for i in idx))
             self.rec(expr.index)
             return
         super().map_subscript(expr)
@@ -102,6 +119,30 @@ class _AccessCollector(UncachedLoopyWalkMapper):
         self.opaque = True
         self.rec(expr.expr)
 
+
+
+def _fold_constants(index: Any) -> Any:
+    """*index* with the integer terms of a sum added up (``1 + i + 19 +
+    -20`` is ``i``, as slices of rolls index), so that reads at an
+    array's own indices are recognized."""
+    if not isinstance(index, prim.Sum):
+        return index
+    const = 0
+    terms = []
+    stack = list(reversed(index.children))
+    while stack:
+        c = stack.pop()
+        if isinstance(c, prim.Sum):
+            stack.extend(reversed(c.children))
+        elif type(c) is int:
+            const += c
+        else:
+            terms.append(c)
+    if const:
+        terms.append(const)
+    if len(terms) == 1:
+        return terms[0]
+    return prim.Sum(tuple(terms)) if terms else 0
 
 
 class _Rewriter(_LoopyIdentityMapper):
@@ -127,6 +168,16 @@ class _Rewriter(_LoopyIdentityMapper):
     def map_call(self, expr: prim.Call, *args: Any) -> Any:
         return prim.Call(expr.function,
                          tuple(self.rec(p) for p in expr.parameters))
+
+
+def _within(small: tuple[Any, ...], big: tuple[Any, ...]) -> bool:
+    """Whether an array of shape *small* indexes a sub-box (at the origin)
+    of one of shape *big*: the same rank, each extent equal or a smaller
+    integer."""
+    if len(small) != len(big):
+        return False
+    return all(a == b or (type(a) is int and type(b) is int and a <= b)
+               for a, b in zip(small, big, strict=True))
 
 
 def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
@@ -164,21 +215,44 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
     def elementwise(reader: _Store, writer: _Store) -> bool:
         if not (fusible[reader.insn_id] and fusible[writer.insn_id]):
             return False
-        if reader.shape != writer.shape or writer.name in rule_reads:
+        if not _within(reader.shape, writer.shape) \
+                or writer.name in rule_reads:
             return False
         own = tuple(prim.Variable(i) for i in reader.inames)
         return accesses[reader.insn_id].get(writer.name, set()) <= {own}
 
+    # levels and nests, children first: a store joins the nest of the
+    # stores it reads elementwise at its level (one nest at most, else its
+    # level rises), by default the nest of its level and shape
     level: dict[str, int] = {}
+    nest_key: dict[str, tuple[int, tuple[Any, ...]]] = {}
+    nest_size: dict[tuple[int, tuple[Any, ...]], int] = {}
     for insn in insns:
         s = by_id[insn.id]
         lev = 0
+        ew_deps = []
         for dep in insn.depends_on:
             w = by_id.get(dep)
             if w is None:
                 continue
-            lev = max(lev, level[dep] + (0 if elementwise(s, w) else 1))
+            if elementwise(s, w):
+                ew_deps.append(dep)
+                lev = max(lev, level[dep])
+            else:
+                lev = max(lev, level[dep] + 1)
+        keys = {nest_key[d] for d in ew_deps if level[d] == lev}
+        if len(keys) > 1 or any(nest_size[k] >= MAX_NEST_SIZE for k in keys):
+            lev += 1
+            keys = set()
         level[insn.id] = lev
+        if fusible[insn.id]:
+            key = keys.pop() if keys else (lev, s.shape)
+            while nest_size.get(key, 0) >= MAX_NEST_SIZE:
+                lev += 1
+                level[insn.id] = lev
+                key = (lev, s.shape)
+            nest_key[insn.id] = key
+            nest_size[key] = nest_size.get(key, 0) + 1
 
     # }}}
 
@@ -187,17 +261,25 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
     nests: dict[tuple[int, tuple[Any, ...]], list[_Store]] = {}
     for s in stores:
         if fusible[s.insn_id]:
-            nests.setdefault((level[s.insn_id], s.shape), []).append(s)
+            nests.setdefault(nest_key[s.insn_id], []).append(s)
     nest_of: dict[str, int] = {}
     renames: dict[str, dict[str, str]] = {}
+    guards: dict[str, frozenset[Any]] = {}
     drop_domains: set[int] = set()
-    for k, members in enumerate(nests.values()):
+    for k, (key, members) in enumerate(nests.items()):
         lead = members[0]
+        assert lead.shape == key[1]
         for s in members:
             nest_of[s.insn_id] = k
             if s is lead:
                 continue
             renames[s.insn_id] = dict(zip(s.inames, lead.inames, strict=True))
+            # a smaller store runs in the lead's loops where in its bounds
+            guards[s.insn_id] = frozenset(
+                prim.Comparison(prim.Variable(i), "<", n)
+                for i, n, m in zip(lead.inames, s.shape, lead.shape,
+                                   strict=True)
+                if n != m)
             if s.domain_index is not None:
                 drop_domains.add(s.domain_index)
 
@@ -263,15 +345,17 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
             lhs: Any = prim.Variable(scalar_of[s.name])
         else:
             lhs = mapper(insn.assignee)
+        guard = guards.get(insn.id, frozenset())
         new_insns.append(insn.copy(assignee=lhs, expression=expr,
-                                   depends_on=deps, within_inames=within))
+                                   depends_on=deps, within_inames=within,
+                                   predicates=insn.predicates | guard))
         if s.name in copied:
             inames = tuple(ren.get(i, i) for i in s.inames)
             idx = tuple(prim.Variable(i) for i in inames)
             new_insns.append(lp.Assignment(
                 prim.Variable(s.name)[idx], prim.Variable(scalar_of[s.name]),
                 id=copied[s.name], within_inames=within,
-                depends_on=frozenset({insn.id})))
+                depends_on=frozenset({insn.id}), predicates=guard))
     state.instructions[:] = new_insns
     if drop_domains:
         state.domains[:] = [d for i, d in enumerate(state.domains)

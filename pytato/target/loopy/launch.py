@@ -99,6 +99,8 @@ from pytato.diagnostic import (
     ArgumentDTypeError,
     ArgumentShapeError,
     BoundArgumentError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
     MissingArgumentError,
     UnknownArgumentError,
     UnsupportedByTargetError,
@@ -416,8 +418,8 @@ def _device_input(queue: cl.CommandQueue, name: str, value: Any,
                   allocator: Any = None) -> cla.Array:
     if isinstance(value, cla.Array):
         if value.context != queue.context:
-            raise ValueError(f"argument '{name}': the device array is not in "
-                             "the queue's context")
+            raise InvalidArgumentError(f"argument '{name}': the device array is not in "
+                                       "the queue's context")
         if not value.flags.c_contiguous:
             raise ArgumentShapeError(
                 f"argument '{name}': expected a C-contiguous device array, "
@@ -430,8 +432,9 @@ def _device_input(queue: cl.CommandQueue, name: str, value: Any,
     if isinstance(value, np.ndarray):
         return cla.to_device(queue, np.ascontiguousarray(value),
                              allocator=allocator)
-    raise TypeError(f"argument '{name}': expected a numpy or pyopencl array, "
-                    f"got {type(value).__name__}")
+    raise InvalidArgumentTypeError(
+        f"argument '{name}': expected a numpy or pyopencl array, "
+        f"got {type(value).__name__}")
 
 
 def _kernel_args(sk: SubkernelInfo, memory: Mapping[str, Any],
@@ -537,9 +540,10 @@ class ProgramLauncher(OpenClKernelListLauncher):
                     f"{self.name}: '{name}' is not a per-call input "
                     f"(per-call inputs: {sorted(self.per_call)})")
             if not isinstance(value, cla.Array):
-                raise TypeError(f"{self.name}: per-call input '{name}' must be "
-                                "a pyopencl.array.Array, got "
-                                f"{type(value).__name__}")
+                raise InvalidArgumentTypeError(
+                    f"{self.name}: per-call input '{name}' must be "
+                    "a pyopencl.array.Array, got "
+                    f"{type(value).__name__}")
             shape, dtype = expected
             if value.shape != shape:
                 raise ArgumentShapeError(
@@ -695,6 +699,8 @@ def _queue_info(queue: cl.CommandQueue) -> tuple[bool, bool, int]:
         return getattr(queue, _QUEUE_INFO_ATTR)  # type: ignore[no-any-return]
     except AttributeError:
         pass
+    from pytato.target.loopy.programs import _check_queue
+    _check_queue(queue)
     info = (has_profiling(queue), is_out_of_order(queue),
             queue.context.int_ptr)
     try:

@@ -98,6 +98,12 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 
+from pytato.diagnostic import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    InvalidIndexError,
+)
+
 
 __all__ = [
     "PROFILE_KERNELS_ENV",
@@ -200,7 +206,7 @@ def _kernel_name(kernel: cl.Kernel | str | None,
     if kernel_msg is not None:
         return kernel_msg
     if kernel is None:
-        raise ValueError("profile_kernel: give a kernel or a kernel_msg")
+        raise InvalidArgumentError("profile_kernel: give a kernel or a kernel_msg")
     if isinstance(kernel, str):
         return kernel
     return str(kernel.function_name)
@@ -281,12 +287,12 @@ def _as_work_size(size: WorkSize | None, what: str) -> tuple[int, ...] | None:
         try:
             result = tuple(int(s) for s in size)
         except TypeError:
-            raise TypeError(
-                f"{what} must be an int or a sequence of ints, "
-                f"got {type(size).__name__}") from None
+            raise InvalidArgumentTypeError(
+                               f"{what} must be an int or a sequence of ints, "
+                               f"got {type(size).__name__}") from None
     if not result or any(s < 0 for s in result):
-        raise ValueError(f"{what} must be non-empty and non-negative, "
-                         f"got {result}")
+        raise InvalidArgumentError(f"{what} must be non-empty and non-negative, "
+                                   f"got {result}")
     return result
 
 
@@ -306,7 +312,7 @@ def _convert_kernel_arg(arg: Any, what: str) -> Any:
         return arg
     if isinstance(arg, cla.Array):
         if arg.offset != 0:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"{what}: pyopencl.array.Array has a nonzero offset "
                 f"({arg.offset} bytes), which a kernel argument cannot carry; "
                 "pass a buffer of its own or an offset argument")
@@ -314,11 +320,11 @@ def _convert_kernel_arg(arg: Any, what: str) -> Any:
     if isinstance(arg, np.ndarray) and arg.ndim == 0:
         return arg[()]
     if isinstance(arg, bool | int | float | complex):
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             f"{what}: got a Python {type(arg).__name__} ({arg!r}); pass a "
             "numpy scalar of the kernel argument's type instead, e.g. "
             "np.int32(...) or np.float64(...)")
-    raise TypeError(
+    raise InvalidArgumentTypeError(
         f"{what}: unsupported kernel argument type {type(arg).__name__}; "
         "expected a numpy scalar, a pyopencl Buffer or Array, a "
         "pyopencl.LocalMemory or None")
@@ -336,8 +342,9 @@ def _normalize_parameter_type(
     if (isinstance(spec, tuple) and spec
             and all(isinstance(t, type) for t in spec)):
         return spec
-    raise TypeError(f"parameter {name!r}: invalid parameter type {spec!r}; "
-                    "expected a numpy dtype or a class (or tuple of classes)")
+    raise InvalidArgumentTypeError(
+        f"parameter {name!r}: invalid parameter type {spec!r}; "
+        "expected a numpy dtype or a class (or tuple of classes)")
 
 
 def _convert_scalar(value: Any, dtype: np.dtype[Any], what: str) -> np.generic:
@@ -345,8 +352,8 @@ def _convert_scalar(value: Any, dtype: np.dtype[Any], what: str) -> np.generic:
         value = value[()]
     if isinstance(value, np.generic):
         if value.dtype != dtype:
-            raise TypeError(f"{what} expects a {dtype} scalar, got a "
-                            f"{value.dtype} scalar ({value!r})")
+            raise InvalidArgumentTypeError(f"{what} expects a {dtype} scalar, got a "
+                                           f"{value.dtype} scalar ({value!r})")
         return value
     if isinstance(value, bool):
         ok = dtype.kind == "b"
@@ -360,11 +367,12 @@ def _convert_scalar(value: Any, dtype: np.dtype[Any], what: str) -> np.generic:
     elif isinstance(value, complex):
         ok = dtype.kind == "c"
     else:
-        raise TypeError(f"{what} expects a {dtype} scalar, got "
-                        f"{type(value).__name__}")
+        raise InvalidArgumentTypeError(f"{what} expects a {dtype} scalar, got "
+                                       f"{type(value).__name__}")
     if not ok:
-        raise TypeError(f"{what} expects a {dtype} scalar, got the Python "
-                        f"{type(value).__name__} {value!r}, which does not fit")
+        raise InvalidArgumentTypeError(
+            f"{what} expects a {dtype} scalar, got the Python "
+            f"{type(value).__name__} {value!r}, which does not fit")
     return dtype.type(value)
 
 
@@ -379,8 +387,8 @@ def _check_parameter(value: Any, spec: np.dtype[Any] | tuple[type, ...],
                      and not any(issubclass(cla.Array, t) for t in spec)
                      and any(issubclass(cl.Buffer, t) for t in spec))
     if not accepts_array and not isinstance(value, spec):
-        raise TypeError(f"{what} expects {_type_names(spec)}, got "
-                        f"{type(value).__name__}")
+        raise InvalidArgumentTypeError(f"{what} expects {_type_names(spec)}, got "
+                                       f"{type(value).__name__}")
     return _convert_kernel_arg(value, what)
 
 
@@ -389,38 +397,39 @@ def _device_region(mem: Any, offset: int | None,
     """Return ``(buffer, byte offset, bytes available)`` of device *mem*."""
     offset = 0 if offset is None else int(offset)
     if offset < 0:
-        raise ValueError(f"{what}: negative device offset {offset}")
+        raise InvalidArgumentError(f"{what}: negative device offset {offset}")
     if isinstance(mem, cla.Array):
         if not mem.flags.forc:
-            raise ValueError(f"{what}: pyopencl array is not contiguous")
+            raise InvalidArgumentError(f"{what}: pyopencl array is not contiguous")
         if mem.base_data is None:
-            raise ValueError(f"{what}: pyopencl array has no data")
+            raise InvalidArgumentError(f"{what}: pyopencl array has no data")
         base, base_offset, nbytes = mem.base_data, mem.offset, mem.nbytes
     elif isinstance(mem, cl.Buffer):
         base, base_offset, nbytes = mem, 0, mem.size
     else:
-        raise TypeError(f"{what}: expected a pyopencl Buffer or Array, got "
-                        f"{type(mem).__name__}")
+        raise InvalidArgumentTypeError(
+            f"{what}: expected a pyopencl Buffer or Array, got "
+            f"{type(mem).__name__}")
     if offset > nbytes:
-        raise ValueError(f"{what}: device offset {offset} is past the end "
-                         f"of the memory ({nbytes} bytes)")
+        raise InvalidArgumentError(f"{what}: device offset {offset} is past the end "
+                                   f"of the memory ({nbytes} bytes)")
     return base, base_offset + offset, nbytes - offset
 
 
 def _host_region(ary: Any, byte_count: int | None, writeable: bool,
                  what: str) -> np.ndarray:
     if not isinstance(ary, np.ndarray):
-        raise TypeError(f"{what}: expected a numpy array, got "
-                        f"{type(ary).__name__}")
+        raise InvalidArgumentTypeError(f"{what}: expected a numpy array, got "
+                                       f"{type(ary).__name__}")
     if not (ary.flags.c_contiguous or ary.flags.f_contiguous):
-        raise ValueError(f"{what}: host array is not contiguous")
+        raise InvalidArgumentError(f"{what}: host array is not contiguous")
     if writeable and not ary.flags.writeable:
-        raise ValueError(f"{what}: host array is not writeable")
+        raise InvalidArgumentError(f"{what}: host array is not writeable")
     if byte_count is None or byte_count == ary.nbytes:
         return ary
     if not 0 <= byte_count <= ary.nbytes:
-        raise ValueError(f"{what}: byte_count {byte_count} is outside the "
-                         f"host array's {ary.nbytes} bytes")
+        raise InvalidArgumentError(f"{what}: byte_count {byte_count} is outside the "
+                                   f"host array's {ary.nbytes} bytes")
     order = "C" if ary.flags.c_contiguous else "F"
     return ary.reshape(-1, order=order).view(np.uint8)[:byte_count]
 
@@ -700,8 +709,8 @@ class KernelProfiler:
         :raises ValueError: if *names* and *events* differ in length.
         """
         if len(names) != len(events):
-            raise ValueError(f"{self.name}: {len(names)} names for "
-                             f"{len(events)} events")
+            raise InvalidArgumentError(f"{self.name}: {len(names)} names for "
+                                       f"{len(events)} events")
         self._batches.append((names, events))
         counts = self._counts
         counts[0] += len(events)
@@ -805,11 +814,12 @@ class LauncherI(ABC):
                  **kwds: Any) -> None:
         super().__init__(**kwds)
         if not isinstance(name, str) or not name:
-            raise ValueError(f"launcher name must be a non-empty str, "
-                             f"got {name!r}")
+            raise InvalidArgumentError(f"launcher name must be a non-empty str, "
+                                       f"got {name!r}")
         if profiler is not None and not isinstance(profiler, KernelProfiler):
-            raise TypeError(f"{name}: profiler must be a KernelProfiler, got "
-                            f"{type(profiler).__name__}")
+            raise InvalidArgumentTypeError(
+                f"{name}: profiler must be a KernelProfiler, got "
+                f"{type(profiler).__name__}")
         self._name = name
         self._profiler = profiler
         self._pending_events: list[cl.Event] = []
@@ -909,8 +919,8 @@ class LauncherI(ABC):
                        default: cl.CommandQueue | None) -> cl.CommandQueue:
         queue = queue if queue is not None else default
         if queue is None:
-            raise ValueError(f"{self._name}: no queue given and no default "
-                             "queue configured")
+            raise InvalidArgumentError(f"{self._name}: no queue given and no default "
+                                       "queue configured")
         return queue
 
     def __repr__(self) -> str:
@@ -962,8 +972,9 @@ class HostLauncherI(LauncherI):
         unknown = sorted(n for n in kwds if n not in expected)
         missing = sorted(n for n in expected if n not in kwds)
         if unknown or missing:
-            raise TypeError(f"{self.name}: missing parameters {missing}, "
-                            f"unexpected parameters {unknown}")
+            raise InvalidArgumentTypeError(
+                f"{self.name}: missing parameters {missing}, "
+                f"unexpected parameters {unknown}")
         events = _wait_list(wait_for)
         if events:
             cl.wait_for_events(events)
@@ -1034,10 +1045,12 @@ def _as_kernel(kernel: cl.Kernel | cl.Program, name: str) -> cl.Kernel:
         names = sorted(k.function_name for k in kernels)
         if name in names:
             return cl.Kernel(kernel, name)
-        raise ValueError(f"{name}: the program has kernels {names}; pass a "
-                         "pyopencl.Kernel or name the launcher like the kernel")
-    raise TypeError(f"{name}: expected a pyopencl Kernel or Program, got "
-                    f"{type(kernel).__name__}")
+        raise InvalidArgumentError(
+            f"{name}: the program has kernels {names}; pass a "
+            "pyopencl.Kernel or name the launcher like the kernel")
+    raise InvalidArgumentTypeError(
+        f"{name}: expected a pyopencl Kernel or Program, got "
+        f"{type(kernel).__name__}")
 
 
 def _normalize_args_list(args_list: Sequence[Any] | None
@@ -1111,11 +1124,12 @@ class OpenClKernelLauncher(OpenClKernelLauncherI):
 
     def _check_arg_index(self, idx: int, seen: set[int]) -> None:
         if not 0 <= idx < self._num_args:
-            raise IndexError(f"{self.name}: argument index {idx} out of range "
-                             f"for kernel {self._kernel.function_name!r} "
-                             f"with {self._num_args} arguments")
+            raise InvalidIndexError(f"{self.name}: argument index {idx} out of range "
+                                    f"for kernel {self._kernel.function_name!r} "
+                                    f"with {self._num_args} arguments")
         if idx in seen:
-            raise ValueError(f"{self.name}: kernel argument {idx} given twice")
+            raise InvalidArgumentError(
+                f"{self.name}: kernel argument {idx} given twice")
         seen.add(idx)
 
     @property
@@ -1171,13 +1185,13 @@ class OpenClKernelLauncher(OpenClKernelLauncherI):
         gws = (_as_work_size(global_work_size, f"{self.name}: global_work_size")
                if global_work_size is not None else self._default_gws)
         if gws is None:
-            raise ValueError(f"{self.name}: no global work size given and no "
-                             "default configured")
+            raise InvalidArgumentError(f"{self.name}: no global work size given and no "
+                                       "default configured")
         lws = (_as_work_size(local_work_size, f"{self.name}: local_work_size")
                if local_work_size is not None else self._default_lws)
         if lws is not None and len(lws) != len(gws):
-            raise ValueError(f"{self.name}: local work size {lws} and global "
-                             f"work size {gws} differ in dimension")
+            raise InvalidArgumentError(f"{self.name}: local work size {lws} and global "
+                                       f"work size {gws} differ in dimension")
         return queue, gws, lws
 
     def _enqueue(self, queue: cl.CommandQueue, gws: tuple[int, ...],
@@ -1192,8 +1206,8 @@ class OpenClKernelLauncher(OpenClKernelLauncherI):
 
     def _reject_parameters(self, kwds: Mapping[str, Any]) -> None:
         if kwds:
-            raise TypeError(f"{self.name}: unexpected parameters "
-                            f"{sorted(kwds)}; this launcher takes none")
+            raise InvalidArgumentTypeError(f"{self.name}: unexpected parameters "
+                                           f"{sorted(kwds)}; this launcher takes none")
 
     def __call__(self, queue: cl.CommandQueue | None = None,
                  wait_for: WaitFor = None,
@@ -1266,11 +1280,12 @@ class OpenClParametrizedKernelLauncher(OpenClKernelLauncher):
         expected = self.parameters
         missing = [n for n in expected if n not in values]
         if missing:
-            raise TypeError(f"{self.name}: missing parameters {missing}")
+            raise InvalidArgumentTypeError(f"{self.name}: missing parameters {missing}")
         unknown = sorted(n for n in values if n not in expected)
         if unknown:
-            raise TypeError(f"{self.name}: unexpected parameters {unknown}; "
-                            f"expected {sorted(expected)}")
+            raise InvalidArgumentTypeError(
+                f"{self.name}: unexpected parameters {unknown}; "
+                f"expected {sorted(expected)}")
         converted = []
         for pname in expected:
             idx, ptype = self._parameters_map[pname]
@@ -1320,7 +1335,8 @@ class OpenClKernelParameterYielder(OpenClKernelParameterGenerator):
 
     def __init__(self, fn: Callable[[], Iterable[Any]]) -> None:
         if not callable(fn):
-            raise TypeError(f"expected a callable, got {type(fn).__name__}")
+            raise InvalidArgumentTypeError(
+                f"expected a callable, got {type(fn).__name__}")
         self._fn = fn
 
     def new_generator(self) -> Iterator[Any]:
@@ -1361,10 +1377,10 @@ class OpenClIterativeKernelLauncher(OpenClParametrizedKernelLauncher):
         super().__init__(parameters_map, args_list, **kwds)
         for pname, gen in iterated_parameters.items():
             if pname not in self._parameters_map:
-                raise ValueError(f"{self.name}: iterated parameter {pname!r} "
-                                 "is not in parameters_map")
+                raise InvalidArgumentError(f"{self.name}: iterated parameter {pname!r} "
+                                           "is not in parameters_map")
             if not isinstance(gen, OpenClKernelParameterGenerator):
-                raise TypeError(
+                raise InvalidArgumentTypeError(
                     f"{self.name}: iterated parameter {pname!r} needs an "
                     "OpenClKernelParameterGenerator, got "
                     f"{type(gen).__name__}")
@@ -1482,9 +1498,9 @@ class OpenClCopyBuffer(LauncherI):
         elif src_dev:
             direction = "d2h"
         else:
-            raise TypeError(f"copy of {varname!r}: neither source "
-                            f"({type(src).__name__}) nor destination "
-                            f"({type(dst).__name__}) is device memory")
+            raise InvalidArgumentTypeError(f"copy of {varname!r}: neither source "
+                                           f"({type(src).__name__}) nor destination "
+                                           f"({type(dst).__name__}) is device memory")
         super().__init__(name or f"copy_{direction}_{varname}",
                          profiler=profiler)
         self._direction = direction
@@ -1492,32 +1508,34 @@ class OpenClCopyBuffer(LauncherI):
         self._default_queue = default_queue
         what = self.name
         if byte_count is not None and byte_count < 0:
-            raise ValueError(f"{what}: negative byte_count {byte_count}")
+            raise InvalidArgumentError(f"{what}: negative byte_count {byte_count}")
 
         kwargs: dict[str, Any] = {}
         if direction == "h2d":
             if src_device_offset is not None:
-                raise ValueError(f"{what}: src_device_offset given for host "
-                                 "source")
+                raise InvalidArgumentError(f"{what}: src_device_offset given for host "
+                                           "source")
             host = _host_region(src, byte_count, False, f"{what} (source)")
             buf, offset, avail = _device_region(dst, dst_device_offset,
                                                 f"{what} (destination)")
             if host.nbytes > avail:
-                raise ValueError(f"{what}: {host.nbytes} bytes do not fit the "
-                                 f"{avail} bytes of the destination")
+                raise InvalidArgumentError(
+                    f"{what}: {host.nbytes} bytes do not fit the "
+                    f"{avail} bytes of the destination")
             self._dst, self._src = buf, host
             kwargs.update(dst_offset=offset, is_blocking=False)
             nbytes = host.nbytes
         elif direction == "d2h":
             if dst_device_offset is not None:
-                raise ValueError(f"{what}: dst_device_offset given for host "
-                                 "destination")
+                raise InvalidArgumentError(f"{what}: dst_device_offset given for host "
+                                           "destination")
             host = _host_region(dst, byte_count, True, f"{what} (destination)")
             buf, offset, avail = _device_region(src, src_device_offset,
                                                 f"{what} (source)")
             if host.nbytes > avail:
-                raise ValueError(f"{what}: {host.nbytes} bytes requested from "
-                                 f"a source of {avail} bytes")
+                raise InvalidArgumentError(
+                    f"{what}: {host.nbytes} bytes requested from "
+                    f"a source of {avail} bytes")
             self._dst, self._src = host, buf
             kwargs.update(src_offset=offset, is_blocking=False)
             nbytes = host.nbytes
@@ -1528,9 +1546,9 @@ class OpenClCopyBuffer(LauncherI):
                 dst, dst_device_offset, f"{what} (destination)")
             nbytes = src_avail if byte_count is None else byte_count
             if nbytes > src_avail or nbytes > dst_avail:
-                raise ValueError(f"{what}: {nbytes} bytes exceed the source "
-                                 f"({src_avail} bytes) or destination "
-                                 f"({dst_avail} bytes)")
+                raise InvalidArgumentError(f"{what}: {nbytes} bytes exceed the source "
+                                           f"({src_avail} bytes) or destination "
+                                           f"({dst_avail} bytes)")
             self._dst, self._src = dst_buf, src_buf
             kwargs.update(src_offset=src_offset, dst_offset=dst_offset,
                           byte_count=nbytes)
@@ -1562,7 +1580,8 @@ class OpenClCopyBuffer(LauncherI):
                  wait_for: WaitFor = None, **kwds: Any) -> cl.Event:
         """Enqueue the copy on *queue* after *wait_for*, return its event."""
         if kwds:
-            raise TypeError(f"{self.name}: unexpected parameters {sorted(kwds)}")
+            raise InvalidArgumentTypeError(
+                f"{self.name}: unexpected parameters {sorted(kwds)}")
         queue = self._resolve_queue(queue, self._default_queue)
         self._trace(None, None)
         if self._nbytes == 0:
@@ -1593,10 +1612,11 @@ class OpenClCopyHost2Device(OpenClCopyBuffer):
                  name: str | None = None,
                  profiler: KernelProfiler | None = None) -> None:
         if not isinstance(src, np.ndarray) or not _is_device_memory(dst):
-            raise TypeError(f"copy of {varname!r}: host to device copy needs "
-                            "a numpy array source and a pyopencl Buffer or "
-                            f"Array destination, got {type(src).__name__} "
-                            f"and {type(dst).__name__}")
+            raise InvalidArgumentTypeError(
+                f"copy of {varname!r}: host to device copy needs "
+                "a numpy array source and a pyopencl Buffer or "
+                f"Array destination, got {type(src).__name__} "
+                f"and {type(dst).__name__}")
         super().__init__(varname, src, dst, dst_device_offset=dst_device_offset,
                          byte_count=byte_count, default_queue=default_queue,
                          name=name, profiler=profiler)
@@ -1614,10 +1634,11 @@ class OpenClCopyDevice2Host(OpenClCopyBuffer):
                  name: str | None = None,
                  profiler: KernelProfiler | None = None) -> None:
         if not _is_device_memory(src) or not isinstance(dst, np.ndarray):
-            raise TypeError(f"copy of {varname!r}: device to host copy needs "
-                            "a pyopencl Buffer or Array source and a numpy "
-                            f"array destination, got {type(src).__name__} "
-                            f"and {type(dst).__name__}")
+            raise InvalidArgumentTypeError(
+                f"copy of {varname!r}: device to host copy needs "
+                "a pyopencl Buffer or Array source and a numpy "
+                f"array destination, got {type(src).__name__} "
+                f"and {type(dst).__name__}")
         super().__init__(varname, src, dst, src_device_offset=src_device_offset,
                          byte_count=byte_count, default_queue=default_queue,
                          name=name, profiler=profiler)
@@ -1636,9 +1657,10 @@ class OpenClCopyDevice2Device(OpenClCopyBuffer):
                  name: str | None = None,
                  profiler: KernelProfiler | None = None) -> None:
         if not (_is_device_memory(src) and _is_device_memory(dst)):
-            raise TypeError(f"copy of {varname!r}: device to device copy "
-                            "needs pyopencl Buffers or Arrays, got "
-                            f"{type(src).__name__} and {type(dst).__name__}")
+            raise InvalidArgumentTypeError(
+                f"copy of {varname!r}: device to device copy "
+                "needs pyopencl Buffers or Arrays, got "
+                f"{type(src).__name__} and {type(dst).__name__}")
         super().__init__(varname, src, dst, src_device_offset=src_device_offset,
                          dst_device_offset=dst_device_offset,
                          byte_count=byte_count, default_queue=default_queue,
@@ -1701,17 +1723,19 @@ class OpenClKernelListLauncher(LauncherI):
 
     def _push(self, launcher: LauncherI) -> None:
         if not isinstance(launcher, LauncherI):
-            raise TypeError(f"{self.name}: cannot push a "
-                            f"{type(launcher).__name__}; expected a launcher")
+            raise InvalidArgumentTypeError(
+                f"{self.name}: cannot push a "
+                f"{type(launcher).__name__}; expected a launcher")
         if not launcher.global_size_configured():
-            raise ValueError(f"{self.name}: launcher {launcher.name!r} has no "
-                             "default global work size")
+            raise InvalidArgumentError(
+                f"{self.name}: launcher {launcher.name!r} has no "
+                "default global work size")
         for pname, ptype in launcher.parameters.items():
             known = self._parameters.get(pname)
             if known is not None and known != ptype:
-                raise ValueError(f"{self.name}: parameter {pname!r} of "
-                                 f"{launcher.name!r} has type {ptype}, "
-                                 f"but {known} elsewhere in the list")
+                raise InvalidArgumentError(f"{self.name}: parameter {pname!r} of "
+                                           f"{launcher.name!r} has type {ptype}, "
+                                           f"but {known} elsewhere in the list")
         self._parameters.update(launcher.parameters)
         if launcher._profiler is None and self._profiler is not None:
             launcher._profiler = self._profiler
@@ -1836,8 +1860,9 @@ class OpenClKernelListLauncher(LauncherI):
         missing = [n for n in self._parameters if n not in kwds]
         unknown = sorted(n for n in kwds if n not in self._parameters)
         if missing or unknown:
-            raise TypeError(f"{self.name}: missing parameters {missing}, "
-                            f"unexpected parameters {unknown}")
+            raise InvalidArgumentTypeError(
+                f"{self.name}: missing parameters {missing}, "
+                f"unexpected parameters {unknown}")
         for pname, ptype in self._parameters.items():
             _check_parameter(kwds[pname], ptype,
                              f"{self.name}: parameter {pname!r}")
@@ -1878,8 +1903,8 @@ def launcher_from_kernels(
         elif len(entry) == 3:
             kernel, gsize, lsize = entry  # type: ignore[misc]
         else:
-            raise ValueError(f"{name}: expected (kernel, global_size[, "
-                             f"local_size]) tuples, got {entry!r}")
+            raise InvalidArgumentError(f"{name}: expected (kernel, global_size[, "
+                                       f"local_size]) tuples, got {entry!r}")
         result.push_kernels(OpenClKernelLauncher(
             kernel.function_name, kernel, None,
             default_global_work_size=gsize, default_local_work_size=lsize,

@@ -53,6 +53,28 @@ no longer go through :mod:`loopy`'s caches); remove the folder's file
 sharing the folder (e.g. MPI ranks) may store the same program
 concurrently: the first write wins, and equal keys hold equal programs.
 
+Memory of long-running processes. Generating many distinct programs
+grows a process's memory through caches, each bounded or boundable:
+
+* :data:`~pytato.target.loopy.PROGRAM_CACHE`: an LRU of 64 programs;
+* the in-memory LRUs of the store and of :mod:`loopy`'s on-disk caches
+  (:class:`pytools.persistent_dict.WriteOncePersistentDict`, 256 entries
+  each);
+* the page caches of the :mod:`sqlite3` connections behind those on-disk
+  caches: :mod:`pytools` sets them to 64 MB each, so that a process's
+  resident memory grows with every program written (about 10 KB per small
+  program) until each reaches 64 MB. When the store is first used, its
+  page cache and those of :mod:`loopy`'s caches are set to
+  :data:`SQLITE_CACHE_KIB` (:func:`limit_cache_memory`);
+* a global memo of :mod:`loopy` (the dependencies of each expression seen,
+  ``loopy.symbolic._get_dependencies_and_reduction_inames``), which
+  :mod:`loopy` never clears: :func:`trim_loopy_memos` (called at each code
+  generation) clears it past :data:`LOOPY_MEMO_LIMIT` entries.
+
+:func:`release_cache_memory` empties all of them (results are then found
+on disk again, or regenerated). Setting ``LOOPY_NO_CACHE=1`` and
+``PYTATO_NO_PROGRAM_STORE=1`` avoids the on-disk caches altogether.
+
 .. autoexception:: NotPersistentError
 .. autofunction:: graph_key
 .. autofunction:: program_key
@@ -62,6 +84,11 @@ concurrently: the first write wins, and equal keys hold equal programs.
 .. autofunction:: save
 .. autodata:: STORE_VERSION
 .. autodata:: TUNING_MODULES
+.. autodata:: SQLITE_CACHE_KIB
+.. autodata:: LOOPY_MEMO_LIMIT
+.. autofunction:: limit_cache_memory
+.. autofunction:: trim_loopy_memos
+.. autofunction:: release_cache_memory
 """
 
 from __future__ import annotations
@@ -84,8 +111,10 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "STORE_VERSION", "TUNING_MODULES", "NotPersistentError", "graph_key",
-    "load", "program_key", "save", "scheduled_key", "store_enabled",
+    "LOOPY_MEMO_LIMIT", "SQLITE_CACHE_KIB", "STORE_VERSION", "TUNING_MODULES",
+    "NotPersistentError", "graph_key", "limit_cache_memory", "load",
+    "program_key", "release_cache_memory", "save", "scheduled_key",
+    "store_enabled", "trim_loopy_memos",
 ]
 
 _logger = logging.getLogger("pytato.target.loopy")
@@ -346,12 +375,85 @@ def store_enabled() -> bool:
 def _store() -> Any:
     if not _STORE:
         from pytools.persistent_dict import WriteOncePersistentDict
-        _STORE.append(WriteOncePersistentDict(
+        store = WriteOncePersistentDict(
             f"pytato-program-store-v{STORE_VERSION}",
             key_builder=KeyBuilder(),
             container_dir=os.environ.get("PYTATO_PROGRAM_STORE_DIR") or None,
-            safe_sync=False))
+            safe_sync=False)
+        _STORE.append(store)
+        limit_cache_memory(SQLITE_CACHE_KIB)
     return _STORE[0]
+
+
+# {{{ memory of long-running processes
+
+SQLITE_CACHE_KIB = 4096
+"""The page cache (in KiB) of the :mod:`sqlite3` connections of the store
+and of :mod:`loopy`'s on-disk caches, set when the store is first used
+(:mod:`pytools` sets 64 MB per persistent dictionary)."""
+
+LOOPY_MEMO_LIMIT = 2048
+"""The most entries kept in :mod:`loopy`'s global memo of expression
+dependencies (see :func:`trim_loopy_memos`)."""
+
+
+def _set_sqlite_cache(pdict: Any, kib: int) -> None:
+    conn = getattr(pdict, "conn", None)
+    if conn is not None:
+        conn.execute(f"PRAGMA cache_size = -{int(kib)}")
+
+
+def _persistent_dicts() -> list[Any]:
+    import loopy.tools
+    return [*getattr(loopy.tools, "caches", ()), *_STORE]
+
+
+def limit_cache_memory(kib: int = SQLITE_CACHE_KIB) -> None:
+    """Bound the page cache of the :mod:`sqlite3` connection of each of
+    :mod:`loopy`'s on-disk caches and of the program store to *kib* KiB
+    (:mod:`pytools` sets 64 MB each, which a long-running process
+    generating many programs fills)."""
+    for pdict in _persistent_dicts():
+        _set_sqlite_cache(pdict, kib)
+
+
+def trim_loopy_memos(limit: int | None = None) -> None:
+    """Clear :mod:`loopy`'s global, never cleared memo of the dependencies
+    of expressions (one entry per instruction expression it analyzed) when
+    it holds more than *limit* (default: :data:`LOOPY_MEMO_LIMIT`)
+    entries. A pure cache: clearing it only costs recomputation."""
+    from loopy import symbolic
+    if limit is None:
+        limit = LOOPY_MEMO_LIMIT
+    fn = getattr(symbolic, "_get_dependencies_and_reduction_inames", None)
+    # (pytools' memoize keeps the memo on the undecorated function)
+    memo = getattr(getattr(fn, "__wrapped__", fn), "_memoize_dic", None)
+    if memo is not None and len(memo) > limit:
+        memo.clear()
+
+
+def release_cache_memory() -> None:
+    """Empty the in-memory caches of code generation:
+    :data:`~pytato.target.loopy.PROGRAM_CACHE`, the in-memory LRUs of the
+    store and of :mod:`loopy`'s caches, :mod:`loopy`'s memo of expression
+    dependencies, and the :mod:`sqlite3` page caches behind the on-disk
+    caches (``PRAGMA shrink_memory``). Programs already generated keep
+    working; later generations find results on disk or regenerate
+    them."""
+    import loopy as lp
+
+    from pytato.target.loopy import PROGRAM_CACHE
+    PROGRAM_CACHE.clear()
+    lp.clear_in_mem_caches()
+    for pdict in _STORE:
+        pdict.clear_in_mem_cache()
+    trim_loopy_memos(0)
+    for pdict in _persistent_dicts():
+        conn = getattr(pdict, "conn", None)
+        if conn is not None:
+            conn.execute("PRAGMA shrink_memory")
+
+# }}}
 
 
 def _rebuild_kernel(cls: type, attributes: dict[str, Any]) -> Any:

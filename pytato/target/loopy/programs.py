@@ -265,6 +265,23 @@ def default_allocator(queue: cl.CommandQueue) -> Any:
     return pool
 
 
+def _check_queue(queue: Any) -> None:
+    """Raise :class:`~pytato.diagnostic.InvalidArgumentTypeError` naming the
+    argument ``queue`` unless it is (or, duck-typed, looks like: has a
+    ``context``) a :class:`pyopencl.CommandQueue` (a common slip: passing
+    the context)."""
+    import pyopencl as cl
+    if not isinstance(queue, cl.CommandQueue) and (
+            isinstance(queue, cl.Context) or not hasattr(queue, "context")):
+        from pytato.diagnostic import InvalidArgumentTypeError
+        hint = (" (a pyopencl.Context was given: create a queue with "
+                "pyopencl.CommandQueue(context))"
+                if isinstance(queue, cl.Context) else "")
+        raise InvalidArgumentTypeError(
+            "argument 'queue': expected a pyopencl.CommandQueue, got "
+            f"{type(queue).__name__}{hint}")
+
+
 def _allocator_for(queue: cl.CommandQueue, allocator: Any) -> Any:
     """The allocator a call with *allocator* uses: *None* selects the
     default pool, *False* fresh buffers (loopy's *None*)."""
@@ -781,6 +798,7 @@ class BoundPyOpenCLProgram(BoundProgram):
                                 self._info_by_context_address.get(
                                     other.context))
                         return result
+        _check_queue(queue)
         arrays, values = self._arg_spec.process(kwargs, self.bound_arguments)
         default_out_host = self._default_out_host(arrays)
         if out_host is None:
@@ -994,6 +1012,7 @@ class BoundPyOpenCLExecutable(BoundProgram):
             queue, allocator, wait_for, None, kwargs)
         if result is not None:
             return result
+        _check_queue(queue)
         if queue.context != self.cl_context:
             raise ValueError("the queue's context is not the one the "
                              "executable is bound to")

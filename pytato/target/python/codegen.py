@@ -41,7 +41,7 @@ from pytato.array.shape import (
     is_one,
     shape_component_to_expr,
 )
-from pytato.diagnostic import NameClashError
+from pytato.diagnostic import InvalidArgumentError, NameClashError
 from pytato.function import Call, NamedCallResult
 from pytato.scalar_expr import is_integral_scalar
 from pytato.tags import Named, PrefixNamed
@@ -392,8 +392,8 @@ def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
         (see :meth:`~pytato.target.python.PythonTarget.decorators`).
     """
     if not function_name.isidentifier():
-        raise ValueError(f"'function_name' must be an identifier, got "
-                         f"{function_name!r}")
+        raise InvalidArgumentError(f"'function_name' must be an identifier, got "
+                                   f"{function_name!r}")
     order = topological_order([outputs])
 
     # {{{ inputs: parameters of the function

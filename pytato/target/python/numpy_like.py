@@ -20,6 +20,7 @@ import numpy as np
 
 from pytato.array.base import Array
 from pytato.array.results import DictOfNamedArrays
+from pytato.diagnostic import InvalidArgumentError, InvalidArgumentTypeError
 from pytato.target import BoundProgram, Target
 from pytato.target.python.codegen import ArgumentSpec, generate_python_code
 from pytato.target.python.scalar_codegen import dtype_code
@@ -63,7 +64,7 @@ class PythonTarget(Target):
         """Decorators (without ``@``) of the generated function, e.g. for
         just-in-time compilation if *jit*."""
         if jit:
-            raise ValueError(f"{type(self).__name__} does not support jit")
+            raise InvalidArgumentError(f"{type(self).__name__} does not support jit")
         return []
 
     def output_code(self, var: str, dtype: np.dtype[Any]) -> str:
@@ -309,11 +310,12 @@ def normalize_outputs(result: Any) -> tuple[DictOfNamedArrays, str | None]:
     if isinstance(result, Mapping):
         for k, v in result.items():
             if not isinstance(v, Array):
-                raise TypeError(f"output '{k}' is not an array: "
-                                f"{type(v).__name__}")
+                raise InvalidArgumentTypeError(f"output '{k}' is not an array: "
+                                               f"{type(v).__name__}")
         return DictOfNamedArrays(dict(result)), None
-    raise TypeError("'result' must be an Array, a DictOfNamedArrays or a dict "
-                    f"of arrays, got {type(result).__name__}")
+    raise InvalidArgumentTypeError(
+        "'result' must be an Array, a DictOfNamedArrays or a dict "
+        f"of arrays, got {type(result).__name__}")
 
 
 def generate_python_program(result: Any, target: PythonTarget, *,
