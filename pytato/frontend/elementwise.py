@@ -189,6 +189,8 @@ def elementwise(ufunc: Callable[..., Any] | None,
             cast_dtype = None
         else:
             cast_dtype = np.dtype(op_dtype)
+    except ScalarOverflowError:
+        raise
     except (TypeError, ValueError, OverflowError) as e:
         dtypes = ", ".join(
             f"{n}: {x.dtype if isinstance(x, Array) else type(x).__name__}"
