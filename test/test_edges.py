@@ -455,3 +455,32 @@ def test_concatenate_with_empty_reshaped_operand(queue):
     _, got = pt.generate_loopy({"o": pt.concatenate([x, empty])})(
         queue, x=np.array([1.0, 2.0]))
     np.testing.assert_array_equal(got["o"], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+def test_wrapped_narrow_integers_as_operands(queue, dtype):
+    """numpy's wrapped value of char/short arithmetic where it is the
+    operand of a cast, a comparison, a division or a widening sum (C
+    computes it in int; the conversion back to the narrow type was a cast
+    that loopy dropped, since it infers char arithmetic as char: found by
+    the typed sweep, ``sum(-x)`` of uint8 was off by multiples of 2**32)."""
+    info = np.iinfo(dtype)
+    x = np.array([info.max, info.max - 1, info.min, info.min + 1, 3, 0],
+                 dtype)
+    xp = pt.make_placeholder("x", x.shape, x.dtype)
+    cases = {  # each takes the module (pytato or numpy) and the array
+        "cast": lambda m, a: (a + a).astype(np.int64),
+        "cast_neg": lambda m, a: (-a).astype(np.float64),
+        "compare": lambda m, a: a * 3 < a,
+        "floordiv": lambda m, a: (a + a) // 3,
+        "sum": lambda m, a: m.sum(-a),
+        "sum_axis": lambda m, a: m.sum((a * a).reshape(2, 3), axis=1),
+    }
+    outs = {k: f(pt, xp) for k, f in cases.items()}
+    with np.errstate(all="ignore"):
+        refs = {k: f(np, x) for k, f in cases.items()}
+    _, got = pt.generate_loopy(outs)(queue, x=x)
+    got_np = pt.generate_numpy(outs)(x=x)
+    for k, ref in refs.items():
+        _assert_same(got[k], ref)
+        _assert_same(got_np[k], ref)

@@ -527,7 +527,11 @@ class ScalarToLoopyMapper(IdentityMapper):
         """*expr* lowered as the operand of an operation that does not
         commute with integer wrap-around (division, comparison, casts,
         ...). C computes on integers narrower than ``int`` in ``int``;
-        an explicit cast restores numpy's wrapped value."""
+        an explicit conversion restores numpy's wrapped value. (Not a bare
+        cast: loopy drops a cast to the type it infers for its operand, and
+        it infers ``char`` arithmetic as ``char``. The cast inside the
+        conversion gives its argument the narrow type in loopy's
+        inference, whatever the constants of *expr*.)"""
         result = self.rec(expr)
         if isinstance(expr, SCALAR_CLASSES):
             return result
@@ -539,7 +543,7 @@ class ScalarToLoopyMapper(IdentityMapper):
         dtype = self._dtype(expr)
         if isinstance(dtype, np.dtype) and dtype.kind in "iu" \
                 and dtype.itemsize < 4:
-            return LoopyTypeCast(dtype, result)
+            return _call("_pt_narrow_int", LoopyTypeCast(dtype, result))
         return result
 
     def _unknown(self, what: str) -> CannotBeLoweredToLoopyError:
@@ -724,10 +728,13 @@ class ScalarToLoopyMapper(IdentityMapper):
         if isinstance(expr.op, (MaxReductionOperation, MinReductionOperation)) \
                 and isinstance(dtype, np.dtype) and dtype.kind in "biu" \
                 and dtype.itemsize < 4 and not isinstance(
-                    inner, (prim.Variable, prim.Subscript)):
+                    inner, (prim.Variable, prim.Subscript)) \
+                and not (isinstance(inner, prim.Call)
+                         and inner.function == prim.Variable("_pt_narrow_int")):
             # C computes on chars and shorts in int: OpenCL's min/max of
             # (char, int) is ambiguous; loopy drops a cast to the type it
-            # infers, an explicit conversion stays
+            # infers, an explicit conversion stays (:meth:`_operand` made
+            # one for integers, not for bools)
             inner = _call("_pt_narrow_int", inner)
         op = _loopy_reduction_op(expr.op, dtype)
         return LoopyReduction(op, tuple(inames),
