@@ -484,3 +484,33 @@ def test_wrapped_narrow_integers_as_operands(queue, dtype):
     for k, ref in refs.items():
         _assert_same(got[k], ref)
         _assert_same(got_np[k], ref)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32, np.float64])
+def test_complex_values_inside_real_kernels(queue, dtype):
+    """Complex values computed and consumed within one expression of a
+    kernel without complex arrays (loopy printed their products and
+    quotients as C's '*' and '/' on structs, which OpenCL refused: found
+    by the typed sweep)."""
+    x = np.array([0, 1, 2, 3], dtype)
+    xp = pt.make_placeholder("x", x.shape, x.dtype)
+    c = np.complex64(0.9 + 0.8j)
+    cases = {
+        "lnot": lambda m, a: m.logical_not(a.astype(np.complex64) * c),
+        "any_": lambda m, a: m.any(a.astype(np.complex64) * c),
+        "all_": lambda m, a: m.all(a.astype(np.complex128) / (1 + a * 1j)),
+        "eq": lambda m, a: m.equal(a.astype(np.complex64) * c, c),
+        "mag": lambda m, a: m.abs(a * c + 1j),
+        "re": lambda m, a: m.real(a * c * c),
+        "im": lambda m, a: m.imag((a - c) / c),
+    }
+    for k, f in cases.items():
+        # one kernel each: a complex temporary shared by two outputs would
+        # turn loopy's complex arithmetic on for the others
+        ref = f(np, x)
+        _, (got,) = pt.generate_loopy(f(pt, xp))(queue, x=x)
+        got_np = np.asarray(pt.generate_numpy(f(pt, xp))(x=x))
+        for result in (got, got_np):
+            assert result.dtype == ref.dtype, k
+            np.testing.assert_allclose(result, ref, rtol=1e-6, atol=1e-6,
+                                       err_msg=k)
