@@ -637,6 +637,10 @@ class ScalarToLoopyMapper(IdentityMapper):
                 return prim.LogicalOr((prim.Comparison(re, "!=", 0),
                                        prim.Comparison(im, "!=", 0)))
             return prim.Comparison(inner, "!=", 0)
+        if dtype.kind != "c" and _is_complex(self._dtype(expr.inner_expr)):
+            # numpy's astype of complex to real types drops the imaginary
+            # part (C has no conversion of OpenCL's complex structs)
+            inner = _complex_parts(inner)[0]
         return LoopyTypeCast(dtype, inner)
 
     def map_constant(self, expr: Any) -> Any:
