@@ -523,3 +523,31 @@ def test_complex_values_inside_real_kernels(queue, dtype):
             assert result.dtype == ref.dtype, k
             np.testing.assert_allclose(result, ref, rtol=1e-6, atol=1e-6,
                                        err_msg=k)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+def test_abs_of_signed_integers_is_signed(queue, dtype):
+    """numpy's abs keeps a signed integer type (OpenCL's abs returns an
+    unsigned one: ``abs(x) >= y`` compared as unsigned, false for y < 0;
+    found by the typed sweep), and maps the most negative value to
+    itself."""
+    info = np.iinfo(dtype)
+    x = np.array([-2, 3, 0, info.min, info.max, -7], dtype)
+    y = np.array([-4, 5, -1, 0, -3, 6], dtype)
+    xp = pt.make_placeholder("x", x.shape, x.dtype)
+    yp = pt.make_placeholder("y", y.shape, y.dtype)
+    cases = {
+        "ge": lambda m, a, b: m.abs(a) >= b,
+        "minus": lambda m, a, b: m.abs(a) - b,
+        "as_float": lambda m, a, b: m.abs(a).astype(np.float64),
+        "negative": lambda m, a, b: m.abs(a) < 0,
+        "amin": lambda m, a, b: m.amin(m.abs(a)),
+    }
+    outs = {k: f(pt, xp, yp) for k, f in cases.items()}
+    with np.errstate(all="ignore"):
+        refs = {k: f(np, x, y) for k, f in cases.items()}
+    _, got = pt.generate_loopy(outs)(queue, x=x, y=y)
+    got_np = pt.generate_numpy(outs)(x=x, y=y)
+    for k, ref in refs.items():
+        _assert_same(got[k], ref)
+        _assert_same(got_np[k], ref)

@@ -583,6 +583,22 @@ class ScalarToLoopyMapper(IdentityMapper):
             dtype = self._dtype(expr.parameters[0])
             if _is_complex(dtype):
                 return _complex_function(name, args[0], np.dtype(dtype))
+        if name in ("abs", "absolute") and len(args) == 1:
+            dtype = self._dtype(expr.parameters[0])
+            if isinstance(dtype, np.dtype) and dtype.kind == "i":
+                # OpenCL's abs of a signed integer is unsigned (abs(-2) >= -4
+                # was false); numpy's keeps the type and wraps the most
+                # negative value to itself: negated as an unsigned value
+                # (C computes chars and shorts in int, where it cannot
+                # overflow), since a signed overflow lets the compiler
+                # assume the result is not negative
+                x, = args
+                neg: Any = prim.Product((-1, x))
+                if dtype.itemsize >= 4:
+                    unsigned = np.dtype(f"u{dtype.itemsize}")
+                    neg = LoopyTypeCast(dtype, prim.Product(
+                        (-1, LoopyTypeCast(unsigned, x))))
+                return prim.If(prim.Comparison(x, "<", 0), neg, x)
         return prim.Call(prim.Variable(_C_FUNCTION_NAMES.get(name, name)), args)
 
     def _truth(self, expr: Any) -> Any:
