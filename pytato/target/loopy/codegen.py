@@ -588,11 +588,18 @@ class ScalarToLoopyMapper(IdentityMapper):
             if isinstance(dtype, np.dtype) and dtype.kind == "i":
                 # OpenCL's abs of a signed integer is unsigned (abs(-2) >= -4
                 # was false); numpy's keeps the type and wraps the most
-                # negative value to itself: negated as an unsigned value
-                # (C computes chars and shorts in int, where it cannot
-                # overflow), since a signed overflow lets the compiler
-                # assume the result is not negative
+                # negative value to itself: a conditional negation, through
+                # the unsigned type for 32- and 64-bit values (C computes
+                # chars and shorts in int, where it cannot overflow), since
+                # a signed overflow lets the compiler assume the result is
+                # not negative. An operand holding a reduction is not
+                # repeated (loopy would realize it twice): converted back
+                # from the unsigned abs instead.
+                from loopy.symbolic import get_reduction_inames
                 x, = args
+                if get_reduction_inames(x):
+                    return LoopyTypeCast(dtype, prim.Call(
+                        prim.Variable("abs"), args))
                 neg: Any = prim.Product((-1, x))
                 if dtype.itemsize >= 4:
                     unsigned = np.dtype(f"u{dtype.itemsize}")
