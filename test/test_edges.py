@@ -542,6 +542,7 @@ def test_abs_of_signed_integers_is_signed(queue, dtype):
         "as_float": lambda m, a, b: m.abs(a).astype(np.float64),
         "negative": lambda m, a, b: m.abs(a) < 0,
         "amin": lambda m, a, b: m.amin(m.abs(a)),
+        "in_float": lambda m, a, b: m.abs(a) * 0.5,
         # of a reduction, which is not repeated
         "of_sum": lambda m, a, b: m.abs(m.sum(b.reshape(2, 3), axis=1)) > -1,
     }

@@ -603,8 +603,10 @@ class ScalarToLoopyMapper(IdentityMapper):
                 neg: Any = prim.Product((-1, x))
                 if dtype.itemsize >= 4:
                     unsigned = np.dtype(f"u{dtype.itemsize}")
-                    neg = LoopyTypeCast(dtype, prim.Product(
-                        (-1, LoopyTypeCast(unsigned, x))))
+                    # ~x + 1: a literal -1 prints as -1.0 in a float context
+                    neg = LoopyTypeCast(dtype, prim.Sum((
+                        prim.BitwiseNot(LoopyTypeCast(unsigned, x)),
+                        unsigned.type(1))))
                 return prim.If(prim.Comparison(x, "<", 0), neg, x)
         return prim.Call(prim.Variable(_C_FUNCTION_NAMES.get(name, name)), args)
 
