@@ -35,6 +35,7 @@ lambda's bindings. Scalar functions are called through variables named
 .. autofunction:: get_dependencies
 .. autofunction:: evaluate
 .. autofunction:: is_integral_scalar
+.. autofunction:: negated
 .. autofunction:: is_integral_scalar_expression
 .. autofunction:: is_quasi_affine
 .. autofunction:: distribute
@@ -498,6 +499,40 @@ def is_integral_scalar(x: Any) -> bool:
     """Whether *x* is a Python or numpy integer (not a bool)."""
     return (isinstance(x, (int, np.integer))
             and not isinstance(x, (bool, np.bool_)))
+
+
+def negated(x: Any) -> Any:
+    """``-x`` as a scalar expression: a constant is negated in place (keeping
+    its type) where that is exact, anything else becomes ``(-1)*x``.
+
+    Integer offsets and other constants are not left as ``(-1)*c``: loopy
+    memoizes the types (and C code) of subexpressions by equality, and
+    ``(-1)*1``, ``(-1)*1.0`` and ``(-1)*(1+0j)`` are equal in Python, so a
+    kernel holding an integer index offset and a float constant of the same
+    value got one type for both (an index typed as a float is refused by
+    loopy's checks). A leaf constant keeps its own type there: that memo
+    keys on the type of the expression itself.
+
+    Kept as ``(-1)*c``: unsigned integers (their negation wraps, then takes
+    part in C's integer promotions with another operand), the most negative
+    integer of a type, and float or complex constants with a zero part (a
+    ``-0.0`` literal prints as ``0.0`` where loopy has seen an equal ``0.0``
+    first, which changes the sign of a zero result).
+    """
+    if isinstance(x, (bool, np.bool_)):
+        return prim.Product((-1, x))
+    if isinstance(x, int):
+        return -x
+    if isinstance(x, np.signedinteger):
+        if x != np.iinfo(x.dtype).min:
+            return -x
+    elif isinstance(x, (float, np.floating)):
+        if x != 0:
+            return -x
+    elif isinstance(x, (complex, np.complexfloating)):
+        if x.real != 0 and x.imag != 0:
+            return -x
+    return prim.Product((-1, x))
 
 
 _INTEGRAL_NODES = (prim.Variable, prim.Sum, prim.Product, prim.FloorDiv,

@@ -5,6 +5,8 @@ refused at construction with a typed error."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -455,3 +457,100 @@ def test_concatenate_with_empty_reshaped_operand(queue):
     _, got = pt.generate_loopy({"o": pt.concatenate([x, empty])})(
         queue, x=np.array([1.0, 2.0]))
     np.testing.assert_array_equal(got["o"], [1.0, 2.0])
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int16, np.uint16])
+def test_wrapped_narrow_integers_as_operands(queue, dtype):
+    """numpy's wrapped value of char/short arithmetic where it is the
+    operand of a cast, a comparison, a division or a widening sum (C
+    computes it in int; the conversion back to the narrow type was a cast
+    that loopy dropped, since it infers char arithmetic as char: found by
+    the typed sweep, ``sum(-x)`` of uint8 was off by multiples of 2**32)."""
+    info = np.iinfo(dtype)
+    x = np.array([info.max, info.max - 1, info.min, info.min + 1, 3, 0],
+                 dtype)
+    xp = pt.make_placeholder("x", x.shape, x.dtype)
+    cases = {  # each takes the module (pytato or numpy) and the array
+        "cast": lambda m, a: (a + a).astype(np.int64),
+        "cast_neg": lambda m, a: (-a).astype(np.float64),
+        "compare": lambda m, a: a * 3 < a,
+        "floordiv": lambda m, a: (a + a) // 3,
+        "sum": lambda m, a: m.sum(-a),
+        "sum_axis": lambda m, a: m.sum((a * a).reshape(2, 3), axis=1),
+    }
+    outs = {k: f(pt, xp) for k, f in cases.items()}
+    with np.errstate(all="ignore"):
+        refs = {k: f(np, x) for k, f in cases.items()}
+    _, got = pt.generate_loopy(outs)(queue, x=x)
+    got_np = pt.generate_numpy(outs)(x=x)
+    for k, ref in refs.items():
+        _assert_same(got[k], ref)
+        _assert_same(got_np[k], ref)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32, np.float64])
+def test_complex_values_inside_real_kernels(queue, dtype):
+    """Complex values computed and consumed within one expression of a
+    kernel without complex arrays (loopy printed their products and
+    quotients as C's '*' and '/' on structs, which OpenCL refused: found
+    by the typed sweep)."""
+    x = np.array([0, 1, 2, 3], dtype)
+    xp = pt.make_placeholder("x", x.shape, x.dtype)
+    c = np.complex64(0.9 + 0.8j)
+    cases = {
+        "lnot": lambda m, a: m.logical_not(a.astype(np.complex64) * c),
+        "any_": lambda m, a: m.any(a.astype(np.complex64) * c),
+        "all_": lambda m, a: m.all(a.astype(np.complex128) / (1 + a * 1j)),
+        "eq": lambda m, a: m.equal(a.astype(np.complex64) * c, c),
+        "mag": lambda m, a: m.abs(a * c + 1j),
+        "re": lambda m, a: m.real(a * c * c),
+        "im": lambda m, a: m.imag((a - c) / c),
+        # astype to real types drops the imaginary part, as in numpy
+        "to_float": lambda m, a: (a * c).astype(np.float32),
+        "to_int": lambda m, a: (a * (1 + c)).astype(np.int64),
+        "cplx_to_float": lambda m, a: (a * c).astype(np.complex128).astype(
+            np.float64),
+    }
+    for k, f in cases.items():
+        # one kernel each: a complex temporary shared by two outputs would
+        # turn loopy's complex arithmetic on for the others
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            ref = f(np, x)
+        _, (got,) = pt.generate_loopy(f(pt, xp))(queue, x=x)
+        got_np = np.asarray(pt.generate_numpy(f(pt, xp))(x=x))
+        for result in (got, got_np):
+            assert result.dtype == ref.dtype, k
+            np.testing.assert_allclose(result, ref, rtol=1e-6, atol=1e-6,
+                                       err_msg=k)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+def test_abs_of_signed_integers_is_signed(queue, dtype):
+    """numpy's abs keeps a signed integer type (OpenCL's abs returns an
+    unsigned one: ``abs(x) >= y`` compared as unsigned, false for y < 0;
+    found by the typed sweep), and maps the most negative value to
+    itself."""
+    info = np.iinfo(dtype)
+    x = np.array([-2, 3, 0, info.min, info.max, -7], dtype)
+    y = np.array([-4, 5, -1, 0, -3, 6], dtype)
+    xp = pt.make_placeholder("x", x.shape, x.dtype)
+    yp = pt.make_placeholder("y", y.shape, y.dtype)
+    cases = {
+        "ge": lambda m, a, b: m.abs(a) >= b,
+        "minus": lambda m, a, b: m.abs(a) - b,
+        "as_float": lambda m, a, b: m.abs(a).astype(np.float64),
+        "negative": lambda m, a, b: m.abs(a) < 0,
+        "amin": lambda m, a, b: m.amin(m.abs(a)),
+        "in_float": lambda m, a, b: m.abs(a) * 0.5,
+        # of a reduction, which is not repeated
+        "of_sum": lambda m, a, b: m.abs(m.sum(b.reshape(2, 3), axis=1)) > -1,
+    }
+    outs = {k: f(pt, xp, yp) for k, f in cases.items()}
+    with np.errstate(all="ignore"):
+        refs = {k: f(np, x, y) for k, f in cases.items()}
+    _, got = pt.generate_loopy(outs)(queue, x=x, y=y)
+    got_np = pt.generate_numpy(outs)(x=x, y=y)
+    for k, ref in refs.items():
+        _assert_same(got[k], ref)
+        _assert_same(got_np[k], ref)

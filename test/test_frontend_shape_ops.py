@@ -387,6 +387,62 @@ def test_stack_concatenate_symbolic() -> None:
     with pytest.raises(ShapeMismatchError, match=r"'arrays\[1\]'"):
         concatenate([x, y], 1)
 
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.int64,
+                                   np.float32, np.float64, np.complex64,
+                                   np.complex128])
+@pytest.mark.parametrize("offset", [1, 2])
+def test_concatenate_beside_subtraction_of_equal_constant(
+        queue: Any, dtype: Any, offset: int) -> None:
+    """A concatenation reads its second operand at ``i - offset``; a
+    subtraction of a constant of the same value in the same kernel once
+    made loopy type that index as a float (issue 21: loopy memoizes the
+    types of subexpressions by equality, and ``(-1)*1 == (-1)*1.0``), so
+    the program failed at its first call. Output ``d`` comes first in the
+    kernel, so its float constant is typed first."""
+    a = pt.make_placeholder("a", (offset, 2), dtype)
+    b = pt.make_placeholder("b", (3, 2), dtype)
+    a_in, b_in = _data((offset, 2), dtype), _data((3, 2), dtype, 1)
+    if np.dtype(dtype).kind == "u":
+        a_in, b_in = np.abs(a_in), np.abs(b_in)
+    a_in, b_in = a_in.astype(dtype), b_in.astype(dtype)
+    outputs = {"d": a - float(offset), "e": concatenate([a, b]),
+               "f": concatenate([b[:offset], a], 1) - offset}
+    expected = {"d": a_in - float(offset), "e": np.concatenate([a_in, b_in]),
+                "f": np.concatenate([b_in[:offset], a_in], 1) - offset}
+    _, cl_result = pt.generate_loopy(outputs)(queue, a=a_in, b=b_in)
+    np_result = pt.generate_numpy(outputs)(a=a_in, b=b_in)
+    for name, ref in expected.items():
+        for result in (cl_result, np_result):
+            got = np.asarray(result[name])
+            assert got.dtype == ref.dtype, name
+            np.testing.assert_array_equal(got, ref, err_msg=name)
+
+
+def test_subtraction_of_zero_keeps_signed_zeros(queue: Any) -> None:
+    """``x - 0.0`` and ``x + 0.0`` in one kernel: numpy's ``-0.0 - 0.0`` is
+    ``-0.0`` and ``-0.0 + 0.0`` is ``0.0`` (the negated constant of a
+    subtraction must not be a ``-0.0`` literal, which loopy prints like an
+    equal ``0.0``)."""
+    for dtype in (np.float32, np.float64, np.complex64, np.complex128):
+        x = pt.make_placeholder("x", (3,), dtype)
+        x_in = np.array([-0.0, 0.0, 1.5], dtype)
+        if np.dtype(dtype).kind == "c":
+            x_in.imag = [-0.0, -0.0, 0.0]
+        outputs = {"p": x - 0.0, "q": x + 0.0, "r": x - 0.0j}
+        _, cl_result = pt.generate_loopy(outputs)(queue, x=x_in)
+        np_result = pt.generate_numpy(outputs)(x=x_in)
+        for name, ref in (("p", x_in - 0.0), ("q", x_in + 0.0),
+                          ("r", x_in - 0.0j)):
+            for result in (cl_result, np_result):
+                got = np.asarray(result[name])
+                assert got.dtype == ref.dtype, (dtype, name)
+                np.testing.assert_array_equal(got, ref)
+                for part in (np.real, np.imag):
+                    np.testing.assert_array_equal(
+                        np.signbit(part(got)), np.signbit(part(ref)),
+                        err_msg=f"{dtype} {name}")
+
 # }}}
 
 

@@ -65,7 +65,7 @@ from pytato.array.base import Array
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import broadcast_shapes, is_one
 from pytato.diagnostic import DTypeError, InvalidArgumentTypeError, ScalarOverflowError
-from pytato.scalar_expr import SCALAR_CLASSES, TypeCast
+from pytato.scalar_expr import SCALAR_CLASSES, TypeCast, negated
 
 
 SCALAR_TYPES = (*SCALAR_CLASSES,)
@@ -248,7 +248,7 @@ def _binop(ufunc: Any, make: Callable[[Any, Any], Any], what: str,
 
 
 add = _binop(np.add, lambda a, b: prim.Sum((a, b)), "addition")
-subtract = _binop(np.subtract, lambda a, b: prim.Sum((a, prim.Product((-1, b)))),
+subtract = _binop(np.subtract, lambda a, b: prim.Sum((a, negated(b))),
                   "subtraction")
 multiply = _binop(np.multiply, lambda a, b: prim.Product((a, b)), "multiplication")
 true_divide = _binop(np.true_divide, lambda a, b: prim.Quotient(a, b), "division")
@@ -334,7 +334,7 @@ def logical_not(x: Any) -> Any:
 
 def negative(x: Any) -> Any:
     """Element-wise :func:`numpy.negative`."""
-    return elementwise(np.negative, [x], lambda a: prim.Product((-1, a)),
+    return elementwise(np.negative, [x], negated,
                        argnames=["x"], what="negation")
 
 

@@ -60,6 +60,7 @@ from pytato.scalar_expr import (
     SumReductionOperation,
     TypeCast,
     is_integral_scalar,
+    negated,
 )
 from pytato.transform.mappers import CopyMapper, Mapper
 
@@ -224,8 +225,7 @@ class _ToIndexLambda(Mapper):
             offset = _sum(running)
             offsets.append(offset)
             indices = [_idx(i) for i in range(expr.ndim)]
-            indices[ax] = _sum([_idx(ax), prim.Product((-1, offset))]) \
-                if not (is_integral_scalar(offset) and offset == 0) else _idx(ax)
+            indices[ax] = _sum([_idx(ax), negated(offset)])
             choices.append(b.read(a, indices, expr.dtype))
             running.append(b.size(a.shape[ax]))
         return self._finish(expr, _select(_idx(ax), offsets, choices), b)

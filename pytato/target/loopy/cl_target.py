@@ -175,11 +175,40 @@ class _NarrowIntConversion(lp.ScalarCallable):
                 clbl_inf_ctx)
 
 
+def _calls_on_complex(callables_table: Any) -> bool:
+    """Whether a function of the translation unit takes or returns a
+    complex value."""
+    from loopy.types import LoopyType
+
+    for clbl in callables_table.values():
+        dtypes = getattr(clbl, "arg_id_to_dtype", None) or {}
+        if any(isinstance(dt, LoopyType) and dt.involves_complex()
+               for dt in dtypes.values()):
+            return True
+    return False
+
+
 class _CASTBuilder(PyOpenCLCASTBuilder):
     """:class:`loopy.target.pyopencl.PyOpenCLCASTBuilder` declaring the
-    pointers of kernels with many arguments without ``restrict``."""
+    pointers of kernels with many arguments without ``restrict``, whose
+    expressions use complex arithmetic wherever a complex value is
+    computed."""
 
     _unrestricted = False
+
+    def get_expression_to_c_expression_mapper(self, codegen_state: Any) -> Any:
+        # loopy lowers complex products, quotients and sums to the functions
+        # of pyopencl-complex.h only in kernels with a complex argument or
+        # temporary; a complex value computed and consumed inside one
+        # expression (``any(x.astype(complex64) * 1j)``, whose complex
+        # product feeds real() and imag()) was printed as C's '*' on structs,
+        # which OpenCL refuses. Such values pass through functions taking
+        # or returning complex values.
+        mapper = super().get_expression_to_c_expression_mapper(codegen_state)
+        if not mapper.allow_complex \
+                and _calls_on_complex(codegen_state.callables_table):
+            mapper.allow_complex = True
+        return mapper
 
     def get_function_declaration(self, codegen_state: Any,
                                  codegen_result: Any,

@@ -527,7 +527,11 @@ class ScalarToLoopyMapper(IdentityMapper):
         """*expr* lowered as the operand of an operation that does not
         commute with integer wrap-around (division, comparison, casts,
         ...). C computes on integers narrower than ``int`` in ``int``;
-        an explicit cast restores numpy's wrapped value."""
+        an explicit conversion restores numpy's wrapped value. (Not a bare
+        cast: loopy drops a cast to the type it infers for its operand, and
+        it infers ``char`` arithmetic as ``char``. The cast inside the
+        conversion gives its argument the narrow type in loopy's
+        inference, whatever the constants of *expr*.)"""
         result = self.rec(expr)
         if isinstance(expr, SCALAR_CLASSES):
             return result
@@ -539,7 +543,7 @@ class ScalarToLoopyMapper(IdentityMapper):
         dtype = self._dtype(expr)
         if isinstance(dtype, np.dtype) and dtype.kind in "iu" \
                 and dtype.itemsize < 4:
-            return LoopyTypeCast(dtype, result)
+            return _call("_pt_narrow_int", LoopyTypeCast(dtype, result))
         return result
 
     def _unknown(self, what: str) -> CannotBeLoweredToLoopyError:
@@ -579,6 +583,31 @@ class ScalarToLoopyMapper(IdentityMapper):
             dtype = self._dtype(expr.parameters[0])
             if _is_complex(dtype):
                 return _complex_function(name, args[0], np.dtype(dtype))
+        if name in ("abs", "absolute") and len(args) == 1:
+            dtype = self._dtype(expr.parameters[0])
+            if isinstance(dtype, np.dtype) and dtype.kind == "i":
+                # OpenCL's abs of a signed integer is unsigned (abs(-2) >= -4
+                # was false); numpy's keeps the type and wraps the most
+                # negative value to itself: a conditional negation, through
+                # the unsigned type for 32- and 64-bit values (C computes
+                # chars and shorts in int, where it cannot overflow), since
+                # a signed overflow lets the compiler assume the result is
+                # not negative. An operand holding a reduction is not
+                # repeated (loopy would realize it twice): converted back
+                # from the unsigned abs instead.
+                from loopy.symbolic import get_reduction_inames
+                x, = args
+                if get_reduction_inames(x):
+                    return LoopyTypeCast(dtype, prim.Call(
+                        prim.Variable("abs"), args))
+                neg: Any = prim.Product((-1, x))
+                if dtype.itemsize >= 4:
+                    unsigned = np.dtype(f"u{dtype.itemsize}")
+                    # ~x + 1: a literal -1 prints as -1.0 in a float context
+                    neg = LoopyTypeCast(dtype, prim.Sum((
+                        prim.BitwiseNot(LoopyTypeCast(unsigned, x)),
+                        unsigned.type(1))))
+                return prim.If(prim.Comparison(x, "<", 0), neg, x)
         return prim.Call(prim.Variable(_C_FUNCTION_NAMES.get(name, name)), args)
 
     def _truth(self, expr: Any) -> Any:
@@ -633,6 +662,10 @@ class ScalarToLoopyMapper(IdentityMapper):
                 return prim.LogicalOr((prim.Comparison(re, "!=", 0),
                                        prim.Comparison(im, "!=", 0)))
             return prim.Comparison(inner, "!=", 0)
+        if dtype.kind != "c" and _is_complex(self._dtype(expr.inner_expr)):
+            # numpy's astype of complex to real types drops the imaginary
+            # part (C has no conversion of OpenCL's complex structs)
+            inner = _complex_parts(inner)[0]
         return LoopyTypeCast(dtype, inner)
 
     def map_constant(self, expr: Any) -> Any:
@@ -724,10 +757,13 @@ class ScalarToLoopyMapper(IdentityMapper):
         if isinstance(expr.op, (MaxReductionOperation, MinReductionOperation)) \
                 and isinstance(dtype, np.dtype) and dtype.kind in "biu" \
                 and dtype.itemsize < 4 and not isinstance(
-                    inner, (prim.Variable, prim.Subscript)):
+                    inner, (prim.Variable, prim.Subscript)) \
+                and not (isinstance(inner, prim.Call)
+                         and inner.function == prim.Variable("_pt_narrow_int")):
             # C computes on chars and shorts in int: OpenCL's min/max of
             # (char, int) is ambiguous; loopy drops a cast to the type it
-            # infers, an explicit conversion stays
+            # infers, an explicit conversion stays (:meth:`_operand` made
+            # one for integers, not for bools)
             inner = _call("_pt_narrow_int", inner)
         op = _loopy_reduction_op(expr.op, dtype)
         return LoopyReduction(op, tuple(inames),
