@@ -97,61 +97,6 @@ class _CExpressionToCodeMapper(CExpressionToCodeMapper):  # type: ignore[misc]
         return self._bitwise("^", PREC_BITWISE_XOR, expr, enclosing_prec)
 
 
-class _ComplexFromParts(lp.ScalarCallable):
-    """``_pt_complex(re, im)``: the complex number of real part *re* and
-    imaginary part *im* (pyopencl's ``cfloat_new``/``cdouble_new``), exact
-    for infinities and NaNs, unlike ``re + 1j*im``."""
-
-    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
-        import numpy as np
-        from loopy.types import NumpyType
-
-        dtypes = [arg_id_to_dtype.get(k) for k in (0, 1)]
-        if any(dt is None for dt in dtypes):
-            return self, clbl_inf_ctx
-        real = np.result_type(*(dt.numpy_dtype for dt in dtypes))
-        if real.kind != "f":
-            real = np.dtype(np.float64)
-        name = "cfloat_new" if real == np.float32 else "cdouble_new"
-        cplx = NumpyType(np.result_type(real, np.complex64))
-        return (self.copy(name_in_target=name,
-                          arg_id_to_dtype={0: NumpyType(real), 1: NumpyType(real),
-                                           -1: cplx}),
-                clbl_inf_ctx)
-
-
-def _c_expression_to_code_mapper() -> Any:
-    from loopy.target.c.codegen.expression import CExpressionToCodeMapper
-    from pymbolic.mapper.stringifier import (
-        PREC_BITWISE_AND,
-        PREC_BITWISE_OR,
-        PREC_BITWISE_XOR,
-        PREC_NONE,
-    )
-
-    class _Mapper(CExpressionToCodeMapper):  # type: ignore[misc]
-        """Parenthesizes ``&``, ``|`` and ``^`` inside other operations:
-        loopy uses Python's precedence, where they bind tighter than
-        comparisons, and prints ``(a & 1) == 0`` as ``a & 1 == 0``, which
-        C reads as ``a & (1 == 0)``."""
-
-        def _bitwise(self, op: str, prec: int, expr: Any,
-                     enclosing_prec: int) -> str:
-            s = self.join_rec(f" {op} ", expr.children, prec)
-            return f"({s})" if enclosing_prec > PREC_NONE else s
-
-        def map_bitwise_and(self, expr: Any, enclosing_prec: int) -> str:
-            return self._bitwise("&", PREC_BITWISE_AND, expr, enclosing_prec)
-
-        def map_bitwise_or(self, expr: Any, enclosing_prec: int) -> str:
-            return self._bitwise("|", PREC_BITWISE_OR, expr, enclosing_prec)
-
-        def map_bitwise_xor(self, expr: Any, enclosing_prec: int) -> str:
-            return self._bitwise("^", PREC_BITWISE_XOR, expr, enclosing_prec)
-
-    return _Mapper()
-
-
 class _NarrowIntConversion(lp.ScalarCallable):
     """``_pt_narrow_int(x)``: *x* (of a ``char`` or ``short`` type in
     loopy's inference, computed in ``int`` by C) converted to that type
