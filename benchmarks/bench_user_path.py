@@ -198,24 +198,6 @@ def time_call(call: Callable[[Any], Any], queue: Any, prof_queue: Any,
     return best(kernel, runs), best(wall, runs), _result(out)
 
 
-def copy_bandwidth(queue: Any, nbytes: int, runs: int) -> float:
-    """GB/s of ``enqueue_copy`` between two device buffers (read + write)
-    on the profiling *queue*."""
-    import pyopencl as cl
-    mf = cl.mem_flags
-    a = cl.Buffer(queue.context, mf.READ_WRITE, nbytes)
-    b = cl.Buffer(queue.context, mf.READ_WRITE, nbytes)
-    cl.enqueue_fill_buffer(queue, a, np.float32(1), 0, nbytes)
-    cl.enqueue_fill_buffer(queue, b, np.float32(0), 0, nbytes)
-    queue.finish()
-
-    def once() -> float:
-        evt = cl.enqueue_copy(queue, b, a)
-        evt.wait()
-        return (evt.profile.end - evt.profile.start) * 1e-9
-    return 2 * nbytes / best(once, runs) / 1e9
-
-
 def time_ref(fn: Callable[[], Any], runs: int, cuda: bool
              ) -> tuple[float, float]:
     """(kernel time, wall time) of the reference (numpy: both the wall
@@ -299,6 +281,9 @@ def main(argv: list[str] | None = None) -> int:
                 else "no device (user path)")
     print(f"# schedule: {schedule}; best of {args.runs}; "
           f"ratio = {ref_name} / pytato (>1: pytato faster)")
+    # the copy bandwidth as bench_kernels.py measures it (this script's
+    # folder is first on sys.path when it runs)
+    from bench_kernels import copy_bandwidth
     copy_gbs = copy_bandwidth(prof_queue, 2**28 if gpu else 2**26, 5)
     print(f"# copy bandwidth (enqueue_copy, read + write): {copy_gbs:.1f} "
           "GB/s; GB/s = bytes of inputs and outputs / kernel time")

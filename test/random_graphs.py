@@ -87,6 +87,21 @@ class _Builder:
     def values(self, shape: tuple[int, ...]) -> np.ndarray:
         return self.rng.uniform(-1, 1, size=shape).astype(self.dtype)
 
+    def pick_broadcastable_pair(self) -> tuple[Any, np.ndarray, Any, np.ndarray]:
+        """Two available pairs whose shapes broadcast (one a suffix of the
+        other), in random order: ``(x, a, y, b)``."""
+        x, a = self.pick()  # type: ignore[misc]
+
+        def compatible(p: Pair) -> bool:
+            s = p[1].shape
+            return (len(s) <= a.ndim and s == a.shape[a.ndim - len(s):]) or (
+                len(s) >= a.ndim and a.shape == s[len(s) - a.ndim:])
+
+        y, b = self.pick(compatible)  # type: ignore[misc]
+        if self.rng.random() < 0.5:
+            x, a, y, b = y, b, x, a
+        return x, a, y, b
+
     def pick(self, pred: Callable[[Pair], bool] = lambda p: True
              ) -> Pair | None:
         cands = [p for p in self.pool if pred(p)]
@@ -114,16 +129,7 @@ class _Builder:
         return getattr(pt, name)(x), getattr(np, name)(a)
 
     def op_binary(self) -> Pair | None:
-        x, a = self.pick()  # type: ignore[misc]
-
-        def compatible(p: Pair) -> bool:
-            s = p[1].shape
-            return (len(s) <= a.ndim and s == a.shape[a.ndim - len(s):]) or (
-                len(s) >= a.ndim and a.shape == s[len(s) - a.ndim:])
-
-        y, b = self.pick(compatible)  # type: ignore[misc]
-        if self.rng.random() < 0.5:
-            x, a, y, b = y, b, x, a
+        x, a, y, b = self.pick_broadcastable_pair()
         name = self.choice(["add", "subtract", "multiply", "maximum", "minimum"])
         return getattr(pt, name)(x, y), getattr(np, name)(a, b)
 
@@ -392,16 +398,7 @@ class _TypedBuilder(_Builder):
         return getattr(pt, name)(x), getattr(np, name)(a)
 
     def op_binary(self) -> Pair | None:
-        x, a = self.pick()  # type: ignore[misc]
-
-        def compatible(p: Pair) -> bool:
-            s = p[1].shape
-            return (len(s) <= a.ndim and s == a.shape[a.ndim - len(s):]) or (
-                len(s) >= a.ndim and a.shape == s[len(s) - a.ndim:])
-
-        y, b = self.pick(compatible)  # type: ignore[misc]
-        if self.rng.random() < 0.5:
-            x, a, y, b = y, b, x, a
+        x, a, y, b = self.pick_broadcastable_pair()
         kinds = {a.dtype.kind, b.dtype.kind}
         names = ["add", "multiply", "equal", "not_equal", "less",
                  "greater_equal", "logical_and", "logical_or"]
@@ -578,6 +575,22 @@ def _bench_codegen() -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def make_deep_chain(depth: int) -> pt.Array:
+    """``x + 1 + 1 + ...`` (*depth* additions) over a placeholder ``x`` of
+    shape (4,), built by direct construction with one shared scalar
+    expression, which keeps building cheap."""
+    import pymbolic.primitives as prim
+
+    x = pt.make_placeholder("x", (4,))
+    expr = prim.Sum((prim.Variable("_in0")[(prim.Variable("_0"),)],
+                     np.float64(1)))
+    dtype = np.dtype(np.float64)
+    y: pt.Array = x
+    for _ in range(depth):
+        y = pt.IndexLambda((4,), dtype, expr, {"_in0": y})
+    return y
 
 
 def make_random_dag(nnodes: int, seed: int = 0, n: int = 16

@@ -22,16 +22,8 @@ DEPTH = 100_000
 
 @pytest.fixture(scope="module")
 def chain() -> pt.Array:
-    """x + 1 + 1 + ... (DEPTH additions), built by direct construction with
-    one shared scalar expression, which keeps building cheap."""
-    x = pt.make_placeholder("x", (4,))
-    expr = prim.Sum((prim.Variable("_in0")[(prim.Variable("_0"),)],
-                     np.float64(1)))
-    dtype = np.dtype(np.float64)
-    y: pt.Array = x
-    for _ in range(DEPTH):
-        y = IndexLambda((4,), dtype, expr, {"_in0": y})
-    return y
+    from random_graphs import make_deep_chain
+    return make_deep_chain(DEPTH)
 
 
 def test_deep_chain(chain: pt.Array) -> None:

@@ -114,6 +114,18 @@ class _NodeMapper:
         return self.map_function_definition(  # type: ignore[attr-defined]
             expr, *args, **kwargs)
 
+    def _map_nodes_once(self, expr: Any) -> None:
+        """Map each node of the graph of *expr* and of the functions it
+        calls, each function once across the mappers sharing
+        ``self._visited_functions``."""
+        visited = self._visited_functions  # type: ignore[attr-defined]
+        for node in _graph_nodes(expr, include_functions=True):
+            if _is_function(node):
+                if node in visited:
+                    continue
+                visited.add(node)
+            self.rec(node)
+
 
 def _with_node_methods(impl: str) -> Callable[[type], type]:
     """Give the class one ``map_<node>`` method per node type, each calling
@@ -254,12 +266,7 @@ class MaterializedNodeCollector(_NodeMapper):
                     for v in getattr(root, "_pt_kids", ()):
                         if isinstance(v, Array):
                             self.materialized_nodes[v] = None
-        for node in _graph_nodes(expr, include_functions=True):
-            if _is_function(node):
-                if node in self._visited_functions:
-                    continue
-                self._visited_functions.add(node)
-            self.rec(node)
+        self._map_nodes_once(expr)
 
 
 @_with_node_methods("_count")
@@ -292,12 +299,7 @@ class NodeMultiplicityMapper(_NodeMapper):
     def __call__(self, expr: Any) -> None:
         """Count the nodes of the graph of *expr* (and of the bodies of the
         functions it calls)."""
-        for node in _graph_nodes(expr, include_functions=True):
-            if _is_function(node):
-                if node in self._visited_functions:
-                    continue
-                self._visited_functions.add(node)
-            self.rec(node)
+        self._map_nodes_once(expr)
 
 
 @_with_node_methods("_tags_of_node")
