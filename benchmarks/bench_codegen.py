@@ -10,13 +10,13 @@ For random DAGs of 100 / 1 000 / 10 000 nodes (``--quick``: 100 / 1 000)
 it reports the time of the pytato transforms (preprocess), the lowering to
 a loopy translation unit, ``generate_loopy`` with its default schedule,
 loopy preprocessing and linearization (as programs run them:
-:mod:`pytato.target.loopy.preprocessing`), code generation (the same
+:mod:`pytato.target.loopy.run.preprocessing`), code generation (the same
 module's ``generate_code``: ``lp.generate_code_v2`` less a no-op pass),
 the OpenCL build and the program's first call
 (with PoCL, the device compiler runs when a kernel is first enqueued), the
 number of instructions, global temporaries and device kernels, and the
 time of a program cache hit, and of a hit in the persistent program store
-(:mod:`pytato.target.loopy.program_store`: ``generate_loopy`` and the first
+(:mod:`pytato.target.loopy.run.program_store`: ``generate_loopy`` and the first
 call of a program the in-memory cache has forgotten). loopy's, PoCL's and
 the program store's on-disk caches start empty (a new folder) unless
 ``--warm-caches`` is given.
@@ -31,7 +31,7 @@ first call).
 ``--build-nodes N`` only measures the device build of the N-node DAG
 (for the device of the context): its code is generated, then built as one
 OpenCL program and as the programs of
-:func:`pytato.target.loopy.executor.build_kernels` (its default chunk
+:func:`pytato.target.loopy.run.executor.build_kernels` (its default chunk
 count, or ``PYTATO_BUILD_CHUNKS``; built in threads, then in processes),
 each from a source made unique by a comment (no driver cache hits), and
 the first call of the program is timed, in a new context (loopy's work,
@@ -132,7 +132,7 @@ def bench_dag(nnodes: int, ctx: Any, *, build: bool = True) -> dict[str, Any]:
 
     from pytato.analysis import get_num_nodes
     from pytato.codegen import preprocess
-    from pytato.target.loopy.calls import build_translation_unit_with_calls
+    from pytato.target.loopy.lower.calls import build_translation_unit_with_calls
 
     graph = make_random_dag(nnodes)
     res: dict[str, Any] = {
@@ -168,11 +168,11 @@ def bench_dag(nnodes: int, ctx: Any, *, build: bool = True) -> dict[str, Any]:
     assert prog2 is prog
     t_unit = prog.program
     # loopy's preprocessing and linearization as programs run them
-    # (pytato.target.loopy.preprocessing: loopy's steps without its
+    # (pytato.target.loopy.run.preprocessing: loopy's steps without its
     # intermediate on-disk caches and without a no-op inlining pass)
     # (with the garbage collector's thresholds that programs use)
     from pytato.codegen import FewerCollections
-    from pytato.target.loopy.preprocessing import preprocess_program
+    from pytato.target.loopy.run.preprocessing import preprocess_program
 
     def preprocess_() -> Any:
         with FewerCollections():
@@ -187,7 +187,7 @@ def bench_dag(nnodes: int, ctx: Any, *, build: bool = True) -> dict[str, Any]:
             return lp.linearize(pre)
 
     res["t_loopy_linearize"], lin = _time(linearize)
-    from pytato.target.loopy.preprocessing import generate_code
+    from pytato.target.loopy.run.preprocessing import generate_code
 
     def codegen() -> Any:
         with FewerCollections():
@@ -224,7 +224,7 @@ def bench_build(nnodes: int, ctx: Any) -> dict[str, Any]:
 
     import pyopencl as cl
 
-    from pytato.target.loopy.executor import (
+    from pytato.target.loopy.run.executor import (
         build_chunk_count,
         build_kernels,
         device_code,

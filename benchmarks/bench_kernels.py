@@ -219,7 +219,7 @@ class _Gate:
 def _kernel_events(prg: Any, queue: Any) -> list[Any]:
     """The kernel events that *prg* recorded on the profiling *queue* since
     its last ``clear_statistics()``."""
-    from pytato.target.loopy.launch import executor_statistics
+    from pytato.target.loopy.run.launch import executor_statistics
     return [evt for _, evt in
             executor_statistics(prg._executor(queue.context)).events]
 
@@ -244,7 +244,7 @@ def time_pytato(queue: Any, prg: Any, inputs: dict[str, Any], runs: int,
     """
     import pyopencl as cl
 
-    from pytato.target.loopy.programs import default_allocator
+    from pytato.target.loopy.run.programs import default_allocator
     allocator = default_allocator(queue)
     if allocator is None:
         allocator = False
@@ -391,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     import pyopencl.array as cl_array
 
     import pytato as pt
-    from pytato.target.loopy.schedule import DeviceInfo, default_schedule
+    from pytato.target.loopy.schedule.default import DeviceInfo, default_schedule
 
     dev = pick_device(args.device_type)
     ctx = cl.Context([dev])

@@ -1,5 +1,5 @@
 """Timings of the tiling variants of a small shared matrix applied to many
-elements: ``einsum("ij,ej->ei", D, u)`` (:mod:`pytato.target.loopy.tiling`).
+elements: ``einsum("ij,ej->ei", D, u)`` (:mod:`pytato.target.loopy.schedule.tiling`).
 
 Usage::
 
@@ -27,7 +27,7 @@ program (its output left on the device) on a profiling queue: after
 kernel event recorded for the call. Results are checked against numpy.
 GB/s count ``2 * u.nbytes + D.nbytes`` (read ``u`` and ``D``, write the
 result). Variants are built by replacing
-``pytato.target.loopy.schedule.plan_tiling`` (after clearing
+``pytato.target.loopy.schedule.default.plan_tiling`` (after clearing
 :data:`pytato.target.loopy.PROGRAM_CACHE`).
 """
 
@@ -72,7 +72,7 @@ def build(result: Any, info: Any, kwargs: dict[str, Any] | None
     """The program of *result* scheduled for *info* with the tiling variant
     *kwargs*, and the tiling plans it used."""
     import pytato as pt
-    import pytato.target.loopy.schedule as schedule
+    import pytato.target.loopy.schedule.default as schedule
     from pytato.target.loopy import PROGRAM_CACHE
 
     original = schedule.plan_tiling
@@ -101,7 +101,7 @@ def device_time(queue: Any, prg: Any, inputs: dict[str, Any],
     of one call of *prg* (nan without profiling information)."""
     import pyopencl as cl
 
-    from pytato.target.loopy.launch import executor_statistics
+    from pytato.target.loopy.run.launch import executor_statistics
 
     queue.finish()
     prg.clear_statistics()
@@ -163,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     import pyopencl.array as cl_array
 
     import pytato as pt
-    from pytato.target.loopy.programs import default_allocator
-    from pytato.target.loopy.schedule import DeviceInfo
+    from pytato.target.loopy.run.programs import default_allocator
+    from pytato.target.loopy.schedule.default import DeviceInfo
 
     dev = pick_device()
     ctx = cl.Context([dev])

@@ -6,7 +6,7 @@ binds the parameters to arrays of the caller's graph; its results are
 :class:`NamedCallResult` arrays. Graph mappers visit a function's body once
 per definition however many calls it has (see
 :mod:`pytato.transform.mappers`), and the loopy target generates one callee
-kernel per definition (see :mod:`pytato.target.loopy.calls`), unless the
+kernel per definition (see :mod:`pytato.target.loopy.lower.calls`), unless the
 call is tagged :class:`~pytato.tags.InlineCallTag` (see
 :func:`pytato.transform.calls.inline_calls`).
 

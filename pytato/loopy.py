@@ -9,7 +9,7 @@ value arguments (sizes) substituted; value arguments that appear alone as
 a dimension of an input array argument are inferred from the bound
 array's shape. The loopy target merges the kernel (and its callees,
 renamed) into the generated translation unit and calls it (see
-:mod:`pytato.target.loopy.calls`); the Python targets cannot run it.
+:mod:`pytato.target.loopy.lower.calls`); the Python targets cannot run it.
 
 An argument that is both an input and an output of the kernel is bound to
 its initial value; its result is a new array (the binding is not

@@ -1,5 +1,5 @@
 """Tests of sequential reductions realized as accumulator loops
-(:mod:`pytato.target.loopy.accumulate`), on the OpenCL test device."""
+(:mod:`pytato.target.loopy.schedule.accumulators`), on the OpenCL test device."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from loopy.symbolic import WalkMapper
 
 import pytato as pt
-from pytato.target.loopy.accumulate import realize_sequential_reductions
-from pytato.target.loopy.schedule import DeviceInfo, default_schedule
+from pytato.target.loopy.schedule.accumulators import realize_sequential_reductions
+from pytato.target.loopy.schedule.default import DeviceInfo, default_schedule
 
 
 CPU = DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=4096)
@@ -144,14 +144,14 @@ GPU = DeviceInfo(kind="gpu", compute_units=4, max_work_group_size=256)
 
 
 def _lane_code(graph, info):
-    from pytato.target.loopy.executor import device_code
+    from pytato.target.loopy.run.executor import device_code
     with lp.CacheMode(False):
         prg = pt.generate_loopy(graph, cl_device=info)
     return prg, device_code(prg.program)
 
 
 def test_lanes_only_for_long_reductions_on_cpus():
-    from pytato.target.loopy.schedule import MIN_LANE_EXTENT
+    from pytato.target.loopy.schedule.default import MIN_LANE_EXTENT
     long_x = pt.make_placeholder("x", (300, 4 * MIN_LANE_EXTENT), np.float64)
     short_x = pt.make_placeholder("y", (300, MIN_LANE_EXTENT - 1), np.float64)
     graph = {"a": pt.sum(long_x, axis=1), "b": pt.sum(short_x, axis=1)}
@@ -167,7 +167,7 @@ def test_lanes_only_for_long_reductions_on_cpus():
 
 def test_lanes_use_loopys_fast_scheduler(recwarn):
     x = pt.make_placeholder("x", (300, 1000), np.float64)
-    from pytato.target.loopy.preprocessing import preprocess_and_linearize
+    from pytato.target.loopy.run.preprocessing import preprocess_and_linearize
     with lp.CacheMode(False):
         prg = pt.generate_loopy(pt.sum(x, axis=1), cl_device=CPU)
         preprocess_and_linearize(prg.program)

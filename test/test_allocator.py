@@ -1,6 +1,6 @@
 """Tests of the default allocator of pytato's OpenCL programs: a
 :class:`pyopencl.tools.MemoryPool` per command queue
-(:func:`pytato.target.loopy.programs.default_allocator`)."""
+(:func:`pytato.target.loopy.run.programs.default_allocator`)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pyopencl.tools as cl_tools
 import pytest
 
 import pytato as pt
-from pytato.target.loopy.programs import (
+from pytato.target.loopy.run.programs import (
     default_allocator,
     set_default_memory_pool,
 )

@@ -1,5 +1,5 @@
 """Tests of the chunked, parallel OpenCL builds of
-:mod:`pytato.target.loopy.executor`: splitting device code into kernels
+:mod:`pytato.target.loopy.run.executor`: splitting device code into kernels
 and what they share, building it as several programs, and programs run
 from such builds giving the results of one-program builds."""
 
@@ -14,14 +14,14 @@ import pyopencl.array as cla
 import pytest
 
 import pytato as pt
-from pytato.target.loopy.executor import (
+from pytato.target.loopy.run.executor import (
     BUILD_CHUNKS_ENV,
     MIN_CHUNK_BYTES,
     build_chunk_count,
     build_kernels,
     split_device_code,
 )
-from pytato.target.loopy.launch import get_kernel_plan
+from pytato.target.loopy.run.launch import get_kernel_plan
 
 
 # a source with everything loopy and pytato put around kernels: macros

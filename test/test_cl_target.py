@@ -1,4 +1,4 @@
-"""Tests of :mod:`pytato.target.loopy.cl_target`: kernels with many
+"""Tests of :mod:`pytato.target.loopy.run.cl_target`: kernels with many
 arguments declare their pointers without ``restrict``."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 import pytato as pt
-from pytato.target.loopy.cl_target import (
+from pytato.target.loopy.run.cl_target import (
     GPU_MAX_RESTRICT_ARGUMENTS,
     MAX_RESTRICT_ARGUMENTS,
     PytatoPyOpenCLTarget,
 )
-from pytato.target.loopy.preprocessing import (
+from pytato.target.loopy.run.preprocessing import (
     generate_code,
     preprocess_and_linearize,
 )
@@ -110,7 +110,7 @@ def test_target_equality_and_pickling():
 def test_gpu_limit():
     """Programs for a GPU keep ``restrict`` up to
     :data:`GPU_MAX_RESTRICT_ARGUMENTS` arguments."""
-    from pytato.target.loopy.schedule import DeviceInfo
+    from pytato.target.loopy.schedule.default import DeviceInfo
     gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024)
     cpu = DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=256)
     _, result = _weighted_sum(MAX_RESTRICT_ARGUMENTS + 5)

@@ -836,10 +836,11 @@ def _creation_graphs():
 
 @pytest.mark.parametrize("case", list(_creation_graphs()))
 def test_kernel_creation_matches_make_kernel(case, monkeypatch):
-    """:func:`pytato.target.loopy.creation.make_translation_unit` creates
+    """:func:`pytato.target.loopy.lower.creation.make_translation_unit` creates
     the kernel that :func:`loopy.make_kernel` would (it skips make_kernel's
     generic passes)."""
-    from pytato.target.loopy import PROGRAM_CACHE, creation
+    from pytato.target.loopy import PROGRAM_CACHE
+    from pytato.target.loopy.lower import creation
 
     graph = _creation_graphs()[case]
     quick = _kernel(pt.generate_loopy(graph, default_schedule=False))
@@ -853,7 +854,8 @@ def test_kernel_creation_matches_make_kernel(case, monkeypatch):
 
 
 def test_kernel_creation_matches_make_kernel_on_random_dags(monkeypatch):
-    from pytato.target.loopy import PROGRAM_CACHE, creation
+    from pytato.target.loopy import PROGRAM_CACHE
+    from pytato.target.loopy.lower import creation
 
     for nnodes in (60, 400):
         graph = make_random_dag(nnodes, seed=nnodes)
@@ -869,7 +871,7 @@ def test_kernel_creation_matches_make_kernel_on_random_dags(monkeypatch):
 
 
 def _preprocessing_devices():
-    from pytato.target.loopy.schedule import DeviceInfo
+    from pytato.target.loopy.schedule.default import DeviceInfo
     return {
         "no schedule": None,
         "cpu": DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=256),
@@ -880,7 +882,7 @@ def _preprocessing_devices():
 
 
 def _check_preprocessing(graph, device) -> None:
-    from pytato.target.loopy.preprocessing import preprocess_and_linearize
+    from pytato.target.loopy.run.preprocessing import preprocess_and_linearize
     if device is None:
         t_unit = pt.generate_loopy(graph, default_schedule=False).program
     else:
@@ -891,7 +893,7 @@ def _check_preprocessing(graph, device) -> None:
     assert quick is not reference
     assert quick == reference
     # code generation without the renaming pass: the same code
-    from pytato.target.loopy.preprocessing import generate_code
+    from pytato.target.loopy.run.preprocessing import generate_code
     with lp.CacheMode(False):
         code = generate_code(quick)
         reference_code = lp.generate_code_v2(reference)
@@ -906,12 +908,12 @@ def _check_preprocessing(graph, device) -> None:
 @pytest.mark.parametrize("device", list(_preprocessing_devices()))
 @pytest.mark.parametrize("case", list(_creation_graphs()))
 def test_preprocessing_matches_loopy(case, device):
-    """:func:`pytato.target.loopy.preprocessing.preprocess_and_linearize`
+    """:func:`pytato.target.loopy.run.preprocessing.preprocess_and_linearize`
     (no on-disk caches, no inlining pass for a unit of one kernel) gives
     the translation unit of :func:`loopy.preprocess_program` and
     :func:`loopy.linearize`, with and without the default schedule (the
     GPU schedule tiles and separates levels with global barriers), and
-    :func:`~pytato.target.loopy.preprocessing.generate_code` the code of
+    :func:`~pytato.target.loopy.run.preprocessing.generate_code` the code of
     :func:`loopy.generate_code_v2`."""
     _check_preprocessing(_creation_graphs()[case],
                          _preprocessing_devices()[device])
@@ -928,7 +930,7 @@ def test_preprocessing_of_several_kernels_by_loopy(monkeypatch):
     """Units with a callee kernel (here from :func:`pytato.loopy.call_loopy`)
     are preprocessed by :func:`loopy.preprocess_program` itself."""
     from pytato.loopy import call_loopy
-    from pytato.target.loopy import preprocessing
+    from pytato.target.loopy.run import preprocessing
     knl = lp.make_kernel(
         "{[i]: 0 <= i < 4}", "y[i] = 2*x[i]",
         [lp.GlobalArg("x", np.float64, (4,)),

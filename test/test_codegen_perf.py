@@ -14,7 +14,7 @@ import pytato as pt
 from pytato.codegen import preprocess
 from pytato.tags import ImplInlined, ImplStored
 from pytato.target.loopy import PROGRAM_CACHE
-from pytato.target.loopy.calls import build_translation_unit_with_calls
+from pytato.target.loopy.lower.calls import build_translation_unit_with_calls
 from pytato.transform.materialize import get_stored_nodes
 
 
@@ -195,7 +195,7 @@ def test_executor_looks_up_once(queue):
     """Programs run through :class:`PhasedExecutor`, which memoizes the
     typed and linearized translation unit: loopy's caches are looked up
     once per result, also when a launch plan is built for later calls."""
-    from pytato.target.loopy.executor import PhasedExecutor
+    from pytato.target.loopy.run.executor import PhasedExecutor
     PROGRAM_CACHE.clear()
     a = pt.make_placeholder("a", (7,), np.float64)
     prog = pt.generate_loopy(2 * a)

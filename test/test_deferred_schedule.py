@@ -1,6 +1,6 @@
 """Tests of the schedule deferred to the device that runs a program
 (:func:`pytato.generate_loopy` without a device; see "Scheduling for the
-device that runs the program" in :mod:`pytato.target.loopy.programs`) and
+device that runs the program" in :mod:`pytato.target.loopy.run.programs`) and
 of the default schedule on kernels the user mapped in part or fully."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pyopencl.array as cla
 import pytest
 
 import pytato as pt
-from pytato.target.loopy.schedule import DeviceInfo, default_schedule
+from pytato.target.loopy.schedule.default import DeviceInfo, default_schedule
 
 
 GPU = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024,
@@ -124,7 +124,7 @@ def test_deferred_equals_cl_device(queue, name):
 def test_program_cache_and_repeated_calls(cl_ctx, monkeypatch):
     """The in-memory cache returns the deferred program with its schedules;
     repeated calls skip the argument checks."""
-    from pytato.target.loopy import launch
+    from pytato.target.loopy.run import launch
     queue = cl.CommandQueue(cl_ctx)
     x = pt.make_placeholder("x", (1000,), np.float64)
     prog = pt.generate_loopy(3 * x - 1)
@@ -336,7 +336,7 @@ def test_bind_to_context_arraycontext_path(cl_ctx):
 
 
 def test_get_code_by_device(queue):
-    from pytato.target.loopy.executor import device_code
+    from pytato.target.loopy.run.executor import device_code
     x = pt.make_placeholder("x", (1000,), np.float64)
     prog = pt.generate_loopy(2 * x + 1)
     # before any call: the conservative schedule
@@ -358,7 +358,8 @@ def test_get_code_by_device(queue):
 
 
 def test_store_key_names_the_device(queue):
-    from pytato.target.loopy import PROGRAM_CACHE, program_store
+    from pytato.target.loopy import PROGRAM_CACHE
+    from pytato.target.loopy.run import program_store
     x = pt.make_placeholder("x", (500,), np.float64)
     y = pt.sum(x * x) + 1
     prog = pt.generate_loopy(y)

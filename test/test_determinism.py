@@ -15,7 +15,7 @@ import hashlib, sys
 sys.path.insert(0, "test")
 import numpy as np, loopy as lp, pytato as pt
 from random_graphs import make_random_dag, make_random_graph
-from pytato.target.loopy.schedule import DeviceInfo
+from pytato.target.loopy.schedule.default import DeviceInfo
 
 devices = {
     "none": None,

@@ -45,7 +45,7 @@ def test_random_graphs_gpu_schedule(queue: object, seed: int) -> None:
     nests of any size, column-split reductions, shared per-level kernels),
     generated for a fake GPU and run on the test device: a GPU schedule
     must be correct on any device."""
-    from pytato.target.loopy.schedule import DeviceInfo
+    from pytato.target.loopy.schedule.default import DeviceInfo
     dev = queue.device  # type: ignore[attr-defined]
     gpu = DeviceInfo(kind="gpu", compute_units=4,
                      max_work_group_size=min(256, dev.max_work_group_size),
@@ -63,13 +63,14 @@ def test_random_graphs_gpu_schedule(queue: object, seed: int) -> None:
 @pytest.mark.parametrize("seed", range(3000, 3040))
 def test_random_graphs_kernel_creation(seed: int, monkeypatch) -> None:
     """The kernel created without :func:`loopy.make_kernel`
-    (:mod:`pytato.target.loopy.creation`) equals make_kernel's, which also
+    (:mod:`pytato.target.loopy.lower.creation`) equals make_kernel's, which also
     adds dependencies of reads on single writers: so the lowering's own
     dependencies are complete (the default schedule orders loop nests by
     them)."""
     import loopy as lp
 
-    from pytato.target.loopy import PROGRAM_CACHE, creation
+    from pytato.target.loopy import PROGRAM_CACHE
+    from pytato.target.loopy.lower import creation
     g = make_random_graph(seed)
     quick = pt.generate_loopy(g.outputs, default_schedule=False)
     PROGRAM_CACHE.clear()

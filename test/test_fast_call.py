@@ -1,5 +1,5 @@
 """The fast call path of pytato's OpenCL programs and executables
-(``pytato.target.loopy.launch._FastCall``) gives what loopy's executor
+(``pytato.target.loopy.run.launch._FastCall``) gives what loopy's executor
 gives: same result types and structure, same values, events, errors; and
 repeated calls (``launch._RepeatedCalls``), which skip the argument checks,
 skip them only for arguments checked before."""
@@ -13,7 +13,7 @@ import pytest
 
 import pytato as pt
 from pytato.diagnostic import ArgumentDTypeError, ArgumentShapeError
-from pytato.target.loopy import launch
+from pytato.target.loopy.run import launch
 
 
 def _programs() -> dict[str, tuple[object, dict[str, np.ndarray]]]:
@@ -137,7 +137,7 @@ def test_fast_call_errors_and_fallbacks(cl_ctx):
 
 def _counting_process(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Count the calls of ``ArgumentSpec.process`` (the argument checks)."""
-    from pytato.target.loopy.arguments import ArgumentSpec
+    from pytato.target.loopy.run.arguments import ArgumentSpec
     calls = [0]
     process = ArgumentSpec.process
 
@@ -316,7 +316,7 @@ def test_repeated_calls_numpy_conversions(cl_ctx, monkeypatch):
 def test_repeated_calls_other_queues(cl_ctx, monkeypatch):
     """Queues of other contexts, or with kernel tracing, go the checked way;
     queues with profiling take the fast path and keep the statistics."""
-    from pytato.target.loopy.launcher import TRACE_KERNELS_ENV
+    from pytato.launchers.launchers import TRACE_KERNELS_ENV
     queue = cl.CommandQueue(cl_ctx)
     prog, ref = _bound_program()
     exe = prog.bind_to_context(cl_ctx)
@@ -357,7 +357,7 @@ def test_repeated_calls_other_queues(cl_ctx, monkeypatch):
 def test_repeated_calls_allocators(cl_ctx, allocator):
     from pyopencl.tools import ImmediateAllocator, MemoryPool
 
-    from pytato.target.loopy.programs import default_allocator
+    from pytato.target.loopy.run.programs import default_allocator
     queue = cl.CommandQueue(cl_ctx)
     prog, ref = _bound_program()
     exe = prog.bind_to_context(cl_ctx)

@@ -1,4 +1,4 @@
-"""Loop fusion and private temporaries (pytato.target.loopy.fusion)."""
+"""Loop fusion and private temporaries (pytato.target.loopy.lower.fusion)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pytato as pt
-from pytato.target.loopy.schedule import DeviceInfo, default_schedule
+from pytato.target.loopy.schedule.default import DeviceInfo, default_schedule
 
 
 def _kernel(prog):
@@ -158,7 +158,7 @@ def test_gpu_schedule_of_fused_nest_is_one_kernel():
 
 def test_fusion_can_be_disabled():
     from pytato.codegen import preprocess
-    from pytato.target.loopy.codegen import build_translation_unit
+    from pytato.target.loopy.lower.graph import build_translation_unit
     s = x * y + 1.0
     out = pt.make_dict_of_named_arrays({"a": s * s, "b": s - y})
     prep = preprocess(out).outputs
@@ -237,7 +237,7 @@ def test_sub_box_2d_and_shifted_reads(queue):
 
 
 def test_nest_size_is_bounded(queue):
-    from pytato.target.loopy.fusion import MAX_NEST_SIZE
+    from pytato.target.loopy.lower.fusion import MAX_NEST_SIZE
     depth = 4 * (MAX_NEST_SIZE + 10)      # about 2 * MAX_NEST_SIZE stores
     n = depth // 4 + 4
     xp = pt.make_placeholder("x", (n,), np.float64)

@@ -1,4 +1,4 @@
-"""Tests of the index simplification (:mod:`pytato.target.loopy.index_arith`)
+"""Tests of the index simplification (:mod:`pytato.target.loopy.lower.index_arith`)
 and of its use when lowering reshapes."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from pymbolic import evaluate
 
 import pytato as pt
-from pytato.target.loopy.index_arith import (
+from pytato.target.loopy.lower.index_arith import (
     integer_bounds,
     simplify_floor_div,
     simplify_remainder,

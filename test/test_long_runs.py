@@ -29,7 +29,7 @@ def _lru_sizes() -> list[tuple[int, int]]:
     program store's."""
     import loopy.tools
 
-    from pytato.target.loopy.program_store import _STORE
+    from pytato.target.loopy.run.program_store import _STORE
     sizes = []
     for cache in [*loopy.tools.caches, *_STORE]:
         info = cache._fetch.cache_info()
@@ -44,7 +44,8 @@ def _loopy_memo() -> dict:
 
 
 def test_caches_stay_bounded(monkeypatch) -> None:
-    from pytato.target.loopy import PROGRAM_CACHE, program_store
+    from pytato.target.loopy import PROGRAM_CACHE
+    from pytato.target.loopy.run import program_store
 
     monkeypatch.setattr(program_store, "LOOPY_MEMO_LIMIT", 50)
 

@@ -1,4 +1,4 @@
-"""The persistent program store (:mod:`pytato.target.loopy.program_store`):
+"""The persistent program store (:mod:`pytato.target.loopy.run.program_store`):
 graph keys, programs found by later calls and processes, and what is kept
 out of it."""
 
@@ -17,7 +17,8 @@ from random_graphs import make_random_dag, make_random_graph
 import pytato as pt
 from pytato.codegen import preprocess
 from pytato.tags import Tag
-from pytato.target.loopy import PROGRAM_CACHE, program_store
+from pytato.target.loopy import PROGRAM_CACHE
+from pytato.target.loopy.run import program_store
 
 
 @pytest.fixture
@@ -74,7 +75,7 @@ def test_graph_key_is_the_same_in_other_processes():
         "import sys; sys.path.insert(0, 'test');"
         "from random_graphs import make_random_dag;"
         "from pytato.codegen import preprocess;"
-        "from pytato.target.loopy.program_store import graph_key;"
+        "from pytato.target.loopy.run.program_store import graph_key;"
         "print(graph_key([preprocess(make_random_dag(300, seed=3)).outputs]))")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     keys = {subprocess.run(
@@ -260,7 +261,7 @@ def test_data_is_bound_not_stored(store, queue):
 
 
 def test_schedule_device_is_in_the_key(store):
-    from pytato.target.loopy.schedule import DeviceInfo
+    from pytato.target.loopy.schedule.default import DeviceInfo
     x = pt.make_placeholder("x", (1000,), np.float64)
     keys = {pt.generate_loopy(2 * x, cl_device=dev).store_key for dev in (
         DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=256),
@@ -273,7 +274,7 @@ def test_schedule_device_is_in_the_key(store):
 def test_tuning_constants_are_in_the_key(store, monkeypatch):
     """A program generated after a documented tuning constant changed is
     not the one stored under the old value."""
-    from pytato.target.loopy import tiling
+    from pytato.target.loopy.schedule import tiling
     x = pt.make_placeholder("x", (1000,), np.float64)
     before = pt.generate_loopy(2 * x).store_key
     PROGRAM_CACHE.clear()

@@ -1,8 +1,8 @@
 """Reductions over any set of axes (full reductions of 2-D and 3-D arrays,
 ``vdot``, matvec, column sums) under the CPU and the GPU schedules, run on
 the OpenCL test device against numpy; and the transformations behind them
-(:func:`~pytato.target.loopy.reduction.flatten_reduction_inames`,
-:func:`~pytato.target.loopy.reduction.split_reduction_parts`)."""
+(:func:`~pytato.target.loopy.schedule.reductions.flatten_reduction_inames`,
+:func:`~pytato.target.loopy.schedule.reductions.split_reduction_parts`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import pytato as pt
-from pytato.target.loopy.schedule import DeviceInfo
+from pytato.target.loopy.schedule.default import DeviceInfo
 
 
 SCHEDULES = {
@@ -235,7 +235,7 @@ def _lowered(graph):
 
 
 def test_flatten_reduction_inames(queue):
-    from pytato.target.loopy.reduction import flatten_reduction_inames
+    from pytato.target.loopy.schedule.reductions import flatten_reduction_inames
     x = pt.make_placeholder("x", (6, 5, 7), np.float64)
     prg = _lowered(pt.sum(x, axis=(0, 2)) * 2)
     knl = prg.program.default_entrypoint
@@ -256,7 +256,7 @@ def test_flatten_reduction_inames(queue):
 
 
 def test_flatten_refuses_symbolic_extents():
-    from pytato.target.loopy.reduction import flatten_reduction_inames
+    from pytato.target.loopy.schedule.reductions import flatten_reduction_inames
     n = pt.make_size_param("n")
     x = pt.make_placeholder("x", (n, 5), np.float64)
     knl = _lowered(pt.sum(x)).program.default_entrypoint
@@ -265,7 +265,7 @@ def test_flatten_refuses_symbolic_extents():
 
 
 def test_split_reduction_parts(queue):
-    from pytato.target.loopy.reduction import split_reduction_parts
+    from pytato.target.loopy.schedule.reductions import split_reduction_parts
     x = pt.make_placeholder("x", (12, 30), np.float64)
     prg = _lowered(pt.amax(x) + 1)
     knl = prg.program.default_entrypoint
@@ -321,9 +321,9 @@ def test_column_chunks_without_guard(queue, rows, chunks):
     """Chunks that cover the reduction axis exactly need no guard: the run
     of rows is the reduction's innermost iname, and long runs get
     interleaved accumulators on CPUs."""
-    from pytato.target.loopy.executor import device_code
-    from pytato.target.loopy.reduction import split_reduction_columns
-    from pytato.target.loopy.schedule import CPU_COLUMN_RUN
+    from pytato.target.loopy.run.executor import device_code
+    from pytato.target.loopy.schedule.default import CPU_COLUMN_RUN
+    from pytato.target.loopy.schedule.reductions import split_reduction_columns
     x = pt.make_placeholder("x", (rows, 24), np.float64)
     prg = _lowered(pt.sum(x, axis=0))
     knl = prg.program.default_entrypoint

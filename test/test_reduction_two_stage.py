@@ -1,5 +1,5 @@
 """Tests of the two-stage parallel reductions
-(:mod:`pytato.target.loopy.reduction`), run on the OpenCL test device."""
+(:mod:`pytato.target.loopy.schedule.reductions`), run on the OpenCL test device."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import pytato as pt
-from pytato.target.loopy.reduction import (
+from pytato.target.loopy.schedule.reductions import (
     split_reduction_columns,
     split_reduction_two_stage,
 )
@@ -382,7 +382,7 @@ def test_two_stage_unroll_and_final_group(queue, n):
     one element) is a multiple of the factor, with
     or without a bounds check per element, and a stage-2 group smaller than
     stage 1's."""
-    from pytato.target.loopy.reduction import split_reduction_two_stage
+    from pytato.target.loopy.schedule.reductions import split_reduction_two_stage
     x = pt.make_placeholder("x", (n,), np.float64)
     prg = pt.generate_loopy(pt.sum(x), default_schedule=False)
     knl = prg.program.default_entrypoint

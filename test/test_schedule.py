@@ -1,4 +1,4 @@
-"""Tests of the default schedule (:mod:`pytato.target.loopy.schedule`)."""
+"""Tests of the default schedule (:mod:`pytato.target.loopy.schedule.default`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import pytato as pt
-from pytato.target.loopy.schedule import DeviceInfo, default_schedule
+from pytato.target.loopy.schedule.default import DeviceInfo, default_schedule
 
 
 GPU = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024,
@@ -303,7 +303,7 @@ def test_flat_nests_index_through_variables(queue):
     import pymbolic.primitives as prim
     from loopy.diagnostic import WriteRaceConditionWarning
 
-    from pytato.target.loopy.schedule import SILENCED_WRITE_RACES
+    from pytato.target.loopy.schedule.default import SILENCED_WRITE_RACES
 
     a = np.random.default_rng(1).random((16, 24))
     x = pt.make_placeholder("x", (16, 24), np.float64)

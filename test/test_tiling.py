@@ -1,5 +1,5 @@
 """Tests of the tiling of small reductions
-(:mod:`pytato.target.loopy.tiling`): GPU schedules run on the test device."""
+(:mod:`pytato.target.loopy.schedule.tiling`): GPU schedules run on the test device."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import pytato as pt
-from pytato.target.loopy.schedule import DeviceInfo, default_schedule
-from pytato.target.loopy.tiling import (
+from pytato.target.loopy.schedule.default import DeviceInfo, default_schedule
+from pytato.target.loopy.schedule.tiling import (
     apply_tilings,
     plan_tiling,
     tile_small_reduction,

@@ -352,7 +352,7 @@ class PytatoKeyBuilder(LoopyKeyBuilder):  # type: ignore[misc]
 
     def rec(self, key_hash: Any, key: Any) -> Any:
         if isinstance(key, GraphNode):
-            from pytato.target.loopy.program_store import graph_key
+            from pytato.target.loopy.run.program_store import graph_key
             key_hash.update(f"pytato-graph:{graph_key([key])}".encode())
             return key_hash
         return super().rec(key_hash, key)

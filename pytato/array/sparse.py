@@ -184,7 +184,7 @@ class SparseMatmul(Array):
 
 
 #: The names the kernel of a CSR product uses
-#: (:mod:`pytato.target.loopy.sparse`): not available as
+#: (:mod:`pytato.target.loopy.lower.sparse`): not available as
 #: :attr:`CSRMatmul.reduction_var`.
 _CSR_KERNEL_NAMES = frozenset({
     "i", "c", "lo", "hi", "row_ok", "nrows", "ncols", "nnz", "nvec",

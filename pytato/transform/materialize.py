@@ -34,7 +34,7 @@ once: any computed node read at more than one place is stored, whatever the
 number of its materialized predecessors. Storing is cheap where it does not
 leave a loop: the loopy code generator fuses the loop nests of stored
 arrays of one shape that read each other elementwise
-(:mod:`pytato.target.loopy.fusion`) and keeps a stored value read only
+(:mod:`pytato.target.loopy.lower.fusion`) and keeps a stored value read only
 there in a register, so an elementwise chain with shared subexpressions
 becomes one kernel with no global temporaries. Only values read shifted,
 transposed, gathered or inside reductions go through global memory.

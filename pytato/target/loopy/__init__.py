@@ -1,7 +1,7 @@
 """Code generation to :mod:`loopy` and execution with :mod:`pyopencl`.
 
 :func:`generate_loopy` lowers an array graph to a
-:class:`loopy.TranslationUnit` (see :mod:`pytato.target.loopy.codegen`) and
+:class:`loopy.TranslationUnit` (see :mod:`pytato.target.loopy.lower.graph`) and
 binds it, with the data of the graph's data wrappers, into a
 :class:`BoundPyOpenCLProgram`.
 
@@ -12,7 +12,7 @@ cheap.
 .. autodata:: PROGRAM_CACHE
 .. autoclass:: ImplSubstitution
 
-See :mod:`pytato.target.loopy.programs` for :class:`LoopyTarget`,
+See :mod:`pytato.target.loopy.run.programs` for :class:`LoopyTarget`,
 :class:`LoopyPyOpenCLTarget`, :class:`BoundPyOpenCLProgram` and
 :class:`BoundPyOpenCLExecutable`.
 """
@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from pytato.array.base import Array
 from pytato.array.results import DictOfNamedArrays
 from pytato.tags import ImplementationStrategy, ImplStored, Named, PrefixNamed, Tag
-from pytato.target.loopy.programs import (
+from pytato.target.loopy._moved import install as _install_moved_modules
+from pytato.target.loopy.run.programs import (
     BoundPyOpenCLExecutable,
     BoundPyOpenCLProgram,
     LoopyPyOpenCLTarget,
@@ -46,6 +47,8 @@ __all__ = [
     "PROGRAM_CACHE", "BoundPyOpenCLExecutable", "BoundPyOpenCLProgram",
     "ImplSubstitution", "LoopyPyOpenCLTarget", "LoopyTarget", "generate_loopy",
 ]
+
+_install_moved_modules()
 
 logger = logging.getLogger("pytato.codegen")
 
@@ -113,7 +116,7 @@ def generate_loopy(
 
     :arg default_schedule: whether to map the kernel's loops onto
         work-groups and work-items for the device with
-        :func:`pytato.target.loopy.schedule.default_schedule`. Pass False
+        :func:`pytato.target.loopy.schedule.default.default_schedule`. Pass False
         to transform the generated kernel yourself.
 
     **Which device the schedule is for.** With *cl_device*, or a *target*
@@ -126,7 +129,7 @@ def generate_loopy(
     :meth:`~BoundPyOpenCLProgram.bind_to_context`, for the context's first
     device), with the same kernels as ``generate_loopy(result,
     cl_device=device)``; see "Scheduling for the device that runs the
-    program" in :mod:`pytato.target.loopy.programs`.
+    program" in :mod:`pytato.target.loopy.run.programs`.
 
     The lowered unit names its loops after the arrays they compute: the
     output axes of the stored array ``name`` are the inames
@@ -136,7 +139,7 @@ def generate_loopy(
     ``_pt_max_r``, ... (tagged with the reduction descriptor's tags, by
     which transformations can find them); output inames carry the tags of
     their :class:`~pytato.Axis`. Arrays computed in one loop nest
-    (:mod:`pytato.target.loopy.fusion`) share the loops of the first
+    (:mod:`pytato.target.loopy.lower.fusion`) share the loops of the first
     array stored there: the loops of an output are those of the
     instruction ``_pt_insn_<name>`` storing it (its ``within_inames``).
     In the unit that :meth:`BoundPyOpenCLProgram.with_transformed_program`
@@ -149,9 +152,9 @@ def generate_loopy(
     :arg check_indices: whether the program checks the entries of index
         arrays known only at run time, raising
         :class:`~pytato.diagnostic.IndexOutOfBoundsError` naming the index
-        array after the call (see :mod:`pytato.target.loopy.index_checks`;
+        array after the call (see :mod:`pytato.target.loopy.lower.index_checks`;
         the program is then an
-        :class:`~pytato.target.loopy.index_checks.IndexCheckedProgram`).
+        :class:`~pytato.target.loopy.lower.index_checks.IndexCheckedProgram`).
         Otherwise out-of-range entries are clamped (see
         :ref:`numerical-semantics`).
 
@@ -218,7 +221,7 @@ def _generate_checked(result: Array | DictOfNamedArrays | Mapping[str, Array],
 
     from pytato.array.constructors import make_dict_of_named_arrays
     from pytato.codegen import SINGLE_OUTPUT_NAME, normalize_outputs
-    from pytato.target.loopy.index_checks import IndexCheckedProgram, index_checks
+    from pytato.target.loopy.lower.index_checks import IndexCheckedProgram, index_checks
 
     is_dict = not isinstance(result, Array)
     outputs = normalize_outputs(result)
@@ -252,8 +255,8 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
     from pytato.diagnostic import CannotBeLoweredToLoopyError
 
     # calls, loopy calls, foreign functions and sparse products lower
-    # through the extended mapper of pytato.target.loopy.calls
-    from pytato.target.loopy.calls import (
+    # through the extended mapper of pytato.target.loopy.lower.calls
+    from pytato.target.loopy.lower.calls import (
         build_translation_unit_with_calls as build_translation_unit,
     )
     from pytato.transform.mappers import UnsupportedNodeError
@@ -271,7 +274,7 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
     # the program's first call there (see BoundPyOpenCLProgram)
     deferred = (default_schedule and device is None
                 and isinstance(target, LoopyPyOpenCLTarget))
-    from pytato.target.loopy import program_store
+    from pytato.target.loopy.run import program_store
     t_unit = None
     with PhaseTimer(logger, "program store lookup", f"{nnodes} nodes"):
         store_key = _program_store_key(
@@ -295,7 +298,7 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
                 axis_tag_t_to_not_propagate=frozenset(
                     axis_tag_t_to_not_propagate))
         if default_schedule and not deferred:
-            from pytato.target.loopy.schedule import (
+            from pytato.target.loopy.schedule.default import (
                 default_schedule as schedule,
             )
             with PhaseTimer(logger, "default schedule"):
@@ -317,15 +320,15 @@ def _program_store_key(outputs: DictOfNamedArrays, order: list[Any], *,
                        device: Any, default_schedule: bool,
                        **parameters: Any) -> str | None:
     """The key of the program for the preprocessed *outputs* in the
-    persistent store (:mod:`pytato.target.loopy.program_store`), or None
+    persistent store (:mod:`pytato.target.loopy.run.program_store`), or None
     if it is not used: the store is off, the target is not a
     :class:`LoopyPyOpenCLTarget`, or the graph or a parameter has no
     persistent hash."""
-    from pytato.target.loopy import program_store
+    from pytato.target.loopy.run import program_store
     if type(target) is not LoopyPyOpenCLTarget \
             or not program_store.store_enabled():
         return None
-    from pytato.target.loopy.schedule import DeviceInfo
+    from pytato.target.loopy.schedule.default import DeviceInfo
     info = DeviceInfo.of(device) if default_schedule else None
     parameters["options"] = _options_key(parameters["options"])
     for name in ("array_tag_t_to_not_propagate",

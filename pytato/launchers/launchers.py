@@ -65,7 +65,7 @@ list of launcher names (e.g. ``add_one,copy_d2h_x``).
 
 ``PYTATO_TRACE_KERNELS``
     Log each enqueue of a selected launcher, with its name, global and local
-    sizes, through :mod:`logging` (logger ``pytato.target.loopy.launcher``,
+    sizes, through :mod:`logging` (logger ``pytato.launchers.launchers``,
     level ``INFO``).
 
 ``PYTATO_PROFILE_KERNELS``

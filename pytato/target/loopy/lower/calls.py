@@ -2,7 +2,7 @@
 and foreign scalar functions.
 
 :func:`build_translation_unit_with_calls` is
-:func:`~pytato.target.loopy.codegen.build_translation_unit` with
+:func:`~pytato.target.loopy.lower.graph.build_translation_unit` with
 :class:`CallCodeGenMapper`, which lowers:
 
 * a :class:`~pytato.function.Call` (not tagged
@@ -20,7 +20,7 @@ and foreign scalar functions.
   (:mod:`pytato.scalar_functions`) to calls of their loopy callables,
   registered in the translation unit.
 * CSR matrix products to calls of sparse product kernels (see
-  :mod:`pytato.target.loopy.sparse`).
+  :mod:`pytato.target.loopy.lower.sparse`).
 
 Arrays passed to a callee are in global memory: bindings the caller would
 otherwise compute inline are stored in temporaries first, and results are
@@ -70,7 +70,7 @@ from pytato.diagnostic import (
     NonAffineShapeError,
 )
 from pytato.function import Call, FunctionDefinition, NamedCallResult
-from pytato.target.loopy.codegen import (
+from pytato.target.loopy.lower.graph import (
     CodeGenMapper,
     CodeGenState,
     ExpressionContext,
@@ -80,7 +80,7 @@ from pytato.target.loopy.codegen import (
     _temporary_name,
     build_translation_unit,
 )
-from pytato.target.loopy.sparse import SparseLoweringMixin
+from pytato.target.loopy.lower.sparse import SparseLoweringMixin
 
 
 __all__ = [
@@ -191,7 +191,7 @@ def build_translation_unit_with_calls(
         array_tag_t_to_not_propagate: frozenset[type[Tag]],
         axis_tag_t_to_not_propagate: frozenset[type[Tag]],
         **kwargs: Any) -> lp.TranslationUnit:
-    """:func:`~pytato.target.loopy.codegen.build_translation_unit` lowering
+    """:func:`~pytato.target.loopy.lower.graph.build_translation_unit` lowering
     calls, loopy calls, foreign scalar functions and sparse products (with
     :class:`CallCodeGenMapper`)."""
     ctx = _BuildContext(target, options, frozenset(array_tag_t_to_not_propagate),
@@ -213,7 +213,7 @@ def build_translation_unit_with_calls(
 
 
 class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
-    """A :class:`~pytato.target.loopy.codegen.CodeGenMapper` that also
+    """A :class:`~pytato.target.loopy.lower.graph.CodeGenMapper` that also
     lowers calls, loopy calls, foreign scalar functions and sparse
     products (see the module documentation)."""
 

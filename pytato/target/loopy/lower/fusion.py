@@ -1,6 +1,6 @@
 """Loop fusion: computing several stored arrays in one loop nest.
 
-:func:`~pytato.target.loopy.codegen.build_translation_unit` emits one
+:func:`~pytato.target.loopy.lower.graph.build_translation_unit` emits one
 instruction per stored array (outputs, shared subexpressions, ...), each
 over loops of its own. :func:`fuse_loop_nests` then lets instructions share
 their loops where that cannot change results, and keeps values that never
@@ -55,11 +55,11 @@ from loopy.symbolic import (
     UncachedIdentityMapper as _LoopyIdentityMapper,
 )
 
-from pytato.target.loopy.codegen import UncachedLoopyWalkMapper
+from pytato.target.loopy.lower.graph import UncachedLoopyWalkMapper
 
 
 if TYPE_CHECKING:
-    from pytato.target.loopy.codegen import CodeGenState
+    from pytato.target.loopy.lower.graph import CodeGenState
 
 
 __all__ = ["MAX_NEST_SIZE", "fuse_loop_nests"]

@@ -7,7 +7,7 @@ expressions, dependencies given as patterns, common subexpressions to
 expand. It runs a pass over all instructions for each of these (about
 fifteen), which took a third of :func:`~pytato.target.loopy.generate_loopy`
 for a graph of 10^4 nodes (2.4 s). The lowering in
-:mod:`pytato.target.loopy.codegen` gives all of it explicitly: instruction
+:mod:`pytato.target.loopy.lower.graph` gives all of it explicitly: instruction
 objects with their loops and dependencies, every argument and temporary
 with its shape and type, every instruction with its dependencies on the
 instructions storing what it reads (so loopy's single-writer dependency

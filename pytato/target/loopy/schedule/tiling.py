@@ -52,7 +52,7 @@ stages such operands in faster memory, per work-group:
     ``K`` blocks. The copy and the reduction run in unrolled loops
     (``unr``), so that the row is only indexed by constants: registers.
     The reduction, its iname tagged, is realized by :mod:`loopy`
-    (:mod:`pytato.target.loopy.accumulate` leaves tagged reductions alone).
+    (:mod:`pytato.target.loopy.schedule.accumulators` leaves tagged reductions alone).
   - *shared* operands depending on no batch axis that are not rows (the
     vector of ``ij,j->i``, or any shared operand of a nest without batch
     axes): the whole of it is copied into a local array by every group,
@@ -121,7 +121,7 @@ Anything else (symbolic inner extents, domains that are not boxes starting
 at 0, reductions with other operations or several inames) is left to the
 caller.
 
-The default schedule (:mod:`pytato.target.loopy.schedule`) applies it on
+The default schedule (:mod:`pytato.target.loopy.schedule.default`) applies it on
 GPUs only. On PoCL (CPU, 2 cores), the tiled ``ij,ej->ei`` of
 ``benchmarks/bench_kernels.py`` (``D`` in local memory, one block per
 group) was 1.6 times slower than one output per work-item, with groups of

@@ -585,7 +585,7 @@ def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
         # the chunks cover the extent exactly: r = r_c*run + r_t, no guard
         # and no steps over runs, so that the run's iname is the
         # reduction's innermost, of a domain of its own (long runs get
-        # interleaved accumulators: pytato.target.loopy.accumulate)
+        # interleaved accumulators: pytato.target.loopy.schedule.accumulators)
         flat = prim.Variable(r_c) * run + prim.Variable(r_t)
         steps: tuple[str, ...] = (r_t,)
     else:
@@ -730,7 +730,7 @@ def split_reduction_parts(kernel: lp.LoopKernel, insn_id: str, *,
       in turn: duplicates of the output inames are sequential loops in
       each work-item). The reduction over ``t`` and
       the other inames is left sequential (the default schedule gives it
-      interleaved accumulators: :mod:`pytato.target.loopy.accumulate`): a
+      interleaved accumulators: :mod:`pytato.target.loopy.schedule.accumulators`): a
       work-item reads consecutive addresses, which a CPU's compiler can
       vectorize within the work-item, while a tree across work-items (as
       in :func:`split_reduction_two_stage`) keeps each work-item's loop a

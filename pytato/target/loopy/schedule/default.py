@@ -9,8 +9,8 @@ style of :mod:`loopy`'s transformations, and can also be applied by hand.
 
 Per loop nest of the entrypoint kernel (the instructions sharing a set of
 loops: one assignment computing all elements of a stored array, as
-:mod:`pytato.target.loopy.codegen` emits them, or several fused by
-:mod:`pytato.target.loopy.fusion`):
+:mod:`pytato.target.loopy.lower.graph` emits them, or several fused by
+:mod:`pytato.target.loopy.lower.fusion`):
 
 * **Output axes.** When all extents are known integers, the output inames
   are joined into one flat iname (row-major, so consecutive work-items
@@ -39,13 +39,13 @@ loops: one assignment computing all elements of a stored array, as
   reduced in two stages as below; on a CPU, it is cut into about
   :attr:`DeviceInfo.reduction_parts` contiguous parts, each reduced by one
   work-item with interleaved accumulators, then the parts by one
-  work-item (:func:`~pytato.target.loopy.reduction.split_reduction_parts`).
+  work-item (:func:`~pytato.target.loopy.schedule.reductions.split_reduction_parts`).
   Otherwise, a full reduction over at least 4 times
   :attr:`DeviceInfo.compute_units` times
   :attr:`DeviceInfo.reduction_group_size` elements (or a symbolic number)
   runs in two stages, with :attr:`DeviceInfo.reduction_num_groups` groups
   of :attr:`DeviceInfo.two_stage_group_size` work-items in the first
-  (:func:`~pytato.target.loopy.reduction.split_reduction_two_stage`): every
+  (:func:`~pytato.target.loopy.schedule.reductions.split_reduction_two_stage`): every
   group reduces a part, then one group reduces the parts. A large reduction
   along a strided axis whose outputs run along the contiguous one (e.g.
   ``sum(x, axis=0)``) is reduced by column, rows side by side: on a GPU
@@ -53,7 +53,7 @@ loops: one assignment computing all elements of a stored array, as
   2-D work-groups (consecutive outputs on ``l.0``, rows on ``l.1``,
   tree-reduced in local memory) where the extents are multiples of the
   group's, else in chunks of rows summed per output by a second kernel
-  (:func:`~pytato.target.loopy.reduction.split_reduction_columns`); on a
+  (:func:`~pytato.target.loopy.schedule.reductions.split_reduction_columns`); on a
   CPU always in chunks (runs of :data:`CPU_COLUMN_RUN` rows per chunk);
   several strided
   reduction axes are flattened into one first. Other reductions are
@@ -62,7 +62,7 @@ loops: one assignment computing all elements of a stored array, as
   over at most 64 terms) with an operand shared by all elements, or with a
   per-element operand read at a stride of the reduction's extent (``A[e,
   i, j]`` of a batched ``eij,ej->ei``), is tiled in local and private
-  memory (:mod:`pytato.target.loopy.tiling`).
+  memory (:mod:`pytato.target.loopy.schedule.tiling`).
 * **Kernels.** Loop nests are ordered by dependency level (the longest
   chain of nests reading each other's stored arrays before them) and
   separated by global barriers between levels, so that stored
@@ -76,7 +76,7 @@ loops: one assignment computing all elements of a stored array, as
   tiling) get a device kernel each.
 * **Sequential reductions** (those left inside a work-item) become
   explicit accumulator loops
-  (:func:`~pytato.target.loopy.accumulate.realize_sequential_reductions`);
+  (:func:`~pytato.target.loopy.schedule.accumulators.realize_sequential_reductions`);
   on CPUs, those over at least :data:`MIN_LANE_EXTENT` elements (or a
   symbolic number) keep :attr:`DeviceInfo.accumulator_lanes`
   interleaved accumulators.
@@ -154,8 +154,8 @@ from loopy.symbolic import (
     UncachedIdentityMapper as LoopyIdentityMapperBase,
 )
 
-from pytato.target.loopy.codegen import UncachedLoopyWalkMapper
-from pytato.target.loopy.tiling import (
+from pytato.target.loopy.lower.graph import UncachedLoopyWalkMapper
+from pytato.target.loopy.schedule.tiling import (
     ITEM_LOCAL_MEMORY_BUDGET,
     ITEM_LOCAL_MEMORY_RESERVE,
     TilingPlan,
@@ -264,10 +264,10 @@ class DeviceInfo:
     def item_local_memory_budget(self) -> int:
         """Bytes of local memory for the blocks of tiled nests whose
         work-items compute several elements
-        (:attr:`pytato.target.loopy.tiling.TilingPlan.elements_per_item`):
+        (:attr:`pytato.target.loopy.schedule.tiling.TilingPlan.elements_per_item`):
         :attr:`local_mem_size` less
-        :data:`~pytato.target.loopy.tiling.ITEM_LOCAL_MEMORY_RESERVE`, at
-        most :data:`~pytato.target.loopy.tiling.ITEM_LOCAL_MEMORY_BUDGET`
+        :data:`~pytato.target.loopy.schedule.tiling.ITEM_LOCAL_MEMORY_RESERVE`, at
+        most :data:`~pytato.target.loopy.schedule.tiling.ITEM_LOCAL_MEMORY_BUDGET`
         (46 KiB of an H100's 48 KiB)."""
         return min(ITEM_LOCAL_MEMORY_BUDGET,
                    self.local_mem_size - ITEM_LOCAL_MEMORY_RESERVE)
@@ -282,7 +282,7 @@ class DeviceInfo:
     def accumulator_lanes(self) -> int:
         """The number of interleaved accumulators of a long reduction left
         inside a work-item (see
-        :mod:`pytato.target.loopy.accumulate`): 4 on a CPU, where
+        :mod:`pytato.target.loopy.schedule.accumulators`): 4 on a CPU, where
         compilers vectorize across work-items and a single accumulator's
         updates wait for each other (PoCL, 2 cores: the 4096 x 4096 matvec
         2.3x, the row sums 1.8x faster), 1 on a GPU, whose many work-items
@@ -975,7 +975,7 @@ def _column_tree(kernel: lp.LoopKernel, insn: Any, col: str,
     rows = max(1, min(COLUMN_TREE_ROWS, info.max_work_group_size // cols))
     if n_out % cols or r_len % rows or rows == 1:
         return None
-    from pytato.target.loopy.reduction import _tag_outputs
+    from pytato.target.loopy.schedule.reductions import _tag_outputs
 
     # the output inames (constant extents) joined, split onto g.0/l.0
     kernel = _tag_outputs(kernel, out_inames, cols, second_axis="g.1")
@@ -1052,7 +1052,7 @@ def _column_reduction(kernel: lp.LoopKernel, insns: list[Any],
     On a GPU this is used when the outputs alone would not occupy the
     device: in one kernel (:func:`_column_tree`) where the extents allow,
     else in two
-    (:func:`~pytato.target.loopy.reduction.split_reduction_columns`: each
+    (:func:`~pytato.target.loopy.schedule.reductions.split_reduction_columns`: each
     chunk of the reduction axis is reduced by its own work-items,
     consecutive work-items handling consecutive outputs, with enough
     chunks to give about eight groups' worth of work-items per compute
@@ -1061,7 +1061,7 @@ def _column_reduction(kernel: lp.LoopKernel, insns: list[Any],
     a whole strided column was 5 to 9 times slower than numpy). A
     reduction over several strided axes (``sum(x, axis=(0, 1))`` of a 3-D
     array) is first made one over all their rows
-    (:func:`~pytato.target.loopy.reduction.flatten_reduction_inames`)."""
+    (:func:`~pytato.target.loopy.schedule.reductions.flatten_reduction_inames`)."""
     if len(insns) != 1 or len(coll.reductions) != 1 or not out_inames:
         return None
     red = coll.reductions[0]
@@ -1074,7 +1074,7 @@ def _column_reduction(kernel: lp.LoopKernel, insns: list[Any],
     if len(red.inames) > 1 and not set(red.inames) & coll.contiguous:
         # several strided axes (e.g. sum(x, axis=(0, 1)) of a 3-D array):
         # one axis over all their rows
-        from pytato.target.loopy.reduction import flatten_reduction_inames
+        from pytato.target.loopy.schedule.reductions import flatten_reduction_inames
         flattened = flatten_reduction_inames(kernel, insn.id)
         if flattened is not None:
             kernel, col = flattened
@@ -1096,7 +1096,7 @@ def _column_reduction(kernel: lp.LoopKernel, insns: list[Any],
         if r_len < 64:
             return None
         chunks = -(-r_len // CPU_COLUMN_RUN)
-    from pytato.target.loopy.reduction import split_reduction_columns
+    from pytato.target.loopy.schedule.reductions import split_reduction_columns
     return split_reduction_columns(kernel, insn.id, num_chunks=chunks,
                                    group_size=info.group_size, iname=col)
 
@@ -1130,9 +1130,9 @@ def _full_reduction(kernel: lp.LoopKernel, insn: Any, red: LoopyReduction,
     or None (the generic path decides).
 
     * GPU: several reduction inames are flattened into one
-      (:func:`~pytato.target.loopy.reduction.flatten_reduction_inames`),
+      (:func:`~pytato.target.loopy.schedule.reductions.flatten_reduction_inames`),
       reduced in two stages over all compute units
-      (:func:`~pytato.target.loopy.reduction.split_reduction_two_stage`);
+      (:func:`~pytato.target.loopy.schedule.reductions.split_reduction_two_stage`);
       without the flattening, the groups would share one axis only (a
       4096 x 4096 sum ran as one work-group on an H100). A single iname
       with outputs is split likewise (one output after the other in each
@@ -1142,8 +1142,8 @@ def _full_reduction(kernel: lp.LoopKernel, insn: Any, red: LoopyReduction,
       :attr:`DeviceInfo.reduction_parts` contiguous parts (about; a
       divisor of the extent), each reduced by one work-item with
       interleaved accumulators
-      (:func:`~pytato.target.loopy.reduction.split_reduction_parts`)."""
-    from pytato.target.loopy.reduction import (
+      (:func:`~pytato.target.loopy.schedule.reductions.split_reduction_parts`)."""
+    from pytato.target.loopy.schedule.reductions import (
         box_extent,
         flatten_reduction_inames,
         split_reduction_parts,
@@ -1199,11 +1199,11 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
                     ) -> lp.LoopKernel:
     """Schedule the loop nest *out_inames* shared by the instructions
     *insns* (one instruction, or several fused by
-    :mod:`pytato.target.loopy.fusion`). With *batch* given, a schedule of
+    :mod:`pytato.target.loopy.lower.fusion`). With *batch* given, a schedule of
     the output axes alone is appended to it (to be applied by
     :func:`_apply_output_plans`) instead of being applied; likewise a
     tiling with *tilings* given (applied by
-    :func:`~pytato.target.loopy.tiling.apply_tilings`)."""
+    :func:`~pytato.target.loopy.schedule.tiling.apply_tilings`)."""
     coll = _ReductionCollector()
     for insn in insns:
         coll(insn.expression)
@@ -1289,7 +1289,7 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[Any],
             r_len is None
             or r_len >= 4 * info.compute_units * info.reduction_group_size):
         # a full reduction: all groups reduce a part, one group the parts
-        from pytato.target.loopy.reduction import split_reduction_two_stage
+        from pytato.target.loopy.schedule.reductions import split_reduction_two_stage
         return split_reduction_two_stage(
             kernel, insn.id, num_groups=info.two_stage_groups(r_len),
             group_size=info.two_stage_group_size, iname=red_iname,
@@ -1593,7 +1593,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
         ids.extend(index_insns.get(ids[0], ()))
     # reductions left sequential become accumulator loops (linear here,
     # quadratic in loopy's preprocessing); the user's are left to loopy
-    from pytato.target.loopy.accumulate import realize_sequential_reductions
+    from pytato.target.loopy.schedule.accumulators import realize_sequential_reductions
     realized, added = realize_sequential_reductions(
         t_unit.with_kernel(kernel),
         None if ours == len(nests) else frozenset(

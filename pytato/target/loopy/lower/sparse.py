@@ -15,7 +15,7 @@ with data-dependent bounds)::
 
 Being a kernel of its own keeps this loop structure (several instructions
 sharing the row loop and its private bounds) out of the way of the
-entrypoint's schedule (:mod:`pytato.target.loopy.schedule`). Operands are
+entrypoint's schedule (:mod:`pytato.target.loopy.schedule.default`). Operands are
 stored by the caller, so each element of ``x`` is computed once however
 many stored elements refer to it.
 
@@ -43,7 +43,7 @@ from loopy.library.reduction import parse_reduction_op
 from loopy.symbolic import Reduction as LoopyReduction, TypeCast as LoopyTypeCast
 
 from pytato.array.sparse import CheckIndexBounds, CSRMatmul, CSRMatrix
-from pytato.target.loopy.codegen import ImplementedResult, _filter_tags
+from pytato.target.loopy.lower.graph import ImplementedResult, _filter_tags
 
 
 if TYPE_CHECKING:
@@ -181,7 +181,7 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
 class SparseLoweringMixin:
     """Lowers :class:`~pytato.array.sparse.CSRMatmul` nodes to calls of
     :func:`make_csr_matmul_kernel` callees. Mixed into
-    :class:`~pytato.target.loopy.calls.CallCodeGenMapper`, whose
+    :class:`~pytato.target.loopy.lower.calls.CallCodeGenMapper`, whose
     ``emit_call`` and build context it uses."""
 
     build_context: Any
@@ -195,7 +195,7 @@ class SparseLoweringMixin:
 
     def csr_matmul_callee(self, expr: CSRMatmul) -> Any:
         """The callee kernel for products like *expr*, built on first use."""
-        from pytato.target.loopy.calls import Callee, _interface
+        from pytato.target.loopy.lower.calls import Callee, _interface
 
         mat = expr.matrix
         from pytato.array.inputs import DataWrapper

@@ -5,7 +5,7 @@ nothing for pytato's kernels.
 :func:`loopy.preprocess_program` ends with a pass that inlines the callee
 kernels holding global barriers into their callers. The default schedule
 separates the levels of a kernel with global barriers
-(:mod:`pytato.target.loopy.schedule`), so the pass runs on pytato's
+(:mod:`pytato.target.loopy.schedule.default`), so the pass runs on pytato's
 translation units, and it first resolves the callables and infers the
 argument descriptors of the whole unit once more; with a single kernel
 there is nothing to inline, and the unit comes out as it went in. For the
@@ -15,7 +15,7 @@ instructions) that pass took a quarter of :mod:`loopy`'s preprocessing.
 Preprocessing, and the linearization of each kernel, also store their
 results in :mod:`loopy`'s on-disk caches, each keyed by a hash of the
 whole unit or kernel; the executor
-(:class:`~pytato.target.loopy.executor.PhasedExecutor`) already stores
+(:class:`~pytato.target.loopy.run.executor.PhasedExecutor`) already stores
 the preprocessed and linearized unit in a cache of its own (keyed by the
 unit it starts from), which is what a later process looks up. Here the
 intermediate caches are skipped (through :class:`loopy.CacheMode`, a

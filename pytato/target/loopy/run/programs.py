@@ -7,7 +7,7 @@
 
 .. rubric:: Scheduling for the device that runs the program
 
-The default schedule (:mod:`pytato.target.loopy.schedule`) maps the loops
+The default schedule (:mod:`pytato.target.loopy.schedule.default`) maps the loops
 of a kernel onto work-groups and work-items with sizes and strategies that
 depend on the device (a GPU gets groups of 256 and parallel reductions
 where a CPU gets groups of 32 and interleaved accumulators). When
@@ -19,7 +19,7 @@ the lowered, unscheduled translation unit as :attr:`~BoundPyOpenCLProgram.progra
 
 * schedules it at its first call on a queue for ``queue.device``, and
   keeps the scheduled unit and its executor per device (one schedule per
-  :class:`~pytato.target.loopy.schedule.DeviceInfo`, one executor per
+  :class:`~pytato.target.loopy.schedule.default.DeviceInfo`, one executor per
   context; in a context of devices of different kinds, one per device),
   so that later calls cost what they cost before: the repeated calls
   below check nothing more (but in a context of devices of different
@@ -33,7 +33,7 @@ the lowered, unscheduled translation unit as :attr:`~BoundPyOpenCLProgram.progra
   :meth:`~BoundPyOpenCLExecutable.with_transformed_translation_unit` apply
   the transformation to it first, then the default schedule maps only the
   loop nests the transformation left unmapped (see "Kernels the user
-  mapped" in :mod:`pytato.target.loopy.schedule`: a fully hand-mapped
+  mapped" in :mod:`pytato.target.loopy.schedule.default`: a fully hand-mapped
   kernel runs as the user wrote it). The lowered unit's loops are named
   as documented in :func:`~pytato.generate_loopy` (``_pt_out_dim0``, ...);
 * shows the code for a device: :meth:`~BoundPyOpenCLProgram.get_code`,
@@ -42,10 +42,10 @@ the lowered, unscheduled translation unit as :attr:`~BoundPyOpenCLProgram.progra
   :class:`pyopencl.Device` (by default the device of the last call, else
   the conservative schedule of an unknown device).
 
-In the persistent program store (:mod:`pytato.target.loopy.program_store`)
+In the persistent program store (:mod:`pytato.target.loopy.run.program_store`)
 the lowered unit has a key without a device (:attr:`~BoundPyOpenCLProgram.store_key`),
 and the unit scheduled for each device, with its compiled code, a key
-naming the device (:func:`~pytato.target.loopy.program_store.scheduled_key`).
+naming the device (:func:`~pytato.target.loopy.run.program_store.scheduled_key`).
 
 For example, with an arraycontext-style transformation::
 
@@ -97,7 +97,7 @@ kernels of the program and their arguments.)
 
 .. rubric:: Repeated calls
 
-Each call checks its arguments (see :mod:`pytato.target.loopy.arguments`)
+Each call checks its arguments (see :mod:`pytato.target.loopy.run.arguments`)
 unless they repeat those of one of the last few calls that passed the
 checks on the same context: the same names, the same types (exactly
 :class:`numpy.ndarray` or :class:`pyopencl.array.Array`), shapes, dtypes
@@ -127,14 +127,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pytato.target import BoundProgram, Target
-from pytato.target.loopy.arguments import ArgumentSpec
+from pytato.target.loopy.run.arguments import ArgumentSpec
 
 
 if TYPE_CHECKING:
     import loopy as lp
     import pyopencl as cl
 
-    from pytato.target.loopy.schedule import DeviceInfo
+    from pytato.target.loopy.schedule.default import DeviceInfo
 
 
 __all__ = [
@@ -178,13 +178,13 @@ class LoopyPyOpenCLTarget(LoopyTarget):
         self.device = device
 
     def get_loopy_target(self) -> lp.PyOpenCLTarget:
-        """A :class:`~pytato.target.loopy.cl_target.PytatoPyOpenCLTarget`:
+        """A :class:`~pytato.target.loopy.run.cl_target.PytatoPyOpenCLTarget`:
         :class:`loopy.PyOpenCLTarget` whose kernels of many arguments
         declare their pointers without ``restrict`` (faster to compile;
         with a higher limit for a GPU :attr:`device`)."""
         import pyopencl as cl
 
-        from pytato.target.loopy.cl_target import (
+        from pytato.target.loopy.run.cl_target import (
             GPU_MAX_RESTRICT_ARGUMENTS,
             MAX_RESTRICT_ARGUMENTS,
             PytatoPyOpenCLTarget,
@@ -304,19 +304,19 @@ _LAUNCH_MODULE: list[Any] = []
 
 
 def _launch_module() -> Any:
-    """:mod:`pytato.target.loopy.launch` (imported on first use: an import
+    """:mod:`pytato.target.loopy.run.launch` (imported on first use: an import
     statement costs about a microsecond per call)."""
     if not _LAUNCH_MODULE:
-        from pytato.target.loopy import launch
+        from pytato.target.loopy.run import launch
         _LAUNCH_MODULE.append(launch)
     return _LAUNCH_MODULE[0]
 
 
 def _make_executor(t_unit: lp.TranslationUnit, context: cl.Context,
                    store_key: str | None = None) -> Any:
-    """See :func:`pytato.target.loopy.executor.make_executor` (imported
+    """See :func:`pytato.target.loopy.run.executor.make_executor` (imported
     on first use: it imports :mod:`loopy`)."""
-    from pytato.target.loopy.executor import make_executor as make
+    from pytato.target.loopy.run.executor import make_executor as make
     return make(t_unit, context, store_key=store_key)
 
 
@@ -407,11 +407,11 @@ _DEVICE_INFOS: dict[Any, DeviceInfo] = {}
 
 
 def _device_info(device: cl.Device) -> DeviceInfo:
-    """The :class:`~pytato.target.loopy.schedule.DeviceInfo` of *device*
+    """The :class:`~pytato.target.loopy.schedule.default.DeviceInfo` of *device*
     (kept per device: reading it costs OpenCL queries)."""
     info = _DEVICE_INFOS.get(device)
     if info is None:
-        from pytato.target.loopy.schedule import DeviceInfo
+        from pytato.target.loopy.schedule.default import DeviceInfo
         info = _DEVICE_INFOS[device] = DeviceInfo.of(device)
     return info
 
@@ -422,7 +422,7 @@ def _schedule_for(t_unit: lp.TranslationUnit, target: Target,
                   ) -> tuple[lp.TranslationUnit, str | None]:
     """*t_unit* (lowered, perhaps transformed by the user) scheduled for
     the device *info* with
-    :func:`~pytato.target.loopy.schedule.default_schedule` (the inames of
+    :func:`~pytato.target.loopy.schedule.default.default_schedule` (the inames of
     the entrypoint not among *generated_inames* are the user's), with the
     loopy target that :class:`LoopyPyOpenCLTarget` gives for that device;
     and the key of the result in the program store (derived from
@@ -431,8 +431,8 @@ def _schedule_for(t_unit: lp.TranslationUnit, target: Target,
     import copy
 
     from pytato.codegen import PhaseTimer
-    from pytato.target.loopy import program_store
-    from pytato.target.loopy.schedule import default_schedule
+    from pytato.target.loopy.run import program_store
+    from pytato.target.loopy.schedule.default import default_schedule
 
     loopy_target = None
     if isinstance(target, LoopyPyOpenCLTarget):
@@ -470,7 +470,7 @@ def _run(executor: Any, queue: cl.CommandQueue, **kwargs: Any) -> Any:
 
     On queues with profiling enabled (or with kernel tracing switched on),
     the kernels are enqueued one by one and their events kept (see
-    :mod:`pytato.target.loopy.launch`). Later calls of programs with
+    :mod:`pytato.target.loopy.run.launch`). Later calls of programs with
     straight-line host code run through a cached plan of prebuilt kernels
     and argument lists (``launch._FastCall``, the same results as loopy's
     invoker at a fraction of its cost); calls it does not handle (e.g.
@@ -554,7 +554,7 @@ class BoundPyOpenCLProgram(BoundProgram):
 
         Whether :attr:`program` is scheduled for each device at the first
         call there (see "Scheduling for the device that runs the program"
-        in :mod:`pytato.target.loopy.programs`).
+        in :mod:`pytato.target.loopy.run.programs`).
 
     .. automethod:: __call__
     .. automethod:: copy
@@ -576,7 +576,7 @@ class BoundPyOpenCLProgram(BoundProgram):
     _processed_bound_args_cache: dict[cl.Context, Mapping[str, Any]] = field(
         default_factory=dict, compare=False, repr=False)
     #: The key of :attr:`program` in the persistent program store
-    #: (:mod:`pytato.target.loopy.program_store`), under which the first
+    #: (:mod:`pytato.target.loopy.run.program_store`), under which the first
     #: call finds or saves the compiled program; None for programs not
     #: generated by :func:`~pytato.generate_loopy` as they are (e.g.
     #: transformed ones).
@@ -651,7 +651,7 @@ class BoundPyOpenCLProgram(BoundProgram):
         transforms the lowered unit, and the default schedule then maps,
         for each device the copy runs on, only the loop nests that *f* left
         unmapped (see "Kernels the user mapped" in
-        :mod:`pytato.target.loopy.schedule`): e.g.
+        :mod:`pytato.target.loopy.schedule.default`): e.g.
         ``prog.with_transformed_program(lambda t: lp.split_iname(t,
         "_pt_out_dim0", 128, outer_tag="g.0", inner_tag="l.0"))``.
         The lowered unit that *f* gets has the inames of each instruction
@@ -676,7 +676,7 @@ class BoundPyOpenCLProgram(BoundProgram):
 
     def _shown_info(self, device: cl.Device | None) -> DeviceInfo:
         """The device description of :meth:`get_code` for *device*."""
-        from pytato.target.loopy.schedule import DeviceInfo
+        from pytato.target.loopy.schedule.default import DeviceInfo
         if device is not None:
             return _device_info(device)
         if self._last_info is not None:
@@ -689,7 +689,7 @@ class BoundPyOpenCLProgram(BoundProgram):
         :class:`pyopencl.Device`): for a program generated without a
         device, :attr:`program` scheduled for *device* (by default for the
         device of the last call, else for the target's device, else with
-        :meth:`~pytato.target.loopy.schedule.DeviceInfo.conservative`); for
+        :meth:`~pytato.target.loopy.schedule.default.DeviceInfo.conservative`); for
         others :attr:`program`, which runs on every device."""
         if not self.schedule_per_device:
             return self.program
@@ -852,11 +852,11 @@ class BoundPyOpenCLProgram(BoundProgram):
     def launcher(self, queue: cl.CommandQueue, *, per_call: Any = (),
                  name: str | None = None, allocator: Any = None,
                  **inputs: Any) -> Any:
-        """A :class:`~pytato.target.loopy.launch.ProgramLauncher` of the
+        """A :class:`~pytato.target.loopy.run.launch.ProgramLauncher` of the
         program's kernels on *queue*, with all arguments set once (see
-        :func:`pytato.target.loopy.launch.make_program_launcher`).
+        :func:`pytato.target.loopy.run.launch.make_program_launcher`).
         *allocator* is as for :meth:`__call__`."""
-        from pytato.target.loopy.launch import make_program_launcher
+        from pytato.target.loopy.run.launch import make_program_launcher
         return make_program_launcher(
             self._executor_on(queue), queue, self._arg_spec,
             self._bound_on(queue), inputs, per_call=per_call, name=name,
@@ -866,10 +866,10 @@ class BoundPyOpenCLProgram(BoundProgram):
     def statistics(self) -> Any:
         """Per-kernel execution time statistics of the calls on queues with
         profiling enabled (a
-        :class:`~pytato.target.loopy.launcher.LauncherStatistics`; finished
+        :class:`~pytato.launchers.launchers.LauncherStatistics`; finished
         events are consumed)."""
-        from pytato.target.loopy.launch import executor_statistics
-        from pytato.target.loopy.launcher import LauncherStatistics
+        from pytato.launchers.launchers import LauncherStatistics
+        from pytato.target.loopy.run.launch import executor_statistics
         result = LauncherStatistics()
         for executor in self._executors():
             result += executor_statistics(executor).statistics
@@ -881,7 +881,7 @@ class BoundPyOpenCLProgram(BoundProgram):
 
     def clear_statistics(self) -> None:
         """Forget the profiling statistics and events."""
-        from pytato.target.loopy.launch import executor_statistics
+        from pytato.target.loopy.run.launch import executor_statistics
         for executor in self._executors():
             executor_statistics(executor).clear()
 
@@ -920,9 +920,9 @@ class BoundPyOpenCLProgram(BoundProgram):
         :class:`pyopencl.Device`), by default for the device the program
         last ran on, else for the target's device, else for the
         conservative schedule
-        (:meth:`~pytato.target.loopy.schedule.DeviceInfo.conservative`).
+        (:meth:`~pytato.target.loopy.schedule.default.DeviceInfo.conservative`).
         Programs scheduled when generated have one code for all devices."""
-        from pytato.target.loopy.executor import device_code
+        from pytato.target.loopy.run.executor import device_code
         if not self.schedule_per_device:
             return device_code(self.program, self.store_key)
         return device_code(*self._scheduled(self._shown_info(device)))
@@ -953,7 +953,7 @@ class BoundPyOpenCLExecutable(BoundProgram):
 
     .. attribute:: device_info
 
-        The :class:`~pytato.target.loopy.schedule.DeviceInfo` that
+        The :class:`~pytato.target.loopy.schedule.default.DeviceInfo` that
         :attr:`lowered_program` is scheduled for (the context's first
         device), or None.
 
@@ -1007,7 +1007,7 @@ class BoundPyOpenCLExecutable(BoundProgram):
 
         Calls that repeat the arguments of an earlier call skip their
         checks (see "Repeated calls" in
-        :mod:`pytato.target.loopy.programs`)."""
+        :mod:`pytato.target.loopy.run.programs`)."""
         result = self._repeated_call(  # type: ignore[attr-defined]
             queue, allocator, wait_for, None, kwargs)
         if result is not None:
@@ -1034,15 +1034,15 @@ class BoundPyOpenCLExecutable(BoundProgram):
     def launcher(self, queue: cl.CommandQueue, *, per_call: Any = (),
                  name: str | None = None, allocator: Any = None,
                  **inputs: Any) -> Any:
-        """A :class:`~pytato.target.loopy.launch.ProgramLauncher` of the
+        """A :class:`~pytato.target.loopy.run.launch.ProgramLauncher` of the
         kernels on *queue* (of :attr:`cl_context`), with all arguments set
-        once (see :func:`pytato.target.loopy.launch.make_program_launcher`;
+        once (see :func:`pytato.target.loopy.run.launch.make_program_launcher`;
         *allocator* as for :meth:`BoundPyOpenCLProgram.__call__`).
         """
         if queue.context != self.cl_context:
             raise ValueError("the queue's context is not the one the "
                              "executable is bound to")
-        from pytato.target.loopy.launch import make_program_launcher
+        from pytato.target.loopy.run.launch import make_program_launcher
         return make_program_launcher(
             self.program, queue,
             self._arg_spec,  # type: ignore[attr-defined]
@@ -1053,14 +1053,14 @@ class BoundPyOpenCLExecutable(BoundProgram):
     def statistics(self) -> Any:
         """Per-kernel execution time statistics of the calls on queues with
         profiling enabled (a
-        :class:`~pytato.target.loopy.launcher.LauncherStatistics`; finished
+        :class:`~pytato.launchers.launchers.LauncherStatistics`; finished
         events are consumed)."""
-        from pytato.target.loopy.launch import executor_statistics
+        from pytato.target.loopy.run.launch import executor_statistics
         return executor_statistics(self.program).statistics
 
     def clear_statistics(self) -> None:
         """Forget the profiling statistics and events."""
-        from pytato.target.loopy.launch import executor_statistics
+        from pytato.target.loopy.run.launch import executor_statistics
         executor_statistics(self.program).clear()
 
     def with_transformed_translation_unit(
@@ -1072,7 +1072,7 @@ class BoundPyOpenCLExecutable(BoundProgram):
         iname names documented in :func:`~pytato.generate_loopy`), and the
         default schedule for :attr:`device_info` then maps only the loop
         nests that *f* left unmapped (see "Kernels the user mapped" in
-        :mod:`pytato.target.loopy.schedule`); otherwise *f* transforms the
+        :mod:`pytato.target.loopy.schedule.default`); otherwise *f* transforms the
         scheduled unit, which runs as *f* returns it."""
         if self.lowered_program is None or self.device_info is None:
             t_unit = f(self.program.t_unit)

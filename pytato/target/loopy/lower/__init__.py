@@ -1,0 +1,22 @@
+"""Stage 1 of the loopy backend: lowering.
+
+**In:** a preprocessed array graph (:func:`pytato.codegen.preprocess`: only
+index lambdas, placeholders, size parameters, calls and sparse products
+remain), as a :class:`~pytato.array.DictOfNamedArrays`.
+
+**Out:** a :class:`loopy.TranslationUnit` that computes it, with no device
+schedule yet: one loop nest per stored array, fused where the nests match,
+global temporaries for stored intermediates, and one callee kernel per
+function definition.
+
+* :mod:`~pytato.target.loopy.lower.graph`: the graph walk that decides what
+  is stored and emits instructions;
+* :mod:`~pytato.target.loopy.lower.calls` and
+  :mod:`~pytato.target.loopy.lower.sparse`: function calls and sparse
+  products;
+* :mod:`~pytato.target.loopy.lower.fusion`: fusing loop nests;
+* :mod:`~pytato.target.loopy.lower.index_arith`: index arithmetic;
+* :mod:`~pytato.target.loopy.lower.creation`: making the kernel;
+* :mod:`~pytato.target.loopy.lower.index_checks`: the graph rewrite behind
+  ``check_indices=True``.
+"""
