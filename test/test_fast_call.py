@@ -316,7 +316,7 @@ def test_repeated_calls_numpy_conversions(cl_ctx, monkeypatch):
 def test_repeated_calls_other_queues(cl_ctx, monkeypatch):
     """Queues of other contexts, or with kernel tracing, go the checked way;
     queues with profiling take the fast path and keep the statistics."""
-    from pytato.launchers.launchers import TRACE_KERNELS_ENV
+    from pytato.launchers import TRACE_KERNELS_ENV
     queue = cl.CommandQueue(cl_ctx)
     prog, ref = _bound_program()
     exe = prog.bind_to_context(cl_ctx)

@@ -20,7 +20,7 @@ from pytato.diagnostic import (
     PytatoError,
     UnknownArgumentError,
 )
-from pytato.launchers.launchers import (
+from pytato.launchers import (
     PROFILE_KERNELS_ENV,
     TRACE_KERNELS_ENV,
     event_duration,
@@ -403,7 +403,7 @@ def test_trace_switch_logs_program_kernels(queue, multi_prog, monkeypatch,
                                            caplog):
     monkeypatch.setenv(TRACE_KERNELS_ENV, "1")
     x = _rand(seed=11)
-    with caplog.at_level(logging.INFO, logger="pytato.launchers.launchers"):
+    with caplog.at_level(logging.INFO, logger="pytato.launchers"):
         _, out = multi_prog(queue, x=x)
     _check_dict(out, _multi_kernel_reference(x))
     executor = multi_prog._executor(queue.context)
@@ -420,7 +420,7 @@ def test_profile_switch_selects_kernels(prof_queue, multi_prog, monkeypatch,
     first = get_kernel_plan(executor).subkernels[0].name
     monkeypatch.setenv(PROFILE_KERNELS_ENV, first)
     launch = multi_prog.launcher(prof_queue, x=_rand())
-    with caplog.at_level(logging.INFO, logger="pytato.launchers.launchers"):
+    with caplog.at_level(logging.INFO, logger="pytato.launchers"):
         launch()
         multi_prog(prof_queue, x=_rand())
     profiled = [r.getMessage() for r in caplog.records
@@ -445,7 +445,7 @@ def test_trace_switch_logs_launcher_kernels(queue, multi_prog, monkeypatch,
     x = _rand(seed=13)
     launch = multi_prog.launcher(queue, x=x)
     monkeypatch.setenv(TRACE_KERNELS_ENV, "all")
-    with caplog.at_level(logging.INFO, logger="pytato.launchers.launchers"):
+    with caplog.at_level(logging.INFO, logger="pytato.launchers"):
         launch()
     messages = [r.getMessage() for r in caplog.records]
     assert len(messages) == len(launch)
@@ -566,7 +566,7 @@ def test_profiling_calls_bounded_memory(cl_ctx, prof_queue, dag_prog,
 def test_profiling_launcher_keeps_events_and_profiler(prof_queue, multi_prog):
     """A launcher on a profiling queue records its kernels' events on the
     fast path, in its launchers and in its profiler."""
-    from pytato.launchers.launchers import KernelProfiler
+    from pytato.launchers import KernelProfiler
     from pytato.target.loopy.run.launch import make_program_launcher
     prog = multi_prog
     profiler = KernelProfiler("run")

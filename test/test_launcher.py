@@ -1,4 +1,4 @@
-"""Tests of :mod:`pytato.launchers.launchers`."""
+"""Tests of :mod:`pytato.launchers`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 import pytest
 
-from pytato.launchers.launchers import (
+from pytato.launchers import (
     HostLauncherI,
     KernelProfiler,
     KernelStatistics,
@@ -422,7 +422,7 @@ def test_env_trace_and_profile(monkeypatch, caplog, prof_queue, prg):
         default_global_work_size=N, default_queue=prof_queue)
     monkeypatch.setenv("PYTATO_TRACE_KERNELS", "1")
     monkeypatch.setenv("PYTATO_PROFILE_KERNELS", "add_one,unknown")
-    with caplog.at_level(logging.INFO, logger="pytato.launchers.launchers"):
+    with caplog.at_level(logging.INFO, logger="pytato.launchers"):
         launcher()
         other()
     messages = [r.getMessage() for r in caplog.records]
@@ -436,7 +436,7 @@ def test_env_trace_and_profile(monkeypatch, caplog, prof_queue, prg):
     caplog.clear()
     monkeypatch.setenv("PYTATO_TRACE_KERNELS", "0")
     monkeypatch.delenv("PYTATO_PROFILE_KERNELS")
-    with caplog.at_level(logging.INFO, logger="pytato.launchers.launchers"):
+    with caplog.at_level(logging.INFO, logger="pytato.launchers"):
         launcher()
     assert not caplog.records
 
@@ -547,7 +547,7 @@ def test_profile_kernel_signature(prof_queue, queue, prg, caplog):
         knl.set_arg(i, arg)
     profiler = KernelProfiler()
     evt = cl.enqueue_nd_range_kernel(prof_queue, knl, (N,), None)
-    with caplog.at_level(logging.INFO, logger="pytato.launchers.launchers"):
+    with caplog.at_level(logging.INFO, logger="pytato.launchers"):
         seconds = profile_kernel(knl, evt, fprofiler=profiler)
     assert seconds == event_duration(evt)
     assert any(r.getMessage().startswith("profile add_one:")

@@ -23,7 +23,7 @@ _BASE = "pytato.target.loopy"
 
 #: old module path -> the module that holds its code now
 MOVED_MODULES: dict[str, str] = {
-    f"{_BASE}.launcher": "pytato.launchers.launchers",
+    f"{_BASE}.launcher": "pytato.launchers",
     f"{_BASE}.launch": f"{_BASE}.run.launch",
     f"{_BASE}.programs": f"{_BASE}.run.programs",
     f"{_BASE}.arguments": f"{_BASE}.run.arguments",

@@ -15,7 +15,7 @@ per call::
 
 Obtain one with :meth:`~pytato.target.loopy.BoundPyOpenCLProgram.launcher`
 or :meth:`~pytato.target.loopy.BoundPyOpenCLExecutable.launcher`; see
-:mod:`pytato.launchers.launchers` for the launcher interface (events,
+:mod:`pytato.launchers` for the launcher interface (events,
 statistics, tracing).
 
 Outputs and global temporaries are allocated once, when the launcher is
@@ -27,7 +27,7 @@ device array on each call.
 
 The launcher works on its queue's order: on an in-order queue (the
 default) each call runs after the commands enqueued before it, such as
-:meth:`~pytato.launchers.launchers.OpenClKernelListLauncher.push_copy_device_to_device`
+:meth:`~pytato.launchers.OpenClKernelListLauncher.push_copy_device_to_device`
 copies or ``x.set(...)``; it does not wait for the events of
 :class:`pyopencl.array.Array` objects (pass *wait_for* for those).  Without
 profiling, tracing or per-call inputs a call only enqueues the kernels
@@ -37,7 +37,7 @@ profiling, tracing or per-call inputs a call only enqueues the kernels
 Programs also keep per-kernel profiling statistics: when a program or an
 executable runs on a queue with profiling enabled, it keeps the events of
 its kernels and exposes ``statistics``
-(:class:`~pytato.launchers.launchers.LauncherStatistics`: ``print`` it for
+(:class:`~pytato.launchers.LauncherStatistics`: ``print`` it for
 a per-kernel table)::
 
     queue = cl.CommandQueue(
@@ -52,18 +52,18 @@ Calls on such a queue take the same fast path as calls on other queues
 (prebuilt kernels and argument lists, see "Repeated calls" in
 :mod:`pytato.target.loopy.run.programs`): the events of a call's kernels are
 kept as one batch (:class:`EventStatistics`, a
-:class:`~pytato.launchers.launchers.KernelProfiler`) and their profiling
+:class:`~pytato.launchers.KernelProfiler`) and their profiling
 counters are only read when ``statistics`` is fetched (or, in long loops,
 when many events wait), so that measuring costs about as much per call as
 not measuring (``benchmarks/bench_launch.py``). When
-:data:`~pytato.launchers.launchers.TRACE_KERNELS_ENV` or
-:data:`~pytato.launchers.launchers.PROFILE_KERNELS_ENV` is set, programs
+:data:`~pytato.launchers.TRACE_KERNELS_ENV` or
+:data:`~pytato.launchers.PROFILE_KERNELS_ENV` is set, programs
 enqueue their kernels one by one (instead of through :mod:`loopy`'s
 invoker) to trace and profile them as the switches say.
 
 Launchers made on a queue with profiling enabled keep their events too
 (``print(launch.statistics)``), and record them in the
-:class:`~pytato.launchers.launchers.KernelProfiler` given to
+:class:`~pytato.launchers.KernelProfiler` given to
 :func:`make_program_launcher`, if any.  Programs whose host code loops over
 kernels, or whose loopy target packs arguments, run through :mod:`loopy`'s
 invoker and keep no statistics (see :func:`supports_instrumented_run`); they
@@ -105,7 +105,7 @@ from pytato.diagnostic import (
     UnknownArgumentError,
     UnsupportedByTargetError,
 )
-from pytato.launchers.launchers import (
+from pytato.launchers import (
     PROFILE_KERNELS_ENV,
     TRACE_KERNELS_ENV,
     KernelProfiler,
@@ -383,15 +383,15 @@ def supports_instrumented_run(executor: Any) -> bool:
 # {{{ environment switches
 
 _ENV_NAMES = (TRACE_KERNELS_ENV, PROFILE_KERNELS_ENV)
-# the values that select no kernel (as in pytato.launchers.launchers)
+# the values that select no kernel (as in pytato.launchers)
 _OFF_WORDS = frozenset({"", "0", "false", "no", "off", "none"})
 _TRACE_KEY, _PROFILE_KEY = (os.environ.encodekey(n)  # type: ignore[attr-defined]
                             for n in _ENV_NAMES)
 
 
 def env_switches_set() -> bool:
-    """Whether :data:`~pytato.launchers.launchers.TRACE_KERNELS_ENV` or
-    :data:`~pytato.launchers.launchers.PROFILE_KERNELS_ENV` is set (to
+    """Whether :data:`~pytato.launchers.TRACE_KERNELS_ENV` or
+    :data:`~pytato.launchers.PROFILE_KERNELS_ENV` is set (to
     anything): a cheap check for the per-call fast paths, which leave the
     exact selection to the launchers."""
     try:
@@ -450,7 +450,7 @@ def _kernel_args(sk: SubkernelInfo, memory: Mapping[str, Any],
 _enqueue = cl.enqueue_nd_range_kernel
 
 class ProgramLauncher(OpenClKernelListLauncher):
-    """A :class:`~pytato.launchers.launchers.OpenClKernelListLauncher` of
+    """A :class:`~pytato.launchers.OpenClKernelListLauncher` of
     the kernels of a program, with their arguments set once.  Calling it
     enqueues the kernels and returns the event of the last one; the results
     are then in :attr:`outputs`.  Create it with
@@ -512,7 +512,7 @@ class ProgramLauncher(OpenClKernelListLauncher):
 
     def push_kernels(self, *kernel_launchers: Any) -> Self:
         """Append launchers, as
-        :meth:`~pytato.launchers.launchers.OpenClKernelListLauncher.push_kernels`
+        :meth:`~pytato.launchers.OpenClKernelListLauncher.push_kernels`
         does."""
         super().push_kernels(*kernel_launchers)
         fast = []
@@ -629,7 +629,7 @@ def make_program_launcher(executor: Any, queue: cl.CommandQueue,
         arrays (and scalars) are transferred once.
     :arg per_call: names of inputs given anew on each call; *inputs* gives
         their first values, which fix their shapes and dtypes.
-    :arg profiler: a :class:`~pytato.launchers.launchers.KernelProfiler`
+    :arg profiler: a :class:`~pytato.launchers.KernelProfiler`
         in which the launchers of the kernels record their execution times
         (on queues with profiling enabled), or *None*.
     """
@@ -1425,8 +1425,8 @@ class _RepeatedCalls:
 class EventStatistics(KernelProfiler):
     """The profiling events of a program's kernels, recorded by kernel name
     and turned into
-    :class:`~pytato.launchers.launchers.LauncherStatistics` on demand: a
-    :class:`~pytato.launchers.launchers.KernelProfiler` (finished events
+    :class:`~pytato.launchers.LauncherStatistics` on demand: a
+    :class:`~pytato.launchers.KernelProfiler` (finished events
     are consumed, as by launchers). The calls of a program on a queue with
     profiling enabled record the events of their kernels, one batch per
     call, and their profiling counters are only read when the statistics
@@ -1471,7 +1471,7 @@ def run_instrumented(executor: Any, queue: cl.CommandQueue,
     :class:`~pytato.diagnostic.UnsupportedByTargetError`.
 
     Without the environment switches of
-    :mod:`pytato.launchers.launchers`, the call runs through the fast
+    :mod:`pytato.launchers`, the call runs through the fast
     path of repeated calls (prebuilt kernels and argument lists, the
     events of a call recorded as one batch), which costs about as much as a
     call on a queue without profiling. With them (or for arguments that

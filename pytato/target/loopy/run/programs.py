@@ -866,9 +866,9 @@ class BoundPyOpenCLProgram(BoundProgram):
     def statistics(self) -> Any:
         """Per-kernel execution time statistics of the calls on queues with
         profiling enabled (a
-        :class:`~pytato.launchers.launchers.LauncherStatistics`; finished
+        :class:`~pytato.launchers.LauncherStatistics`; finished
         events are consumed)."""
-        from pytato.launchers.launchers import LauncherStatistics
+        from pytato.launchers import LauncherStatistics
         from pytato.target.loopy.run.launch import executor_statistics
         result = LauncherStatistics()
         for executor in self._executors():
@@ -1053,7 +1053,7 @@ class BoundPyOpenCLExecutable(BoundProgram):
     def statistics(self) -> Any:
         """Per-kernel execution time statistics of the calls on queues with
         profiling enabled (a
-        :class:`~pytato.launchers.launchers.LauncherStatistics`; finished
+        :class:`~pytato.launchers.LauncherStatistics`; finished
         events are consumed)."""
         from pytato.target.loopy.run.launch import executor_statistics
         return executor_statistics(self.program).statistics
