@@ -9,6 +9,7 @@ argument.
 
 .. autodata:: WorkSize
 .. autodata:: ParameterType
+.. autodata:: ParameterSpec
 .. autodata:: WaitFor
 .. autodata:: KernelArg
 .. autodata:: DeviceMemory
@@ -37,6 +38,7 @@ from pytato.diagnostic import InvalidArgumentError, InvalidArgumentTypeError
 __all__ = [
     "DeviceMemory",
     "KernelArg",
+    "ParameterSpec",
     "ParameterType",
     "WaitFor",
     "WorkSize",
@@ -58,6 +60,10 @@ WorkSize: TypeAlias = int | Sequence[int]
 #: arguments, or a class (or tuple of classes) such as :class:`pyopencl.Buffer`
 #: or :class:`pyopencl.array.Array` for memory arguments.
 ParameterType: TypeAlias = "np.dtype[Any] | type | tuple[type, ...] | str"
+
+#: A normalized parameter type (see :func:`normalize_parameter_type`): a
+#: :class:`numpy.dtype` for scalar arguments, a tuple of classes for memory.
+ParameterSpec: TypeAlias = "np.dtype[Any] | tuple[type, ...]"
 
 #: The wait list accepted by launchers: events (``None`` entries are ignored).
 WaitFor: TypeAlias = "Sequence[cl.Event | None] | None"
@@ -138,7 +144,7 @@ def convert_kernel_arg(arg: object, what: str) -> KernelArg:
 
 
 def normalize_parameter_type(
-        spec: ParameterType, name: str) -> np.dtype[Any] | tuple[type, ...]:
+        spec: ParameterType, name: str) -> ParameterSpec:
     """Return the parameter type *spec* of the parameter *name* as a
     :class:`numpy.dtype` (scalars) or a tuple of classes (memory)."""
     if isinstance(spec, np.dtype):
@@ -185,7 +191,7 @@ def _convert_scalar(value: object, dtype: np.dtype[Any], what: str) -> np.generi
     return dtype.type(value)
 
 
-def check_parameter(value: object, spec: np.dtype[Any] | tuple[type, ...],
+def check_parameter(value: object, spec: ParameterSpec,
                     what: str) -> KernelArg:
     """Check *value* against a normalized parameter type (see
     :func:`normalize_parameter_type`), return the value to hand to

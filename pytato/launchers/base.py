@@ -14,12 +14,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any
 
-import numpy as np
 import pyopencl as cl
 
 from pytato.diagnostic import InvalidArgumentError, InvalidArgumentTypeError
 from pytato.launchers.arguments import (
     KernelArg,
+    ParameterSpec,
     ParameterType,
     WaitFor,
     WorkSize,
@@ -115,7 +115,7 @@ class LauncherI(ABC):
         """
 
     @property
-    def parameters(self) -> Mapping[str, np.dtype[Any] | tuple[type, ...]]:
+    def parameters(self) -> Mapping[str, ParameterSpec]:
         """Mapping from the names of the parameters to give on each call
         (as keyword arguments of :meth:`__call__`) to their types: a
         :class:`numpy.dtype` for scalars, a tuple of classes otherwise.

@@ -24,6 +24,7 @@ from pytato.diagnostic import (
 )
 from pytato.launchers.arguments import (
     DeviceMemory,
+    ParameterSpec,
     ParameterType,
     WaitFor,
     WorkSize,
@@ -281,22 +282,21 @@ class OpenClParametrizedKernelLauncher(OpenClKernelLauncher):
                          default_local_work_size=default_local_work_size,
                          default_queue=default_queue, **kwds)
         seen = set(self._fixed_indices)
-        pmap: dict[str, tuple[int, np.dtype[Any] | tuple[type, ...]]] = {}
+        pmap: dict[str, tuple[int, ParameterSpec]] = {}
         for pname, (idx, ptype) in parameters_map.items():
             self._check_arg_index(int(idx), seen)
             pmap[pname] = (int(idx), normalize_parameter_type(ptype, pname))
         self._parameters_map = pmap
 
     @property
-    def parameters_map(self) -> Mapping[str, tuple[int, np.dtype[Any]
-                                                   | tuple[type, ...]]]:
+    def parameters_map(self) -> Mapping[str, tuple[int, ParameterSpec]]:
         """Mapping from parameter names to ``(arg_index, parameter_type)``
         (types normalized to a :class:`numpy.dtype` or a tuple of classes).
         """
         return dict(self._parameters_map)
 
     @property
-    def parameters(self) -> Mapping[str, np.dtype[Any] | tuple[type, ...]]:
+    def parameters(self) -> Mapping[str, ParameterSpec]:
         """See :attr:`LauncherI.parameters`."""
         return {name: ptype for name, (_, ptype) in self._parameters_map.items()}
 
@@ -417,7 +417,7 @@ class OpenClIterativeKernelLauncher(OpenClParametrizedKernelLauncher):
         return dict(self._iterated)
 
     @property
-    def parameters(self) -> Mapping[str, np.dtype[Any] | tuple[type, ...]]:
+    def parameters(self) -> Mapping[str, ParameterSpec]:
         """The parameters to give on call: those of the
         :attr:`parameters_map` that are not iterated.
         """
@@ -515,7 +515,7 @@ class OpenClKernelListLauncher(LauncherI):
         super().__init__(name, profiler=profiler)
         self._default_queue = default_queue
         self._launchers: list[LauncherI] = []
-        self._parameters: dict[str, np.dtype[Any] | tuple[type, ...]] = {}
+        self._parameters: dict[str, ParameterSpec] = {}
 
     @property
     def launchers(self) -> tuple[LauncherI, ...]:
@@ -620,7 +620,7 @@ class OpenClKernelListLauncher(LauncherI):
             dst_device_offset=dst_device_offset, byte_count=byte_count))
 
     @property
-    def parameters(self) -> Mapping[str, np.dtype[Any] | tuple[type, ...]]:
+    def parameters(self) -> Mapping[str, ParameterSpec]:
         """The parameters of all the launchers of the list, by name (a
         parameter shared by several launchers is given once on call).
         """
