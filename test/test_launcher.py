@@ -10,11 +10,13 @@ import pyopencl as cl
 import pyopencl.array as cla
 import pytest
 
+from pytato.diagnostic import InvalidArgumentError, InvalidArgumentTypeError
 from pytato.launchers import (
     HostLauncherI,
     KernelProfiler,
     KernelStatistics,
     LauncherStatistics,
+    OpenClCopyBuffer,
     OpenClCopyDevice2Device,
     OpenClCopyDevice2Host,
     OpenClCopyHost2Device,
@@ -613,6 +615,173 @@ def test_host_launcher(cl_ctx, prg, profiling):
         host(q, scale=1.0, other=2)
     with pytest.raises(TypeError, match="missing parameters"):
         host(q)
+
+# }}}
+
+
+# {{{ copies in every direction share one checking
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.float32, np.complex128])
+def test_copy_round_trip_dtypes(queue, dtype):
+    """Host to device, device to device and back, whole and with a byte
+    count, for several dtypes (copies move bytes, whatever the dtype)."""
+    rng = np.random.default_rng(7)
+    host = rng.integers(0, 100, 12).astype(dtype)
+    if np.dtype(dtype).kind == "c":
+        host = host + 1j * host[::-1]
+    dev = cla.empty(queue, host.shape, host.dtype)
+    dev2 = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, size=host.nbytes)
+    out = np.zeros_like(host)
+    lst = OpenClKernelListLauncher("trip", default_queue=queue)
+    lst.push_copy_host_to_device("a", host, dev)
+    lst.push_copy_device_to_device("b", dev, dev2)
+    lst.push_copy_device_to_host("c", dev2, out)
+    assert [ln.direction for ln in lst] == ["h2d", "d2d", "d2h"]
+    assert all(ln.nbytes == host.nbytes for ln in lst)
+    lst().wait()
+    np.testing.assert_array_equal(out, host)
+
+    # the first half only, through the generic class
+    half = host.nbytes // 2
+    part = np.zeros_like(host)
+    copy = OpenClCopyBuffer("h", dev, part, byte_count=half,
+                            default_queue=queue)
+    assert copy.direction == "d2h" and copy.nbytes == half
+    copy().wait()
+    np.testing.assert_array_equal(part[:host.size // 2], host[:host.size // 2])
+    np.testing.assert_array_equal(part[host.size // 2:], 0)
+
+
+def test_copy_of_nothing(queue):
+    """A copy of zero bytes enqueues a marker and copies nothing."""
+    empty = np.zeros(0, np.float32)
+    dev = cla.zeros(queue, 4, np.float32)
+    copy = OpenClCopyHost2Device("e", empty, dev, default_queue=queue)
+    assert copy.nbytes == 0
+    evt = copy()
+    assert isinstance(evt, cl.Event)
+    evt.wait()
+    np.testing.assert_array_equal(dev.get(), 0)
+
+
+def test_copy_errors(queue):
+    """Each direction rejects bad memories, offsets and sizes with a typed
+    error naming the launcher and the end of the copy at fault."""
+    host = np.zeros(8, np.float32)
+    dev = cla.zeros(queue, 8, np.float32)
+    buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, size=32)
+    readonly = np.zeros(8, np.float32)
+    readonly.flags.writeable = False
+    strided = np.zeros((4, 4), np.float32)[:, ::2]
+
+    cases = [
+        # (class, args, keywords, error, message)
+        (OpenClCopyHost2Device, ("v", dev, buf), {}, InvalidArgumentTypeError,
+         "copy of 'v': host to device copy needs a numpy array source"),
+        (OpenClCopyDevice2Host, ("v", host, host), {}, InvalidArgumentTypeError,
+         "copy of 'v': device to host copy needs a pyopencl Buffer"),
+        (OpenClCopyDevice2Device, ("v", host, dev), {},
+         InvalidArgumentTypeError,
+         "copy of 'v': device to device copy needs pyopencl Buffers"),
+        (OpenClCopyBuffer, ("v", host, host), {}, InvalidArgumentTypeError,
+         "neither source .* nor destination .* is device memory"),
+        (OpenClCopyBuffer, ("v", host, dev), {"src_device_offset": 4},
+         InvalidArgumentError,
+         "copy_h2d_v: src_device_offset given for host source"),
+        (OpenClCopyBuffer, ("v", dev, host), {"dst_device_offset": 4},
+         InvalidArgumentError,
+         "copy_d2h_v: dst_device_offset given for host destination"),
+        (OpenClCopyHost2Device, ("v", host, buf), {"dst_device_offset": 8},
+         InvalidArgumentError,
+         "copy_h2d_v: 32 bytes do not fit the 24 bytes of the destination"),
+        (OpenClCopyDevice2Host, ("v", buf, host), {"src_device_offset": 8},
+         InvalidArgumentError,
+         "copy_d2h_v: 32 bytes requested from a source of 24 bytes"),
+        (OpenClCopyDevice2Device, ("v", dev, buf), {"byte_count": 40},
+         InvalidArgumentError, "copy_d2d_v: 40 bytes exceed the source"),
+        (OpenClCopyBuffer, ("v", dev, buf), {"byte_count": -1},
+         InvalidArgumentError, "copy_d2d_v: negative byte_count -1"),
+        (OpenClCopyDevice2Host, ("v", dev, readonly), {},
+         InvalidArgumentError,
+         r"copy_d2h_v \(destination\): host array is not writeable"),
+        (OpenClCopyHost2Device, ("v", strided, dev), {},
+         InvalidArgumentError,
+         r"copy_h2d_v \(source\): host array is not contiguous"),
+        (OpenClCopyHost2Device, ("v", host, dev), {"byte_count": 64},
+         InvalidArgumentError, r"copy_h2d_v \(source\): byte_count 64"),
+        (OpenClCopyDevice2Device, ("v", dev, buf), {"src_device_offset": 64},
+         InvalidArgumentError,
+         r"copy_d2d_v \(source\): device offset 64 is past the end"),
+        (OpenClCopyDevice2Device, ("v", dev, buf), {"dst_device_offset": -8},
+         InvalidArgumentError,
+         r"copy_d2d_v \(destination\): negative device offset -8"),
+    ]
+    for cls, args, kwds, error, message in cases:
+        with pytest.raises(error, match=message):
+            cls(*args, **kwds)
+    # a named copy reports its name
+    with pytest.raises(InvalidArgumentError, match=r"^upload: "):
+        OpenClCopyHost2Device("v", host, buf, dst_device_offset=8,
+                              name="upload")
+
+# }}}
+
+
+# {{{ the package's one logger and its imports
+
+class _Noop(HostLauncherI):
+    def apply(self) -> None:
+        pass
+
+
+def test_one_logger(monkeypatch, caplog, prof_queue, prg):
+    """Kernels, copies and host launchers trace and profile through the
+    logger ``pytato.launchers`` itself, whichever module logs."""
+    x = cla.to_device(prof_queue, _host_x())
+    a = cla.empty_like(x)
+    lst = OpenClKernelListLauncher("all", default_queue=prof_queue)
+    lst.push_kernels(OpenClKernelLauncher(
+        "add_one", cl.Kernel(prg, "add_one"), (x, a, np.int32(N)),
+        default_global_work_size=N), _Noop("noop"))
+    lst.push_copy_device_to_host("a", a, np.empty(N, np.float32))
+    monkeypatch.setenv("PYTATO_TRACE_KERNELS", "1")
+    monkeypatch.setenv("PYTATO_PROFILE_KERNELS", "1")
+    with caplog.at_level(logging.INFO, logger="pytato.launchers"):
+        lst().wait()
+    messages = {r.getMessage().split(":")[0] for r in caplog.records}
+    assert messages == {"enqueue add_one", "profile add_one", "enqueue noop",
+                        "profile noop", "enqueue copy_d2h_a",
+                        "profile copy_d2h_a"}
+    assert {r.name for r in caplog.records} == {"pytato.launchers"}
+
+
+def test_package_imports():
+    """The launchers know nothing of pytato's graphs nor of loopy: their
+    modules import, of pytato, only :mod:`pytato.diagnostic` and each other,
+    and import nothing inside functions."""
+    import ast
+    from pathlib import Path
+
+    import pytato.launchers
+
+    package = Path(pytato.launchers.__file__).parent
+    modules = sorted(package.glob("*.py"))
+    assert len(modules) > 1
+    for path in modules:
+        tree = ast.parse(path.read_text())
+        top_level = set(tree.body)
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            assert node in top_level, f"{path.name}:{node.lineno}: inner import"
+            names = ([alias.name for alias in node.names]
+                     if isinstance(node, ast.Import) else [node.module or ""])
+            for name in names:
+                assert not name.startswith("loopy"), f"{path.name}: {name}"
+                if name.startswith("pytato"):
+                    assert (name == "pytato.diagnostic"
+                            or name.startswith("pytato.launchers.")), (
+                        f"{path.name}: imports {name}")
 
 # }}}
 
