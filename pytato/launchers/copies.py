@@ -4,7 +4,7 @@
 :class:`OpenClCopyDevice2Device` (one direction each, checked).
 
 All directions share one checking of the memories, offsets and byte count
-(:func:`_plan_copy`).  See :mod:`pytato.launchers` for the directives
+(``_plan_copy``).  See :mod:`pytato.launchers` for the directives
 documenting these names.
 """
 
