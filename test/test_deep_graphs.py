@@ -65,8 +65,11 @@ def test_deep_chain(chain: pt.Array) -> None:
     assert get_num_nodes(chain) == DEPTH + 1
     assert get_max_node_depth(chain) == DEPTH + 1
 
+    # A bound that only a super-linear pass can exceed (about 10 s on 2
+    # cores; a quadratic pass over 10^5 nodes would take hours), not a
+    # benchmark: it must not fail on a loaded machine.
     elapsed = time.perf_counter() - start
-    assert elapsed < 60, f"deep-graph operations took {elapsed:.1f} s"
+    assert elapsed < 600, f"deep-graph operations took {elapsed:.1f} s"
 
 
 def test_deep_chain_dce_drops_dead_bindings(chain: pt.Array) -> None:
