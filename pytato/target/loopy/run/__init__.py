@@ -20,7 +20,8 @@ the kernels.
   generation and the device builds;
 * :mod:`~pytato.target.loopy.run.cl_target`: pytato's OpenCL loopy target;
 * :mod:`~pytato.target.loopy.run.program_store`: the on-disk store of
-  generated programs;
+  generated programs, and :mod:`~pytato.target.loopy.run.program_cache`
+  the in-memory cache;
 * :mod:`~pytato.target.loopy.run.dispatch`: how a checked call reaches the
   device, through one of:
 * :mod:`~pytato.target.loopy.run.fast_call`: the fast path of repeated

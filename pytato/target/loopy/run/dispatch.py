@@ -79,7 +79,8 @@ def _run(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
     return result
 
 
-def _to_device(queue: cl.CommandQueue, value: Any, allocator: Any = None) -> Any:
+def _to_device(queue: cl.CommandQueue, value: Any, allocator: Any = None
+               ) -> Any:
     if isinstance(value, np.ndarray):
         # the kernels take C-ordered arrays (as numpy inputs are converted)
         if not value.flags.c_contiguous:

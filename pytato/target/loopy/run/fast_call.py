@@ -26,6 +26,7 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 from pymbolic import evaluate
+from pyopencl.tools import DeferredAllocator
 
 import pytato.target.loopy.run.queues as _queues
 from pytato.diagnostic import UnsupportedByTargetError
@@ -387,7 +388,6 @@ class _FastCall:
         if allocator is not None:
             return allocator
         if self._deferred is None:
-            from pyopencl.tools import DeferredAllocator
             self._deferred = DeferredAllocator(self.context)
         return self._deferred
 

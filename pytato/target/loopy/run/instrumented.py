@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array as cla
 
 from pytato.launchers import (
     has_profiling,
@@ -98,7 +99,7 @@ def run_instrumented(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
     values = {k: kwargs[k] for k in plan.value_args}
     typed = plan.typed_values(values)
     encountered_numpy = encountered_dev = False
-    memory: dict[str, Any] = {}
+    memory: dict[str, cla.Array] = {}
     for name in plan.input_arrays:
         value = kwargs[name]
         if isinstance(value, np.ndarray):

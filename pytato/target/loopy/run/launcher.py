@@ -57,14 +57,25 @@ and the instrumented runs (:mod:`pytato.target.loopy.run.instrumented`).
 from __future__ import annotations
 
 import os
+import warnings
 import weakref
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
+import loopy as lp
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
+from loopy.diagnostic import ParameterFinderWarning
+from loopy.kernel.array import get_strides
+from loopy.schedule import (
+    CallKernel,
+    EnterLoop,
+    LeaveLoop,
+    get_insn_ids_for_block_at,
+)
+from loopy.schedule.tools import get_subkernel_arg_info
 from pymbolic import evaluate
 
 from pytato.diagnostic import (
@@ -180,16 +191,6 @@ class KernelPlan:
     """
 
     def __init__(self, executor: PyOpenCLExecutor, arg_to_dtype: Any = None) -> None:
-        import loopy as lp
-        from loopy.kernel.array import get_strides
-        from loopy.schedule import (
-            CallKernel,
-            EnterLoop,
-            LeaveLoop,
-            get_insn_ids_for_block_at,
-        )
-        from loopy.schedule.tools import get_subkernel_arg_info
-
         t_unit = executor.get_typed_and_scheduled_translation_unit(arg_to_dtype)
         knl = t_unit[executor.entrypoint]
         sched = knl.linearization
@@ -315,9 +316,6 @@ def get_kernel_plan(executor: PyOpenCLExecutor) -> KernelPlan:
     try:
         plan = _PLANS[executor]
     except KeyError:
-        import warnings
-
-        from loopy.diagnostic import ParameterFinderWarning
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", ParameterFinderWarning)

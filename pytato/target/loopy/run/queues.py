@@ -40,11 +40,6 @@ kernels of the program and their arguments.)
 
 .. autofunction:: default_allocator
 .. autofunction:: set_default_memory_pool
-
-.. rubric:: Repeated calls
-
-.. autofunction:: default_allocator
-.. autofunction:: set_default_memory_pool
 """
 
 from __future__ import annotations
@@ -63,7 +58,7 @@ __all__ = ["default_allocator", "set_default_memory_pool"]
 
 # {{{ the queue argument
 
-def _check_queue(queue: Any) -> None:
+def _check_queue(queue: object) -> None:
     """Raise :class:`~pytato.diagnostic.InvalidArgumentTypeError` naming the
     argument ``queue`` unless it is (or, duck-typed, looks like: has a
     ``context``) a :class:`pyopencl.CommandQueue` (a common slip: passing
