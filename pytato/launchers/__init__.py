@@ -3,7 +3,7 @@
 This package knows nothing of pytato's graphs or of :mod:`loopy`: it
 enqueues :mod:`pyopencl` kernels and copies, and measures them.  The program
 objects of :mod:`pytato.target.loopy` build their launchers on it (see
-:mod:`pytato.target.loopy.run.launch`).
+:mod:`pytato.target.loopy.run.launcher`).
 
 The names below are documented in :mod:`pytato.launchers.launchers`.
 """

@@ -183,7 +183,7 @@ class _SizedCall:
     #: outputs and temporaries from *allocator*, enqueue the kernels (the
     #: first after *wait_for*; each after the previous one on an
     #: out-of-order queue) and return the last event and the outputs (a
-    #: tuple). *info* is :func:`_queue_info` of *queue* (its identity
+    #: tuple). *info* is ``queues._queue_info`` of *queue* (its identity
     #: stands for the queue); *buffers* the memory of the inputs, by
     #: number. (A function made by :meth:`_compile_run`.)
     #:
@@ -201,8 +201,9 @@ class _SizedCall:
 
     #: :attr:`run` for queues with profiling enabled: the same, and the
     #: events of the kernels are recorded (one batch per call) in the
-    #: executor's statistics (:func:`executor_statistics`). (Compiled on
-    #: its first call.)
+    #: executor's statistics
+    #: (:func:`~pytato.target.loopy.run.statistics.executor_statistics`).
+    #: (Compiled on its first call.)
     run_profiled: Any
 
     def _first_run_profiled(self, *args: Any) -> Any:

@@ -74,9 +74,12 @@ def run_instrumented(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
                      out_host: bool | None = None, **kwargs: Any) -> Any:
     """Run *executor* like calling it (same arguments, same result
     ``(event, outputs)``), recording each kernel's event in
-    :func:`executor_statistics` (when *queue* has profiling enabled).
+    :func:`~pytato.target.loopy.run.statistics.executor_statistics` (when
+    *queue* has profiling enabled).
     Arguments are expected checked (all inputs and value arguments given).
-    Programs that :func:`supports_instrumented_run` rejects raise
+    Programs that
+    :func:`~pytato.target.loopy.run.launcher.supports_instrumented_run`
+    rejects raise
     :class:`~pytato.diagnostic.UnsupportedByTargetError`.
 
     Without the environment switches of

@@ -331,8 +331,10 @@ def get_kernel_plan(executor: PyOpenCLExecutor) -> KernelPlan:
 
 
 def supports_instrumented_run(executor: PyOpenCLExecutor) -> bool:
-    """Whether :func:`run_instrumented` can run *executor* (programs whose
-    host code has loops or packed arguments cannot be)."""
+    """Whether
+    :func:`~pytato.target.loopy.run.instrumented.run_instrumented` can run
+    *executor* (programs whose host code has loops or packed arguments
+    cannot be)."""
     try:
         get_kernel_plan(executor)
     except UnsupportedByTargetError:
