@@ -33,8 +33,8 @@ the kernels.
 * :mod:`~pytato.target.loopy.run.statistics`: the profiling statistics of
   programs.
 
-Within the stage, imports go one way: ``programs`` builds on
-``deferred_schedule``, ``dispatch`` and ``launcher``; ``dispatch`` on
-``instrumented``, which builds on ``fast_call``, which builds on
-``launcher``, ``queues`` and ``statistics``.
+Within the stage, imports go one way: ``programs`` builds on the others;
+``dispatch`` on ``instrumented``, ``fast_call`` and ``launcher``;
+``instrumented`` on ``fast_call``; ``fast_call`` on ``launcher``,
+``queues`` and ``statistics``; ``deferred_schedule`` on ``program_store``.
 """
