@@ -219,7 +219,7 @@ class _Gate:
 def _kernel_events(prg: Any, queue: Any) -> list[Any]:
     """The kernel events that *prg* recorded on the profiling *queue* since
     its last ``clear_statistics()``."""
-    from pytato.target.loopy.run.launch import executor_statistics
+    from pytato.target.loopy.run.statistics import executor_statistics
     return [evt for _, evt in
             executor_statistics(prg._executor(queue.context)).events]
 

@@ -40,7 +40,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 import pytato as pt
-from pytato.target.loopy.run.launch import get_kernel_plan
+from pytato.target.loopy.run.launcher import get_kernel_plan
 
 
 def pick_context(match: str | None = None) -> cl.Context:

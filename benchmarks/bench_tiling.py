@@ -101,7 +101,7 @@ def device_time(queue: Any, prg: Any, inputs: dict[str, Any],
     of one call of *prg* (nan without profiling information)."""
     import pyopencl as cl
 
-    from pytato.target.loopy.run.launch import executor_statistics
+    from pytato.target.loopy.run.statistics import executor_statistics
 
     queue.finish()
     prg.clear_statistics()

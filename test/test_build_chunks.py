@@ -21,7 +21,7 @@ from pytato.target.loopy.run.executor import (
     build_kernels,
     split_device_code,
 )
-from pytato.target.loopy.run.launch import get_kernel_plan
+from pytato.target.loopy.run.launcher import get_kernel_plan
 
 
 # a source with everything loopy and pytato put around kernels: macros

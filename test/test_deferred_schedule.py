@@ -124,7 +124,7 @@ def test_deferred_equals_cl_device(queue, name):
 def test_program_cache_and_repeated_calls(cl_ctx, monkeypatch):
     """The in-memory cache returns the deferred program with its schedules;
     repeated calls skip the argument checks."""
-    from pytato.target.loopy.run import launch
+    from pytato.target.loopy.run.fast_call import _FAST_CALLS
     queue = cl.CommandQueue(cl_ctx)
     x = pt.make_placeholder("x", (1000,), np.float64)
     prog = pt.generate_loopy(3 * x - 1)
@@ -134,7 +134,7 @@ def test_program_cache_and_repeated_calls(cl_ctx, monkeypatch):
     again = pt.generate_loopy(3 * x - 1)
     assert again is prog
     executor = prog._executor(cl_ctx)
-    assert launch._FAST_CALLS.get(executor) is not None
+    assert _FAST_CALLS.get(executor) is not None
     calls = [0]
     process = type(prog._arg_spec).process
 

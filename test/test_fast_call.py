@@ -1,7 +1,7 @@
 """The fast call path of pytato's OpenCL programs and executables
-(``pytato.target.loopy.run.launch._FastCall``) gives what loopy's executor
+(``pytato.target.loopy.run.fast_call._FastCall``) gives what loopy's executor
 gives: same result types and structure, same values, events, errors; and
-repeated calls (``launch._RepeatedCalls``), which skip the argument checks,
+repeated calls (``fast_call._RepeatedCalls``), which skip the argument checks,
 skip them only for arguments checked before."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pytest
 
 import pytato as pt
 from pytato.diagnostic import ArgumentDTypeError, ArgumentShapeError
-from pytato.target.loopy.run import launch
+from pytato.target.loopy.run import fast_call
+from pytato.target.loopy.run.queues import _queue_info
 
 
 def _programs() -> dict[str, tuple[object, dict[str, np.ndarray]]]:
@@ -77,7 +78,7 @@ def test_fast_call_matches_loopy(cl_ctx, monkeypatch, name, host, bound):
     assert calls[0] == 0
     assert isinstance(evt_again, cl.Event)
     _same(got_again, got)
-    fast = launch._FAST_CALLS.get(executor)
+    fast = fast_call._FAST_CALLS.get(executor)
     assert fast is not None, "the fast path is not used"
     assert any(v is not None for v in fast._sized.values())
     assert isinstance(evt, cl.Event)
@@ -449,7 +450,7 @@ def test_repeated_calls_keep_temporaries(cl_ctx, kind):
     for x in xs:
         runner(queue, x=x)
     executor = runner.program if kind == "exe" else prog._executor(cl_ctx)
-    held = launch._FAST_CALLS[executor].held
+    held = fast_call._FAST_CALLS[executor].held
     kept = held[0]
     assert kept is not None and len(kept[3]) == 2
 
@@ -465,7 +466,7 @@ def test_repeated_calls_keep_temporaries(cl_ctx, kind):
             assert held[0] is kept          # same queue: kept again
         elif i == 2:
             assert held[0] is not kept      # another queue: its own
-            assert held[0][1] is launch._queue_info(other)
+            assert held[0][1] is _queue_info(other)
         elif i in (4, 5):
             assert held[0] is None          # other allocators: not kept
         elif i == 7:
@@ -490,7 +491,7 @@ def test_repeated_calls_temporaries_out_of_order(cl_ctx):
     for x in xs:
         evt, (out,) = exe(queue, x=x)
         outs.append((x, evt, out))
-    assert launch._FAST_CALLS[exe.program].held[0] is None
+    assert fast_call._FAST_CALLS[exe.program].held[0] is None
     for x, evt, out in outs:
         evt.wait()
         np.testing.assert_allclose(out.get(), ref(x.get()))
@@ -536,6 +537,6 @@ def test_repeated_calls_wait_for_input_events(cl_ctx, kind):
     evt, (out,) = runner(queue, x=x)
     assert repeated.pending == []
     np.testing.assert_allclose(out.get(), ref(x.get()))
-    assert launch._FAST_CALLS[executor] is not None
+    assert fast_call._FAST_CALLS[executor] is not None
 
 # }}}

@@ -1,5 +1,6 @@
 """Tests of kernel launchers of pytato programs and of program statistics
-(:mod:`pytato.target.loopy.run.launch`)."""
+(:mod:`pytato.target.loopy.run.launcher`,
+:mod:`pytato.target.loopy.run.instrumented`)."""
 
 from __future__ import annotations
 
@@ -25,13 +26,14 @@ from pytato.launchers import (
     TRACE_KERNELS_ENV,
     event_duration,
 )
-from pytato.target.loopy.run.launch import (
+from pytato.target.loopy.run.instrumented import wants_instrumented_run
+from pytato.target.loopy.run.launcher import (
     ProgramLauncher,
     env_switches_set,
-    executor_statistics,
     get_kernel_plan,
-    wants_instrumented_run,
+    make_program_launcher,
 )
+from pytato.target.loopy.run.statistics import executor_statistics
 
 
 PROFILING = cl.command_queue_properties.PROFILING_ENABLE
@@ -567,7 +569,6 @@ def test_profiling_launcher_keeps_events_and_profiler(prof_queue, multi_prog):
     """A launcher on a profiling queue records its kernels' events on the
     fast path, in its launchers and in its profiler."""
     from pytato.launchers import KernelProfiler
-    from pytato.target.loopy.run.launch import make_program_launcher
     prog = multi_prog
     profiler = KernelProfiler("run")
     executor = prog._executor(prof_queue.context)

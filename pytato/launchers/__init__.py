@@ -4,7 +4,7 @@ launchers, copies and their profiling statistics.
 This package knows nothing of pytato's graphs or of :mod:`loopy`: it
 enqueues :mod:`pyopencl` kernels and copies, and measures them.  The program
 objects of :mod:`pytato.target.loopy` build their launchers on it (see
-:mod:`pytato.target.loopy.run.launch`).  Its modules, each with one job:
+:mod:`pytato.target.loopy.run.launcher`).  Its modules, each with one job:
 :mod:`~pytato.launchers.base` (the interfaces),
 :mod:`~pytato.launchers.kernels` (kernel and list launchers),
 :mod:`~pytato.launchers.copies`, :mod:`~pytato.launchers.statistics`,

@@ -5,6 +5,8 @@ The selection is read each time a launcher enqueues work, so it may change
 at run time; messages go to the logger ``pytato.launchers``.  See
 :mod:`pytato.launchers` for the variables' syntax and the directives
 documenting these names.
+
+.. autodata:: OFF_WORDS
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ PROFILE_KERNELS_ENV = "PYTATO_PROFILE_KERNELS"
 # {{{ environment switches
 
 _ALL_WORDS = frozenset({"1", "all", "true", "yes", "on"})
-_NONE_WORDS = frozenset({"", "0", "false", "no", "off", "none"})
+#: The values of the environment variables that select no launcher.
+OFF_WORDS = frozenset({"", "0", "false", "no", "off", "none"})
 
 
 @lru_cache(maxsize=16)
@@ -55,7 +58,7 @@ def _parse_selection(value: str) -> bool | frozenset[str]:
     stripped = value.strip()
     if stripped.lower() in _ALL_WORDS:
         return True
-    if stripped.lower() in _NONE_WORDS:
+    if stripped.lower() in OFF_WORDS:
         return False
     names = frozenset(n.strip() for n in stripped.split(",") if n.strip())
     if "all" in names:

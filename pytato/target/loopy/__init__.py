@@ -5,9 +5,6 @@
 binds it, with the data of the graph's data wrappers, into a
 :class:`BoundPyOpenCLProgram`.
 
-:mod:`loopy` is imported on first use, so that importing :mod:`pytato` stays
-cheap.
-
 .. autofunction:: generate_loopy
 .. autodata:: PROGRAM_CACHE
 .. autoclass:: ImplSubstitution
@@ -24,20 +21,44 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pytato.array.base import Array
+import loopy as lp
+
+from pytato.array.base import Array, GraphNode, topological_order
+from pytato.array.constructors import make_dict_of_named_arrays
 from pytato.array.results import DictOfNamedArrays
+from pytato.codegen import (
+    SINGLE_OUTPUT_NAME,
+    FewerCollections,
+    PhaseTimer,
+    normalize_outputs,
+    preprocess,
+)
+from pytato.diagnostic import CannotBeLoweredToLoopyError
 from pytato.tags import ImplementationStrategy, ImplStored, Named, PrefixNamed, Tag
 from pytato.target.loopy._moved import install as _install_moved_modules
+
+# calls, loopy calls, foreign functions and sparse products lower through
+# the extended mapper of pytato.target.loopy.lower.calls
+from pytato.target.loopy.lower.calls import (
+    build_translation_unit_with_calls as build_translation_unit,
+)
+from pytato.target.loopy.lower.index_checks import IndexCheckedProgram, index_checks
+from pytato.target.loopy.run import program_store
+from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
 from pytato.target.loopy.run.programs import (
     BoundPyOpenCLExecutable,
     BoundPyOpenCLProgram,
     LoopyPyOpenCLTarget,
     LoopyTarget,
 )
+from pytato.target.loopy.schedule.default import (
+    DeviceInfo,
+    default_schedule as schedule_unit,
+)
+from pytato.transform.mappers import UnsupportedNodeError
 
 
 if TYPE_CHECKING:
-    import loopy as lp
     import pyopencl as cl
 
     from pytato.target import BoundProgram
@@ -53,19 +74,7 @@ _install_moved_modules()
 logger = logging.getLogger("pytato.codegen")
 
 
-def _make_program_cache() -> Any:
-    from pytato.codegen import ProgramCache
-    return ProgramCache(64)
-
-
-PROGRAM_CACHE = _make_program_cache()
-"""The in-memory cache of :func:`generate_loopy`: a
-:class:`pytato.codegen.ProgramCache` from (structurally equal) graphs, with
-the target, options, function name and flags, to the generated program.
-Generating code for an equal graph returns the same program object."""
-
-
-def _options_key(options: Any) -> Any:
+def _options_key(options: lp.Options) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, repr(v)) for k, v in vars(options).items()))
 
 
@@ -161,8 +170,6 @@ def generate_loopy(
     :raises pytato.diagnostic.CannotBeLoweredToLoopyError: for graphs with
         nodes that cannot be lowered (naming the node type).
     """
-    import loopy as lp
-
     if check_indices:
         return _generate_checked(
             result, target, options, function_name=function_name,
@@ -170,8 +177,6 @@ def generate_loopy(
             array_tag_t_to_not_propagate=array_tag_t_to_not_propagate,
             axis_tag_t_to_not_propagate=axis_tag_t_to_not_propagate,
             default_schedule=default_schedule)
-
-    from pytato.codegen import FewerCollections, normalize_outputs
 
     is_dict = not isinstance(result, Array)
     if target is None:
@@ -217,12 +222,6 @@ def _generate_checked(result: Array | DictOfNamedArrays | Mapping[str, Array],
                       target: LoopyTarget | None, options: lp.Options | None,
                       **kwargs: Any) -> BoundProgram:
     """:func:`generate_loopy` with ``check_indices=True``."""
-    import loopy as lp
-
-    from pytato.array.constructors import make_dict_of_named_arrays
-    from pytato.codegen import SINGLE_OUTPUT_NAME, normalize_outputs
-    from pytato.target.loopy.lower.index_checks import IndexCheckedProgram, index_checks
-
     is_dict = not isinstance(result, Array)
     outputs = normalize_outputs(result)
     flags = index_checks(outputs)
@@ -251,22 +250,11 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
     """The program of :func:`generate_loopy` (after its argument checks and
     its in-memory cache): from the program store, or lowered, scheduled
     and saved there."""
-    from pytato.codegen import PhaseTimer, preprocess
-    from pytato.diagnostic import CannotBeLoweredToLoopyError
-
-    # calls, loopy calls, foreign functions and sparse products lower
-    # through the extended mapper of pytato.target.loopy.lower.calls
-    from pytato.target.loopy.lower.calls import (
-        build_translation_unit_with_calls as build_translation_unit,
-    )
-    from pytato.transform.mappers import UnsupportedNodeError
-
     try:
         with PhaseTimer(logger, "transform (preprocess)"):
             prep = preprocess(result)
     except UnsupportedNodeError as e:
         raise CannotBeLoweredToLoopyError(str(e)) from e
-    from pytato.array.base import topological_order
     order = topological_order([prep.outputs])
     nnodes = len(order)
     device = cl_device or getattr(target, "device", None)
@@ -274,7 +262,6 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
     # the program's first call there (see BoundPyOpenCLProgram)
     deferred = (default_schedule and device is None
                 and isinstance(target, LoopyPyOpenCLTarget))
-    from pytato.target.loopy.run import program_store
     t_unit = None
     with PhaseTimer(logger, "program store lookup", f"{nnodes} nodes"):
         store_key = _program_store_key(
@@ -298,11 +285,8 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
                 axis_tag_t_to_not_propagate=frozenset(
                     axis_tag_t_to_not_propagate))
         if default_schedule and not deferred:
-            from pytato.target.loopy.schedule.default import (
-                default_schedule as schedule,
-            )
             with PhaseTimer(logger, "default schedule"):
-                t_unit = schedule(t_unit, device)
+                t_unit = schedule_unit(t_unit, device)
         if store_key is not None:
             with PhaseTimer(logger, "program store save"):
                 program_store.save(store_key, "unit", t_unit)
@@ -315,20 +299,19 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
     return prog
 
 
-def _program_store_key(outputs: DictOfNamedArrays, order: list[Any], *,
+def _program_store_key(outputs: DictOfNamedArrays, order: list[GraphNode], *,
                        target: LoopyTarget,
-                       device: Any, default_schedule: bool,
+                       device: cl.Device | DeviceInfo | None,
+                       default_schedule: bool,
                        **parameters: Any) -> str | None:
     """The key of the program for the preprocessed *outputs* in the
     persistent store (:mod:`pytato.target.loopy.run.program_store`), or None
     if it is not used: the store is off, the target is not a
     :class:`LoopyPyOpenCLTarget`, or the graph or a parameter has no
     persistent hash."""
-    from pytato.target.loopy.run import program_store
     if type(target) is not LoopyPyOpenCLTarget \
             or not program_store.store_enabled():
         return None
-    from pytato.target.loopy.schedule.default import DeviceInfo
     info = DeviceInfo.of(device) if default_schedule else None
     parameters["options"] = _options_key(parameters["options"])
     for name in ("array_tag_t_to_not_propagate",

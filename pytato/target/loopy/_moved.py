@@ -24,7 +24,7 @@ _BASE = "pytato.target.loopy"
 #: old module path -> the module that holds its code now
 MOVED_MODULES: dict[str, str] = {
     f"{_BASE}.launcher": "pytato.launchers",
-    f"{_BASE}.launch": f"{_BASE}.run.launch",
+    f"{_BASE}.launch": f"{_BASE}.run.launcher",
     f"{_BASE}.programs": f"{_BASE}.run.programs",
     f"{_BASE}.arguments": f"{_BASE}.run.arguments",
     f"{_BASE}.executor": f"{_BASE}.run.executor",

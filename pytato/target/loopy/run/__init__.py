@@ -9,14 +9,32 @@ the kernels.
 
 * :mod:`~pytato.target.loopy.run.programs`: the targets and the bound
   program objects that :func:`~pytato.target.loopy.generate_loopy` returns;
+* :mod:`~pytato.target.loopy.run.deferred_schedule`: the schedule of a
+  program generated without a device, for the device of its first call;
 * :mod:`~pytato.target.loopy.run.arguments`: checking and converting
   arguments;
+* :mod:`~pytato.target.loopy.run.queues`: what is kept per command queue
+  (its flags, its default memory pool);
 * :mod:`~pytato.target.loopy.run.preprocessing` and
   :mod:`~pytato.target.loopy.run.executor`: loopy's preprocessing, code
   generation and the device builds;
 * :mod:`~pytato.target.loopy.run.cl_target`: pytato's OpenCL loopy target;
 * :mod:`~pytato.target.loopy.run.program_store`: the on-disk store of
-  generated programs;
-* :mod:`~pytato.target.loopy.run.launch`: the program launcher, the fast
-  call path and the instrumented runs.
+  generated programs, and :mod:`~pytato.target.loopy.run.program_cache`
+  the in-memory cache;
+* :mod:`~pytato.target.loopy.run.dispatch`: how a checked call reaches the
+  device, through one of:
+* :mod:`~pytato.target.loopy.run.fast_call`: the fast path of repeated
+  calls;
+* :mod:`~pytato.target.loopy.run.instrumented`: the runs that enqueue the
+  kernels one by one, traced and profiled;
+* :mod:`~pytato.target.loopy.run.launcher`: the program launcher and the
+  kernel plan of an executor;
+* :mod:`~pytato.target.loopy.run.statistics`: the profiling statistics of
+  programs.
+
+Within the stage, imports go one way: ``programs`` builds on the others;
+``dispatch`` on ``instrumented``, ``fast_call`` and ``launcher``;
+``instrumented`` on ``fast_call``; ``fast_call`` on ``launcher``,
+``queues`` and ``statistics``; ``deferred_schedule`` on ``program_store``.
 """

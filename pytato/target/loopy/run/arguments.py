@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import loopy as lp
 import numpy as np
 from pymbolic import evaluate
 from pymbolic.mapper.dependency import DependencyMapper
@@ -42,6 +43,7 @@ from pytato.diagnostic import (
     MissingArgumentError,
     UnknownArgumentError,
 )
+from pytato.tags import ForceValueArgTag
 
 
 __all__ = ["ArgumentSpec"]
@@ -95,15 +97,11 @@ class ArgumentSpec:
     @classmethod
     def from_kernel(cls, kernel: Any) -> ArgumentSpec:
         """Read the spec off a :class:`loopy.LoopKernel`."""
-        import loopy as lp
-
         def dtype_of(arg: Any) -> np.dtype[Any] | None:
             dt = arg.dtype
             if dt is None or dt is lp.auto:
                 return None
             return np.dtype(dt.numpy_dtype)
-
-        from pytato.tags import ForceValueArgTag
 
         arrays: dict[str, Any] = {}
         values: dict[str, Any] = {}
@@ -363,6 +361,7 @@ def _init_cached_array_types() -> None:
     shape, dtype and strides determine the outcome)."""
     _CACHED_ARRAY_TYPES.add(np.ndarray)
     try:
+        # the checks of numpy arguments work without pyopencl
         import pyopencl.array as cla
     except ImportError:  # pragma: no cover
         return

@@ -31,8 +31,12 @@ from __future__ import annotations
 from typing import Any
 
 import loopy as lp
+import numpy as np
+from cgen import Const, Pointer
+from loopy.schedule.tools import get_subkernel_arg_info
 from loopy.target.c.codegen.expression import CExpressionToCodeMapper
 from loopy.target.pyopencl import PyOpenCLCASTBuilder
+from loopy.types import LoopyType, NumpyType
 from pymbolic.mapper.stringifier import (
     PREC_BITWISE_AND,
     PREC_BITWISE_OR,
@@ -59,9 +63,6 @@ class _ComplexFromParts(lp.ScalarCallable):
     for infinities and NaNs, unlike ``re + 1j*im``."""
 
     def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
-        import numpy as np
-        from loopy.types import NumpyType
-
         dtypes = [arg_id_to_dtype.get(k) for k in (0, 1)]
         if any(dt is None for dt in dtypes):
             return self, clbl_inf_ctx
@@ -103,8 +104,6 @@ class _NarrowIntConversion(lp.ScalarCallable):
     (OpenCL's ``convert_char``, ...)."""
 
     def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
-        import numpy as np
-
         dt = arg_id_to_dtype.get(0)
         if dt is None:
             return self, clbl_inf_ctx
@@ -123,8 +122,6 @@ class _NarrowIntConversion(lp.ScalarCallable):
 def _calls_on_complex(callables_table: Any) -> bool:
     """Whether a function of the translation unit takes or returns a
     complex value."""
-    from loopy.types import LoopyType
-
     for clbl in callables_table.values():
         dtypes = getattr(clbl, "arg_id_to_dtype", None) or {}
         if any(isinstance(dt, LoopyType) and dt.involves_complex()
@@ -160,7 +157,6 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
                                  schedule_index: int) -> Any:
         unrestricted = False
         if codegen_state.is_entrypoint:
-            from loopy.schedule.tools import get_subkernel_arg_info
             kernel = codegen_state.kernel
             name = kernel.linearization[schedule_index].kernel_name
             unrestricted = (len(get_subkernel_arg_info(kernel, name).passed_names)
@@ -183,7 +179,6 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
         return callables
 
     def _pointer(self, var: Any, is_written: bool) -> Any:
-        from cgen import Const, Pointer
         decl = Pointer(self.wrap_decl_for_address_space(
             self.get_array_base_declarator(var), var.address_space))
         return decl if is_written else Const(decl)

@@ -444,7 +444,7 @@ def release_cache_memory() -> None:
     them."""
     import loopy as lp
 
-    from pytato.target.loopy import PROGRAM_CACHE
+    from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
     PROGRAM_CACHE.clear()
     lp.clear_in_mem_caches()
     for pdict in _STORE:

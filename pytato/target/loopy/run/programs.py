@@ -59,41 +59,11 @@ For example, with an arraycontext-style transformation::
 
 Called without an *allocator*, programs, executables and launchers allocate
 their outputs, global temporaries and transferred inputs from a
-:class:`pyopencl.tools.MemoryPool` kept per command queue (see
-:func:`default_allocator`): a time-stepper calling the same program again
-and again then reuses the memory of arrays it has dropped instead of
-creating new :class:`pyopencl.Buffer`\\ s on every call. Arrays returned to
-the user keep their memory until they are garbage collected; only then is
-it handed to later calls.
-
-The pool is per queue, not per context: its memory is reused only by later
-commands of the same in-order queue, which run after the kernels that used
-it. (A pool shared by the queues of a context could hand memory that a
-kernel on one queue still writes to a kernel on another; pyopencl's
-:class:`~pyopencl.tools.ImmediateAllocator` is also bound to one queue.)
-Out-of-order queues get no pool. As with any pool, an array used on another
-queue must be synchronized with before it is dropped.
-
-To opt out, pass ``allocator=False`` to a call (fresh buffers, as
-``allocator=None`` gave before pools were the default), or switch the pools
-off for all calls with :func:`set_default_memory_pool`. Any other
-*allocator* (a callable of a size in bytes, as for :mod:`pyopencl.array`)
-is used as given.
-
-Outputs are new arrays on every call. Global temporaries allocated from
-the default pool of an in-order queue are kept by the program (by its
-executor on the context) after the call, and used again by its next call
-on the same queue with the same size parameters: on an in-order queue
-that call runs after the kernels of this one. They go back to the pool
-when a call on another queue, with other sizes or with another allocator
-takes their place, or with the executor. With any other allocator, and
-on out-of-order queues, each call allocates its temporaries and releases
-them once its kernels are enqueued. (A program, or an executable, must
-not be called from several threads at once: the calls share the prebuilt
-kernels of the program and their arguments.)
-
-.. autofunction:: default_allocator
-.. autofunction:: set_default_memory_pool
+:class:`pyopencl.tools.MemoryPool` kept per command queue
+(:func:`~pytato.target.loopy.run.queues.default_allocator`;
+:func:`~pytato.target.loopy.run.queues.set_default_memory_pool` switches
+the pools off; both can be imported from here too): see "Memory of outputs
+and temporaries" in :mod:`pytato.target.loopy.run.queues`.
 
 .. rubric:: Repeated calls
 
@@ -115,26 +85,60 @@ same input events (kept until the next call).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import logging
-import warnings
-import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyopencl as cl
 
+from pytato.launchers import LauncherStatistics
 from pytato.target import BoundProgram, Target
 from pytato.target.loopy.run.arguments import ArgumentSpec
+from pytato.target.loopy.run.cl_target import (
+    GPU_MAX_RESTRICT_ARGUMENTS,
+    MAX_RESTRICT_ARGUMENTS,
+    PytatoPyOpenCLTarget,
+)
+from pytato.target.loopy.run.deferred_schedule import (
+    _device_info,
+    _schedule_for,
+    _transform_lowered,
+)
+from pytato.target.loopy.run.dispatch import (
+    _run,
+    _to_device,
+    _to_host,
+    _without_offset,
+)
+from pytato.target.loopy.run.executor import device_code, make_executor
+from pytato.target.loopy.run.fast_call import (
+    _RepeatedCalls,
+)
+from pytato.target.loopy.run.launcher import (
+    ProgramLauncher,
+    make_program_launcher,
+)
+from pytato.target.loopy.run.queues import (
+    _allocator_for,
+    _check_queue,
+    _queue_info,
+    default_allocator,
+    set_default_memory_pool,
+)
+from pytato.target.loopy.run.statistics import (
+    clear_executors_statistics,
+    executors_statistics,
+)
+from pytato.target.loopy.schedule.default import DeviceInfo
 
 
 if TYPE_CHECKING:
     import loopy as lp
-    import pyopencl as cl
-
-    from pytato.target.loopy.schedule.default import DeviceInfo
+    from loopy.target.pyopencl_execution import PyOpenCLExecutor
 
 
 __all__ = [
@@ -182,13 +186,6 @@ class LoopyPyOpenCLTarget(LoopyTarget):
         :class:`loopy.PyOpenCLTarget` whose kernels of many arguments
         declare their pointers without ``restrict`` (faster to compile;
         with a higher limit for a GPU :attr:`device`)."""
-        import pyopencl as cl
-
-        from pytato.target.loopy.run.cl_target import (
-            GPU_MAX_RESTRICT_ARGUMENTS,
-            MAX_RESTRICT_ARGUMENTS,
-            PytatoPyOpenCLTarget,
-        )
         # a pyopencl device, or a schedule's DeviceInfo
         gpu = (bool(self.device.type & cl.device_type.GPU)
                if isinstance(self.device, cl.Device)
@@ -213,332 +210,67 @@ class LoopyPyOpenCLTarget(LoopyTarget):
         return f"{type(self).__name__}(device={self.device!r})"
 
 
-_logger = logging.getLogger("pytato.target.loopy")
-
-
-# {{{ default allocator: a memory pool per queue
-
-# the pool lives in an attribute of the queue object (command queues cannot
-# be weakly referenced; the pool's allocator holds the OpenCL queue, not the
-# Python object, so the pool goes away with the queue object)
-_POOL_ATTR = "_pytato_default_memory_pool"
-_USE_DEFAULT_POOL = True
-
-
-def set_default_memory_pool(enabled: bool) -> bool:
-    """Switch the default memory pools (see :func:`default_allocator`) on or
-    off for all later calls that pass no *allocator*; with *enabled* false,
-    such calls allocate fresh :class:`pyopencl.Buffer`\\ s. Returns the
-    previous setting. Pools already created are kept (with their memory)
-    until their queues are garbage collected; call
-    ``default_allocator(queue).free_held()`` to release their unused
-    memory earlier."""
-    global _USE_DEFAULT_POOL
-    previous = _USE_DEFAULT_POOL
-    _USE_DEFAULT_POOL = bool(enabled)
-    return previous
-
-
-def default_allocator(queue: cl.CommandQueue) -> Any:
-    """The :class:`pyopencl.tools.MemoryPool` that programs use on *queue*
-    when called without an *allocator* (created on first use, over a
-    :class:`pyopencl.tools.ImmediateAllocator` of *queue*, and kept as long
-    as the *queue* object), or *None* for out-of-order queues (and queue
-    objects that cannot hold it). Its ``held_blocks``, ``active_blocks``
-    and ``free_held()`` inspect and release the pooled memory. Ignores
-    :func:`set_default_memory_pool`."""
-    try:
-        return getattr(queue, _POOL_ATTR)
-    except AttributeError:
-        pass
-    import pyopencl as cl
-    try:
-        setattr(queue, _POOL_ATTR, None)
-    except (AttributeError, TypeError):
+def _loopy_target_for(target: Target, info: DeviceInfo
+                      ) -> lp.TargetBase | None:
+    """The :mod:`loopy` target that *target* gives for the device *info*
+    (None for targets other than :class:`LoopyPyOpenCLTarget`: the unit
+    keeps its own)."""
+    if not isinstance(target, LoopyPyOpenCLTarget):
         return None
-    pool = None
-    if not (queue.properties
-            & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE):
-        from pyopencl.tools import ImmediateAllocator, MemoryPool
-        pool = MemoryPool(ImmediateAllocator(queue))
-    setattr(queue, _POOL_ATTR, pool)
-    return pool
-
-
-def _check_queue(queue: Any) -> None:
-    """Raise :class:`~pytato.diagnostic.InvalidArgumentTypeError` naming the
-    argument ``queue`` unless it is (or, duck-typed, looks like: has a
-    ``context``) a :class:`pyopencl.CommandQueue` (a common slip: passing
-    the context)."""
-    import pyopencl as cl
-    if not isinstance(queue, cl.CommandQueue) and (
-            isinstance(queue, cl.Context) or not hasattr(queue, "context")):
-        from pytato.diagnostic import InvalidArgumentTypeError
-        hint = (" (a pyopencl.Context was given: create a queue with "
-                "pyopencl.CommandQueue(context))"
-                if isinstance(queue, cl.Context) else "")
-        raise InvalidArgumentTypeError(
-            "argument 'queue': expected a pyopencl.CommandQueue, got "
-            f"{type(queue).__name__}{hint}")
-
-
-def _allocator_for(queue: cl.CommandQueue, allocator: Any) -> Any:
-    """The allocator a call with *allocator* uses: *None* selects the
-    default pool, *False* fresh buffers (loopy's *None*)."""
-    if allocator is None:
-        if not _USE_DEFAULT_POOL:
-            return None
-        try:
-            return getattr(queue, _POOL_ATTR)
-        except AttributeError:
-            return default_allocator(queue)
-    if allocator is False:
-        return None
-    return allocator
-
-# }}}
-
-
-_WARMED_EXECUTORS: weakref.WeakSet[Any] = weakref.WeakSet()
-_LAUNCH_MODULE: list[Any] = []
-
-
-def _launch_module() -> Any:
-    """:mod:`pytato.target.loopy.run.launch` (imported on first use: an import
-    statement costs about a microsecond per call)."""
-    if not _LAUNCH_MODULE:
-        from pytato.target.loopy.run import launch
-        _LAUNCH_MODULE.append(launch)
-    return _LAUNCH_MODULE[0]
-
-
-def _make_executor(t_unit: lp.TranslationUnit, context: cl.Context,
-                   store_key: str | None = None) -> Any:
-    """See :func:`pytato.target.loopy.run.executor.make_executor` (imported
-    on first use: it imports :mod:`loopy`)."""
-    from pytato.target.loopy.run.executor import make_executor as make
-    return make(t_unit, context, store_key=store_key)
-
-
-def _joint_domains(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
-    """*t_unit* with the domains of its entrypoint merged so that the inames
-    of each instruction (loop and reduction inames) lie in one domain, as in
-    the kernels of pytato's upstream release: loopy's domain changing
-    transformations (:func:`loopy.add_prefetch`, :func:`loopy.precompute`,
-    ...) that user transformations apply need the inames they sweep in one
-    leaf domain. Codegen gives each store and each reduction a domain of
-    its own; the merged domain is their product (they are independent
-    boxes), so the iteration spaces are unchanged. Nested domains (with
-    parents or children) are left as they are, and so are the domains of
-    reductions that may be empty."""
-    import islpy as isl
-    import loopy as lp
-
-    knl = t_unit.default_entrypoint
-    domains = list(knl.domains)
-    if len(domains) < 2:
-        return t_unit
-    parents = knl.all_parents_per_domain()
-    kept = {i for i, ps in enumerate(parents) if ps}
-    kept.update(p for ps in parents for p in ps)
-    # a product with an empty domain is empty: the domain of a reduction
-    # that may be empty (a sum over 0 elements still writes its result)
-    # stays apart
-    loop_inames: set[str] = set()
-    for insn in knl.instructions:
-        loop_inames.update(insn.within_inames)
-    for i, dom in enumerate(domains):
-        names = dom.get_var_names(isl.dim_type.set)
-        if set(names) <= loop_inames:
-            continue
-        if not dom.params().is_equal(
-                isl.BasicSet.universe(dom.get_space().params())):
-            kept.add(i)
-    group = list(range(len(domains)))
-
-    def find(i: int) -> int:
-        while group[i] != i:
-            group[i] = group[group[i]]
-            i = group[i]
-        return i
-
-    merged = False
-    for insn in knl.instructions:
-        homes = {knl.get_home_domain_index(i)
-                 for i in insn.within_inames | insn.reduction_inames()}
-        homes -= kept
-        if len(homes) < 2:
-            continue
-        roots = sorted({find(h) for h in homes})
-        for r in roots[1:]:
-            group[r] = roots[0]
-            merged = True
-    if not merged:
-        return t_unit
-    members: dict[int, list[int]] = {}
-    for i in range(len(domains)):
-        members.setdefault(find(i), []).append(i)
-    new_domains = []
-    for i, dom in enumerate(domains):
-        if find(i) != i:
-            continue
-        for j in members[i][1:]:
-            other = domains[j].align_params(dom.get_space())
-            dom = dom.align_params(other.get_space()).flat_product(other)
-        new_domains.append(dom)
-    try:
-        return t_unit.with_kernel(knl.copy(domains=new_domains))
-    except lp.LoopyError:  # pragma: no cover (a kernel loopy refuses so)
-        return t_unit
-
-
-def _transform_lowered(f: Callable[[lp.TranslationUnit], lp.TranslationUnit],
-                       lowered: lp.TranslationUnit) -> lp.TranslationUnit:
-    """*f* applied to the lowered unit *lowered* with joint domains (see
-    :func:`_joint_domains`); *lowered* itself where *f* changed nothing."""
-    joint = _joint_domains(lowered)
-    result = f(joint)
-    if joint is not lowered and (result is joint or result == joint):
-        return lowered
-    return result
-
-
-_DEVICE_INFOS: dict[Any, DeviceInfo] = {}
-
-
-def _device_info(device: cl.Device) -> DeviceInfo:
-    """The :class:`~pytato.target.loopy.schedule.default.DeviceInfo` of *device*
-    (kept per device: reading it costs OpenCL queries)."""
-    info = _DEVICE_INFOS.get(device)
-    if info is None:
-        from pytato.target.loopy.schedule.default import DeviceInfo
-        info = _DEVICE_INFOS[device] = DeviceInfo.of(device)
-    return info
-
-
-def _schedule_for(t_unit: lp.TranslationUnit, target: Target,
-                  info: DeviceInfo, generated_inames: frozenset[str] | None,
-                  store_key: str | None
-                  ) -> tuple[lp.TranslationUnit, str | None]:
-    """*t_unit* (lowered, perhaps transformed by the user) scheduled for
-    the device *info* with
-    :func:`~pytato.target.loopy.schedule.default.default_schedule` (the inames of
-    the entrypoint not among *generated_inames* are the user's), with the
-    loopy target that :class:`LoopyPyOpenCLTarget` gives for that device;
-    and the key of the result in the program store (derived from
-    *store_key*, the key of *t_unit*; None without one). Taken from the
-    store where it is there."""
-    import copy
-
-    from pytato.codegen import PhaseTimer
-    from pytato.target.loopy.run import program_store
-    from pytato.target.loopy.schedule.default import default_schedule
-
-    loopy_target = None
-    if isinstance(target, LoopyPyOpenCLTarget):
-        device_target = copy.copy(target)
-        device_target.device = info
-        loopy_target = device_target.get_loopy_target()
-    key = None
-    if store_key is not None and program_store.store_enabled():
-        key = program_store.scheduled_key(store_key, device_info=info,
-                                          loopy_target=loopy_target)
-        stored = program_store.load(key, "unit")
-        if stored is not None:
-            return stored, key
-    if loopy_target is not None and t_unit.target != loopy_target:
-        import loopy as lp
-        try:
-            t_unit = t_unit.copy(target=loopy_target)
-        except lp.LoopyError:  # preprocessed by the user: keep its target
-            pass
-    user_inames: frozenset[str] = frozenset()
-    if generated_inames is not None:
-        user_inames = frozenset(
-            t_unit.default_entrypoint.all_inames()) - generated_inames
-    with PhaseTimer(_logger, "default schedule", f"for {info.name!r}"):
-        scheduled = default_schedule(t_unit, info, user_inames=user_inames)
-    if key is not None:
-        program_store.save(key, "unit", scheduled)
-    return scheduled, key
-
-
-def _run(executor: Any, queue: cl.CommandQueue, **kwargs: Any) -> Any:
-    """Call loopy's *executor*. On its first call (when loopy generates its
-    invoker), silence loopy's warnings about size parameters it cannot
-    find from array shapes: the argument checks pass all of them.
-
-    On queues with profiling enabled (or with kernel tracing switched on),
-    the kernels are enqueued one by one and their events kept (see
-    :mod:`pytato.target.loopy.run.launch`). Later calls of programs with
-    straight-line host code run through a cached plan of prebuilt kernels
-    and argument lists (``launch._FastCall``, the same results as loopy's
-    invoker at a fraction of its cost); calls it does not handle (e.g.
-    device arrays with offsets, zero-size outputs) go to loopy's
-    executor."""
-    launch = _launch_module()
-    if (launch.wants_instrumented_run(queue)
-            and launch.supports_instrumented_run(executor)):
-        return launch.run_instrumented(executor, queue, **kwargs)
-    fast = launch._FAST_CALLS.get(executor, False)
-    if fast is False and executor in _WARMED_EXECUTORS:
-        fast = launch._fast_call(executor)
-    if fast is not False:
-        if fast is not None:
-            result = fast(queue, kwargs)
-            if result is not None:
-                return result
-        return executor(queue, **kwargs)
-    from loopy.diagnostic import ParameterFinderWarning
-
-    from pytato.codegen import PhaseTimer
-    with warnings.catch_warnings(), PhaseTimer(
-            _logger, "first call (loopy preprocessing, code generation, "
-            "OpenCL build)"):
-        warnings.simplefilter("ignore", ParameterFinderWarning)
-        result = executor(queue, **kwargs)
-    _WARMED_EXECUTORS.add(executor)
-    return result
-
-
-def _to_device(queue: cl.CommandQueue, value: Any, allocator: Any = None) -> Any:
-    if isinstance(value, np.ndarray):
-        import pyopencl.array as cl_array
-        # the kernels take C-ordered arrays (as numpy inputs are converted)
-        if not value.flags.c_contiguous:
-            value = np.ascontiguousarray(value)
-        return cl_array.to_device(queue, value, allocator=allocator)
-    return _without_offset(queue, value)
-
-
-def _without_offset(queue: cl.CommandQueue, value: Any) -> Any:
-    """*value*, or, for a C-contiguous device array at an offset into its
-    buffer (a view such as ``ary[1:]``, which the kernels' arguments do
-    not take), a copy of it at the start of a buffer of its own (inputs
-    are only read)."""
-    if not getattr(value, "offset", 0):
-        return value
-    import pyopencl.array as cl_array
-    if isinstance(value, cl_array.Array) and value.flags.c_contiguous:
-        return value.copy(queue=queue)
-    return value
-
-
-def _to_host(queue: cl.CommandQueue, out: Any) -> Any:
-    def get(x: Any) -> Any:
-        return x.get(queue=queue) if hasattr(x, "get") and not isinstance(
-            x, np.ndarray) else x
-    if isinstance(out, Mapping):
-        return {k: get(v) for k, v in out.items()}
-    return tuple(get(v) for v in out)
+    device_target = copy.copy(target)
+    device_target.device = info
+    return device_target.get_loopy_target()
 
 
 def _all_on_host(bound_arguments: Mapping[str, Any]) -> bool:
     return all(isinstance(v, np.ndarray) for v in bound_arguments.values())
 
 
+class _LaunchedAndProfiled:
+    """The launcher and the profiling statistics of a program or an
+    executable, from the executors it runs (:meth:`_executors`) and, on a
+    queue, the executor and the bound data on the device
+    (:meth:`_launched_executor`, :meth:`_launched_bound`)."""
+
+    _arg_spec: ArgumentSpec
+
+    def _launched_executor(self, queue: cl.CommandQueue) -> PyOpenCLExecutor:
+        raise NotImplementedError
+
+    def _launched_bound(self, queue: cl.CommandQueue) -> Mapping[str, Any]:
+        raise NotImplementedError
+
+    def _executors(self) -> list[PyOpenCLExecutor]:
+        raise NotImplementedError
+
+    def launcher(self, queue: cl.CommandQueue, *,
+                 per_call: Collection[str] = (), name: str | None = None,
+                 allocator: Any = None, **inputs: Any) -> ProgramLauncher:
+        """A :class:`~pytato.target.loopy.run.launcher.ProgramLauncher` of the
+        kernels on *queue* (for an executable, a queue of its
+        :attr:`~BoundPyOpenCLExecutable.cl_context`), with all arguments set
+        once (see :func:`pytato.target.loopy.run.launcher.make_program_launcher`;
+        *allocator* as for :meth:`BoundPyOpenCLProgram.__call__`)."""
+        return make_program_launcher(
+            self._launched_executor(queue), queue, self._arg_spec,
+            self._launched_bound(queue), inputs, per_call=per_call, name=name,
+            allocator=_allocator_for(queue, allocator))
+
+    @property
+    def statistics(self) -> LauncherStatistics:
+        """Per-kernel execution time statistics of the calls on queues with
+        profiling enabled (a
+        :class:`~pytato.launchers.launchers.LauncherStatistics`; finished
+        events are consumed)."""
+        return executors_statistics(self._executors())
+
+    def clear_statistics(self) -> None:
+        """Forget the profiling statistics and events."""
+        clear_executors_statistics(self._executors())
+
+
 @dataclass(frozen=True, repr=False)
-class BoundPyOpenCLProgram(BoundProgram):
+class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
     """A :mod:`loopy` translation unit with bound data, executed with
     :mod:`pyopencl`.
 
@@ -581,14 +313,14 @@ class BoundPyOpenCLProgram(BoundProgram):
     #: generated by :func:`~pytato.generate_loopy` as they are (e.g.
     #: transformed ones).
     store_key: str | None = field(default=None, compare=False, repr=False)
-    _executor_cache: dict[cl.Context, Any] = field(
+    _executor_cache: dict[cl.Context, PyOpenCLExecutor] = field(
         default_factory=dict, compare=False, repr=False, init=False)
-    # launch._RepeatedCalls by context address (each holds its executor,
+    # fast_call._RepeatedCalls by context address (each holds its executor,
     # hence its context: the address is not reused while it is kept)
-    _repeated_calls: dict[int, Any] = field(
+    _repeated_calls: dict[int, _RepeatedCalls] = field(
         default_factory=dict, compare=False, repr=False, init=False)
     # the one of _repeated_calls used last
-    _recent_repeated_calls: Any = field(
+    _recent_repeated_calls: _RepeatedCalls | None = field(
         default=None, compare=False, repr=False, init=False)
     schedule_per_device: bool = field(default=False, repr=False)
     #: the inames of the entrypoint as generated (before the user's
@@ -606,7 +338,8 @@ class BoundPyOpenCLProgram(BoundProgram):
         default_factory=dict, compare=False, repr=False, init=False)
     _info_by_context_address: dict[int, DeviceInfo | None] = field(
         default_factory=dict, compare=False, repr=False, init=False)
-    _device_executors: dict[tuple[cl.Context, DeviceInfo], Any] = field(
+    _device_executors: dict[tuple[cl.Context, DeviceInfo],
+                             PyOpenCLExecutor] = field(
         default_factory=dict, compare=False, repr=False, init=False)
     _last_info: DeviceInfo | None = field(
         default=None, compare=False, repr=False, init=False)
@@ -670,13 +403,12 @@ class BoundPyOpenCLProgram(BoundProgram):
         entry = self._schedules.get(info)
         if entry is None:
             entry = self._schedules[info] = _schedule_for(
-                self.program, self.target, info, self.generated_inames,
-                self.store_key)
+                self.program, _loopy_target_for(self.target, info), info,
+                self.generated_inames, self.store_key)
         return entry
 
     def _shown_info(self, device: cl.Device | None) -> DeviceInfo:
         """The device description of :meth:`get_code` for *device*."""
-        from pytato.target.loopy.schedule.default import DeviceInfo
         if device is not None:
             return _device_info(device)
         if self._last_info is not None:
@@ -712,7 +444,7 @@ class BoundPyOpenCLProgram(BoundProgram):
             self._processed_bound_args_cache[ctx] = result
         return result
 
-    def _executor_on(self, queue: cl.CommandQueue) -> Any:
+    def _executor_on(self, queue: cl.CommandQueue) -> PyOpenCLExecutor:
         """The executor of the program for *queue*."""
         context = queue.context
         exe = self._executor_cache.get(context)
@@ -723,7 +455,7 @@ class BoundPyOpenCLProgram(BoundProgram):
         return exe
 
     def _executor(self, context: cl.Context,
-                  queue: cl.CommandQueue | None = None) -> Any:
+                  queue: cl.CommandQueue | None = None) -> PyOpenCLExecutor:
         """The executor of the program on *context*; for a deferred
         schedule in a context of devices of different kinds, the one for
         the device of *queue* (by default the context's first)."""
@@ -731,7 +463,7 @@ class BoundPyOpenCLProgram(BoundProgram):
         if exe is not None:
             return exe
         if not self.schedule_per_device:
-            exe = _make_executor(self.program, context, self.store_key)
+            exe = make_executor(self.program, context, store_key=self.store_key)
             self._executor_cache[context] = exe
             return exe
         missing = object()
@@ -743,7 +475,7 @@ class BoundPyOpenCLProgram(BoundProgram):
             self._info_by_context_address[context.int_ptr] = info
         if info is not None:
             t_unit, key = self._scheduled(info)
-            exe = _make_executor(t_unit, context, key)
+            exe = make_executor(t_unit, context, store_key=key)
             self._executor_cache[context] = exe
         else:
             info = _device_info(context.devices[0] if queue is None
@@ -751,14 +483,14 @@ class BoundPyOpenCLProgram(BoundProgram):
             exe = self._device_executors.get((context, info))
             if exe is None:
                 t_unit, key = self._scheduled(info)
-                exe = self._device_executors[context, info] = _make_executor(
-                    t_unit, context, key)
+                exe = self._device_executors[context, info] = make_executor(
+                    t_unit, context, store_key=key)
         object.__setattr__(self, "_last_info", info)
         return exe
 
     def __call__(self, queue: cl.CommandQueue, allocator: Any = None,
-                 wait_for: Any = None, out_host: bool | None = None,
-                 **kwargs: Any) -> Any:
+                 wait_for: Sequence[cl.Event | None] | None = None,
+                 out_host: bool | None = None, **kwargs: Any) -> Any:
         """Run the program on *queue* with the inputs in *kwargs*.
 
         :arg allocator: allocates the outputs, global temporaries and
@@ -784,8 +516,7 @@ class BoundPyOpenCLProgram(BoundProgram):
                 return result
             if len(self._repeated_calls) > 1:
                 # a queue of another context?
-                other = self._repeated_calls.get(
-                    _launch_module()._queue_info(queue)[2])
+                other = self._repeated_calls.get(_queue_info(queue)[2])
                 if other is not None and other is not repeated:
                     result = other(queue, allocator, wait_for, out_host,
                                    kwargs)
@@ -837,53 +568,28 @@ class BoundPyOpenCLProgram(BoundProgram):
             isinstance(v, (np.ndarray, np.generic))
             for v in self.bound_arguments.values()))
 
-    def _repeated_calls_on(self, context: cl.Context, executor: Any,
-                           bound: Mapping[str, Any]) -> Any:
-        """The ``launch._RepeatedCalls`` of the program on *context*
+    def _repeated_calls_on(self, context: cl.Context,
+                           executor: PyOpenCLExecutor,
+                           bound: Mapping[str, Any]) -> _RepeatedCalls:
+        """The ``fast_call._RepeatedCalls`` of the program on *context*
         (created on first use)."""
         key = context.int_ptr
         repeated = self._repeated_calls.get(key)
         if repeated is None:
             repeated = self._repeated_calls[key] = (
-                _launch_module()._RepeatedCalls(executor, bound, key))
+                _RepeatedCalls(executor, bound, key))
         object.__setattr__(self, "_recent_repeated_calls", repeated)
         return repeated
 
-    def launcher(self, queue: cl.CommandQueue, *, per_call: Any = (),
-                 name: str | None = None, allocator: Any = None,
-                 **inputs: Any) -> Any:
-        """A :class:`~pytato.target.loopy.run.launch.ProgramLauncher` of the
-        program's kernels on *queue*, with all arguments set once (see
-        :func:`pytato.target.loopy.run.launch.make_program_launcher`).
-        *allocator* is as for :meth:`__call__`."""
-        from pytato.target.loopy.run.launch import make_program_launcher
-        return make_program_launcher(
-            self._executor_on(queue), queue, self._arg_spec,
-            self._bound_on(queue), inputs, per_call=per_call, name=name,
-            allocator=_allocator_for(queue, allocator))
+    def _launched_executor(self, queue: cl.CommandQueue) -> PyOpenCLExecutor:
+        return self._executor_on(queue)
 
-    @property
-    def statistics(self) -> Any:
-        """Per-kernel execution time statistics of the calls on queues with
-        profiling enabled (a
-        :class:`~pytato.launchers.LauncherStatistics`; finished
-        events are consumed)."""
-        from pytato.launchers import LauncherStatistics
-        from pytato.target.loopy.run.launch import executor_statistics
-        result = LauncherStatistics()
-        for executor in self._executors():
-            result += executor_statistics(executor).statistics
-        return result
+    def _launched_bound(self, queue: cl.CommandQueue) -> Mapping[str, Any]:
+        return self._bound_on(queue)
 
-    def _executors(self) -> list[Any]:
+    def _executors(self) -> list[PyOpenCLExecutor]:
         return [*self._executor_cache.values(),
                 *self._device_executors.values()]
-
-    def clear_statistics(self) -> None:
-        """Forget the profiling statistics and events."""
-        from pytato.target.loopy.run.launch import executor_statistics
-        for executor in self._executors():
-            executor_statistics(executor).clear()
 
     def bind_to_context(self, context: cl.Context,
                         allocator: Callable[[int], Any] | None = None
@@ -894,20 +600,19 @@ class BoundPyOpenCLProgram(BoundProgram):
         every device of the context); the executable keeps the lowered unit
         for :meth:`BoundPyOpenCLExecutable.with_transformed_translation_unit`.
         """
-        import pyopencl as cl
         queue = cl.CommandQueue(context)
         bound = {k: _to_device(queue, v, allocator)
                  for k, v in self.bound_arguments.items()}
         queue.finish()
         if not self.schedule_per_device:
             return BoundPyOpenCLExecutable(
-                program=_make_executor(self.program, context, self.store_key),
+                program=make_executor(self.program, context, store_key=self.store_key),
                 bound_arguments=bound,
                 target=self.target, cl_context=context)
         info = _device_info(context.devices[0])
         t_unit, key = self._scheduled(info)
         return BoundPyOpenCLExecutable(
-            program=_make_executor(t_unit, context, key),
+            program=make_executor(t_unit, context, store_key=key),
             bound_arguments=bound, target=self.target, cl_context=context,
             lowered_program=self.program,
             generated_inames=self.generated_inames, device_info=info)
@@ -922,7 +627,6 @@ class BoundPyOpenCLProgram(BoundProgram):
         conservative schedule
         (:meth:`~pytato.target.loopy.schedule.default.DeviceInfo.conservative`).
         Programs scheduled when generated have one code for all devices."""
-        from pytato.target.loopy.run.executor import device_code
         if not self.schedule_per_device:
             return device_code(self.program, self.store_key)
         return device_code(*self._scheduled(self._shown_info(device)))
@@ -939,7 +643,7 @@ class BoundPyOpenCLProgram(BoundProgram):
 
 
 @dataclass(frozen=True, repr=False)
-class BoundPyOpenCLExecutable(BoundProgram):
+class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
     """A program bound to a :class:`pyopencl.Context`: it holds loopy's
     executor (:attr:`program`) and the bound data already on the device, so
     calls do no cache lookups. Create it with
@@ -966,7 +670,7 @@ class BoundPyOpenCLExecutable(BoundProgram):
     .. autoattribute:: all_bound_args_on_host
     """
 
-    program: Any
+    program: PyOpenCLExecutor
     bound_arguments: Mapping[str, Any]
     target: Target
     cl_context: cl.Context
@@ -993,14 +697,15 @@ class BoundPyOpenCLExecutable(BoundProgram):
         knl = self.program.t_unit.default_entrypoint
         object.__setattr__(self, "_arg_spec", ArgumentSpec.from_kernel(knl))
         object.__setattr__(self, "_no_numpy", bool(knl.options.no_numpy))
-        repeated = _launch_module()._RepeatedCalls(
+        repeated = _RepeatedCalls(
             self.program, self.bound_arguments, self.cl_context.int_ptr)
         object.__setattr__(self, "_repeated", repeated)
         # the bound method: calling the object costs a lookup more
         object.__setattr__(self, "_repeated_call", repeated.__call__)
 
     def __call__(self, queue: cl.CommandQueue, allocator: Any = None,
-                 wait_for: Any = None, **kwargs: Any) -> Any:
+                 wait_for: Sequence[cl.Event | None] | None = None,
+                 **kwargs: Any) -> Any:
         """Run the program on *queue* (of :attr:`cl_context`); returns
         ``(event, result)`` as :meth:`BoundPyOpenCLProgram.__call__`
         (*allocator* as there: by default the memory pool of *queue*).
@@ -1031,37 +736,17 @@ class BoundPyOpenCLExecutable(BoundProgram):
         self._repeated.learn(kwargs, arrays, values)  # type: ignore[attr-defined]
         return result
 
-    def launcher(self, queue: cl.CommandQueue, *, per_call: Any = (),
-                 name: str | None = None, allocator: Any = None,
-                 **inputs: Any) -> Any:
-        """A :class:`~pytato.target.loopy.run.launch.ProgramLauncher` of the
-        kernels on *queue* (of :attr:`cl_context`), with all arguments set
-        once (see :func:`pytato.target.loopy.run.launch.make_program_launcher`;
-        *allocator* as for :meth:`BoundPyOpenCLProgram.__call__`).
-        """
+    def _launched_executor(self, queue: cl.CommandQueue) -> PyOpenCLExecutor:
         if queue.context != self.cl_context:
             raise ValueError("the queue's context is not the one the "
                              "executable is bound to")
-        from pytato.target.loopy.run.launch import make_program_launcher
-        return make_program_launcher(
-            self.program, queue,
-            self._arg_spec,  # type: ignore[attr-defined]
-            self.bound_arguments, inputs, per_call=per_call, name=name,
-            allocator=_allocator_for(queue, allocator))
+        return self.program
 
-    @property
-    def statistics(self) -> Any:
-        """Per-kernel execution time statistics of the calls on queues with
-        profiling enabled (a
-        :class:`~pytato.launchers.LauncherStatistics`; finished
-        events are consumed)."""
-        from pytato.target.loopy.run.launch import executor_statistics
-        return executor_statistics(self.program).statistics
+    def _launched_bound(self, queue: cl.CommandQueue) -> Mapping[str, Any]:
+        return self.bound_arguments
 
-    def clear_statistics(self) -> None:
-        """Forget the profiling statistics and events."""
-        from pytato.target.loopy.run.launch import executor_statistics
-        executor_statistics(self.program).clear()
+    def _executors(self) -> list[PyOpenCLExecutor]:
+        return [self.program]
 
     def with_transformed_translation_unit(
             self, f: Callable[[lp.TranslationUnit], lp.TranslationUnit]
@@ -1077,10 +762,12 @@ class BoundPyOpenCLExecutable(BoundProgram):
         if self.lowered_program is None or self.device_info is None:
             t_unit = f(self.program.t_unit)
             return dataclasses.replace(
-                self, program=_make_executor(t_unit, self.cl_context))
+                self, program=make_executor(t_unit, self.cl_context))
         lowered = _transform_lowered(f, self.lowered_program)
-        t_unit, _ = _schedule_for(lowered, self.target, self.device_info,
+        t_unit, _ = _schedule_for(lowered,
+                                  _loopy_target_for(self.target, self.device_info),
+                                  self.device_info,
                                   self.generated_inames, None)
         return dataclasses.replace(
-            self, program=_make_executor(t_unit, self.cl_context),
+            self, program=make_executor(t_unit, self.cl_context),
             lowered_program=lowered)

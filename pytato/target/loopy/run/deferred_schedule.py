@@ -1,0 +1,164 @@
+"""Deferred schedules: programs generated without a device are scheduled
+for each device at their first call there.
+
+The lowered unit of such a program
+(:attr:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram.program`)
+goes through the schedule stage (:mod:`pytato.target.loopy.schedule`) at run
+time, for the :class:`~pytato.target.loopy.schedule.default.DeviceInfo` of the
+device (``_schedule_for``, through the program store); the user's
+:mod:`loopy` transformations work on the lowered unit with the domains of
+each instruction joined (``_transform_lowered``). See "Scheduling for the
+device that runs the program" in :mod:`pytato.target.loopy.run.programs`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import islpy as isl
+import loopy as lp
+
+import pytato.target.loopy.run.program_store as program_store
+from pytato.codegen import PhaseTimer
+from pytato.target.loopy.schedule.default import DeviceInfo, default_schedule
+
+
+if TYPE_CHECKING:
+    import pyopencl as cl
+
+
+_logger = logging.getLogger("pytato.target.loopy")
+
+
+def _joint_domains(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
+    """*t_unit* with the domains of its entrypoint merged so that the inames
+    of each instruction (loop and reduction inames) lie in one domain, as in
+    the kernels of pytato's upstream release: loopy's domain changing
+    transformations (:func:`loopy.add_prefetch`, :func:`loopy.precompute`,
+    ...) that user transformations apply need the inames they sweep in one
+    leaf domain. Codegen gives each store and each reduction a domain of
+    its own; the merged domain is their product (they are independent
+    boxes), so the iteration spaces are unchanged. Nested domains (with
+    parents or children) are left as they are, and so are the domains of
+    reductions that may be empty."""
+    knl = t_unit.default_entrypoint
+    domains = list(knl.domains)
+    if len(domains) < 2:
+        return t_unit
+    parents = knl.all_parents_per_domain()
+    kept = {i for i, ps in enumerate(parents) if ps}
+    kept.update(p for ps in parents for p in ps)
+    # a product with an empty domain is empty: the domain of a reduction
+    # that may be empty (a sum over 0 elements still writes its result)
+    # stays apart
+    loop_inames: set[str] = set()
+    for insn in knl.instructions:
+        loop_inames.update(insn.within_inames)
+    for i, dom in enumerate(domains):
+        names = dom.get_var_names(isl.dim_type.set)
+        if set(names) <= loop_inames:
+            continue
+        if not dom.params().is_equal(
+                isl.BasicSet.universe(dom.get_space().params())):
+            kept.add(i)
+    group = list(range(len(domains)))
+
+    def find(i: int) -> int:
+        while group[i] != i:
+            group[i] = group[group[i]]
+            i = group[i]
+        return i
+
+    merged = False
+    for insn in knl.instructions:
+        homes = {knl.get_home_domain_index(i)
+                 for i in insn.within_inames | insn.reduction_inames()}
+        homes -= kept
+        if len(homes) < 2:
+            continue
+        roots = sorted({find(h) for h in homes})
+        for r in roots[1:]:
+            group[r] = roots[0]
+            merged = True
+    if not merged:
+        return t_unit
+    members: dict[int, list[int]] = {}
+    for i in range(len(domains)):
+        members.setdefault(find(i), []).append(i)
+    new_domains = []
+    for i, dom in enumerate(domains):
+        if find(i) != i:
+            continue
+        for j in members[i][1:]:
+            other = domains[j].align_params(dom.get_space())
+            dom = dom.align_params(other.get_space()).flat_product(other)
+        new_domains.append(dom)
+    try:
+        return t_unit.with_kernel(knl.copy(domains=new_domains))
+    except lp.LoopyError:  # pragma: no cover (a kernel loopy refuses so)
+        return t_unit
+
+
+def _transform_lowered(f: Callable[[lp.TranslationUnit], lp.TranslationUnit],
+                       lowered: lp.TranslationUnit) -> lp.TranslationUnit:
+    """*f* applied to the lowered unit *lowered* with joint domains (see
+    :func:`_joint_domains`); *lowered* itself where *f* changed nothing."""
+    joint = _joint_domains(lowered)
+    result = f(joint)
+    if joint is not lowered and (result is joint or result == joint):
+        return lowered
+    return result
+
+
+_DEVICE_INFOS: dict[cl.Device, DeviceInfo] = {}
+
+
+def _device_info(device: cl.Device) -> DeviceInfo:
+    """The :class:`~pytato.target.loopy.schedule.default.DeviceInfo` of *device*
+    (kept per device: reading it costs OpenCL queries)."""
+    info = _DEVICE_INFOS.get(device)
+    if info is None:
+        info = _DEVICE_INFOS[device] = DeviceInfo.of(device)
+    return info
+
+
+def _schedule_for(t_unit: lp.TranslationUnit,
+                  loopy_target: lp.TargetBase | None,
+                  info: DeviceInfo, generated_inames: frozenset[str] | None,
+                  store_key: str | None
+                  ) -> tuple[lp.TranslationUnit, str | None]:
+    """*t_unit* (lowered, perhaps transformed by the user) scheduled for
+    the device *info* with
+    :func:`~pytato.target.loopy.schedule.default.default_schedule` (the inames of
+    the entrypoint not among *generated_inames* are the user's), with the
+    loopy target *loopy_target* (the one that
+    :class:`~pytato.target.loopy.LoopyPyOpenCLTarget` gives for that device;
+    None to keep the unit's); and the key of the result in the program store
+    (derived from *store_key*, the key of *t_unit*; None without one). Taken
+    from the store where it is there."""
+    key = None
+    if store_key is not None and program_store.store_enabled():
+        key = program_store.scheduled_key(store_key, device_info=info,
+                                          loopy_target=loopy_target)
+        stored = program_store.load(key, "unit")
+        if stored is not None:
+            return stored, key
+    if loopy_target is not None and t_unit.target != loopy_target:
+        try:
+            t_unit = t_unit.copy(target=loopy_target)
+        except lp.LoopyError:  # preprocessed by the user: keep its target
+            pass
+    user_inames: frozenset[str] = frozenset()
+    if generated_inames is not None:
+        user_inames = frozenset(
+            t_unit.default_entrypoint.all_inames()) - generated_inames
+    with PhaseTimer(_logger, "default schedule", f"for {info.name!r}"):
+        scheduled = default_schedule(t_unit, info, user_inames=user_inames)
+    if key is not None:
+        program_store.save(key, "unit", scheduled)
+    return scheduled, key
+
+
+# vim: foldmethod=marker

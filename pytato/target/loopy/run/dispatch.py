@@ -1,0 +1,111 @@
+"""How a call of a program reaches the device.
+
+A call of a :class:`~pytato.target.loopy.BoundPyOpenCLProgram` or a
+:class:`~pytato.target.loopy.BoundPyOpenCLExecutable`, its arguments
+checked, runs its :mod:`loopy` executor one of three ways (``_run``):
+instrumented, with its kernels enqueued one by one
+(:mod:`pytato.target.loopy.run.instrumented`); through the fast path of
+prebuilt kernels and argument lists (:mod:`pytato.target.loopy.run.fast_call`);
+or through :mod:`loopy`'s invoker (the first call, and the calls the fast
+path does not handle). Its arrays go to the device and its results back
+to the host with ``_to_device``, ``_without_offset`` and ``_to_host``.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+import weakref
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
+from loopy.diagnostic import ParameterFinderWarning
+
+from pytato.codegen import PhaseTimer
+from pytato.target.loopy.run.fast_call import _FAST_CALLS, _fast_call
+from pytato.target.loopy.run.instrumented import (
+    run_instrumented,
+    wants_instrumented_run,
+)
+from pytato.target.loopy.run.launcher import supports_instrumented_run
+
+
+if TYPE_CHECKING:
+    from loopy.target.pyopencl_execution import PyOpenCLExecutor
+
+
+_logger = logging.getLogger("pytato.target.loopy")
+
+# the executors called once (through loopy's invoker, which generates the
+# host code at that call)
+_WARMED_EXECUTORS: weakref.WeakSet[PyOpenCLExecutor] = weakref.WeakSet()
+
+
+def _run(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
+         **kwargs: Any) -> Any:
+    """Call loopy's *executor*. On its first call (when loopy generates its
+    invoker), silence loopy's warnings about size parameters it cannot
+    find from array shapes: the argument checks pass all of them.
+
+    On queues with profiling enabled (or with kernel tracing switched on),
+    the kernels are enqueued one by one and their events kept (see
+    :mod:`pytato.target.loopy.run.instrumented`). Later calls of programs
+    with straight-line host code run through a cached plan of prebuilt
+    kernels and argument lists (:mod:`pytato.target.loopy.run.fast_call`,
+    the same results as loopy's invoker at a fraction of its cost); calls
+    it does not handle (e.g. device arrays with offsets, zero-size outputs)
+    go to loopy's executor."""
+    if (wants_instrumented_run(queue)
+            and supports_instrumented_run(executor)):
+        return run_instrumented(executor, queue, **kwargs)
+    fast = _FAST_CALLS.get(executor, False)
+    if fast is False and executor in _WARMED_EXECUTORS:
+        fast = _fast_call(executor)
+    if fast is not False:
+        if fast is not None:
+            result = fast(queue, kwargs)
+            if result is not None:
+                return result
+        return executor(queue, **kwargs)
+    with warnings.catch_warnings(), PhaseTimer(
+            _logger, "first call (loopy preprocessing, code generation, "
+            "OpenCL build)"):
+        warnings.simplefilter("ignore", ParameterFinderWarning)
+        result = executor(queue, **kwargs)
+    _WARMED_EXECUTORS.add(executor)
+    return result
+
+
+def _to_device(queue: cl.CommandQueue, value: Any, allocator: Any = None
+               ) -> Any:
+    if isinstance(value, np.ndarray):
+        # the kernels take C-ordered arrays (as numpy inputs are converted)
+        if not value.flags.c_contiguous:
+            value = np.ascontiguousarray(value)
+        return cla.to_device(queue, value, allocator=allocator)
+    return _without_offset(queue, value)
+
+
+def _without_offset(queue: cl.CommandQueue, value: Any) -> Any:
+    """*value*, or, for a C-contiguous device array at an offset into its
+    buffer (a view such as ``ary[1:]``, which the kernels' arguments do
+    not take), a copy of it at the start of a buffer of its own (inputs
+    are only read)."""
+    if not getattr(value, "offset", 0):
+        return value
+    if isinstance(value, cla.Array) and value.flags.c_contiguous:
+        return value.copy(queue=queue)
+    return value
+
+
+def _to_host(queue: cl.CommandQueue, out: Any) -> Any:
+    def get(x: Any) -> Any:
+        return x.get(queue=queue) if hasattr(x, "get") and not isinstance(
+            x, np.ndarray) else x
+    if isinstance(out, Mapping):
+        return {k: get(v) for k, v in out.items()}
+    return tuple(get(v) for v in out)
+
