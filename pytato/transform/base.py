@@ -58,6 +58,7 @@ from typing import (
     Any,
     Generic,
     ParamSpec,
+    Self,
     TypeAlias,
     TypeVar,
 )
@@ -134,7 +135,7 @@ class MapperCreatedDuplicateError(PytatoError, ValueError):
 
 # {{{ Mapper
 
-def _no_method(mapper: Any, expr: Any) -> Exception:
+def _no_method(mapper: object, expr: object) -> Exception:
     if not hasattr(expr, "_mapper_method"):
         return ForeignObjectError(
             f"{type(mapper).__name__} cannot map a {type(expr).__name__} "
@@ -155,7 +156,7 @@ class Mapper(Generic[ResultT, FunctionResultT, P]):
     .. automethod:: __call__
     """
 
-    def handle_unsupported_array(self, expr: Any, *args: P.args,
+    def handle_unsupported_array(self, expr: object, *args: P.args,
                                  **kwargs: P.kwargs) -> ResultT:
         """Called for nodes without a ``map_*`` method; raises
         :class:`UnsupportedArrayError` (or :class:`ForeignObjectError` for
@@ -261,7 +262,7 @@ class CachedMapperCache(Generic[CacheExprT, CacheResultT, P]):
             self._check_collision(inputs.key, inputs.expr)
         return result
 
-    def _check_collision(self, key: Hashable, expr: Any) -> None:
+    def _check_collision(self, key: Hashable, expr: object) -> None:
         stored = self._input_key_to_expr.get(key, expr)
         if stored is not expr:
             raise CacheCollisionError(
@@ -309,7 +310,7 @@ class TransformMapperCache(CachedMapperCache[CacheExprT, CacheExprT, P]):
             pass    # unhashable results are not deduplicated
         return super().add(inputs, result)
 
-    def _check_created_duplicate(self, expr: Any, result: Any) -> None:
+    def _check_created_duplicate(self, expr: object, result: object) -> None:
         if (self.err_on_created_duplicate and result is not expr
                 and type(result) is type(expr) and result == expr):
             raise MapperCreatedDuplicateError(
@@ -386,7 +387,7 @@ class CachedMapper(Mapper[ResultT, FunctionResultT, P]):
         if not args and not kwargs and isinstance(expr, GraphNode):
             # bottom-up, so that each map_* method finds its children mapped
             for node in topological_order([expr]):
-                self.rec(node)  # type: ignore[arg-type]
+                self.rec(node)  # type: ignore[arg-type,call-arg]
         return self.rec(expr, *args, **kwargs)
 
     def rec_function_definition(self, expr: FunctionDefinition,
@@ -406,13 +407,14 @@ class CachedMapper(Mapper[ResultT, FunctionResultT, P]):
             cache._check_collision(key, expr)
         return result
 
-    def clone_for_callee(self, function: FunctionDefinition) -> Any:
+    def clone_for_callee(self, function: FunctionDefinition) -> Self:
         """A mapper of the same kind for the body of *function* (a separate
         scope: its nodes are cached separately from the caller's; the cache
         of function definitions is shared). Mappers whose constructor takes
         other arguments must override this to map graphs with calls."""
         cls = type(self)
         err = self._cache.err_on_collision
+        # constructor keywords, passed through to the subclass's constructor
         attempts: list[dict[str, Any]] = [
             {"err_on_collision": err, "_function_cache": self._function_cache},
             {"_function_cache": self._function_cache},

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytato.array.base import Array, get_children
 from pytato.array.inputs import SizeParam
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         Roll,
         Stack,
     )
+    from pytato.array.remapping import IndexExpr
     from pytato.array.sparse import CSRMatmul, CSRMatrix
     from pytato.distributed.nodes import (
         DistributedRecv,
@@ -56,7 +57,7 @@ class CombineMapper(CachedMapper[ResultT, FunctionResultT, []]):
         none)."""
         raise NotImplementedError
 
-    def rec_idx_or_size_tuple(self, situp: tuple[Any, ...]
+    def rec_idx_or_size_tuple(self, situp: tuple[IndexExpr, ...]
                               ) -> tuple[ResultT, ...]:
         """The results of the array entries of *situp* (a shape or an
         index tuple)."""
@@ -149,9 +150,11 @@ class CombineMapper(CachedMapper[ResultT, FunctionResultT, []]):
             *(self.rec(v) for v in expr.bindings.values()))
 
     def map_loopy_call(self, expr: LoopyCall) -> ResultT:
-        return self.combine(*(self.rec(k) for k in get_children(expr)))
+        return self.combine(*(self.rec(k) for k in get_children(
+            expr)))  # type: ignore[arg-type]
 
     def map_csr_matrix(self, expr: CSRMatrix) -> ResultT:
-        return self.combine(*(self.rec(k) for k in get_children(expr)))
+        return self.combine(*(self.rec(k) for k in get_children(
+            expr)))  # type: ignore[arg-type]
 
 # }}}

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Generic, Self, TypeVar, overload
 
 from pytato.array.base import (
     Array,
@@ -27,6 +27,7 @@ from pytato.array.base import (
     unflatten,
 )
 from pytato.array.inputs import SizeParam
+from pytato.array.nonarray import DataclassGraphNode
 from pytato.array.results import AbstractResultWithNamedArrays, DictOfNamedArrays
 from pytato.function import FunctionDefinition
 from pytato.transform.base import (
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
         Roll,
         Stack,
     )
+    from pytato.array.remapping import IndexExpr
     from pytato.array.sparse import CSRMatmul, CSRMatrix
     from pytato.distributed.nodes import (
         DistributedRecv,
@@ -73,18 +75,24 @@ __all__ = [
 ]
 
 
+_DataclassNodeT = TypeVar("_DataclassNodeT", bound=DataclassGraphNode)
+
+
 # {{{ copy mappers
 
-def _rebuild_non_array(expr: Any, new_kids: tuple[Any, ...]) -> Any:
+def _rebuild_non_array(expr: _DataclassNodeT, new_kids: tuple[Array, ...]
+                       ) -> _DataclassNodeT:
     """Rebuild a non-array node (a dataclass with a per-field skeleton, see
     :class:`~pytato.array.nonarray.DataclassGraphNode`) with new children."""
     return type(expr)(**{
         f.name: _unflatten(s, new_kids)
-        for f, s in zip(dataclasses.fields(expr), expr._pt_skel, strict=True)})
+        for f, s in zip(dataclasses.fields(expr),  # type: ignore[arg-type]
+                        expr._pt_skel,  # type: ignore[attr-defined]
+                        strict=True)})
 
 
-def _copy_array(mapper: Any, expr: Array, args: tuple[Any, ...],
-                kwargs: dict[str, Any]) -> Array:
+def _copy_array(mapper: _CopyMethods[P], expr: Array, *args: P.args,
+                **kwargs: P.kwargs) -> Array:
     kids = get_children(expr)
     rec = mapper.rec
     new_kids = tuple(rec(k, *args, **kwargs) for k in kids)
@@ -148,22 +156,40 @@ class _CopyMethods(Generic[P]):
     mapped children (returned as is when they are unchanged)."""
 
     if TYPE_CHECKING:
-        def rec(self, expr: Any, *args: P.args, **kwargs: P.kwargs) -> Any: ...
+        @overload
+        def rec(self, expr: Array, *args: P.args, **kwargs: P.kwargs
+                ) -> Array: ...
+
+        @overload
+        def rec(self, expr: AbstractResultWithNamedArrays, *args: P.args,
+                **kwargs: P.kwargs) -> AbstractResultWithNamedArrays: ...
+
+        @overload
+        def rec(self, expr: ArrayOrNames, *args: P.args, **kwargs: P.kwargs
+                ) -> ArrayOrNames: ...
+
+        def rec(self, expr: ArrayOrNames, *args: P.args, **kwargs: P.kwargs
+                ) -> ArrayOrNames: ...
 
         def rec_function_definition(self, expr: FunctionDefinition,
                                     *args: P.args, **kwargs: P.kwargs
                                     ) -> FunctionDefinition: ...
 
-        def clone_for_callee(self, function: FunctionDefinition) -> Any: ...
+        def clone_for_callee(self, function: FunctionDefinition
+                             ) -> Self: ...
+
+        def __call__(self, expr: ArrayOrNames, *args: P.args,
+                     **kwargs: P.kwargs) -> ArrayOrNames: ...
 
     def map_array(self, expr: Array, *args: P.args, **kwargs: P.kwargs
                   ) -> Array:
         """The default of every array node type: rebuild *expr* from its
         mapped children."""
-        return _copy_array(self, expr, args, kwargs)
+        return _copy_array(self, expr, *args, **kwargs)
 
-    def rec_idx_or_size_tuple(self, situp: tuple[Any, ...], *args: P.args,
-                              **kwargs: P.kwargs) -> tuple[Any, ...]:
+    def rec_idx_or_size_tuple(self, situp: tuple[IndexExpr, ...],
+                              *args: P.args, **kwargs: P.kwargs
+                              ) -> tuple[IndexExpr, ...]:
         """*situp* (a shape or an index tuple) with its array entries
         mapped."""
         return tuple(self.rec(s, *args, **kwargs) if isinstance(s, Array)
@@ -266,7 +292,9 @@ class _CopyMethods(Generic[P]):
                                 ) -> FunctionDefinition:
         mapper = self.clone_for_callee(expr)
         if not args and not kwargs:
-            new = {k: mapper(v) for k, v in expr.returns.items()}
+            # (P is [] here: the call has no extra arguments)
+            new = {k: mapper(v)  # type: ignore[call-arg]
+                   for k, v in expr.returns.items()}
         else:
             new = {k: mapper.rec(v, *args, **kwargs)
                    for k, v in expr.returns.items()}
@@ -284,9 +312,9 @@ class _CopyMethods(Generic[P]):
             return expr
         return expr.copy(function=fn, bindings=bindings)
 
-    def _map_non_array_node(self, expr: Any, *args: P.args,
-                            **kwargs: P.kwargs) -> Any:
-        kids = get_children(expr)
+    def _map_non_array_node(self, expr: _DataclassNodeT, *args: P.args,
+                            **kwargs: P.kwargs) -> _DataclassNodeT:
+        kids = get_children(expr)  # type: ignore[arg-type]
         new_kids = tuple(self.rec(k, *args, **kwargs) for k in kids)
         if all(a is b for a, b in zip(kids, new_kids, strict=True)):
             return expr
@@ -294,13 +322,11 @@ class _CopyMethods(Generic[P]):
 
     def map_loopy_call(self, expr: LoopyCall, *args: P.args,
                        **kwargs: P.kwargs) -> AbstractResultWithNamedArrays:
-        return self._map_non_array_node(  # type: ignore[no-any-return]
-            expr, *args, **kwargs)
+        return self._map_non_array_node(expr, *args, **kwargs)
 
     def map_csr_matrix(self, expr: CSRMatrix, *args: P.args,
                        **kwargs: P.kwargs) -> CSRMatrix:
-        return self._map_non_array_node(  # type: ignore[no-any-return]
-            expr, *args, **kwargs)
+        return self._map_non_array_node(expr, *args, **kwargs)
 
 
 class CopyMapper(_CopyMethods[[]], TransformMapper):

@@ -14,7 +14,7 @@ graph.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Self, TypeVar
 
 from pytato.array.base import Array, GraphNode, get_children, topological_order
 from pytato.array.inputs import InputArgumentBase, SizeParam
@@ -28,6 +28,9 @@ if TYPE_CHECKING:
     from pytato.function import Call
 
 
+_NodeT = TypeVar("_NodeT", bound=Array)
+
+
 __all__ = [
     "DependencyMapper", "InputGatherer", "ListOfInputsGatherer",
     "SizeParamGatherer", "SubsetDependencyMapper", "UsersCollector",
@@ -37,7 +40,7 @@ __all__ = [
 
 # {{{ gatherers
 
-class DependencyMapper(CombineMapper[frozenset[Array], Any]):
+class DependencyMapper(CombineMapper[frozenset[Array], frozenset[Array]]):
     """Returns the set of all arrays *expr* depends on (itself included).
     Function bodies are not entered (a call depends on its bindings)."""
 
@@ -47,7 +50,7 @@ class DependencyMapper(CombineMapper[frozenset[Array], Any]):
             _cache: CachedMapperCache[
                 ArrayOrNames, frozenset[Array], []] | None = None,
             _function_cache: CachedMapperCache[
-                FunctionDefinition, Any, []] | None = None) -> None:
+                FunctionDefinition, frozenset[Array], []] | None = None) -> None:
         super().__init__(err_on_collision, _cache, _function_cache)
 
     def combine(self, *args: frozenset[Array]) -> frozenset[Array]:
@@ -71,7 +74,7 @@ class DependencyMapper(CombineMapper[frozenset[Array], Any]):
         return super().__call__(expr)
 
     @staticmethod
-    def _gather(expr: Any, cls: type) -> list[Any]:
+    def _gather(expr: GraphNode, cls: type[_NodeT]) -> list[_NodeT]:
         # function bodies are not entered: topological_order follows
         # children only, and a call's children are its bindings
         return [node for node in topological_order([expr])
@@ -89,11 +92,12 @@ class SubsetDependencyMapper(DependencyMapper):
     def combine(self, *args: frozenset[Array]) -> frozenset[Array]:
         return frozenset().union(*args) & self.universe
 
-    def clone_for_callee(self, function: FunctionDefinition) -> Any:
+    def clone_for_callee(self, function: FunctionDefinition) -> Self:
         return type(self)(self.universe)
 
 
-class InputGatherer(CombineMapper[frozenset[InputArgumentBase], Any]):
+class InputGatherer(CombineMapper[frozenset[InputArgumentBase],
+                                  frozenset[InputArgumentBase]]):
     """Returns the set of :class:`~pytato.array.InputArgumentBase` nodes
     (placeholders, data wrappers, size parameters) *expr* depends on, also
     through shapes."""
@@ -104,7 +108,8 @@ class InputGatherer(CombineMapper[frozenset[InputArgumentBase], Any]):
             _cache: CachedMapperCache[
                 ArrayOrNames, frozenset[InputArgumentBase], []] | None = None,
             _function_cache: CachedMapperCache[
-                FunctionDefinition, Any, []] | None = None) -> None:
+                FunctionDefinition, frozenset[InputArgumentBase], []] | None = None
+            ) -> None:
         super().__init__(err_on_collision, _cache, _function_cache)
 
     def combine(self, *args: frozenset[InputArgumentBase]
@@ -131,7 +136,8 @@ class InputGatherer(CombineMapper[frozenset[InputArgumentBase], Any]):
         return super().__call__(expr)
 
 
-class ListOfInputsGatherer(CombineMapper[list[InputArgumentBase], Any]):
+class ListOfInputsGatherer(CombineMapper[list[InputArgumentBase],
+                                         list[InputArgumentBase]]):
     """As :class:`InputGatherer`, returning a list (in the order of first
     appearance in a depth-first walk, each input once)."""
 
@@ -141,7 +147,7 @@ class ListOfInputsGatherer(CombineMapper[list[InputArgumentBase], Any]):
             _cache: CachedMapperCache[
                 ArrayOrNames, list[InputArgumentBase], []] | None = None,
             _function_cache: CachedMapperCache[
-                FunctionDefinition, Any, []] | None = None) -> None:
+                FunctionDefinition, list[InputArgumentBase], []] | None = None) -> None:
         super().__init__(err_on_collision, _cache, _function_cache)
 
     def combine(self, *args: list[InputArgumentBase]
@@ -169,7 +175,7 @@ class ListOfInputsGatherer(CombineMapper[list[InputArgumentBase], Any]):
         return []
 
 
-class SizeParamGatherer(CombineMapper[frozenset[SizeParam], Any]):
+class SizeParamGatherer(CombineMapper[frozenset[SizeParam], frozenset[SizeParam]]):
     """Returns the set of :class:`~pytato.array.SizeParam` nodes *expr*
     depends on (also through shapes)."""
 
@@ -179,7 +185,7 @@ class SizeParamGatherer(CombineMapper[frozenset[SizeParam], Any]):
             _cache: CachedMapperCache[
                 ArrayOrNames, frozenset[SizeParam], []] | None = None,
             _function_cache: CachedMapperCache[
-                FunctionDefinition, Any, []] | None = None) -> None:
+                FunctionDefinition, frozenset[SizeParam], []] | None = None) -> None:
         super().__init__(err_on_collision, _cache, _function_cache)
 
     def combine(self, *args: frozenset[SizeParam]) -> frozenset[SizeParam]:

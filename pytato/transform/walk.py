@@ -15,7 +15,7 @@ runs (upstream's recursive walk runs the override first).
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Self, TypeAlias
 
 from pytato.array.base import GraphNode, get_children, topological_order
 from pytato.array.inputs import SizeParam
@@ -55,6 +55,9 @@ __all__ = ["CachedWalkMapper", "TopoSortMapper", "WalkMapper",
 
 
 VisitKeyT: TypeAlias = Hashable
+WalkedNode: TypeAlias = "GraphNode | FunctionDefinition"
+"""What :meth:`WalkMapper.visit` and :meth:`WalkMapper.post_visit` are
+given: a graph node or a function definition."""
 
 
 # {{{ walk mappers
@@ -68,16 +71,18 @@ class WalkMapper(Mapper[None, None, P]):
     .. automethod:: post_visit
     """
 
-    def clone_for_callee(self, function: FunctionDefinition) -> Any:
+    def clone_for_callee(self, function: FunctionDefinition) -> Self:
         """A mapper of the same kind for the body of *function*."""
         return type(self)()
 
-    def visit(self, expr: Any, *args: P.args, **kwargs: P.kwargs) -> bool:
+    def visit(self, expr: WalkedNode, *args: P.args, **kwargs: P.kwargs
+              ) -> bool:
         """Called before the children of *expr* are walked; return *False*
         to skip them."""
         return True
 
-    def post_visit(self, expr: Any, *args: P.args, **kwargs: P.kwargs) -> None:
+    def post_visit(self, expr: WalkedNode, *args: P.args,
+                   **kwargs: P.kwargs) -> None:
         """Called after the children of *expr* were walked."""
 
     def rec(self, expr: ArrayOrNames, *args: P.args,
@@ -87,7 +92,7 @@ class WalkMapper(Mapper[None, None, P]):
         the recursive walk); a node whose method is overridden runs the
         override, which recurses (through ``super()``) one walk per such
         node."""
-        stack: list[tuple[Any, bool]] = [(expr, False)]
+        stack: list[tuple[GraphNode, bool]] = [(expr, False)]
         default = _walk_defaults(type(self), WalkMapper.rec)
         while stack:
             node, leaving = stack.pop()
@@ -96,21 +101,25 @@ class WalkMapper(Mapper[None, None, P]):
                 continue
             mm = getattr(node, "_mapper_method", None)
             if mm is None or not default(mm):
-                Mapper.rec(self, node, *args, **kwargs)
+                Mapper.rec(self, node, *args, **kwargs)  # type: ignore[arg-type]
                 continue
             if not self.visit(node, *args, **kwargs):
                 continue
             if mm == "map_call":
-                self.rec_function_definition(node.function, *args, **kwargs)
+                self.rec_function_definition(
+                    node.function,  # type: ignore[attr-defined]
+                    *args, **kwargs)
             stack.append((node, True))
-            stack.extend((k, False) for k in reversed(get_children(node)))
+            stack.extend((k, False) for k in reversed(
+                get_children(node)))  # type: ignore[arg-type]
 
-    def map_array(self, expr: Any, *args: P.args, **kwargs: P.kwargs) -> None:
+    def map_array(self, expr: GraphNode, *args: P.args, **kwargs: P.kwargs
+                  ) -> None:
         """The default of every node type: visit, walk the children,
         post-visit."""
         if not self.visit(expr, *args, **kwargs):
             return
-        for k in get_children(expr):
+        for k in get_children(expr):  # type: ignore[arg-type]
             self.rec(k, *args, **kwargs)
         self.post_visit(expr, *args, **kwargs)
 
@@ -226,10 +235,12 @@ class WalkMapper(Mapper[None, None, P]):
         self.post_visit(expr, *args, **kwargs)
 
 
-_DEFAULT_WALK_METHODS: dict[tuple[type, Any], dict[str, bool]] = {}
+_DEFAULT_WALK_METHODS: dict[tuple[type, Callable[..., None]],
+                            dict[str, bool]] = {}
 
 
-def _walk_defaults(cls: type, rec: Any) -> Callable[[str], bool]:
+def _walk_defaults(cls: type, rec: Callable[..., None]
+                   ) -> Callable[[str], bool]:
     """A predicate: whether the ``map_*`` method of *cls* named by its
     argument is :class:`WalkMapper`'s (visit, children, post-visit), with
     ``map_array`` and ``rec`` (expected to be *rec*) not overridden."""
@@ -282,7 +293,7 @@ class CachedWalkMapper(WalkMapper[P]):
         """The key by which visited function definitions are remembered."""
         return (expr, args, tuple(sorted(kwargs.items())))
 
-    def clone_for_callee(self, function: FunctionDefinition) -> Any:
+    def clone_for_callee(self, function: FunctionDefinition) -> Self:
         try:
             return type(self)(_visited_functions=self._visited_functions)
         except TypeError:
@@ -306,10 +317,12 @@ class CachedWalkMapper(WalkMapper[P]):
         if not args and not kwargs:
             mm = getattr(type(self), "map_function_definition", None)
             if mm is WalkMapper.map_function_definition:
-                # deep bodies: the walk of the returns is bottom-up
-                if self.visit(expr):
-                    self._walk(list(expr.returns.values()))
-                    self.post_visit(expr)
+                # deep bodies: the walk of the returns is bottom-up (no
+                # extra arguments here: P is [])
+                if self.visit(expr):  # type: ignore[call-arg]
+                    self._walk(  # type: ignore[call-arg]
+                        list(expr.returns.values()))
+                    self.post_visit(expr)  # type: ignore[call-arg]
                 return
         Mapper.rec_function_definition(self, expr, *args, **kwargs)
 
@@ -318,7 +331,7 @@ class CachedWalkMapper(WalkMapper[P]):
         :class:`WalkMapper`'s (visit, children, post-visit)."""
         return _walk_defaults(type(self), CachedWalkMapper.rec)(method_name)
 
-    def _walk(self, roots: list[Any], *args: P.args,
+    def _walk(self, roots: list[GraphNode], *args: P.args,
               **kwargs: P.kwargs) -> None:
         """The walk of :meth:`rec` without recursion: ``visit`` in
         pre-order (returning *False* prunes), ``post_visit`` in post-order,
@@ -330,10 +343,11 @@ class CachedWalkMapper(WalkMapper[P]):
         visited = self._visited_arrays_or_names
         get_key = self.get_cache_key
         _enter, _exit_default, _exit_override = 0, 1, 2
-        stack: list[tuple[Any, int]] = [(r, _enter) for r in reversed(roots)]
+        stack: list[tuple[GraphNode, int]] = [
+            (r, _enter) for r in reversed(roots)]
         while stack:
             node, state = stack.pop()
-            key = get_key(node, *args, **kwargs)
+            key = get_key(node, *args, **kwargs)  # type: ignore[arg-type]
             if state == _exit_default:
                 self.post_visit(node, *args, **kwargs)
                 visited.add(key)
@@ -341,14 +355,14 @@ class CachedWalkMapper(WalkMapper[P]):
             if key in visited:
                 continue
             if state == _exit_override:
-                Mapper.rec(self, node, *args, **kwargs)
+                Mapper.rec(self, node, *args, **kwargs)  # type: ignore[arg-type]
                 visited.add(key)
                 continue
             mm = getattr(node, "_mapper_method", None)
             if mm is None:
-                self.rec(node, *args, **kwargs)
+                self.rec(node, *args, **kwargs)  # type: ignore[arg-type]
                 continue
-            kids = get_children(node)
+            kids = get_children(node)  # type: ignore[arg-type]
             if not self._is_default_method(mm):
                 stack.append((node, _exit_override))
             else:
@@ -357,7 +371,8 @@ class CachedWalkMapper(WalkMapper[P]):
                     continue
                 if mm == "map_call":
                     self.rec_function_definition(
-                        node.function, *args, **kwargs)
+                        node.function,  # type: ignore[attr-defined]
+                        *args, **kwargs)
                 stack.append((node, _exit_default))
             stack.extend((k, _enter) for k in reversed(kids))
 
@@ -387,8 +402,8 @@ class TopoSortMapper(CachedWalkMapper[[]]):
     def get_cache_key(self, expr: ArrayOrNames) -> VisitKeyT:
         return expr
 
-    def post_visit(self, expr: Any) -> None:
+    def post_visit(self, expr: WalkedNode) -> None:
         if not isinstance(expr, FunctionDefinition):
-            self.topological_order.append(expr)
+            self.topological_order.append(expr)  # type: ignore[arg-type]
 
 # }}}
