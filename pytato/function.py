@@ -304,7 +304,7 @@ class Call(DataclassGraphNode, AbstractResultWithNamedArrays):
     def _get_result_shape(self, name: str) -> ShapeType:
         return self._pt_result_shapes[name]  # type: ignore[attr-defined,no-any-return]
 
-    def _get_result_dtype(self, name: str) -> np.dtype[Any]:
+    def _get_result_dtype(self, name: str) -> np.dtype[np.generic]:
         return self.function.returns[name].dtype
 
     def __getitem__(self, name: str) -> NamedCallResult:

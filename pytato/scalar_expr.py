@@ -66,14 +66,16 @@ from pymbolic.mapper.stringifier import (
 )
 from pymbolic.mapper.substitutor import SubstitutionMapper as _PSubstitutionMapper
 from pymbolic.parser import Parser as _Parser
+from pymbolic.typing import Expression
 
 
 if TYPE_CHECKING:
     from typing_extensions import TypeIs
 
 
-ScalarExpression: TypeAlias = Any
-"""A pymbolic expression or a Python/numpy scalar."""
+ScalarExpression: TypeAlias = Expression
+"""A pymbolic expression or a Python/numpy scalar
+(:data:`pymbolic.typing.Expression`)."""
 
 SCALAR_CLASSES = (int, float, complex, bool, np.number, np.bool_)
 
@@ -93,7 +95,7 @@ class ReductionOperation:
     #: Name used in generated code and reprs.
     name: str = ""
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> Any:
         raise NotImplementedError
 
     def apply_numpy(self, ary: Any, axis: tuple[int, ...]) -> Any:
@@ -114,7 +116,7 @@ class SumReductionOperation(ReductionOperation):
 
     name = "sum"
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> Any:
         return dtype.type(0)
 
     def apply_numpy(self, ary: Any, axis: tuple[int, ...]) -> Any:
@@ -126,7 +128,7 @@ class ProductReductionOperation(ReductionOperation):
 
     name = "product"
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> Any:
         return dtype.type(1)
 
     def apply_numpy(self, ary: Any, axis: tuple[int, ...]) -> Any:
@@ -138,7 +140,7 @@ class MaxReductionOperation(ReductionOperation):
 
     name = "max"
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> Any:
         if dtype.kind == "f":
             return dtype.type(-np.inf)
         if dtype.kind in "iu":
@@ -156,7 +158,7 @@ class MinReductionOperation(ReductionOperation):
 
     name = "min"
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> Any:
         if dtype.kind == "f":
             return dtype.type(np.inf)
         if dtype.kind in "iu":
@@ -174,7 +176,7 @@ class AllReductionOperation(ReductionOperation):
 
     name = "all"
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> Any:
         return np.True_
 
     def apply_numpy(self, ary: Any, axis: tuple[int, ...]) -> Any:
@@ -186,7 +188,7 @@ class AnyReductionOperation(ReductionOperation):
 
     name = "any"
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> Any:
         return np.False_
 
     def apply_numpy(self, ary: Any, axis: tuple[int, ...]) -> Any:
@@ -222,7 +224,7 @@ class Reduce(ExpressionBase):
 class TypeCast(ExpressionBase):
     """Conversion of :attr:`inner_expr` to :attr:`dtype`."""
 
-    dtype: np.dtype[Any]
+    dtype: np.dtype[np.generic]
     inner_expr: ScalarExpression
 
 

@@ -95,7 +95,7 @@ class _Bindings:
         return name
 
     def read(self, ary: Array, indices: Sequence[Any],
-             dtype: np.dtype[Any] | None = None) -> Any:
+             dtype: np.dtype[np.generic] | None = None) -> Any:
         """The expression reading *ary* at *indices*, cast to *dtype*."""
         var = prim.Variable(self.bind(ary))
         expr: Any = var[tuple(indices)] if indices else var

@@ -90,7 +90,7 @@ class ArgumentSpec:
     var_name: str
     kind: str
     shape: tuple[Any, ...]
-    dtype: np.dtype[Any]
+    dtype: np.dtype[np.generic]
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,7 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
         comps = [self.size_code(c) for c in shape]
         return "(" + ", ".join(comps) + ("," if len(comps) == 1 else "") + ")"
 
-    def _cast(self, code: str, dtype: np.dtype[Any]) -> str:
+    def _cast(self, code: str, dtype: np.dtype[np.generic]) -> str:
         return f"{self.np}.asarray({code}, dtype={dtype_code(self.np, dtype)})"
 
     # }}}
