@@ -40,6 +40,7 @@ this frontend may hold distinct equal nodes, which the cache merges); pass
 .. autodata:: ArrayOrNames
 .. autodata:: ArrayOrNamesTc
 .. autodata:: ArrayOrNamesOrFunctionDefTc
+.. autodata:: ArrayOrNamesOrDictTc
 .. autoclass:: Mapper
 .. autoclass:: CachedMapperCache
 .. autoclass:: CacheInputsWithKey
@@ -70,8 +71,8 @@ from pytato.function import FunctionDefinition
 
 
 __all__ = [
-    "ArrayOrNames", "ArrayOrNamesOrFunctionDefTc", "ArrayOrNamesTc",
-    "CacheCollisionError", "CacheInputsWithKey", "CachedMapper",
+    "ArrayOrNames", "ArrayOrNamesOrDictTc", "ArrayOrNamesOrFunctionDefTc",
+    "ArrayOrNamesTc", "CacheCollisionError", "CacheInputsWithKey", "CachedMapper",
     "CachedMapperCache", "ForeignObjectError", "Mapper",
     "MapperCreatedDuplicateError", "TransformMapperCache",
     "UnsupportedArrayError",
@@ -93,6 +94,12 @@ ArrayOrNamesOrFunctionDefTc = TypeVar(
     "ArrayOrNamesOrFunctionDefTc", Array, AbstractResultWithNamedArrays,
     DictOfNamedArrays, FunctionDefinition)
 """As :data:`ArrayOrNamesTc`, with :class:`~pytato.function.FunctionDefinition`."""
+
+ArrayOrNamesOrDictTc = TypeVar(
+    "ArrayOrNamesOrDictTc", Array, AbstractResultWithNamedArrays,
+    DictOfNamedArrays, dict[str, Array])
+"""As :data:`ArrayOrNamesTc`, with a :class:`dict` of arrays (for the
+passes that also take one and return one)."""
 
 ResultT = TypeVar("ResultT")
 FunctionResultT = TypeVar("FunctionResultT")

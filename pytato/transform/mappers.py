@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from pytato.transform.base import (
     ArrayOrNames,
+    ArrayOrNamesOrDictTc,
     ArrayOrNamesOrFunctionDefTc,
     ArrayOrNamesTc,
     CacheCollisionError,
@@ -61,7 +62,8 @@ from pytato.transform.walk import (
 
 
 __all__ = [
-    "ArrayOrNames", "ArrayOrNamesOrFunctionDefTc", "ArrayOrNamesTc",
+    "ArrayOrNames", "ArrayOrNamesOrDictTc", "ArrayOrNamesOrFunctionDefTc",
+    "ArrayOrNamesTc",
     "CacheCollisionError", "CacheInputsWithKey", "CachedMapAndCopyMapper",
     "CachedMapper", "CachedMapperCache", "CachedWalkMapper", "CombineMapper",
     "CopyMapper", "CopyMapperWithExtraArgs", "DependencyMapper",

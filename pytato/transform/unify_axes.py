@@ -38,7 +38,7 @@ calls can add a method relating call bindings to function parameters).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import pymbolic.primitives as prim
 from constantdict import constantdict
@@ -73,7 +73,7 @@ from pytato.array.remapping import (
     Roll,
     Stack,
 )
-from pytato.array.results import AbstractResultWithNamedArrays, DictOfNamedArrays
+from pytato.array.results import DictOfNamedArrays
 from pytato.array.shape import (
     are_shape_components_equal,
     shape_component_to_expr,
@@ -81,7 +81,7 @@ from pytato.array.shape import (
 from pytato.diagnostic import NonAffineShapeError, NonUniqueTagError
 from pytato.scalar_expr import WalkMapper
 from pytato.transform._identity_cache import IdentityCachedCopyMapper
-from pytato.transform.mappers import ArrayOrNames, Mapper
+from pytato.transform.mappers import ArrayOrNames, ArrayOrNamesOrDictTc, Mapper
 
 
 if TYPE_CHECKING:
@@ -91,12 +91,6 @@ if TYPE_CHECKING:
     from pytato.distributed.nodes import DistributedSendRefHolder
     from pytato.function import FunctionDefinition
     from pytato.scalar_expr import ScalarExpression
-
-
-#: What :func:`unify_axes_tags` maps: an array, a result with named arrays
-#: or a :class:`dict` of arrays (returned as the same kind).
-_UnifiedT = TypeVar("_UnifiedT", Array, AbstractResultWithNamedArrays,
-                    DictOfNamedArrays, dict[str, Array])
 
 
 __all__ = ["AxesTagsEquationCollector", "AxisEquivalenceCollector",
@@ -485,14 +479,14 @@ class AxesTagsEquationCollector(AxisEquivalenceCollector):
 
 
 def unify_axes_tags(
-        expr: _UnifiedT,
+        expr: ArrayOrNamesOrDictTc,
         *,
         tag_t_to_not_propagate: Iterable[type[Tag]] = frozenset(),
         node_t_to_not_propagate_through: Iterable[type[Array]] = frozenset(),
         tag_t: type[Tag] = Tag,
         equations_collector_t: type[AxesTagsEquationCollector] | None = None,
         unify_redn_descrs: bool = True,
-        ) -> _UnifiedT:
+        ) -> ArrayOrNamesOrDictTc:
     """Return *expr* (an array, a :class:`~pytato.DictOfNamedArrays` or a
     :class:`dict` of arrays) with the tags of each axis copied to all axes
     equal to it (see :mod:`pytato.transform.unify_axes`).
