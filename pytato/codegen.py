@@ -35,6 +35,8 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeGuard, TypeVar
 
+from pymbolic.typing import ArithmeticExpression
+
 from pytato.array.base import Array, GraphNode
 from pytato.array.constructors import make_dict_of_named_arrays
 from pytato.array.inputs import DataWrapper, Placeholder
@@ -49,7 +51,6 @@ from pytato.transform.mappers import CopyMapper
 if TYPE_CHECKING:
     import logging
 
-    from pymbolic.typing import ArithmeticExpression
     from pytools import UniqueNameGenerator
 
     from pytato.function import FunctionDefinition, NamedCallResult
@@ -282,7 +283,7 @@ def tagged_data_name(node: DataWrapper, names: NameGenerator) -> str | None:
     return None
 
 
-SymbolicIndex: TypeAlias = "tuple[ArithmeticExpression, ...]"
+SymbolicIndex: TypeAlias = tuple[ArithmeticExpression, ...]
 """A multi-dimensional index: a tuple of integer-valued scalar expressions
 (see :func:`is_symbolic_index`)."""
 
