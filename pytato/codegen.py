@@ -31,11 +31,13 @@ Before a target lowers a graph, :func:`preprocess`:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeGuard, TypeVar
 
-from pytato.array.base import Array
+from pymbolic.typing import ArithmeticExpression
+
+from pytato.array.base import Array, GraphNode
 from pytato.array.constructors import make_dict_of_named_arrays
 from pytato.array.inputs import DataWrapper, Placeholder
 from pytato.array.lambdas import IndexLambda
@@ -47,8 +49,11 @@ from pytato.transform.mappers import CopyMapper
 
 
 if TYPE_CHECKING:
-    from typing_extensions import TypeIs
+    import logging
 
+    from pytools import UniqueNameGenerator
+
+    from pytato.function import FunctionDefinition, NamedCallResult
     from pytato.target import Target
 
 
@@ -98,14 +103,14 @@ class NameGenerator:
         return name
 
 
-def _canonical_children(node: Any) -> tuple[Any, ...]:
+def _canonical_children(node: GraphNode) -> tuple[GraphNode, ...]:
     if isinstance(node, IndexLambda):
         return (*(c for c in node.shape if isinstance(c, Array)),
                 *(node.bindings[k] for k in sorted(node.bindings)))
-    return node._pt_kids  # type: ignore[no-any-return]
+    return node._pt_kids  # type: ignore[attr-defined]
 
 
-def canonical_topological_order(roots: Iterable[Any]) -> list[Any]:
+def canonical_topological_order(roots: Iterable[GraphNode]) -> list[GraphNode]:
     """All nodes reachable from *roots*, children before parents, in an order
     that only depends on the graph's structure: unlike
     :func:`~pytato.array.base.topological_order`, the bindings of an
@@ -113,7 +118,7 @@ def canonical_topological_order(roots: Iterable[Any]) -> list[Any]:
     (their insertion order does not take part in equality). Code
     generators name things in this order, so equal graphs give equal code.
     """
-    order: list[Any] = []
+    order: list[GraphNode] = []
     visited: set[int] = set()
     keep_alive = []
     for root in roots:
@@ -213,15 +218,15 @@ class _Preprocessor(CopyMapper):
 
     # {{{ calls (see pytato.function)
 
-    def clone_for_callee(self, function: Any) -> _Preprocessor:
+    def clone_for_callee(self, function: FunctionDefinition) -> _Preprocessor:
         # function bodies hold no data wrappers (pytato.function)
         return _Preprocessor({}, self.lower)
 
-    def map_named_call_result(self, expr: Any) -> Array:
+    def map_named_call_result(self, expr: NamedCallResult) -> Array:
         from pytato.tags import InlineCallTag
         if expr._container.tags_of_type(InlineCallTag):
             from pytato.transform.calls import inline_call_result
-            return self(inline_call_result(expr, only_tagged=True))  # type: ignore[no-any-return]
+            return self(inline_call_result(expr, only_tagged=True))  # type: ignore[return-value]
         return self.map_array(expr)
 
     # }}}
@@ -278,12 +283,12 @@ def tagged_data_name(node: DataWrapper, names: NameGenerator) -> str | None:
     return None
 
 
-SymbolicIndex: TypeAlias = tuple[Any, ...]
+SymbolicIndex: TypeAlias = tuple[ArithmeticExpression, ...]
 """A multi-dimensional index: a tuple of integer-valued scalar expressions
 (see :func:`is_symbolic_index`)."""
 
 
-def is_symbolic_index(o: object) -> TypeIs[SymbolicIndex]:
+def is_symbolic_index(o: object) -> TypeGuard[SymbolicIndex]:
     """Whether *o* is a :data:`SymbolicIndex`: a tuple whose entries are
     integers or integer-valued scalar expressions
     (:func:`~pytato.scalar_expr.is_integral_scalar_expression`)."""
@@ -341,7 +346,8 @@ def preprocess(outputs: Array | DictOfNamedArrays | Mapping[str, Array],
         frozenset(new_outputs._pt_inputs))  # type: ignore[attr-defined]
 
 
-def _generate_name_for_temp(expr: Array, var_name_gen: Any,
+def _generate_name_for_temp(expr: Array,
+                            var_name_gen: NameGenerator | UniqueNameGenerator,
                             default_prefix: str = "_pt_temp") -> str:
     """The name of the temporary (or input) holding *expr* in generated
     code, drawn from the name generator *var_name_gen* (a
@@ -357,14 +363,15 @@ def _generate_name_for_temp(expr: Array, var_name_gen: Any,
     from pytato.tags import Named, PrefixNamed
 
     is_taken: Callable[[str], bool] = getattr(
-        var_name_gen, "is_taken", None) or var_name_gen.is_name_conflicting
+        var_name_gen, "is_taken", None) or (
+            var_name_gen.is_name_conflicting)  # type: ignore[union-attr]
     named = expr.tags_of_type(Named)
     if named:
         (tag,) = named
         if is_taken(tag.name):
             raise NameClashError(f"the name {tag.name!r} of a Named tag is "
                                  "already taken")
-        var_name_gen.add_name(tag.name)
+        var_name_gen.add_name(tag.name)  # type: ignore[union-attr]
         return tag.name  # type: ignore[no-any-return]
     prefixed = expr.tags_of_type(PrefixNamed)
     if prefixed:
@@ -380,7 +387,8 @@ class PhaseTimer:
     code generation phase took, e.g. ``lowering took 0.12 s (1234
     nodes)``."""
 
-    def __init__(self, logger: Any, phase: str, detail: str = "") -> None:
+    def __init__(self, logger: logging.Logger, phase: str, detail: str = ""
+                 ) -> None:
         self.logger = logger
         self.phase = phase
         self.detail = detail
@@ -391,7 +399,7 @@ class PhaseTimer:
         self._start = time.perf_counter()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         import time
         self.elapsed = time.perf_counter() - self._start
         if exc[0] is None:
@@ -429,12 +437,15 @@ class FewerCollections:
         gc.set_threshold(max(t0, GC_GENERATION0_THRESHOLD), max(t1, 20), t2)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         import gc
         gc.set_threshold(*self._saved)
 
 
-class ProgramCache:
+_ProgramT = TypeVar("_ProgramT")
+
+
+class ProgramCache(Generic[_ProgramT]):
     """A bounded LRU cache from keys (holding structurally equal graphs) to
     generated programs.
 
@@ -446,9 +457,9 @@ class ProgramCache:
     def __init__(self, maxsize: int = 64) -> None:
         from collections import OrderedDict
         self.maxsize = maxsize
-        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._data: OrderedDict[Hashable, _ProgramT] = OrderedDict()
 
-    def get(self, key: Any) -> Any:
+    def get(self, key: Hashable) -> _ProgramT | None:
         """The program stored under *key* (marked recently used), or None."""
         try:
             value = self._data[key]
@@ -457,7 +468,7 @@ class ProgramCache:
         self._data.move_to_end(key)
         return value
 
-    def put(self, key: Any, value: Any) -> None:
+    def put(self, key: Hashable, value: _ProgramT) -> None:
         """Store *value* under *key*, evicting the least recently used."""
         try:
             self._data[key] = value

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import enum
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -110,7 +110,7 @@ def substitute_sizes(shape: ShapeType,
     return tuple(result)
 
 
-def _is_size_expression(ary: Any) -> bool:
+def _is_size_expression(ary: object) -> bool:
     return (isinstance(ary, Array) and ary.shape == ()
             and ary.dtype.kind in "iu"
             and all(isinstance(i, SizeParam)
@@ -231,7 +231,7 @@ class FunctionDefinition(_TaggableMixin):
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[type[FunctionDefinition], tuple[object, ...]]:
         return (FunctionDefinition, (self.parameters, self.return_type,
                                      dict(self.returns), self.tags))
 
@@ -304,7 +304,7 @@ class Call(DataclassGraphNode, AbstractResultWithNamedArrays):
     def _get_result_shape(self, name: str) -> ShapeType:
         return self._pt_result_shapes[name]  # type: ignore[attr-defined,no-any-return]
 
-    def _get_result_dtype(self, name: str) -> np.dtype[Any]:
+    def _get_result_dtype(self, name: str) -> np.dtype[np.generic]:
         return self.function.returns[name].dtype
 
     def __getitem__(self, name: str) -> NamedCallResult:
@@ -314,7 +314,7 @@ class Call(DataclassGraphNode, AbstractResultWithNamedArrays):
             raise InvalidKeyError(f"function '{self.function.identifier}' has no "
                                   f"result named '{name}'") from None
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[str]:
         return iter(self.function.returns)
 
     def __len__(self) -> int:
@@ -328,7 +328,8 @@ class Call(DataclassGraphNode, AbstractResultWithNamedArrays):
                 f"bindings={sorted(self.bindings)})")
 
 
-def _check_bindings(fn: FunctionDefinition, bindings: Mapping[str, Any]) -> None:
+def _check_bindings(fn: FunctionDefinition, bindings: Mapping[str, object]
+                    ) -> None:
     ident = fn.identifier
     missing = fn.parameters - set(bindings)
     if missing:
@@ -341,7 +342,7 @@ def _check_bindings(fn: FunctionDefinition, bindings: Mapping[str, Any]) -> None
             f"call of function '{ident}': unknown parameter(s) "
             f"{', '.join(sorted(unknown))} (parameters: "
             f"{', '.join(sorted(fn.parameters))})")
-    sizes: dict[str, Any] = {}
+    sizes: dict[str, Array] = {}
     for name, b in bindings.items():
         if not isinstance(b, Array):
             raise CallBindingError(
@@ -399,7 +400,7 @@ _TRACE_CACHE: OrderedDict[Hashable, FunctionDefinition] = OrderedDict()
 _TRACE_CACHE_SIZE = 512
 
 
-def _arg_signature(x: Any) -> Hashable:
+def _arg_signature(x: object) -> Hashable:
     if isinstance(x, Array):
         return ("array", x.shape, x.dtype)
     try:
@@ -413,9 +414,9 @@ def _parameter_for(ary: Array, name: str) -> Placeholder:
     return Placeholder(ary.shape, ary.dtype, name)
 
 
-def _gather_returns(f_name: str, result: Any
+def _gather_returns(f_name: str, result: object
                     ) -> tuple[ReturnType, dict[str, Array]]:
-    def check(name: str, x: Any) -> Array:
+    def check(name: str, x: object) -> Array:
         if not isinstance(x, Array):
             raise FunctionTracingError(
                 f"function '{f_name}' returned {type(x).__name__} as result "
@@ -452,7 +453,7 @@ class _CaptureLifter:
         self.size_params: dict[str, SizeParam] = {}
 
     def lift(self, returns: dict[str, Array]) -> dict[str, Array]:
-        replacements: dict[Any, Array] = {}
+        replacements: dict[InputArgumentBase, Array] = {}
         for node in topological_order(returns.values()):
             if isinstance(node, SizeParam):
                 self.size_params[node.name] = node
@@ -512,7 +513,7 @@ def trace_call(f: Callable[..., Any], *args: Any,
     params: dict[str, Placeholder] = {}
     bindings: dict[str, Array] = {}
 
-    def stand_in(x: Any, name: str) -> Any:
+    def stand_in(x: object, name: str) -> object:
         if not isinstance(x, Array):
             return x
         p = _parameter_for(x, name)
@@ -550,8 +551,8 @@ def trace_call(f: Callable[..., Any], *args: Any,
     return call
 
 
-def _intern(f: Any, identifier: Hashable, args: Iterable[Any],
-            kwargs: Mapping[str, Any], fdef: FunctionDefinition
+def _intern(f: Callable[..., Any], identifier: Hashable, args: Iterable[object],
+            kwargs: Mapping[str, object], fdef: FunctionDefinition
             ) -> FunctionDefinition:
     key = (f, identifier, tuple(_arg_signature(a) for a in args),
            tuple(sorted((k, _arg_signature(v)) for k, v in kwargs.items())))

@@ -44,8 +44,8 @@ lambda's bindings. Scalar functions are called through variables named
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Set
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeAlias, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Set
+from typing import Any, ParamSpec, TypeAlias, TypeGuard, TypeVar
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -66,19 +66,18 @@ from pymbolic.mapper.stringifier import (
 )
 from pymbolic.mapper.substitutor import SubstitutionMapper as _PSubstitutionMapper
 from pymbolic.parser import Parser as _Parser
+from pymbolic.typing import ArithmeticExpression, Expression
 
 
-if TYPE_CHECKING:
-    from typing_extensions import TypeIs
-
-
-ScalarExpression: TypeAlias = Any
-"""A pymbolic expression or a Python/numpy scalar."""
+ScalarExpression: TypeAlias = Expression
+"""A pymbolic expression or a Python/numpy scalar
+(:data:`pymbolic.typing.Expression`)."""
 
 SCALAR_CLASSES = (int, float, complex, bool, np.number, np.bool_)
 
 P = ParamSpec("P")
 ResultT = TypeVar("ResultT")
+_Dependencies: TypeAlias = "Set[prim.AlgebraicLeaf | prim.CommonSubexpression]"
 
 
 # {{{ reduction operations
@@ -93,10 +92,11 @@ class ReductionOperation:
     #: Name used in generated code and reprs.
     name: str = ""
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> np.generic | int:
         raise NotImplementedError
 
-    def apply_numpy(self, ary: Any, axis: tuple[int, ...]) -> Any:
+    def apply_numpy(self, ary: np.ndarray, axis: tuple[int, ...]
+                    ) -> np.ndarray | np.generic:
         raise NotImplementedError
 
     def __eq__(self, other: object) -> bool:
@@ -114,10 +114,11 @@ class SumReductionOperation(ReductionOperation):
 
     name = "sum"
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> np.generic | int:
         return dtype.type(0)
 
-    def apply_numpy(self, ary: Any, axis: tuple[int, ...]) -> Any:
+    def apply_numpy(self, ary: np.ndarray, axis: tuple[int, ...]
+                    ) -> np.ndarray | np.generic:
         return np.sum(ary, axis=axis)
 
 
@@ -126,10 +127,11 @@ class ProductReductionOperation(ReductionOperation):
 
     name = "product"
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> np.generic | int:
         return dtype.type(1)
 
-    def apply_numpy(self, ary: Any, axis: tuple[int, ...]) -> Any:
+    def apply_numpy(self, ary: np.ndarray, axis: tuple[int, ...]
+                    ) -> np.ndarray | np.generic:
         return np.prod(ary, axis=axis)
 
 
@@ -138,16 +140,17 @@ class MaxReductionOperation(ReductionOperation):
 
     name = "max"
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> np.generic | int:
         if dtype.kind == "f":
             return dtype.type(-np.inf)
         if dtype.kind in "iu":
-            return np.iinfo(dtype).min
+            return np.iinfo(dtype).min  # type: ignore[type-var]
         if dtype.kind == "b":
             return np.False_
         raise TypeError(f"max reduction not supported for dtype {dtype}")
 
-    def apply_numpy(self, ary: Any, axis: tuple[int, ...]) -> Any:
+    def apply_numpy(self, ary: np.ndarray, axis: tuple[int, ...]
+                    ) -> np.ndarray | np.generic:
         return np.max(ary, axis=axis)
 
 
@@ -156,16 +159,17 @@ class MinReductionOperation(ReductionOperation):
 
     name = "min"
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> np.generic | int:
         if dtype.kind == "f":
             return dtype.type(np.inf)
         if dtype.kind in "iu":
-            return np.iinfo(dtype).max
+            return np.iinfo(dtype).max  # type: ignore[type-var]
         if dtype.kind == "b":
             return np.True_
         raise TypeError(f"min reduction not supported for dtype {dtype}")
 
-    def apply_numpy(self, ary: Any, axis: tuple[int, ...]) -> Any:
+    def apply_numpy(self, ary: np.ndarray, axis: tuple[int, ...]
+                    ) -> np.ndarray | np.generic:
         return np.min(ary, axis=axis)
 
 
@@ -174,10 +178,11 @@ class AllReductionOperation(ReductionOperation):
 
     name = "all"
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> np.generic | int:
         return np.True_
 
-    def apply_numpy(self, ary: Any, axis: tuple[int, ...]) -> Any:
+    def apply_numpy(self, ary: np.ndarray, axis: tuple[int, ...]
+                    ) -> np.ndarray | np.generic:
         return np.all(ary, axis=axis)
 
 
@@ -186,10 +191,11 @@ class AnyReductionOperation(ReductionOperation):
 
     name = "any"
 
-    def neutral_element(self, dtype: np.dtype[Any]) -> Any:
+    def neutral_element(self, dtype: np.dtype[np.generic]) -> np.generic | int:
         return np.False_
 
-    def apply_numpy(self, ary: Any, axis: tuple[int, ...]) -> Any:
+    def apply_numpy(self, ary: np.ndarray, axis: tuple[int, ...]
+                    ) -> np.ndarray | np.generic:
         return np.any(ary, axis=axis)
 
 # }}}
@@ -222,7 +228,7 @@ class Reduce(ExpressionBase):
 class TypeCast(ExpressionBase):
     """Conversion of :attr:`inner_expr` to :attr:`dtype`."""
 
-    dtype: np.dtype[Any]
+    dtype: np.dtype[np.generic]
     inner_expr: ScalarExpression
 
 
@@ -235,20 +241,22 @@ class IdentityMapper(_PIdentityMapper[P]):
     """Rebuilds expressions, with support for :class:`Reduce` and
     :class:`TypeCast`."""
 
-    def map_reduce(self, expr: Reduce, *args: Any, **kwargs: Any) -> Any:
+    def map_reduce(self, expr: Reduce, *args: P.args, **kwargs: P.kwargs
+                   ) -> ScalarExpression:
         return Reduce(
             self.rec(expr.inner_expr, *args, **kwargs), expr.op,
             {name: (self.rec(lo, *args, **kwargs), self.rec(hi, *args, **kwargs))
              for name, (lo, hi) in expr.bounds.items()})
 
-    def map_type_cast(self, expr: TypeCast, *args: Any, **kwargs: Any) -> Any:
+    def map_type_cast(self, expr: TypeCast, *args: P.args, **kwargs: P.kwargs
+                      ) -> ScalarExpression:
         return TypeCast(expr.dtype, self.rec(expr.inner_expr, *args, **kwargs))
 
 
 class WalkMapper(_PWalkMapper[P]):
     """Visits every subexpression, including inside :class:`Reduce`."""
 
-    def map_reduce(self, expr: Reduce, *args: Any, **kwargs: Any) -> None:
+    def map_reduce(self, expr: Reduce, *args: P.args, **kwargs: P.kwargs) -> None:
         if not self.visit(expr, *args, **kwargs):
             return
         self.rec(expr.inner_expr, *args, **kwargs)
@@ -257,7 +265,7 @@ class WalkMapper(_PWalkMapper[P]):
             self.rec(hi, *args, **kwargs)
         self.post_visit(expr, *args, **kwargs)
 
-    def map_type_cast(self, expr: TypeCast, *args: Any, **kwargs: Any) -> None:
+    def map_type_cast(self, expr: TypeCast, *args: P.args, **kwargs: P.kwargs) -> None:
         if not self.visit(expr, *args, **kwargs):
             return
         self.rec(expr.inner_expr, *args, **kwargs)
@@ -267,13 +275,14 @@ class WalkMapper(_PWalkMapper[P]):
 class CombineMapper(_PCombineMapper[ResultT, P]):
     """Combines results over children, including inside :class:`Reduce`."""
 
-    def map_reduce(self, expr: Reduce, *args: Any, **kwargs: Any) -> Any:
+    def map_reduce(self, expr: Reduce, *args: P.args, **kwargs: P.kwargs) -> ResultT:
         return self.combine([
             self.rec(expr.inner_expr, *args, **kwargs),
             *(self.rec(b, *args, **kwargs)
               for bds in expr.bounds.values() for b in bds)])
 
-    def map_type_cast(self, expr: TypeCast, *args: Any, **kwargs: Any) -> Any:
+    def map_type_cast(self, expr: TypeCast, *args: P.args, **kwargs: P.kwargs
+                      ) -> ResultT:
         return self.rec(expr.inner_expr, *args, **kwargs)
 
 
@@ -301,13 +310,14 @@ class DependencyMapper(_PDependencyMapper[P]):
                          composite_leaves=composite_leaves)
         self.include_idx_lambda_indices = include_idx_lambda_indices
 
-    def map_variable(self, expr: prim.Variable, *args: Any, **kwargs: Any
-                     ) -> Any:
+    def map_variable(self, expr: prim.Variable, *args: P.args, **kwargs: P.kwargs
+                     ) -> _Dependencies:
         if not self.include_idx_lambda_indices and _is_index_name(expr.name):
             return frozenset()
         return super().map_variable(expr, *args, **kwargs)
 
-    def map_reduce(self, expr: Reduce, *args: Any, **kwargs: Any) -> Any:
+    def map_reduce(self, expr: Reduce, *args: P.args, **kwargs: P.kwargs
+                   ) -> _Dependencies:
         inner = self.rec(expr.inner_expr, *args, **kwargs)
         bound = frozenset(prim.Variable(n) for n in expr.bounds)
         return self.combine([
@@ -315,7 +325,8 @@ class DependencyMapper(_PDependencyMapper[P]):
             *(self.rec(b, *args, **kwargs)
               for bds in expr.bounds.values() for b in bds)])
 
-    def map_type_cast(self, expr: TypeCast, *args: Any, **kwargs: Any) -> Any:
+    def map_type_cast(self, expr: TypeCast, *args: P.args, **kwargs: P.kwargs
+                      ) -> _Dependencies:
         return self.rec(expr.inner_expr, *args, **kwargs)
 
 
@@ -328,6 +339,7 @@ class EvaluationMapper(_PEvaluationMapper[ResultT]):
     names to values. Functions named ``pytato.c99.<name>`` evaluate to the
     numpy function of that name."""
 
+    # evaluation results are numpy values (or functions) of any type
     def map_variable(self, expr: prim.Variable) -> Any:
         if expr.name.startswith("pytato.c99."):
             return _numpy_function(expr.name[len("pytato.c99."):])
@@ -357,8 +369,8 @@ class StringifyMapper(_PStringifyMapper[P]):
     ``sum(_r0 in [0, n), ...)``-like text) and :class:`TypeCast` (as
     ``cast(dtype, ...)``)."""
 
-    def map_reduce(self, expr: Reduce, enclosing_prec: int, *args: Any,
-                   **kwargs: Any) -> str:
+    def map_reduce(self, expr: Reduce, enclosing_prec: int, *args: P.args,
+                   **kwargs: P.kwargs) -> str:
         bounds = ", ".join(
             f"{name} in [{self.rec(lo, _PREC_NONE, *args, **kwargs)}, "
             f"{self.rec(hi, _PREC_NONE, *args, **kwargs)})"
@@ -366,8 +378,8 @@ class StringifyMapper(_PStringifyMapper[P]):
         inner = self.rec(expr.inner_expr, _PREC_NONE, *args, **kwargs)
         return f"{expr.op.name}({bounds}, {inner})"
 
-    def map_type_cast(self, expr: TypeCast, enclosing_prec: int, *args: Any,
-                      **kwargs: Any) -> str:
+    def map_type_cast(self, expr: TypeCast, enclosing_prec: int, *args: P.args,
+                      **kwargs: P.kwargs) -> str:
         inner = self.rec(expr.inner_expr, _PREC_NONE, *args, **kwargs)
         return f"cast({expr.dtype}, {inner})"
 
@@ -393,8 +405,11 @@ class DistributeMapper(_PDistributeMapper, IdentityMapper[[]]):
     (:class:`pymbolic.mapper.distributor.DistributeMapper`), also inside
     :class:`Reduce` and :class:`TypeCast`."""
 
-    def __init__(self, collector: Any = None, const_folder: Any = None
-                 ) -> None:
+    def __init__(
+            self,
+            collector: Callable[[ScalarExpression], ScalarExpression] | None = None,
+            const_folder: Callable[[ScalarExpression], ScalarExpression] | None
+            = None) -> None:
         super().__init__(collector=collector, const_folder=const_folder)
 
 
@@ -402,7 +417,7 @@ class InductionVariableCollector(CombineMapper[frozenset[str], []]):
     """Collects the names of the reduction (induction) variables bound by
     the :class:`Reduce` nodes of an expression."""
 
-    def combine(self, values: Any) -> frozenset[str]:
+    def combine(self, values: Iterable[frozenset[str]]) -> frozenset[str]:
         result: frozenset[str] = frozenset()
         for v in values:
             result = result | v
@@ -422,6 +437,7 @@ class InductionVariableCollector(CombineMapper[frozenset[str], []]):
 
 
 def _apply_binary(op: ReductionOperation, a: Any, b: Any) -> Any:
+    # a and b: evaluated values (numpy scalars or arrays of any dtype)
     if isinstance(op, SumReductionOperation):
         return a + b
     if isinstance(op, ProductReductionOperation):
@@ -442,7 +458,7 @@ _NUMPY_NAME_MAP = {"abs": "abs", "atan2": "arctan2", "asin": "arcsin",
                    "fabs": "abs", "isnan": "isnan"}
 
 
-def _numpy_function(name: str) -> Callable[..., Any]:
+def _numpy_function(name: str) -> Callable[..., object]:
     return getattr(np, _NUMPY_NAME_MAP.get(name, name))
 
 # }}}
@@ -456,13 +472,14 @@ def parse(s: str) -> ScalarExpression:
 
 
 def substitute(expression: ScalarExpression,
-               variable_assignments: Mapping[str, Any] | None) -> ScalarExpression:
+               variable_assignments: Mapping[str, ScalarExpression] | None
+               ) -> ScalarExpression:
     """Substitute the variables named in *variable_assignments* by the
     corresponding values."""
     if not variable_assignments:
         return expression
 
-    def subst(v: Any) -> Any:
+    def subst(v: prim.AlgebraicLeaf) -> ScalarExpression | None:
         if isinstance(v, prim.Variable):
             return variable_assignments.get(v.name)
         return None
@@ -477,7 +494,7 @@ def get_dependencies(expression: ScalarExpression,
         return frozenset()
     deps = DependencyMapper(include_subscripts=False, include_lookups=False,
                             include_calls="descend_args")(expression)
-    names = frozenset(d.name for d in deps)
+    names = frozenset(d.name for d in deps)  # type: ignore[union-attr]
     if not include_idx_lambda_indices:
         names = frozenset(n for n in names if not _is_index_name(n))
     return names
@@ -488,20 +505,20 @@ def _is_index_name(name: str) -> bool:
 
 
 def evaluate(expression: ScalarExpression,
-             context: Mapping[str, Any] | None = None) -> Any:
+             context: Mapping[str, object] | None = None) -> Any:
     """Evaluate *expression* with the values in *context*."""
     if isinstance(expression, SCALAR_CLASSES):
         return expression
     return EvaluationMapper(dict(context or {}))(expression)
 
 
-def is_integral_scalar(x: Any) -> bool:
+def is_integral_scalar(x: object) -> TypeGuard[int | np.integer]:
     """Whether *x* is a Python or numpy integer (not a bool)."""
     return (isinstance(x, (int, np.integer))
             and not isinstance(x, (bool, np.bool_)))
 
 
-def negated(x: Any) -> Any:
+def negated(x: ScalarExpression) -> ScalarExpression:
     """``-x`` as a scalar expression: a constant is negated in place (keeping
     its type) where that is exact, anything else becomes ``(-1)*x``.
 
@@ -520,7 +537,7 @@ def negated(x: Any) -> Any:
     first, which changes the sign of a zero result).
     """
     if isinstance(x, (bool, np.bool_)):
-        return prim.Product((-1, x))
+        return prim.Product((-1, x))  # type: ignore[arg-type]
     if isinstance(x, int):
         return -x
     if isinstance(x, np.signedinteger):
@@ -532,14 +549,15 @@ def negated(x: Any) -> Any:
     elif isinstance(x, (complex, np.complexfloating)):
         if x.real != 0 and x.imag != 0:
             return -x
-    return prim.Product((-1, x))
+    return prim.Product((-1, x))  # type: ignore[arg-type]
 
 
 _INTEGRAL_NODES = (prim.Variable, prim.Sum, prim.Product, prim.FloorDiv,
                    prim.Remainder, prim.Min, prim.Max)
 
 
-def is_integral_scalar_expression(expr: object) -> TypeIs[Any]:
+def is_integral_scalar_expression(expr: object
+                                  ) -> TypeGuard[ArithmeticExpression]:
     """Whether *expr* is an integer or an integer-valued expression: one
     built from integers and variables (taken as integers, like size
     parameters and indices) by sums, products, floor divisions,
@@ -584,7 +602,8 @@ def is_quasi_affine(expr: ScalarExpression) -> bool:
     return True
 
 
-def distribute(expr: ScalarExpression, parameters: frozenset[Any] = frozenset(),
+def distribute(expr: ScalarExpression,
+               parameters: frozenset[prim.AlgebraicLeaf] = frozenset(),
                commutative: bool = True) -> ScalarExpression:
     """*expr* with products of sums multiplied out, collecting the terms
     by their dependence on *parameters* (as :func:`pymbolic.distribute`);

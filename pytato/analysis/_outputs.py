@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TypeAlias
 
 from pytato.array.base import Array, GraphNode
 
 
-def output_roots(outputs: Any) -> list[GraphNode]:
+Outputs: TypeAlias = "GraphNode | Mapping[str, Array] | Iterable[Array]"
+"""The *outputs* of an analysis: an array, a
+:class:`~pytato.DictOfNamedArrays` (or another graph node), a mapping of
+names to arrays, or an iterable of arrays (checked at run time)."""
+
+
+def output_roots(outputs: Outputs) -> list[GraphNode]:
     """The graph roots of *outputs*: an array, a
     :class:`~pytato.DictOfNamedArrays` (or another graph node), a mapping of
     names to arrays, or an iterable of those."""
     if isinstance(outputs, GraphNode):
         return [outputs]
     if isinstance(outputs, Mapping):
-        values: Iterable[Any] = outputs.values()
+        values: Iterable[object] = outputs.values()
     elif isinstance(outputs, Iterable) and not isinstance(outputs, str):
         values = outputs
     else:
@@ -31,7 +37,7 @@ def output_roots(outputs: Any) -> list[GraphNode]:
     return roots
 
 
-def output_arrays(outputs: Any) -> dict[str, Array]:
+def output_arrays(outputs: Outputs) -> dict[str, Array]:
     """The named output arrays of *outputs* (a single array is named
     ``"_pt_out"``)."""
     if isinstance(outputs, Array):

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, TypeAlias
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -45,8 +45,24 @@ from pytato.array.inputs import DataWrapper, Placeholder
 from pytato.array.lambdas import Einsum, IndexLambda
 from pytato.array.shape import shape_component_to_expr
 from pytato.diagnostic import NonAffineShapeError
-from pytato.scalar_expr import Reduce, TypeCast, evaluate, substitute
+from pytato.scalar_expr import (
+    Reduce,
+    ScalarExpression,
+    TypeCast,
+    evaluate,
+    substitute,
+)
 from pytato.tags import ImplStored
+
+
+if TYPE_CHECKING:
+    from pymbolic.typing import ArithmeticExpression
+
+    from pytato.analysis._outputs import Outputs
+
+
+Cost: TypeAlias = "ArithmeticExpression"
+"""A count: an integer, or an expression in the size parameters."""
 
 
 __all__ = ["CostEstimate", "estimate_cost", "get_bytes_estimate",
@@ -64,23 +80,23 @@ class CostEstimate:
     .. autoattribute:: bytes_moved
     """
 
-    flops: Any
-    bytes_read: Any
-    bytes_written: Any
+    flops: Cost
+    bytes_read: Cost
+    bytes_written: Cost
 
     @property
-    def bytes_moved(self) -> Any:
+    def bytes_moved(self) -> Cost:
         """Bytes read plus bytes written."""
         return _sum([self.bytes_read, self.bytes_written])
 
 
 # {{{ symbolic arithmetic helpers
 
-def _is_int(x: Any) -> bool:
+def _is_int(x: object) -> bool:
     return isinstance(x, (int, np.integer))
 
 
-def _sum(terms: list[Any]) -> Any:
+def _sum(terms: list[Cost]) -> Cost:
     const = sum(t for t in terms if _is_int(t))
     sym = [t for t in terms if not _is_int(t)]
     if not sym:
@@ -90,8 +106,8 @@ def _sum(terms: list[Any]) -> Any:
     return prim.flattened_sum(sym)
 
 
-def _prod(factors: list[Any]) -> Any:
-    const = 1
+def _prod(factors: list[Cost]) -> Cost:
+    const: Cost = 1
     sym = []
     for f in factors:
         if _is_int(f):
@@ -105,7 +121,7 @@ def _prod(factors: list[Any]) -> Any:
     return prim.flattened_product(sym)
 
 
-def _nelements(shape: ShapeType) -> Any:
+def _nelements(shape: ShapeType) -> Cost:
     return _prod([shape_component_to_expr(c) for c in shape])
 
 # }}}
@@ -114,17 +130,19 @@ def _nelements(shape: ShapeType) -> Any:
 class _ScalarFlopCounter(_PMapper):  # type: ignore[misc]
     """Operations of one evaluation of a scalar expression."""
 
-    def __init__(self, size_of_name: Mapping[str, Any]) -> None:
+    def __init__(self, size_of_name: Mapping[str, Cost]) -> None:
         self.size_of_name = size_of_name
 
-    def map_foreign(self, expr: Any, *args: Any) -> Any:
+    def map_foreign(self, expr: object, *args: object) -> Cost:
         return 0
 
     map_constant = map_foreign
     map_variable = map_foreign
     map_subscript = map_foreign  # index arithmetic is free
 
-    def _nary(self, expr: Any) -> Any:
+    def _nary(self, expr: prim.Sum | prim.Product | prim.LogicalAnd
+              | prim.LogicalOr | prim.BitwiseAnd | prim.BitwiseOr
+              | prim.BitwiseXor | prim.Min | prim.Max) -> Cost:
         return _sum([len(expr.children) - 1,
                      *(self.rec(c) for c in expr.children)])
 
@@ -136,59 +154,61 @@ class _ScalarFlopCounter(_PMapper):  # type: ignore[misc]
     map_bitwise_or = _nary
     map_bitwise_xor = _nary
 
-    def _binary(self, a: Any, b: Any) -> Any:
+    def _binary(self, a: ScalarExpression, b: ScalarExpression) -> Cost:
         return _sum([1, self.rec(a), self.rec(b)])
 
-    def map_quotient(self, expr: Any) -> Any:
+    def map_quotient(self, expr: prim.Quotient | prim.FloorDiv
+                     | prim.Remainder) -> Cost:
         return self._binary(expr.numerator, expr.denominator)
 
     map_floor_div = map_quotient
     map_remainder = map_quotient
 
-    def map_power(self, expr: Any) -> Any:
+    def map_power(self, expr: prim.Power) -> Cost:
         return self._binary(expr.base, expr.exponent)
 
-    def map_left_shift(self, expr: Any) -> Any:
+    def map_left_shift(self, expr: prim.LeftShift | prim.RightShift) -> Cost:
         return self._binary(expr.shiftee, expr.shift)
 
     map_right_shift = map_left_shift
 
-    def map_comparison(self, expr: Any) -> Any:
+    def map_comparison(self, expr: prim.Comparison) -> Cost:
         return self._binary(expr.left, expr.right)
 
-    def map_logical_not(self, expr: Any) -> Any:
+    def map_logical_not(self, expr: prim.LogicalNot | prim.BitwiseNot) -> Cost:
         return _sum([1, self.rec(expr.child)])
 
     map_bitwise_not = map_logical_not
 
-    def map_call(self, expr: Any) -> Any:
+    def map_call(self, expr: prim.Call) -> Cost:
         return _sum([1, *(self.rec(p) for p in expr.parameters)])
 
-    def map_if(self, expr: Any) -> Any:
+    def map_if(self, expr: prim.If) -> Cost:
         then, else_ = self.rec(expr.then), self.rec(expr.else_)
         if _is_int(then) and _is_int(else_):
-            branch: Any = max(then, else_)
+            branch: Cost = max(then, else_)
         else:
             branch = prim.Max((then, else_))
         return _sum([self.rec(expr.condition), branch])
 
-    def map_min(self, expr: Any) -> Any:
+    def map_min(self, expr: prim.Min | prim.Max) -> Cost:
         return self._nary(expr)
 
     map_max = map_min
 
-    def map_type_cast(self, expr: TypeCast) -> Any:
+    def map_type_cast(self, expr: TypeCast) -> Cost:
         return self.rec(expr.inner_expr)
 
-    def map_reduce(self, expr: Reduce) -> Any:
+    def map_reduce(self, expr: Reduce) -> Cost:
         extent = _prod([
             substitute(hi - lo, self.size_of_name)  # type: ignore[operator]
-            if not (_is_int(hi) and _is_int(lo)) else hi - lo
+            if not (_is_int(hi) and _is_int(lo))
+            else hi - lo  # type: ignore[operator,misc]
             for lo, hi in expr.bounds.values()])
         return _prod([extent, _sum([1, self.rec(expr.inner_expr)])])
 
 
-def _size_of_bindings(expr: IndexLambda) -> dict[str, Any]:
+def _size_of_bindings(expr: IndexLambda) -> dict[str, Cost]:
     result = {}
     for name, b in expr.bindings.items():
         if b.shape == () and b.dtype.kind in "iu":
@@ -199,7 +219,7 @@ def _size_of_bindings(expr: IndexLambda) -> dict[str, Any]:
     return result
 
 
-def _node_flops(node: Array) -> Any:
+def _node_flops(node: Array) -> Cost:
     if isinstance(node, IndexLambda):
         per_elem = _ScalarFlopCounter(_size_of_bindings(node))(node.expr)
         return _prod([_nelements(node.shape), per_elem])
@@ -211,7 +231,7 @@ def _node_flops(node: Array) -> Any:
     return 0
 
 
-def _nbytes(node: Array) -> Any:
+def _nbytes(node: Array) -> Cost:
     return _prod([_nelements(node.shape), node.dtype.itemsize])
 
 
@@ -219,13 +239,13 @@ def _is_stored(node: Array) -> bool:
     return any(isinstance(t, ImplStored) for t in node.tags)
 
 
-def _finish(value: Any, size_params: Mapping[str, int] | None) -> Any:
+def _finish(value: Cost, size_params: Mapping[str, int] | None) -> Cost:
     if size_params is None or _is_int(value):
         return value
     return int(evaluate(value, size_params))
 
 
-def estimate_cost(outputs: Any, size_params: Mapping[str, int] | None = None
+def estimate_cost(outputs: Outputs, size_params: Mapping[str, int] | None = None
                   ) -> dict[str, CostEstimate]:
     """Estimate flops and memory traffic of each output of *outputs* (an
     array, a :class:`~pytato.DictOfNamedArrays` or a mapping of names to
@@ -239,7 +259,7 @@ def estimate_cost(outputs: Any, size_params: Mapping[str, int] | None = None
     once), so the work is linear in the graph size per output.
     """
     result = {}
-    flops_cache: dict[int, Any] = {}
+    flops_cache: dict[int, Cost] = {}
     for name, out in output_arrays(outputs).items():
         flops = []
         read = []
@@ -263,8 +283,8 @@ def estimate_cost(outputs: Any, size_params: Mapping[str, int] | None = None
     return result
 
 
-def get_flop_count(outputs: Any, size_params: Mapping[str, int] | None = None
-                   ) -> Any:
+def get_flop_count(outputs: Outputs,
+                   size_params: Mapping[str, int] | None = None) -> Cost:
     """The flops of computing all of *outputs* together, each distinct node
     once (see :func:`estimate_cost` for the model)."""
     from pytato.analysis._outputs import output_roots
@@ -273,8 +293,8 @@ def get_flop_count(outputs: Any, size_params: Mapping[str, int] | None = None
         if isinstance(n, Array)]), size_params)
 
 
-def get_bytes_estimate(outputs: Any,
-                       size_params: Mapping[str, int] | None = None) -> Any:
+def get_bytes_estimate(outputs: Outputs,
+                       size_params: Mapping[str, int] | None = None) -> Cost:
     """The compulsory memory traffic in bytes of computing all of *outputs*
     together: inputs read once, outputs written once, stored intermediates
     written and read once."""

@@ -22,13 +22,19 @@ object reachable along several paths always counts once.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from pytato.analysis._outputs import output_roots
 from pytato.array.base import Array, GraphNode, topological_order
 from pytato.transform.deduplicate import structural_class_ids
 from pytato.transform.mappers import Mapper
+
+
+if TYPE_CHECKING:
+    from pytato.analysis._outputs import Outputs
+    from pytato.array.results import DictOfNamedArrays
+    from pytato.function import Call, FunctionDefinition
 
 
 __all__ = [
@@ -38,7 +44,7 @@ __all__ = [
 ]
 
 
-def _nodes(outputs: Any, count_duplicates: bool) -> list[Array]:
+def _nodes(outputs: Outputs, count_duplicates: bool) -> list[Array]:
     """The array nodes of the graph of *outputs*, one per distinct object,
     or one per equality class (the first in topological order)."""
     order = topological_order(output_roots(outputs))
@@ -57,12 +63,12 @@ def _nodes(outputs: Any, count_duplicates: bool) -> list[Array]:
     return result
 
 
-def get_num_nodes(outputs: Any, count_duplicates: bool = False) -> int:
+def get_num_nodes(outputs: Outputs, count_duplicates: bool = False) -> int:
     """The number of array nodes in the graph of *outputs*."""
     return len(_nodes(outputs, count_duplicates))
 
 
-def get_node_type_counts(outputs: Any, count_duplicates: bool = False
+def get_node_type_counts(outputs: Outputs, count_duplicates: bool = False
                          ) -> dict[type, int]:
     """A mapping from node type to the number of nodes of that type."""
     counts: dict[type, int] = {}
@@ -71,7 +77,7 @@ def get_node_type_counts(outputs: Any, count_duplicates: bool = False
     return counts
 
 
-def get_node_multiplicities(outputs: Any) -> dict[Array, int]:
+def get_node_multiplicities(outputs: Outputs) -> dict[Array, int]:
     """A mapping from each distinct node (up to equality) to the number of
     distinct objects equal to it in the graph of *outputs*. A graph without
     duplicates has all multiplicities 1."""
@@ -88,7 +94,7 @@ def get_node_multiplicities(outputs: Any) -> dict[Array, int]:
     return {rep[c]: m for c, m in mult.items()}
 
 
-def get_num_tags_of_type(outputs: Any,
+def get_num_tags_of_type(outputs: Outputs,
                          tag_types: type | Iterable[type],
                          count_duplicates: bool = False) -> int:
     """The number of array tags (not axis tags) that are instances of
@@ -98,7 +104,7 @@ def get_num_tags_of_type(outputs: Any,
                for t in n.tags if isinstance(t, types))
 
 
-def get_max_node_depth(outputs: Any) -> int:
+def get_max_node_depth(outputs: Outputs) -> int:
     """The number of nodes on the longest path from an output down to an
     input (a lone placeholder has depth 1; an empty result has depth 0)."""
     height: dict[int, int] = {}
@@ -113,7 +119,7 @@ def get_max_node_depth(outputs: Any) -> int:
     return best
 
 
-class CallSiteCounter(Mapper):
+class CallSiteCounter(Mapper[int, None, []]):
     """Counts call sites: the nodes dispatched to ``map_call``, plus those
     inside the bodies of the called functions (each body counted once per
     call site). Node types without calls count 0, so the counter works on
@@ -122,7 +128,7 @@ class CallSiteCounter(Mapper):
 
     def __init__(self) -> None:
         self._body_counts: dict[int, int] = {}
-        self._keep: list[Any] = []
+        self._keep: list[FunctionDefinition] = []
 
     def count(self, roots: Iterable[GraphNode]) -> int:
         """The number of call sites in the graphs of *roots*."""
@@ -134,10 +140,10 @@ class CallSiteCounter(Mapper):
     def map_array(self, expr: Array) -> int:
         return 0
 
-    def map_dict_of_named_arrays(self, expr: Any) -> int:
+    def map_dict_of_named_arrays(self, expr: DictOfNamedArrays) -> int:
         return 0
 
-    def map_call(self, expr: Any) -> int:
+    def map_call(self, expr: Call) -> int:
         fn = expr.function
         if id(fn) not in self._body_counts:
             self._keep.append(fn)
@@ -145,14 +151,14 @@ class CallSiteCounter(Mapper):
                 list(getattr(fn, "returns", {}).values()))
         return 1 + self._body_counts[id(fn)]
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Callable[[Array], int]:
         # node types added later (e.g. distributed sends) count no call sites
         if name.startswith("map_"):
             return self.map_array
         raise AttributeError(name)
 
 
-def get_num_call_sites(outputs: Any) -> int:
+def get_num_call_sites(outputs: Outputs) -> int:
     """The number of call sites in the graph of *outputs*, counting calls
     inside called functions' bodies (0 for graphs without calls)."""
     return CallSiteCounter().count(output_roots(outputs))

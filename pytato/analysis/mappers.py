@@ -18,7 +18,7 @@ recursion limit) and visit each node object once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from loopy.tools import LoopyKeyBuilder
 
@@ -26,6 +26,15 @@ from pytato.analysis._outputs import output_roots
 from pytato.array.base import Array, GraphNode, topological_order
 from pytato.array.inputs import InputArgumentBase
 from pytato.tags import ImplStored
+
+
+if TYPE_CHECKING:
+    import numpy as np
+    from pytools import Hash
+    from typing_extensions import TypeIs
+
+    from pytato.analysis._outputs import Outputs
+    from pytato.function import FunctionDefinition
 
 
 __all__ = [
@@ -37,6 +46,8 @@ __all__ = [
     "PytatoKeyBuilder",
     "TagCountMapper",
 ]
+
+_Node: TypeAlias = "GraphNode | FunctionDefinition"
 
 #: The ``map_<node>`` methods of the node types.
 NODE_MAPPER_METHODS = (
@@ -51,27 +62,29 @@ NODE_MAPPER_METHODS = (
 )
 
 
-def _direct_predecessors(expr: Any, include_functions: bool) -> list[Any]:
+def _direct_predecessors(expr: _Node, include_functions: bool) -> list[_Node]:
     """The nodes *expr* reads directly, in field order (with repeats): the
     children of arrays (their shape's size expressions included), the
     values of a result mapping, the bindings of a call (and its function
     if *include_functions*), the returned arrays of a function."""
     if getattr(expr, "_mapper_method", None) == "map_function_definition":
-        return list(expr.returns.values())
-    preds = list(getattr(expr, "_pt_kids", ()))
+        return list(expr.returns.values())  # type: ignore[union-attr]
+    preds: list[_Node] = list(getattr(expr, "_pt_kids", ()))
     if include_functions and getattr(expr, "_mapper_method", None) == "map_call":
-        preds.append(expr.function)
+        preds.append(expr.function)  # type: ignore[union-attr]
     return preds
 
 
-def _graph_nodes(expr: Any, include_functions: bool) -> list[Any]:
+def _graph_nodes(expr: Outputs | FunctionDefinition, include_functions: bool
+                 ) -> list[_Node]:
     """The nodes of the graph of *expr*, children first, each object once;
     with *include_functions*, also the nodes of called functions' bodies
     (and the function definitions)."""
-    roots = output_roots(expr) if not _is_function(expr) else [expr]
-    order: list[Any] = []
+    roots: list[_Node] = [expr] if _is_function(expr) else [
+        *output_roots(expr)]
+    order: list[_Node] = []
     seen: set[int] = set()
-    pending: list[Any] = list(roots)
+    pending: list[_Node] = list(roots)
     while pending:
         batch = [r for r in pending if id(r) not in seen]
         pending = []
@@ -79,42 +92,42 @@ def _graph_nodes(expr: Any, include_functions: bool) -> list[Any]:
         graph_roots = [r for r in batch if not _is_function(r)]
         for fn in body_roots:
             seen.add(id(fn))
-            graph_roots.extend(fn.returns.values())
-        for node in topological_order(graph_roots):
+            graph_roots.extend(fn.returns.values())  # type: ignore[union-attr]
+        for node in topological_order(graph_roots):  # type: ignore[arg-type]
             if id(node) in seen:
                 continue
             seen.add(id(node))
             order.append(node)
             if include_functions and getattr(
                     node, "_mapper_method", None) == "map_call":
-                pending.append(node.function)
+                pending.append(node.function)  # type: ignore[attr-defined]
         order.extend(body_roots)
     return order
 
 
-def _is_function(expr: Any) -> bool:
+def _is_function(expr: object) -> TypeIs[FunctionDefinition]:
     return getattr(expr, "_mapper_method", None) == "map_function_definition"
 
 
 class _NodeMapper:
     """Dispatch to ``map_<node>`` methods."""
 
-    def rec(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
+    def rec(self, expr: _Node, *args: Any, **kwargs: Any) -> Any:
         """Call the ``map_<node>`` method of *expr*'s type."""
         try:
-            method = getattr(self, expr._mapper_method)
+            method = getattr(self, expr._mapper_method)  # type: ignore[union-attr]
         except AttributeError:
             raise TypeError(f"{type(self).__name__} cannot map "
                             f"{type(expr).__name__}") from None
         return method(expr, *args, **kwargs)
 
-    def rec_function_definition(self, expr: Any, *args: Any, **kwargs: Any
-                                ) -> Any:
+    def rec_function_definition(self, expr: FunctionDefinition, *args: Any,
+                                **kwargs: Any) -> Any:
         """Call ``map_function_definition`` on the function *expr*."""
         return self.map_function_definition(  # type: ignore[attr-defined]
             expr, *args, **kwargs)
 
-    def _map_nodes_once(self, expr: Any) -> None:
+    def _map_nodes_once(self, expr: Outputs | FunctionDefinition) -> None:
         """Map each node of the graph of *expr* and of the functions it
         calls, each function once across the mappers sharing
         ``self._visited_functions``."""
@@ -136,7 +149,7 @@ def _with_node_methods(impl: str) -> Callable[[type], type]:
             if name in cls.__dict__:
                 continue
 
-            def method(self: Any, expr: Any, *args: Any,
+            def method(self: object, expr: _Node, *args: Any,
                        _impl: str = impl, **kwargs: Any) -> Any:
                 return getattr(self, _impl)(expr, *args, **kwargs)
             method.__name__ = name
@@ -162,7 +175,7 @@ class DirectPredecessorsGetter:
     def __init__(self, *, include_functions: bool = False) -> None:
         self.include_functions = include_functions
 
-    def __call__(self, expr: Any) -> frozenset[Any]:
+    def __call__(self, expr: _Node) -> frozenset[_Node]:
         """The direct predecessors of *expr*."""
         return frozenset(_direct_predecessors(expr, self.include_functions))
 
@@ -178,10 +191,10 @@ class ListOfDirectPredecessorsGetter(_NodeMapper):
     def __init__(self, *, include_functions: bool = False) -> None:
         self.include_functions = include_functions
 
-    def _predecessors(self, expr: Any) -> list[Any]:
+    def _predecessors(self, expr: _Node) -> list[_Node]:
         return _direct_predecessors(expr, self.include_functions)
 
-    def __call__(self, expr: Any) -> list[Any]:
+    def __call__(self, expr: _Node) -> list[_Node]:
         """The direct predecessors of *expr*."""
         return self.rec(expr)  # type: ignore[no-any-return]
 
@@ -202,10 +215,10 @@ class ListOfUsersCollector(_NodeMapper):
     """
 
     def __init__(self) -> None:
-        self.node_to_users: dict[Any, list[Any]] = {}
+        self.node_to_users: dict[_Node, list[_Node]] = {}
         self._seen: set[tuple[int, int]] = set()
 
-    def _record_users(self, expr: Any) -> None:
+    def _record_users(self, expr: _Node) -> None:
         self.node_to_users.setdefault(expr, [])
         for pred in _direct_predecessors(expr, include_functions=False):
             if (id(pred), id(expr)) in self._seen:
@@ -213,7 +226,7 @@ class ListOfUsersCollector(_NodeMapper):
             self._seen.add((id(pred), id(expr)))
             self.node_to_users.setdefault(pred, []).append(expr)
 
-    def __call__(self, expr: Any) -> None:
+    def __call__(self, expr: Outputs) -> None:
         """Record the users of the nodes of the graph of *expr*."""
         for node in _graph_nodes(expr, include_functions=False):
             self.rec(node)
@@ -235,7 +248,7 @@ class MaterializedNodeCollector(_NodeMapper):
     """
 
     def __init__(self, include_outputs: bool = True,
-                 _visited_functions: set[Any] | None = None,
+                 _visited_functions: set[FunctionDefinition] | None = None,
                  _materialized_nodes: dict[Array, None] | None = None) -> None:
         self.include_outputs = include_outputs
         self._visited_functions = (
@@ -243,7 +256,8 @@ class MaterializedNodeCollector(_NodeMapper):
         self.materialized_nodes: dict[Array, None] = (
             _materialized_nodes if _materialized_nodes is not None else {})
 
-    def clone_for_callee(self, function: Any) -> MaterializedNodeCollector:
+    def clone_for_callee(self, function: FunctionDefinition
+                         ) -> MaterializedNodeCollector:
         """A collector for the body of *function*, adding to the same
         :attr:`materialized_nodes` (the body's outputs are not included:
         they are the call's results, materialized by the caller)."""
@@ -251,12 +265,12 @@ class MaterializedNodeCollector(_NodeMapper):
                           _visited_functions=self._visited_functions,
                           _materialized_nodes=self.materialized_nodes)
 
-    def _visit(self, expr: Any) -> None:
+    def _visit(self, expr: _Node) -> None:
         if isinstance(expr, InputArgumentBase) or (
                 isinstance(expr, Array) and expr.tags_of_type(ImplStored)):
             self.materialized_nodes[expr] = None
 
-    def __call__(self, expr: Any) -> None:
+    def __call__(self, expr: Outputs | FunctionDefinition) -> None:
         """Collect the materialized nodes of the graph of *expr*."""
         if self.include_outputs and not _is_function(expr):
             for root in output_roots(expr):
@@ -282,21 +296,23 @@ class NodeMultiplicityMapper(_NodeMapper):
     .. automethod:: __call__
     """
 
-    def __init__(self, _visited_functions: set[Any] | None = None) -> None:
+    def __init__(self, _visited_functions: set[FunctionDefinition] | None = None
+                 ) -> None:
         self._visited_functions = (
             _visited_functions if _visited_functions is not None else set())
-        self.expr_multiplicity_counts: dict[Any, int] = {}
+        self.expr_multiplicity_counts: dict[_Node, int] = {}
 
-    def clone_for_callee(self, function: Any) -> NodeMultiplicityMapper:
+    def clone_for_callee(self, function: FunctionDefinition
+                         ) -> NodeMultiplicityMapper:
         """A mapper for the body of *function*, sharing the set of visited
         functions."""
         return type(self)(_visited_functions=self._visited_functions)
 
-    def _count(self, expr: Any) -> None:
+    def _count(self, expr: _Node) -> None:
         self.expr_multiplicity_counts[expr] = (
             self.expr_multiplicity_counts.get(expr, 0) + 1)
 
-    def __call__(self, expr: Any) -> None:
+    def __call__(self, expr: Outputs | FunctionDefinition) -> None:
         """Count the nodes of the graph of *expr* (and of the bodies of the
         functions it calls)."""
         self._map_nodes_once(expr)
@@ -315,7 +331,7 @@ class TagCountMapper(_NodeMapper):
         self.tag_types: tuple[type, ...] = (
             (tag_types,) if isinstance(tag_types, type) else tuple(tag_types))
 
-    def clone_for_callee(self, function: Any) -> TagCountMapper:
+    def clone_for_callee(self, function: FunctionDefinition) -> TagCountMapper:
         """A mapper for the body of *function*, counting the same tag
         types."""
         return type(self)(self.tag_types)
@@ -324,13 +340,13 @@ class TagCountMapper(_NodeMapper):
         """The sum of the counts *args*."""
         return sum(args)
 
-    def _tags_of_node(self, expr: Any) -> int:
+    def _tags_of_node(self, expr: _Node) -> int:
         return sum(1 for t in getattr(expr, "tags", ())
                    if isinstance(t, self.tag_types))
 
-    def __call__(self, expr: Any) -> int:
+    def __call__(self, expr: Outputs | FunctionDefinition) -> int:
         """The number of matching tags in the graph of *expr*."""
-        seen: set[Any] = set()
+        seen: set[Array] = set()
         counts = []
         for node in _graph_nodes(expr, include_functions=True):
             if not isinstance(node, Array) or node in seen:
@@ -350,14 +366,14 @@ class PytatoKeyBuilder(LoopyKeyBuilder):  # type: ignore[misc]
     :class:`TypeError`: wrapped data has no persistent hash.
     """
 
-    def rec(self, key_hash: Any, key: Any) -> Any:
+    def rec(self, key_hash: Hash, key: object) -> Hash:
         if isinstance(key, GraphNode):
             from pytato.target.loopy.run.program_store import graph_key
             key_hash.update(f"pytato-graph:{graph_key([key])}".encode())
             return key_hash
-        return super().rec(key_hash, key)
+        return super().rec(key_hash, key)  # type: ignore[no-any-return]
 
-    def update_for_ndarray(self, key_hash: Any, key: Any) -> None:
+    def update_for_ndarray(self, key_hash: Hash, key: np.ndarray) -> None:
         import numpy as np
         self.rec(key_hash, key.dtype)
         self.rec(key_hash, key.shape)

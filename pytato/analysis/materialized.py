@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytato.analysis._outputs import output_roots
 from pytato.array.base import Array, topological_order
@@ -13,10 +13,16 @@ from pytato.array.inputs import InputArgumentBase
 from pytato.tags import ImplStored
 
 
+if TYPE_CHECKING:
+    from pytato.analysis._outputs import Outputs
+    from pytato.function import FunctionDefinition
+
+
 __all__ = ["collect_materialized_nodes"]
 
 
-def collect_materialized_nodes(expr: Any, include_outputs: bool = True
+def collect_materialized_nodes(expr: Outputs | FunctionDefinition,
+                               include_outputs: bool = True
                                ) -> frozenset[Array]:
     """The array nodes of the graph of *expr* that are held in memory: the
     inputs (placeholders, size parameters, data wrappers), the nodes tagged

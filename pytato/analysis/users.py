@@ -12,17 +12,21 @@ arrays, which compare structurally): their users are merged.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytato.analysis._outputs import output_roots
 from pytato.array.base import Array, topological_order
 from pytato.transform.deduplicate import structural_class_ids
 
 
+if TYPE_CHECKING:
+    from pytato.analysis._outputs import Outputs
+
+
 __all__ = ["get_list_of_users", "get_nusers"]
 
 
-def get_list_of_users(outputs: Any) -> dict[Array, list[Array]]:
+def get_list_of_users(outputs: Outputs) -> dict[Array, list[Array]]:
     """A mapping from each node of the graph of *outputs* to the list of its
     distinct users, in topological order (inputs map to their readers,
     outputs nobody reads map to ``[]``)."""
@@ -48,7 +52,7 @@ def get_list_of_users(outputs: Any) -> dict[Array, list[Array]]:
     return {rep[c]: u for c, u in users.items()}
 
 
-def get_nusers(outputs: Any) -> dict[Array, int]:
+def get_nusers(outputs: Outputs) -> dict[Array, int]:
     """A mapping from each node of the graph of *outputs* to its number of
     distinct users."""
     return {k: len(v) for k, v in get_list_of_users(outputs).items()}

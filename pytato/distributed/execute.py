@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import numbers
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -23,13 +23,21 @@ from pytato.distributed.partition import (
 )
 
 
+if TYPE_CHECKING:
+    import mpi4py.MPI
+    import pyopencl
+
+
+_ProgramT = TypeVar("_ProgramT")
+
+
 __all__ = ["execute_distributed_partition", "generate_code_for_partition"]
 
 
 def generate_code_for_partition(
         partition: DistributedGraphPartition, *,
-        generate_code: Callable[[DictOfNamedArrays], Any] | None = None,
-        ) -> dict[PartId, Any]:
+        generate_code: Callable[[DictOfNamedArrays], _ProgramT] | None = None,
+        ) -> dict[PartId, _ProgramT]:
     """Generate one program per part of *partition*, computing the part's
     outputs (a :class:`~pytato.DictOfNamedArrays`) from its inputs.
 
@@ -39,9 +47,13 @@ def generate_code_for_partition(
     """
     if generate_code is None:
         from pytato import generate_loopy  # type: ignore[attr-defined]
-        generate_code = generate_loopy
+        # (_ProgramT is then the loopy program type)
+        gen: Callable[[DictOfNamedArrays], _ProgramT] = (
+            generate_loopy)  # type: ignore[assignment]
+    else:
+        gen = generate_code
     return {
-        pid: generate_code(DictOfNamedArrays({
+        pid: gen(DictOfNamedArrays({
             name: partition.name_to_output[name]
             for name in sorted(part.output_names)}))
         for pid, part in partition.parts.items()}
@@ -59,7 +71,7 @@ def _int_tag(op: DistributedSend | DistributedRecv) -> int:
     return int(tag)
 
 
-def _takes_queue(prg: Any) -> bool:
+def _takes_queue(prg: Callable[..., object]) -> bool:
     """Whether *prg* is called as ``prg(queue, **inputs)`` (loopy/OpenCL
     programs) rather than ``prg(**inputs)`` (numpy or JAX programs)."""
     try:
@@ -71,7 +83,10 @@ def _takes_queue(prg: Any) -> bool:
         inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
-def _run_program(prg: Any, queue: Any, allocator: Any,
+# the values of inputs and outputs are the programs' arrays (numpy, pyopencl
+# or JAX arrays, or scalars): Any
+def _run_program(prg: Callable[..., Any],
+                 queue: pyopencl.CommandQueue | None, allocator: object,
                  inputs: Mapping[str, Any]) -> Mapping[str, Any]:
     if queue is not None and _takes_queue(prg):
         kwargs = dict(inputs)
@@ -88,7 +103,8 @@ def _run_program(prg: Any, queue: Any, allocator: Any,
     return result
 
 
-def _to_host(value: Any, queue: Any) -> np.ndarray[Any, Any]:
+def _to_host(value: object, queue: pyopencl.CommandQueue | None
+             ) -> np.ndarray:
     if isinstance(value, np.ndarray):
         return np.ascontiguousarray(value)
     if hasattr(value, "get"):
@@ -98,7 +114,7 @@ def _to_host(value: Any, queue: Any) -> np.ndarray[Any, Any]:
     return np.ascontiguousarray(np.asarray(value))
 
 
-def _size_param_values(input_args: Mapping[str, Any]) -> dict[str, int]:
+def _size_param_values(input_args: Mapping[str, object]) -> dict[str, int]:
     return {name: int(v) for name, v in input_args.items()
             if isinstance(v, numbers.Integral)
             or (isinstance(v, np.ndarray) and v.shape == ()
@@ -109,9 +125,10 @@ def _size_param_values(input_args: Mapping[str, Any]) -> dict[str, int]:
 
 def execute_distributed_partition(
         partition: DistributedGraphPartition,
-        prg_per_partition: Mapping[PartId, Any],
-        queue: Any, mpi_communicator: Any, *,
-        allocator: Any = None,
+        prg_per_partition: Mapping[PartId, Callable[..., Any]],
+        queue: pyopencl.CommandQueue | None,
+        mpi_communicator: mpi4py.MPI.Comm, *,
+        allocator: object = None,
         input_args: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run the parts of *partition* with the programs in
     *prg_per_partition* (see :func:`generate_code_for_partition`) and
@@ -152,8 +169,8 @@ def execute_distributed_partition(
     from pytato.array.shape import concrete_shape
     sizes = _size_param_values(input_args)
     recv_names: list[str] = []
-    recv_bufs: list[np.ndarray[Any, Any]] = []
-    recv_reqs: list[Any] = []
+    recv_bufs: list[np.ndarray] = []
+    recv_reqs: list[mpi4py.MPI.Request] = []
     for part in parts.values():
         for name, recv in part.name_to_recv_node.items():
             buf = np.empty(concrete_shape(recv.shape, sizes), recv.dtype)
@@ -165,7 +182,7 @@ def execute_distributed_partition(
     # }}}
 
     context: dict[str, Any] = {}
-    sends: list[tuple[Any, np.ndarray[Any, Any]]] = []
+    sends: list[tuple[mpi4py.MPI.Request, np.ndarray]] = []
     pending = sorted(parts)
 
     def run_part(part: DistributedGraphPart) -> None:

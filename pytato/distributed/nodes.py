@@ -142,7 +142,7 @@ class DistributedSend(GraphNode, _TaggableMixin):
         return self.data.shape
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         """The dtype of the data sent."""
         return self.data.dtype
 
@@ -179,7 +179,7 @@ class DistributedSendRefHolder(DerivedShapeMixin, Array):
         return self.passthrough_data.shape
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return self.passthrough_data.dtype
 
 # }}}
@@ -199,7 +199,7 @@ class DistributedRecv(Array):
     """
 
     shape: ShapeType
-    dtype: np.dtype[Any]
+    dtype: np.dtype[np.generic]
     src_rank: int
     comm_tag: Hashable
 

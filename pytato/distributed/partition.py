@@ -28,9 +28,9 @@ outputs of the earlier part and inputs (placeholders) of the later one.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 import pymbolic.primitives as prim
 from constantdict import constantdict
@@ -45,7 +45,11 @@ from pytato.distributed.nodes import (
     DistributedSend,
     DistributedSendRefHolder,
 )
-from pytato.transform.mappers import CopyMapper
+from pytato.transform.mappers import ArrayOrNames, CopyMapper
+
+
+if TYPE_CHECKING:
+    import mpi4py.MPI
 
 
 __all__ = [
@@ -80,7 +84,7 @@ class CommunicationOpIdentifier(NamedTuple):
     comm_tag: Hashable
 
 
-def comm_tag_sort_key(tag: Hashable) -> tuple[Any, ...]:
+def comm_tag_sort_key(tag: Hashable) -> tuple[int, str, int, str]:
     """A sort key ordering communication tags the same way in every process
     (integers numerically, anything else by type name and ``repr``)."""
     if isinstance(tag, int) and not isinstance(tag, bool):
@@ -89,7 +93,8 @@ def comm_tag_sort_key(tag: Hashable) -> tuple[Any, ...]:
     return (1, f"{typ.__module__}.{typ.__qualname__}", 0, repr(tag))
 
 
-def comm_id_sort_key(cid: CommunicationOpIdentifier) -> tuple[Any, ...]:
+def comm_id_sort_key(cid: CommunicationOpIdentifier
+                     ) -> tuple[int, int, tuple[int, str, int, str]]:
     """A deterministic sort key for :class:`CommunicationOpIdentifier`."""
     return (cid.src_rank, cid.dest_rank, comm_tag_sort_key(cid.comm_tag))
 
@@ -212,7 +217,15 @@ class DistributedGraphPartition:
 
 # {{{ send holders
 
-def _resolve(node: Any) -> Any:
+@overload
+def _resolve(node: Array) -> Array: ...
+
+
+@overload
+def _resolve(node: GraphNode) -> GraphNode: ...
+
+
+def _resolve(node: GraphNode) -> GraphNode:
     """*node* with send holders replaced by their passthrough data."""
     while isinstance(node, DistributedSendRefHolder):
         node = node.passthrough_data
@@ -227,7 +240,8 @@ def _value_children(node: GraphNode) -> tuple[GraphNode, ...]:
     return get_children(node)  # type: ignore[arg-type]
 
 
-def _normalize_outputs(outputs: Any) -> DictOfNamedArrays:
+def _normalize_outputs(outputs: DictOfNamedArrays | Mapping[str, Array]
+                       ) -> DictOfNamedArrays:
     if isinstance(outputs, DictOfNamedArrays):
         return outputs
     if isinstance(outputs, Mapping):
@@ -362,7 +376,7 @@ def _copy_of(ary: Array) -> IndexLambda:
     """An array computing a copy of *ary* (for outputs that are inputs)."""
     name = "_in0"
     if ary.ndim == 0:
-        expr: Any = prim.Variable(name)
+        expr: prim.Variable | prim.Subscript = prim.Variable(name)
     else:
         expr = prim.Subscript(prim.Variable(name), tuple(
             prim.Variable(f"_{i}") for i in range(ary.ndim)))
@@ -370,7 +384,8 @@ def _copy_of(ary: Array) -> IndexLambda:
 
 
 def _bounded_topological_order(roots: Iterable[Array],
-                               is_stop: Any) -> list[Array]:
+                               is_stop: Callable[[GraphNode], bool]
+                               ) -> list[Array]:
     """The nodes reachable from *roots* without going through nodes for
     which *is_stop* holds, children first (stop nodes excluded, roots
     included)."""
@@ -434,7 +449,8 @@ class _PartGraphBuilder(CopyMapper):
     """Copies the computations of one part, replacing received values and
     values of earlier parts by placeholders."""
 
-    def __init__(self, pid: PartId, part_of: Any, cut: Any) -> None:
+    def __init__(self, pid: PartId, part_of: Callable[[Array], PartId],
+                 cut: Callable[[Array], Array]) -> None:
         super().__init__()
         self.pid = pid
         self.part_of = part_of
@@ -446,16 +462,16 @@ class _PartGraphBuilder(CopyMapper):
         return isinstance(expr, Array) and (
             isinstance(expr, DistributedRecv) or self.part_of(expr) < self.pid)
 
-    def rec(self, expr: Any) -> Any:
+    def rec(self, expr: ArrayOrNames) -> ArrayOrNames:  # type: ignore[override]
         # send holders are left out: the sends are made by the executor
-        expr = _resolve(expr)
+        expr = _resolve(expr)  # type: ignore[assignment]
         if self.is_stop(expr):
-            return self.cut(expr)
+            return self.cut(expr)  # type: ignore[arg-type]
         return super().rec(expr)
 
     def map_distributed_send_ref_holder(self, expr: DistributedSendRefHolder
                                         ) -> Array:
-        return self.rec(expr.passthrough_data)  # type: ignore[no-any-return]
+        return self.rec(expr.passthrough_data)  # type: ignore[return-value]
 
     def build(self, roots: Sequence[Array]) -> list[Array]:
         for node in _bounded_topological_order(roots, self.is_stop):
@@ -467,7 +483,8 @@ class _PartGraphBuilder(CopyMapper):
                 for r in roots]
 
 
-def find_distributed_partition(mpi_communicator: Any, outputs: Any
+def find_distributed_partition(mpi_communicator: mpi4py.MPI.Comm,
+                               outputs: DictOfNamedArrays | Mapping[str, Array]
                                ) -> DistributedGraphPartition:
     """Split the graph of *outputs* (a :class:`~pytato.DictOfNamedArrays`
     or a mapping of names to arrays) into parts, so that each part's
@@ -518,7 +535,8 @@ def find_distributed_partition(mpi_communicator: Any, outputs: Any
         all_recvs.extend(rids)
     recv_level = _compute_comm_levels(all_needs, all_recvs)
 
-    return _build_partition(rank, outputs, sends_by_id, recvs, nodes,
+    return _build_partition(rank, outputs,  # type: ignore[arg-type]
+                            sends_by_id, recvs, nodes,
                             recv_level)
 
 

@@ -1,6 +1,9 @@
 """Graph transforms: mapper bases and passes (graph -> graph).
 
-See :mod:`pytato.transform.mappers` for the mapper classes. Passes, one per
+The mapper classes: :mod:`pytato.transform.base` (dispatch, caches),
+:mod:`pytato.transform.copy`, :mod:`pytato.transform.combine`,
+:mod:`pytato.transform.walk` and :mod:`pytato.transform.gatherers`, all
+re-exported by :mod:`pytato.transform.mappers` (upstream's path). Passes, one per
 module: :mod:`pytato.transform.dead_code`, :mod:`pytato.transform.deduplicate`,
 :mod:`pytato.transform.unify_axes`, :mod:`pytato.transform.einsum_rewrites`,
 :mod:`pytato.transform.precompute`,

@@ -18,7 +18,7 @@ kernels; inlined and called forms compute the same values.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytato.array.base import Array, Axis, _unique_family
 from pytato.array.inputs import InputArgumentBase, Placeholder, SizeParam
@@ -26,6 +26,12 @@ from pytato.array.results import DictOfNamedArrays
 from pytato.function import Call, FunctionDefinition, NamedCallResult
 from pytato.tags import InlineCallTag
 from pytato.transform.mappers import ArrayOrNames, CopyMapper, TransformMapperCache
+
+
+if TYPE_CHECKING:
+    from pytools.tag import Tag
+
+    from pytato.transform.base import ArrayOrNamesOrDictTc
 
 
 __all__ = [
@@ -44,7 +50,7 @@ def _with_call_site_metadata(ary: Array, site: NamedCallResult) -> Array:
     if not site.tags and not any(a.tags for a in site.axes):
         return ary
 
-    def merge(old: frozenset[Any], new: frozenset[Any]) -> frozenset[Any]:
+    def merge(old: frozenset[Tag], new: frozenset[Tag]) -> frozenset[Tag]:
         families = {_unique_family(type(t)) for t in new if _is_unique(t)}
         kept = frozenset(t for t in old
                          if _unique_family(type(t)) not in families
@@ -56,7 +62,7 @@ def _with_call_site_metadata(ary: Array, site: NamedCallResult) -> Array:
     return ary.copy(tags=merge(ary.tags, site.tags), axes=axes)
 
 
-def _is_unique(tag: Any) -> bool:
+def _is_unique(tag: Tag) -> bool:
     from pytools.tag import UniqueTag
     return isinstance(tag, UniqueTag)
 
@@ -72,7 +78,7 @@ class CallInliner(CopyMapper):
         self.only_tagged = only_tagged
         self._substitutors: dict[Call, _BodySubstitutor] = {}
 
-    def clone_for_callee(self, function: Any) -> CallInliner:
+    def clone_for_callee(self, function: FunctionDefinition) -> CallInliner:
         return CallInliner(self.only_tagged)
 
     def _should_inline(self, call: Call) -> bool:
@@ -105,17 +111,20 @@ class _BodySubstitutor(CallInliner):
         return self.bindings.get(expr.name, expr)
 
 
-def _apply(mapper: CopyMapper, expr: Any) -> Any:
+def _apply(mapper: CopyMapper, expr: ArrayOrNamesOrDictTc
+           ) -> ArrayOrNamesOrDictTc:
     if isinstance(expr, (Array, DictOfNamedArrays)):
-        return mapper(expr)
+        return mapper(expr)  # type: ignore[return-value]
     if isinstance(expr, Mapping):
         new = mapper(DictOfNamedArrays(dict(expr)))
-        return type(expr)(new) if isinstance(expr, dict) else new
+        return (type(expr)(new)  # type: ignore[return-value]
+                if isinstance(expr, dict) else new)
     raise TypeError("expected an Array, a DictOfNamedArrays or a dict of "
                     f"arrays, got {type(expr).__name__}")
 
 
-def inline_calls(expr: Any, *, only_tagged: bool = True) -> Any:
+def inline_calls(expr: ArrayOrNamesOrDictTc, *, only_tagged: bool = True
+                 ) -> ArrayOrNamesOrDictTc:
     """Inline the calls in the graph of *expr* (an array, a
     :class:`~pytato.DictOfNamedArrays` or a dict of arrays) that are tagged
     :class:`~pytato.tags.InlineCallTag` (all calls if *only_tagged* is
@@ -152,7 +161,7 @@ class Inliner(CallInliner):
         if _function_cache is not None:
             self._function_cache = _function_cache
 
-    def clone_for_callee(self, function: Any) -> Inliner:
+    def clone_for_callee(self, function: FunctionDefinition) -> Inliner:
         return Inliner(_function_cache=self._function_cache)
 
 
@@ -168,7 +177,7 @@ class PlaceholderSubstitutor(CopyMapper):
         super().__init__()
         self.substitutions = substitutions
 
-    def clone_for_callee(self, function: Any) -> PlaceholderSubstitutor:
+    def clone_for_callee(self, function: FunctionDefinition) -> PlaceholderSubstitutor:
         return PlaceholderSubstitutor(self.substitutions)
 
     def map_placeholder(self, expr: Placeholder) -> Array:
@@ -190,7 +199,8 @@ class InlineMarker(CopyMapper):
         return new.tagged(InlineCallTag())  # type: ignore[no-any-return]
 
 
-def tag_all_calls_to_be_inlined(expr: Any) -> Any:
+def tag_all_calls_to_be_inlined(expr: ArrayOrNamesOrDictTc
+                                ) -> ArrayOrNamesOrDictTc:
     """Tag every call in the graph of *expr* (and in the bodies of called
     functions) with :class:`~pytato.tags.InlineCallTag`."""
     return _apply(InlineMarker(), expr)

@@ -25,11 +25,16 @@ call binding arguments its function ignores, say) gets its own
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pytato.array.lambdas import Einsum, IndexLambda
 from pytato.scalar_expr import Reduce, WalkMapper, get_dependencies
 from pytato.transform._identity_cache import IdentityCachedCopyMapper
+
+
+if TYPE_CHECKING:
+    from pytato.scalar_expr import ScalarExpression
+    from pytato.transform.base import ArrayOrNamesOrDictTc
 
 
 __all__ = ["DeadCodeEliminator", "eliminate_dead_code"]
@@ -39,18 +44,20 @@ class _ReductionIndexCollector(WalkMapper):  # type: ignore[misc]
     def __init__(self) -> None:
         self.names: set[str] = set()
 
-    def map_reduce(self, expr: Reduce, *args: Any, **kwargs: Any) -> None:
+    def map_reduce(self, expr: Reduce, *args: object, **kwargs: object) -> None:
         self.names.update(expr.bounds)
         super().map_reduce(expr, *args, **kwargs)
 
-    def map_foreign(self, expr: Any, *args: Any, **kwargs: Any) -> None:
+    def map_foreign(self, expr: object, *args: object, **kwargs: object
+                    ) -> None:
         pass
 
-    def map_constant(self, expr: Any, *args: Any, **kwargs: Any) -> None:
+    def map_constant(self, expr: object, *args: object, **kwargs: object
+                     ) -> None:
         pass
 
 
-def _reduction_indices(expr: Any) -> set[str]:
+def _reduction_indices(expr: ScalarExpression) -> set[str]:
     collector = _ReductionIndexCollector()
     collector(expr)
     return collector.names
@@ -90,7 +97,7 @@ class DeadCodeEliminator(IdentityCachedCopyMapper):
             if k in present})
 
 
-def eliminate_dead_code(expr: Any) -> Any:
+def eliminate_dead_code(expr: ArrayOrNamesOrDictTc) -> ArrayOrNamesOrDictTc:
     """Return *expr* (an array, a :class:`~pytato.DictOfNamedArrays` or a
     :class:`dict` of arrays) without the references its outputs do not need
     (see :mod:`pytato.transform.dead_code`). A graph without dead code is
@@ -98,5 +105,6 @@ def eliminate_dead_code(expr: Any) -> Any:
     """
     mapper = DeadCodeEliminator()
     if isinstance(expr, dict):
-        return {k: mapper(v) for k, v in expr.items()}
-    return mapper(expr)
+        return {k: mapper(v)  # type: ignore[misc]
+                for k, v in expr.items()}  # type: ignore[return-value]
+    return mapper(expr)  # type: ignore[return-value]

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -48,6 +48,14 @@ from pytato.array.shape import are_shape_components_equal, is_one
 from pytato.diagnostic import NonAffineShapeError
 from pytato.scalar_expr import SCALAR_CLASSES
 from pytato.transform._identity_cache import IdentityCachedCopyMapper
+from pytato.transform.base import ArrayOrNamesOrDictTc
+
+
+if TYPE_CHECKING:
+    from pymbolic.typing import Scalar
+
+    from pytato.function import FunctionDefinition
+    from pytato.scalar_expr import ScalarExpression
 
 
 __all__ = [
@@ -68,7 +76,7 @@ def _eq(a: ShapeComponent, b: ShapeComponent) -> bool:
         return False
 
 
-def _out_index(i: Any) -> int | None:
+def _out_index(i: object) -> int | None:
     if isinstance(i, prim.Variable) and i.name.startswith("_") \
             and i.name[1:].isdigit():
         return int(i.name[1:])
@@ -196,7 +204,8 @@ class EinsumBroadcastRemover(IdentityCachedCopyMapper):
                       tags=expr.tags, non_equality_tags=expr.non_equality_tags)
 
 
-def rewrite_einsums_with_no_broadcasts(expr: Any) -> Any:
+def rewrite_einsums_with_no_broadcasts(expr: ArrayOrNamesOrDictTc
+                                       ) -> ArrayOrNamesOrDictTc:
     """Return *expr* (an array, a :class:`~pytato.DictOfNamedArrays` or a
     :class:`dict` of arrays) with einsum operands that merely broadcast
     lower-dimensional arrays replaced by those arrays (see
@@ -204,18 +213,20 @@ def rewrite_einsums_with_no_broadcasts(expr: Any) -> Any:
     graph."""
     mapper = EinsumBroadcastRemover()
     if isinstance(expr, dict):
-        return {k: mapper(v) for k, v in expr.items()}
-    return mapper(expr)
+        return {k: mapper(v)  # type: ignore[misc]
+                for k, v in expr.items()}  # type: ignore[return-value]
+    return mapper(expr)  # type: ignore[return-value]
 
 # }}}
 
 
 # {{{ distributive law
 
-def _term(e: Any, operand: IndexLambda) -> tuple[str, Any] | None:
+def _term(e: ScalarExpression, operand: IndexLambda
+          ) -> tuple[str, Scalar] | None:
     """``(binding name, coefficient)`` if *e* is ``coef * name[_0, ...]``
     reading a binding of the operand's shape and dtype."""
-    coef: Any = 1
+    coef: Scalar = 1
     if isinstance(e, prim.Product):
         scalars = [c for c in e.children if isinstance(c, SCALAR_CLASSES)]
         rest = [c for c in e.children if not isinstance(c, SCALAR_CLASSES)]
@@ -243,7 +254,7 @@ def _term(e: Any, operand: IndexLambda) -> tuple[str, Any] | None:
     return name, coef
 
 
-def _as_linear_combination(operand: Array) -> list[tuple[Array, Any]] | None:
+def _as_linear_combination(operand: Array) -> list[tuple[Array, Scalar]] | None:
     """``[(array, coefficient), ...]`` summing to *operand*, or None."""
     if not isinstance(operand, IndexLambda) or operand.var_to_reduction_descr:
         return None
@@ -251,7 +262,7 @@ def _as_linear_combination(operand: Array) -> list[tuple[Array, Any]] | None:
         return None     # e.g. '+' of booleans is 'or'
     if not isinstance(operand.expr, prim.Sum) or len(operand.expr.children) < 2:
         return None
-    coefs: dict[str, Any] = {}
+    coefs: dict[str, Scalar] = {}
     for child in operand.expr.children:
         t = _term(child, operand)
         if t is None:
@@ -277,14 +288,15 @@ class EinsumDistributor(IdentityCachedCopyMapper):
     def __init__(self, should_distribute: ShouldDistribute = _always) -> None:
         super().__init__()
         self.should_distribute = should_distribute
-        self._split_cache: dict[Einsum, Any] = {}
+        self._split_cache: dict[
+            Einsum, tuple[list[Einsum], list[Scalar]] | None] = {}
 
-    def clone_for_callee(self, function: Any) -> EinsumDistributor:
+    def clone_for_callee(self, function: FunctionDefinition) -> EinsumDistributor:
         return type(self)(self.should_distribute)
 
-    def _split(self, e: Einsum) -> tuple[list[Einsum], list[Any]] | None:
+    def _split(self, e: Einsum) -> tuple[list[Einsum], list[Scalar]] | None:
         if e in self._split_cache:
-            return self._split_cache[e]  # type: ignore[no-any-return]
+            return self._split_cache[e]
         result = None
         for iarg, arg in enumerate(e.args):
             terms = _as_linear_combination(arg)
@@ -301,15 +313,15 @@ class EinsumDistributor(IdentityCachedCopyMapper):
         self._split_cache[e] = result
         return result
 
-    def _sum(self, e: Einsum, parts: list[Array], coefs: list[Any]) -> Array:
+    def _sum(self, e: Einsum, parts: list[Array], coefs: list[Scalar]) -> Array:
         idx = tuple(prim.Variable(f"_{i}") for i in range(e.ndim))
         terms = []
         bindings = {}
         for k, (p, c) in enumerate(zip(parts, coefs, strict=True)):
             name = f"_in{k}"
             bindings[name] = p
-            t: Any = prim.Subscript(prim.Variable(name), idx) if idx \
-                else prim.Variable(name)
+            t: prim.ExpressionNode = prim.Subscript(prim.Variable(name), idx) \
+                if idx else prim.Variable(name)
             if not (isinstance(c, (int, np.integer)) and c == 1):
                 t = prim.Product((e.dtype.type(c), t))
             terms.append(t)
@@ -391,16 +403,18 @@ class EinsumDistributiveLawMapper(EinsumDistributor):
         super().__init__(_should_distribute_from_descriptors(how_to_distribute))
         self.how_to_distribute = how_to_distribute
 
-    def clone_for_callee(self, function: Any) -> EinsumDistributiveLawMapper:
+    def clone_for_callee(self, function: FunctionDefinition
+                         ) -> EinsumDistributiveLawMapper:
         return type(self)(self.how_to_distribute)
 
 
 def apply_distributive_property_to_einsums(
-        expr: Any,
+        expr: ArrayOrNamesOrDictTc,
         how_to_distribute: Callable[
             [Einsum], EinsumDistributiveLawDescriptor] | None = None,
         *,
-        should_distribute: ShouldDistribute | None = None) -> Any:
+        should_distribute: ShouldDistribute | None = None
+        ) -> ArrayOrNamesOrDictTc:
     """Return *expr* (an array, a :class:`~pytato.DictOfNamedArrays` or a
     :class:`dict` of arrays) with einsums over sums rewritten as sums of
     einsums: ``einsum(..., c1*a1 + c2*a2, ...)`` becomes
@@ -432,7 +446,8 @@ def apply_distributive_property_to_einsums(
     else:
         mapper = EinsumDistributor(should_distribute or _always)
     if isinstance(expr, dict):
-        return {k: mapper(v) for k, v in expr.items()}
-    return mapper(expr)
+        return {k: mapper(v)  # type: ignore[misc]
+                for k, v in expr.items()}  # type: ignore[return-value]
+    return mapper(expr)  # type: ignore[return-value]
 
 # }}}

@@ -24,8 +24,8 @@ operands.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from typing import Any, Generic, ParamSpec, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Generic, ParamSpec, TypeVar
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -62,7 +62,14 @@ from pytato.scalar_expr import (
     is_integral_scalar,
     negated,
 )
-from pytato.transform.mappers import CopyMapper, Mapper
+from pytato.transform.mappers import ArrayOrNamesTc, CopyMapper, Mapper
+
+
+if TYPE_CHECKING:
+    from pymbolic.typing import ArithmeticExpression
+
+    from pytato.array.base import ReductionDescriptor
+    from pytato.scalar_expr import ScalarExpression
 
 
 __all__ = [
@@ -94,23 +101,24 @@ class _Bindings:
             self.bindings[name] = ary
         return name
 
-    def read(self, ary: Array, indices: Sequence[Any],
-             dtype: np.dtype[Any] | None = None) -> Any:
+    def read(self, ary: Array, indices: Sequence[ArithmeticExpression | None],
+             dtype: np.dtype[np.generic] | None = None) -> ArithmeticExpression:
         """The expression reading *ary* at *indices*, cast to *dtype*."""
         var = prim.Variable(self.bind(ary))
-        expr: Any = var[tuple(indices)] if indices else var
+        expr: ArithmeticExpression = (var[tuple(indices)]  # type: ignore[arg-type]
+                                  if indices else var)
         if dtype is not None and ary.dtype != dtype:
             expr = TypeCast(dtype, expr)
         return expr
 
-    def size(self, c: ShapeComponent) -> Any:
+    def size(self, c: ShapeComponent) -> ArithmeticExpression:
         """A shape component as an expression (ints stay ints)."""
         if is_integral_scalar(c):
             return int(c)  # type: ignore[arg-type]
         return prim.Variable(self.bind(c))  # type: ignore[arg-type]
 
 
-def _sum(terms: Sequence[Any]) -> Any:
+def _sum(terms: Sequence[ArithmeticExpression]) -> ArithmeticExpression:
     terms = [t for t in terms if not (is_integral_scalar(t) and t == 0)]
     if not terms:
         return 0
@@ -119,7 +127,7 @@ def _sum(terms: Sequence[Any]) -> Any:
     return prim.Sum(tuple(terms))
 
 
-def _product(factors: Sequence[Any]) -> Any:
+def _product(factors: Sequence[ArithmeticExpression]) -> ArithmeticExpression:
     factors = [f for f in factors if not (is_integral_scalar(f) and f == 1)]
     if not factors:
         return 1
@@ -128,10 +136,12 @@ def _product(factors: Sequence[Any]) -> Any:
     return prim.Product(tuple(factors))
 
 
-def _select(selector: Any, bounds: Sequence[Any], choices: Sequence[Any]) -> Any:
+def _select(selector: ArithmeticExpression,
+            bounds: Sequence[ArithmeticExpression],
+            choices: Sequence[ArithmeticExpression]) -> ArithmeticExpression:
     """``choices[k]`` for ``bounds[k] <= selector < bounds[k+1]``, as a
     balanced tree of conditionals (``bounds[0]`` is not checked)."""
-    def tree(lo: int, hi: int) -> Any:
+    def tree(lo: int, hi: int) -> ArithmeticExpression:
         if hi - lo == 1:
             return choices[lo]
         mid = (lo + hi) // 2
@@ -140,7 +150,8 @@ def _select(selector: Any, bounds: Sequence[Any], choices: Sequence[Any]) -> Any
     return tree(0, len(choices))
 
 
-def _clamped_index(index: Any, length: Any, signed: bool) -> Any:
+def _clamped_index(index: ArithmeticExpression, length: ArithmeticExpression,
+                   signed: bool) -> ArithmeticExpression:
     """An entry of a runtime index array as a position in ``[0, length)``:
     negative entries count from the end once (as in numpy), then what is
     still out of range is clamped to the nearest end, as JAX does, so that
@@ -157,8 +168,9 @@ def _clamped_index(index: Any, length: Any, signed: bool) -> Any:
 
 
 class _ToIndexLambda(Mapper):
-    def _finish(self, expr: Array, scalar_expr: Any, b: _Bindings,
-                var_to_reduction_descr: Any = None) -> IndexLambda:
+    def _finish(self, expr: Array, scalar_expr: ScalarExpression, b: _Bindings,
+                var_to_reduction_descr: Mapping[str, ReductionDescriptor]
+                | None = None) -> IndexLambda:
         return IndexLambda(
             expr.shape, expr.dtype, scalar_expr, b.bindings,
             var_to_reduction_descr or {},
@@ -176,11 +188,11 @@ class _ToIndexLambda(Mapper):
         redn_name = {ax: f"_r{i}" for i, ax in enumerate(redn_axes)}
         factors = []
         for acc, arg in zip(expr.access_descriptors, expr.args, strict=True):
-            indices: list[Any] = []
+            indices: list[ArithmeticExpression] = []
             for descr, n in zip(acc, arg.shape, strict=True):
                 if isinstance(descr, EinsumElementwiseAxis):
                     full = expr.shape[descr.dim]
-                    var: Any = _idx(descr.dim)
+                    var: ArithmeticExpression = _idx(descr.dim)
                 else:
                     assert isinstance(descr, EinsumReductionAxis)
                     full = expr.reduction_axis_length(descr)
@@ -218,14 +230,16 @@ class _ToIndexLambda(Mapper):
     def map_concatenate(self, expr: Concatenate) -> IndexLambda:
         b = _Bindings()
         ax = expr.axis
-        offsets: list[Any] = []
+        offsets: list[ArithmeticExpression] = []
         choices = []
-        running: list[Any] = []
+        running: list[ArithmeticExpression] = []
         for a in expr.arrays:
             offset = _sum(running)
             offsets.append(offset)
-            indices = [_idx(i) for i in range(expr.ndim)]
-            indices[ax] = _sum([_idx(ax), negated(offset)])
+            indices: list[ArithmeticExpression] = [
+                _idx(i) for i in range(expr.ndim)]
+            indices[ax] = _sum([_idx(ax),
+                                negated(offset)])  # type: ignore[list-item]
             choices.append(b.read(a, indices, expr.dtype))
             running.append(b.size(a.shape[ax]))
         return self._finish(expr, _select(_idx(ax), offsets, choices), b)
@@ -242,16 +256,18 @@ class _ToIndexLambda(Mapper):
         if is_integral_scalar(n):
             n = int(n)  # type: ignore[arg-type]
             shift = expr.shift % n if n else 0
-            rolled: Any = prim.Remainder(i + (n - shift), n) if shift else i
+            rolled: ArithmeticExpression = (
+                prim.Remainder(i + (n - shift), n) if shift else i)
         else:
             rolled = prim.Remainder(prim.Sum((i, -expr.shift)), b.size(n))
-        indices = [_idx(k) for k in range(expr.ndim)]
+        indices: list[ArithmeticExpression] = [
+            _idx(k) for k in range(expr.ndim)]
         indices[ax] = rolled
         return self._finish(expr, b.read(expr.array, indices), b)
 
     def map_axis_permutation(self, expr: AxisPermutation) -> IndexLambda:
         b = _Bindings()
-        indices: list[Any] = [None] * expr.ndim
+        indices: list[ArithmeticExpression | None] = [None] * expr.ndim
         for out_axis, in_axis in enumerate(expr.axis_permutation):
             indices[in_axis] = _idx(out_axis)
         return self._finish(expr, b.read(expr.array, indices), b)
@@ -260,7 +276,7 @@ class _ToIndexLambda(Mapper):
         b = _Bindings()
         in_shape = expr.array.shape
         out_shape = expr.shape
-        indices: list[Any] = [0] * len(in_shape)
+        indices: list[ArithmeticExpression] = [0] * len(in_shape)
         in_axes = [i for i, n in enumerate(in_shape) if not is_one(n)]
         out_axes = [i for i, n in enumerate(out_shape) if not is_one(n)]
         if expr.order.upper() == "F":
@@ -275,20 +291,23 @@ class _ToIndexLambda(Mapper):
 
     # {{{ indexing
 
-    def _slice_index(self, b: _Bindings, s: NormalizedSlice, out_axis: int) -> Any:
+    def _slice_index(self, b: _Bindings, s: NormalizedSlice, out_axis: int
+                     ) -> ArithmeticExpression:
         start = b.size(s.start)
         if s.step == 1:
             return _sum([start, _idx(out_axis)])
         return _sum([start, prim.Product((s.step, _idx(out_axis)))])
 
-    def _int_index(self, b: _Bindings, i: int, length: ShapeComponent) -> Any:
+    def _int_index(self, b: _Bindings, i: int, length: ShapeComponent
+                   ) -> ArithmeticExpression:
         i = int(i)
         if i >= 0:
             return i
         return _sum([b.size(length), i])
 
     def _array_index(self, b: _Bindings, ary: Array, length: ShapeComponent,
-                     first_out_axis: int, adv_shape: Sequence[Any]) -> Any:
+                     first_out_axis: int, adv_shape: Sequence[ShapeComponent]
+                     ) -> ArithmeticExpression:
         offset = first_out_axis + len(adv_shape) - ary.ndim
         indices = [0 if is_one(n) and not is_one(adv_shape[k + len(adv_shape)
                                                             - ary.ndim])
@@ -406,7 +425,7 @@ def _reshape_groups(in_shape: Sequence[ShapeComponent], in_axes: list[int],
 
 def _reshape_group(b: _Bindings, in_shape: Sequence[ShapeComponent],
                    grp_in: list[int], out_shape: Sequence[ShapeComponent],
-                   grp_out: list[int], indices: list[Any]) -> None:
+                   grp_out: list[int], indices: list[ArithmeticExpression]) -> None:
     """Set ``indices`` of the input axes *grp_in* from the output axes
     *grp_out* (both slowest first) through their linearized position."""
     if not grp_in:
@@ -493,8 +512,8 @@ class _LowerAll(CopyMapper):
         return new
 
 
-def lower_to_index_lambdas(expr: Any) -> Any:
+def lower_to_index_lambdas(expr: ArrayOrNamesTc) -> ArrayOrNamesTc:
     """Return a copy of the graph *expr* (an array or a
     :class:`~pytato.DictOfNamedArrays`) in which every node that
     :func:`to_index_lambda` can rewrite is rewritten."""
-    return _LowerAll()(expr)
+    return _LowerAll()(expr)  # type: ignore[return-value]

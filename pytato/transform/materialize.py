@@ -58,7 +58,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pymbolic.primitives as prim
 
@@ -80,6 +80,11 @@ from pytato.transform.mappers import (
     CopyMapper,
     TransformMapperCache,
 )
+
+
+if TYPE_CHECKING:
+    from pytato.function import FunctionDefinition
+    from pytato.scalar_expr import ScalarExpression
 
 
 __all__ = [
@@ -126,7 +131,8 @@ class _UseCounter(WalkMapper):
         self.out_indices = frozenset(
             f"_{i}" for i, n in enumerate(expr.shape) if not is_one(n))
 
-    def _access(self, name: str, indices: Any, scope: frozenset[str]) -> None:
+    def _access(self, name: str, indices: ScalarExpression,
+                scope: frozenset[str]) -> None:
         self.counts[name] += 1
         if name in self.expansive and name in self.gathered:
             return
@@ -168,7 +174,7 @@ class _UseCounter(WalkMapper):
             self.rec(hi, scope)
 
 
-def _index_dependencies(indices: Any) -> frozenset[str]:
+def _index_dependencies(indices: ScalarExpression) -> frozenset[str]:
     """``get_dependencies(indices)``, with the names of plain variable
     indices taken directly."""
     if not isinstance(indices, tuple):
@@ -383,7 +389,7 @@ class MPMSMaterializerCache(TransformMapperCache[ArrayOrNames, []]):
     """The cache of a :class:`MPMSMaterializer` (upstream's name)."""
 
 
-class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, Any, []]):
+class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, None, []]):
     """Upstream's one-pass form of the MPMS rule: a node is materialized
     (tagged :class:`~pytato.tags.ImplStored`) if it has more than one
     successor and more than one materialized predecessor, or if it is in
@@ -402,7 +408,7 @@ class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, Any, []]):
         self.successors = successors
         self.already_materialized_nodes = already_materialized_nodes
 
-    def clone_for_callee(self, function: Any) -> MPMSMaterializer:
+    def clone_for_callee(self, function: FunctionDefinition) -> MPMSMaterializer:
         raise NotImplementedError(
             "MPMSMaterializer does not map the bodies of called functions")
 

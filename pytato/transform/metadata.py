@@ -14,7 +14,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pymbolic.primitives as prim
 from pytools.tag import Tag
@@ -28,6 +28,10 @@ from pytato.transform.unify_axes import (
     AxisIgnoredForPropagationTag,
     unify_axes_tags,
 )
+
+
+if TYPE_CHECKING:
+    from pytato.scalar_expr import ScalarExpression
 
 
 __all__ = [
@@ -98,25 +102,26 @@ class BindingSubscriptsCollector(_ScalarWalkMapper):  # type: ignore[misc]
 
     def __init__(self) -> None:
         super().__init__()
-        self._result: dict[str, set[tuple[Any, ...]]] = {}
+        self._result: dict[str, set[tuple[ScalarExpression, ...]]] = {}
 
     rec = _ScalarWalkMapper.__call__
 
-    def __call__(self, expr: Any, *args: Any, **kwargs: Any  # type: ignore[override]
-                 ) -> dict[str, set[tuple[Any, ...]]]:
+    def __call__(self, expr: ScalarExpression,  # type: ignore[override]
+                 *args: object, **kwargs: object
+                 ) -> dict[str, set[tuple[ScalarExpression, ...]]]:
         self._result = {}
         _ScalarWalkMapper.__call__(self, expr)
         return self._result
 
-    def map_subscript(self, expr: prim.Subscript, *args: Any) -> None:
+    def map_subscript(self, expr: prim.Subscript, *args: object) -> None:
         if isinstance(expr.aggregate, prim.Variable):
             self._result.setdefault(expr.aggregate.name, set()).add(
                 expr.index_tuple)
         for i in expr.index_tuple:
             self.rec(i)
 
-    def map_foreign(self, expr: Any, *args: Any) -> None:
+    def map_foreign(self, expr: object, *args: object) -> None:
         pass
 
-    def map_constant(self, expr: Any, *args: Any) -> None:
+    def map_constant(self, expr: object, *args: object) -> None:
         pass

@@ -38,7 +38,7 @@ calls can add a method relating call bindings to function parameters).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pymbolic.primitives as prim
 from constantdict import constantdict
@@ -73,6 +73,7 @@ from pytato.array.remapping import (
     Roll,
     Stack,
 )
+from pytato.array.results import DictOfNamedArrays
 from pytato.array.shape import (
     are_shape_components_equal,
     shape_component_to_expr,
@@ -80,7 +81,16 @@ from pytato.array.shape import (
 from pytato.diagnostic import NonAffineShapeError, NonUniqueTagError
 from pytato.scalar_expr import WalkMapper
 from pytato.transform._identity_cache import IdentityCachedCopyMapper
-from pytato.transform.mappers import Mapper
+from pytato.transform.mappers import ArrayOrNames, ArrayOrNamesOrDictTc, Mapper
+
+
+if TYPE_CHECKING:
+    from pymbolic.typing import ArithmeticExpression
+
+    from pytato.array.remapping import IndexExpr
+    from pytato.distributed.nodes import DistributedSendRefHolder
+    from pytato.function import FunctionDefinition
+    from pytato.scalar_expr import ScalarExpression
 
 
 __all__ = ["AxesTagsEquationCollector", "AxisEquivalenceCollector",
@@ -130,9 +140,9 @@ class _SubscriptCollector(WalkMapper):  # type: ignore[misc]
 
     def __init__(self, names: Iterable[str]) -> None:
         self.names = frozenset(names)
-        self.accesses: list[tuple[str, tuple[Any, ...]]] = []
+        self.accesses: list[tuple[str, tuple[ScalarExpression, ...]]] = []
 
-    def map_subscript(self, expr: prim.Subscript, *args: Any) -> None:
+    def map_subscript(self, expr: prim.Subscript, *args: object) -> None:
         agg = expr.aggregate
         if isinstance(agg, prim.Variable) and agg.name in self.names:
             self.accesses.append((agg.name, expr.index_tuple))
@@ -141,14 +151,14 @@ class _SubscriptCollector(WalkMapper):  # type: ignore[misc]
         for i in expr.index_tuple:
             self.rec(i)
 
-    def map_foreign(self, expr: Any, *args: Any) -> None:
+    def map_foreign(self, expr: object, *args: object) -> None:
         pass
 
-    def map_constant(self, expr: Any, *args: Any) -> None:
+    def map_constant(self, expr: object, *args: object) -> None:
         pass
 
 
-def _index_name(i: Any) -> str | None:
+def _index_name(i: object) -> str | None:
     return i.name if isinstance(i, prim.Variable) else None
 
 
@@ -162,7 +172,7 @@ class AxisEquivalenceCollector(Mapper):
         self.unify = unify
         self.skip_node_types = skip_node_types
 
-    def rec(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
+    def rec(self, expr: ArrayOrNames, *args: Any, **kwargs: Any) -> None:
         if isinstance(expr, self.skip_node_types):
             return None
         return super().rec(expr, *args, **kwargs)
@@ -170,7 +180,7 @@ class AxisEquivalenceCollector(Mapper):
     def map_array(self, expr: Array) -> None:
         pass
 
-    def map_dict_of_named_arrays(self, expr: Any) -> None:
+    def map_dict_of_named_arrays(self, expr: DictOfNamedArrays) -> None:
         pass
 
     def _unify_checked(self, a: Array, i: int, b: Array, j: int) -> None:
@@ -226,7 +236,8 @@ class AxisEquivalenceCollector(Mapper):
         for i, j in enumerate(expr.axis_permutation):
             self.unify(expr.array, j, expr, i)
 
-    def map_distributed_send_ref_holder(self, expr: Any) -> None:
+    def map_distributed_send_ref_holder(self, expr: DistributedSendRefHolder
+                                        ) -> None:
         for j in range(expr.ndim):
             self.unify(expr.passthrough_data, j, expr, j)
 
@@ -235,7 +246,7 @@ class AxisEquivalenceCollector(Mapper):
                                        expr.order):
             self.unify(expr.array, j, expr, i)
 
-    def _slice_axes(self, expr: Array, indices: Sequence[Any],
+    def _slice_axes(self, expr: Array, indices: Sequence[IndexExpr],
                     positions: Iterable[tuple[int, int]]) -> None:
         for j, i in positions:
             idx = indices[j]
@@ -243,7 +254,7 @@ class AxisEquivalenceCollector(Mapper):
             if _is_full_slice(idx, expr.array.shape[j]):  # type: ignore
                 self.unify(expr.array, j, expr, i)  # type: ignore
 
-    def _index_array_axes(self, expr: Array, indices: Sequence[Any],
+    def _index_array_axes(self, expr: Array, indices: Sequence[IndexExpr],
                           first_out: int, nadv: int) -> None:
         for idx in indices:
             if not isinstance(idx, Array):
@@ -293,23 +304,24 @@ def _is_full_slice(idx: NormalizedSlice, length: ShapeComponent) -> bool:
 
 # {{{ reshape: which axes survive
 
-def _expr(c: ShapeComponent) -> Any:
+def _expr(c: ShapeComponent) -> ArithmeticExpression:
     return shape_component_to_expr(c)
 
 
-def _same_size(a: Any, b: Any) -> bool:
+def _same_size(a: ArithmeticExpression, b: ArithmeticExpression) -> bool:
     if isinstance(a, int) and isinstance(b, int):
         return a == b
     return bool(DistributeMapper()(a - b) == 0)
 
 
-def _faster_products(shape: Sequence[ShapeComponent], order: str) -> list[Any]:
+def _faster_products(shape: Sequence[ShapeComponent], order: str
+                     ) -> list[ArithmeticExpression]:
     """For each axis, the product of the lengths of the axes varying faster
     than it (those after it in C order, before it in F order)."""
     exprs = [_expr(c) for c in shape]
     n = len(exprs)
-    result: list[Any] = [1] * n
-    acc: Any = 1
+    result: list[ArithmeticExpression] = [1] * n
+    acc: ArithmeticExpression = 1
     axes = range(n - 1, -1, -1) if order == "C" else range(n)
     for k in axes:
         result[k] = acc
@@ -317,7 +329,7 @@ def _faster_products(shape: Sequence[ShapeComponent], order: str) -> list[Any]:
     return result
 
 
-def _is_unit(e: Any) -> bool:
+def _is_unit(e: object) -> bool:
     return isinstance(e, int) and e == 1
 
 
@@ -348,11 +360,11 @@ def _kept_reshape_axes(old: Sequence[ShapeComponent],
 
 
 def _reduction_axes(n: Array) -> tuple[
-        str, dict[Any, list[tuple[Array, int]]]] | None:
+        str, dict[EinsumReductionAxis | str, list[tuple[Array, int]]]] | None:
     """The field holding *n*'s reduction descriptors, and for each reduction
     the child axes it runs over."""
     if isinstance(n, Einsum) and n.redn_axis_to_redn_descr:
-        axes_of: dict[Any, list[tuple[Array, int]]] = {}
+        axes_of: dict[EinsumReductionAxis | str, list[tuple[Array, int]]] = {}
         for acc, arg in zip(n.access_descriptors, n.args, strict=True):
             for j, d in enumerate(acc):
                 if isinstance(d, EinsumReductionAxis):
@@ -369,7 +381,8 @@ def _reduction_axes(n: Array) -> tuple[
             for idx in idx_tuples:
                 for j, i in enumerate(idx):
                     r = _index_name(i)
-                    if r in n.var_to_reduction_descr and j < b.ndim:
+                    if (r is not None and r in n.var_to_reduction_descr
+                            and j < b.ndim):
                         axes_of.setdefault(r, []).append((b, j))
         return "var_to_reduction_descr", axes_of
     return None
@@ -377,12 +390,14 @@ def _reduction_axes(n: Array) -> tuple[
 
 class _AxesRetagger(IdentityCachedCopyMapper):
     def __init__(self, new_axes: dict[int, tuple[Axis, ...]],
-                 new_redns: dict[int, tuple[str, Any]] | None = None) -> None:
+                 new_redns: dict[int, tuple[
+                     str, Mapping[EinsumReductionAxis | str, ReductionDescriptor]]]
+                 | None = None) -> None:
         super().__init__()
         self.new_axes = new_axes
         self.new_redns = new_redns or {}
 
-    def clone_for_callee(self, function: Any) -> _AxesRetagger:
+    def clone_for_callee(self, function: FunctionDefinition) -> _AxesRetagger:
         # the bodies of called functions are scopes of their own, whose
         # nodes the caller's analysis does not see: kept as they are
         return _AxesRetagger({}, {})
@@ -464,14 +479,14 @@ class AxesTagsEquationCollector(AxisEquivalenceCollector):
 
 
 def unify_axes_tags(
-        expr: Any,
+        expr: ArrayOrNamesOrDictTc,
         *,
         tag_t_to_not_propagate: Iterable[type[Tag]] = frozenset(),
         node_t_to_not_propagate_through: Iterable[type[Array]] = frozenset(),
         tag_t: type[Tag] = Tag,
         equations_collector_t: type[AxesTagsEquationCollector] | None = None,
         unify_redn_descrs: bool = True,
-        ) -> Any:
+        ) -> ArrayOrNamesOrDictTc:
     """Return *expr* (an array, a :class:`~pytato.DictOfNamedArrays` or a
     :class:`dict` of arrays) with the tags of each axis copied to all axes
     equal to it (see :mod:`pytato.transform.unify_axes`).
@@ -548,7 +563,8 @@ def unify_axes_tags(
                 f"unify_axes_tags: equal axes carry conflicting tags: {e}"
             ) from None
 
-    new_redns: dict[int, tuple[str, Mapping[Any, ReductionDescriptor]]] = {}
+    new_redns: dict[int, tuple[
+        str, Mapping[EinsumReductionAxis | str, ReductionDescriptor]]] = {}
     if unify_redn_descrs:
         for n in order:
             found = _reduction_axes(n)
@@ -583,4 +599,4 @@ def unify_axes_tags(
             axes.append(ax)
         if changed:
             new_axes[id(n)] = tuple(axes)
-    return _AxesRetagger(new_axes, new_redns)(expr)
+    return _AxesRetagger(new_axes, new_redns)(expr)  # type: ignore[return-value]

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import dataclasses
 import string
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -29,15 +29,23 @@ from pytato.array.shape import format_shape
 from pytato.scalar_expr import Reduce, TypeCast
 
 
+if TYPE_CHECKING:
+    from pytato.array.base import ShapeComponent
+    from pytato.array.lambdas import Einsum, EinsumAxisDescriptor, IndexLambda
+    from pytato.array.remapping import Concatenate, IndexBase, Stack
+    from pytato.scalar_expr import ScalarExpression
+
+
 __all__ = ["einsum_subscripts", "format_tags", "kid_paths", "node_operation",
            "path_label", "scalar_expr_to_str"]
 
-Path = tuple[Any, ...]
+#: field names, tuple positions and mapping keys
+Path = tuple[Hashable, ...]
 
 
 # {{{ where each child sits in its parent
 
-def _walk(value: Any, path: Path, out: list[Path]) -> None:
+def _walk(value: object, path: Path, out: list[Path]) -> None:
     # mirrors pytato.array.base._flatten, which defines the children's order
     if isinstance(value, GraphNode):
         out.append(path)
@@ -94,19 +102,21 @@ class _ScalarStringifier(StringifyMapper):  # type: ignore[misc]
         super().__init__()
         self.rename = rename or {}
 
-    def map_constant(self, expr: Any, enclosing_prec: int, *args: Any) -> str:
+    def map_constant(self, expr: object, enclosing_prec: int, *args: object
+                     ) -> str:
         if isinstance(expr, np.generic):
             expr = expr.item()
         return super().map_constant(expr, enclosing_prec)  # type: ignore
 
     def map_variable(self, expr: prim.Variable, enclosing_prec: int,
-                     *args: Any) -> str:
+                     *args: object) -> str:
         name = expr.name
         if name.startswith("pytato.c99."):
             return name[len("pytato.c99."):]
         return self.rename.get(name, name)
 
-    def map_reduce(self, expr: Reduce, enclosing_prec: int, *args: Any) -> str:
+    def map_reduce(self, expr: Reduce, enclosing_prec: int, *args: object
+                   ) -> str:
         bounds = ", ".join(f"{n}={self.rec(lo, PREC_NONE)}:"
                            f"{self.rec(hi, PREC_NONE)}"
                            for n, (lo, hi) in expr.bounds.items())
@@ -114,16 +124,17 @@ class _ScalarStringifier(StringifyMapper):  # type: ignore[misc]
                 f"({self.rec(expr.inner_expr, PREC_NONE)})")
 
     def map_type_cast(self, expr: TypeCast, enclosing_prec: int,
-                      *args: Any) -> str:
+                      *args: object) -> str:
         return f"{expr.dtype}({self.rec(expr.inner_expr, PREC_NONE)})"
 
-    def map_foreign(self, expr: Any, enclosing_prec: int, *args: Any) -> str:
+    def map_foreign(self, expr: object, enclosing_prec: int, *args: object
+                    ) -> str:
         if isinstance(expr, (np.generic, int, float, complex, bool)):
             return self.map_constant(expr, enclosing_prec)
         return repr(expr)
 
 
-def scalar_expr_to_str(expr: Any, rename: Mapping[str, str] | None = None
+def scalar_expr_to_str(expr: ScalarExpression, rename: Mapping[str, str] | None = None
                        ) -> str:
     """*expr* as text (reductions as ``sum[_r0=0:4](...)``, casts as
     ``float32(...)``), with the variables in *rename* renamed."""
@@ -132,7 +143,7 @@ def scalar_expr_to_str(expr: Any, rename: Mapping[str, str] | None = None
 # }}}
 
 
-def einsum_subscripts(expr: Any) -> str:
+def einsum_subscripts(expr: Einsum) -> str:
     """The subscript string of an :class:`~pytato.array.Einsum`, e.g.
     ``"ik,kj->ij"`` (output axes are ``i, j, ...`` in order, reduction
     axes take the following letters)."""
@@ -141,7 +152,7 @@ def einsum_subscripts(expr: Any) -> str:
                + string.ascii_uppercase)
     nout = expr.ndim
 
-    def letter(d: Any) -> str:
+    def letter(d: EinsumAxisDescriptor) -> str:
         k = d.dim if isinstance(d, EinsumElementwiseAxis) else nout + d.dim
         return letters[k] if k < len(letters) else f"<{k}>"
 
@@ -150,17 +161,17 @@ def einsum_subscripts(expr: Any) -> str:
     return f"{ins}->{letters[:nout]}"
 
 
-def format_tags(tags: Iterable[Any]) -> str:
+def format_tags(tags: Iterable[object]) -> str:
     """Tags as a sorted, comma-separated list of their reprs."""
     return ", ".join(sorted(repr(t) for t in tags))
 
 
 # {{{ operations
 
-def _fmt_index(idx: Any, name: Callable[[Path], str], path: Path) -> str:
+def _fmt_index(idx: object, name: Callable[[Path], str], path: Path) -> str:
     from pytato.array.remapping import NormalizedSlice
     if isinstance(idx, NormalizedSlice):
-        def comp(c: Any, field: str) -> str:
+        def comp(c: object, field: str) -> str:
             if isinstance(c, GraphNode):
                 return name((*path, field))
             return str(c)
@@ -174,7 +185,7 @@ def _fmt_index(idx: Any, name: Callable[[Path], str], path: Path) -> str:
     return str(idx)
 
 
-def _shape_str(shape: Sequence[Any]) -> str:
+def _shape_str(shape: Sequence[ShapeComponent]) -> str:
     return format_shape(tuple(shape))
 
 
@@ -215,29 +226,32 @@ def _generic_operation(node: GraphNode, paths: Sequence[Path],
     return f"{type(node).__name__}({', '.join(parts)})"
 
 
-def _op_index_lambda(node: Any, name: Callable[[Path], str]) -> str:
+def _op_index_lambda(node: IndexLambda, name: Callable[[Path], str]) -> str:
     return scalar_expr_to_str(node.expr, {
         b: name(("bindings", b)) for b in node.bindings})
 
 
-def _op_einsum(node: Any, name: Callable[[Path], str]) -> str:
+def _op_einsum(node: Einsum, name: Callable[[Path], str]) -> str:
     args = ", ".join(name(("args", i)) for i in range(len(node.args)))
     return f"einsum('{einsum_subscripts(node)}', {args})"
 
 
-def _op_join(fname: str) -> Callable[[Any, Callable[[Path], str]], str]:
-    def op(node: Any, name: Callable[[Path], str]) -> str:
+def _op_join(fname: str
+             ) -> Callable[[Stack | Concatenate, Callable[[Path], str]], str]:
+    def op(node: Stack | Concatenate, name: Callable[[Path], str]) -> str:
         arrays = ", ".join(name(("arrays", i)) for i in range(len(node.arrays)))
         return f"{fname}([{arrays}], axis={node.axis})"
     return op
 
 
-def _op_index(node: Any, name: Callable[[Path], str]) -> str:
+def _op_index(node: IndexBase, name: Callable[[Path], str]) -> str:
     idx = ", ".join(_fmt_index(i, name, ("indices", k))
                     for k, i in enumerate(node.indices))
     return f"{name(('array',))}[{idx}]"
 
 
+# by mapper method: each entry takes the node type of its method (Any: a
+# dispatch table whose entries take different node types)
 _OPERATIONS: dict[str, Callable[[Any, Callable[[Path], str]], str]] = {
     "map_placeholder": lambda n, name: f"placeholder {n.name!r}",
     "map_size_param": lambda n, name: f"size_param {n.name!r}",

@@ -31,7 +31,7 @@ _PY_SCALAR_KINDS = {bool: "b", int: "i", float: "f", complex: "c"}
 _KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
-def _fmt_shape(shape: tuple[Any, ...]) -> str:
+def _fmt_shape(shape: tuple[object, ...]) -> str:
     return "(" + ", ".join(str(c) for c in shape) + (
         ",)" if len(shape) == 1 else ")")
 

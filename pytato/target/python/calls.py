@@ -31,12 +31,25 @@ registered with them (see
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
 from pytato.array.inputs import SizeParam
 from pytato.diagnostic import IndexOutOfBoundsError, UnsupportedByTargetError
+
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+
+    import numpy.typing as npt
+
+    from pytato.array.base import Array, GraphNode, ShapeComponent
+    from pytato.array.sparse import CSRMatmul, CSRMatrix
+    from pytato.function import Call, FunctionDefinition, NamedCallResult
+    from pytato.loopy import LoopyCall, LoopyCallResult
+    from pytato.target.python.numpy_like import PythonTarget
 
 
 __all__ = ["PythonCallsMixin", "PythonFunctionCollector", "csr_matmul",
@@ -60,10 +73,10 @@ class PythonFunctionCollector:
         #: names that functions must not take (module level names)
         self.reserved = reserved
         self.blocks: list[str] = []
-        self._names: dict[Any, str] = {}
-        self._params: dict[Any, dict[str, str]] = {}
+        self._names: dict[FunctionDefinition, str] = {}
+        self._params: dict[FunctionDefinition, dict[str, str]] = {}
 
-    def _fresh_function_name(self, identifier: Any) -> str:
+    def _fresh_function_name(self, identifier: object) -> str:
         base = "_pt_fn_" + re.sub(r"\W", "_", str(identifier))
         name = base
         k = 1
@@ -73,7 +86,7 @@ class PythonFunctionCollector:
         self.reserved.add(name)
         return name
 
-    def parameters_of(self, fdef: Any) -> dict[str, str]:
+    def parameters_of(self, fdef: FunctionDefinition) -> dict[str, str]:
         """A mapping from the names of the parameters of *fdef* that its
         body uses to their variable names in the generated function (in
         parameter order)."""
@@ -94,7 +107,8 @@ class PythonFunctionCollector:
             self._params[fdef] = params
         return params
 
-    def name_for(self, fdef: Any, mapper_class: Any, target: Any) -> str:
+    def name_for(self, fdef: FunctionDefinition, mapper_class: type,
+                 target: PythonTarget) -> str:
         """The name of the generated function for *fdef*, generating it
         (with a new instance of *mapper_class*) on first use."""
         name = self._names.get(fdef)
@@ -124,14 +138,14 @@ class PythonFunctionCollector:
         return name
 
 
-def nodes_with_function_bodies(roots: list[Any]) -> list[Any]:
+def nodes_with_function_bodies(roots: list[GraphNode]) -> list[GraphNode]:
     """The nodes of the graph of *roots* and of the bodies of all functions
     it calls (also through other functions), each once."""
     from pytato.array.base import topological_order
     from pytato.function import Call
 
-    nodes: list[Any] = []
-    seen_fdefs: set[Any] = set()
+    nodes: list[GraphNode] = []
+    seen_fdefs: set[FunctionDefinition] = set()
     pending = [list(roots)]
     while pending:
         for node in topological_order(pending.pop()):
@@ -146,15 +160,17 @@ class PythonCallsMixin:
     """Code generation for calls and sparse products (see the module
     documentation)."""
 
+    # provided by the mapper class the mixin is combined with
     np: str
-    rec: Any
-    target: Any
+    # a node's variable name (a CSR matrix's: its three arrays' names)
+    rec: Callable[[GraphNode], Any]
+    target: PythonTarget
     functions: PythonFunctionCollector
-    _assign: Any
-    fresh_name: Any
-    size_code: Any
+    _assign: Callable[[Array, str], str]
+    fresh_name: Callable[[str], str]
+    size_code: Callable[[ShapeComponent], str]
 
-    def map_call(self, expr: Any) -> str:
+    def map_call(self, expr: Call) -> str:
         fdef = expr.function
         fn_name = self.functions.name_for(fdef, type(self), self.target)
         args = []
@@ -170,7 +186,7 @@ class PythonCallsMixin:
             f"{call_var} = {fn_name}({', '.join(args)})")
         return call_var
 
-    def map_named_call_result(self, expr: Any) -> str:
+    def map_named_call_result(self, expr: NamedCallResult) -> str:
         from pytato.function import ReturnType
         from pytato.tags import Named, PrefixNamed
 
@@ -181,24 +197,25 @@ class PythonCallsMixin:
                 return call_var  # type: ignore[no-any-return]
             return self._assign(expr, call_var)  # type: ignore[no-any-return]
         if rtype == ReturnType.TUPLE_OF_ARRAYS:
-            key: Any = list(expr._container.function.returns).index(expr.name)
+            key: int | str = list(
+                expr._container.function.returns).index(expr.name)
         else:
             key = expr.name
         return self._assign(expr, f"{call_var}[{key!r}]")  # type: ignore[no-any-return]
 
-    def map_loopy_call(self, expr: Any) -> None:
+    def map_loopy_call(self, expr: LoopyCall) -> NoReturn:
         raise UnsupportedByTargetError(
             f"the call of loopy kernel '{expr.entrypoint}' cannot run on a "
             "Python target; use the loopy target (pytato.generate_loopy)")
 
-    def map_loopy_call_result(self, expr: Any) -> str:
-        return self.map_loopy_call(expr._container)  # type: ignore[func-returns-value]
+    def map_loopy_call_result(self, expr: LoopyCallResult) -> NoReturn:
+        self.map_loopy_call(expr._container)
 
-    def map_csr_matrix(self, expr: Any) -> tuple[str, str, str]:
+    def map_csr_matrix(self, expr: CSRMatrix) -> tuple[str, str, str]:
         return (self.rec(expr.elem_values), self.rec(expr.elem_col_indices),
                 self.rec(expr.row_starts))
 
-    def map_csr_matmul(self, expr: Any) -> str:
+    def map_csr_matmul(self, expr: CSRMatmul) -> str:
         from pytato.array.sparse import CheckIndexBounds
 
         vals, cols, starts = self.rec(expr.matrix)
@@ -211,7 +228,8 @@ class PythonCallsMixin:
                   f"{x}, {shape}, {np.dtype(expr.dtype).str!r}, {check})")
 
 
-def _check_csr(cols: Any, starts: Any, shape: tuple[int, int]) -> None:
+def _check_csr(cols: npt.ArrayLike, starts: npt.ArrayLike,
+               shape: tuple[int, int]) -> None:
     cols = np.asarray(cols)
     starts = np.asarray(starts)
     nnz = cols.shape[0]
@@ -226,8 +244,9 @@ def _check_csr(cols: Any, starts: Any, shape: tuple[int, int]) -> None:
             f"found {cols.min() if cols.min() < 0 else cols.max()}")
 
 
-def csr_matmul(xp: Any, values: Any, cols: Any, starts: Any, x: Any,
+def csr_matmul(xp: ModuleType, values: Any, cols: Any, starts: Any, x: Any,
                shape: tuple[int, int], dtype: str, check: bool) -> Any:
+    # the arrays are numpy's or jax's (of the array module *xp*)
     """The product of the CSR matrix (*values*, *cols*, *starts*) of
     *shape* with *x*, computed with the array module *xp* (:mod:`numpy` or
     :mod:`jax.numpy`) in *dtype*. With *check*, the index arrays are

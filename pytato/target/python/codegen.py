@@ -56,6 +56,11 @@ from pytato.transform.mappers import CachedMapper
 
 
 if TYPE_CHECKING:
+    from pymbolic.typing import ArithmeticExpression
+
+    from pytato.array.base import ShapeComponent
+    from pytato.array.lambdas import EinsumAxisDescriptor
+    from pytato.array.remapping import IndexExpr
     from pytato.target.python.numpy_like import PythonTarget
 
 
@@ -89,8 +94,8 @@ class ArgumentSpec:
     name: str
     var_name: str
     kind: str
-    shape: tuple[Any, ...]
-    dtype: np.dtype[Any]
+    shape: tuple[ArithmeticExpression, ...]
+    dtype: np.dtype[np.generic]
 
 
 @dataclass(frozen=True)
@@ -215,16 +220,16 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
         self.lines.append(f"{name} = {code}")
         return name
 
-    def size_code(self, c: Any) -> str:
+    def size_code(self, c: ShapeComponent | ArithmeticExpression) -> str:
         """Code for a shape component (or integer expression)."""
         e = shape_component_to_expr(c) if isinstance(c, Array) else c
         return SizeCodeMapper(lambda n: self.input_var_names[n])(e)
 
-    def shape_code(self, shape: tuple[Any, ...]) -> str:
+    def shape_code(self, shape: tuple[ShapeComponent, ...]) -> str:
         comps = [self.size_code(c) for c in shape]
         return "(" + ", ".join(comps) + ("," if len(comps) == 1 else "") + ")"
 
-    def _cast(self, code: str, dtype: np.dtype[Any]) -> str:
+    def _cast(self, code: str, dtype: np.dtype[np.generic]) -> str:
         return f"{self.np}.asarray({code}, dtype={dtype_code(self.np, dtype)})"
 
     # }}}
@@ -252,7 +257,7 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
         return self._assign(expr, code)
 
     def map_einsum(self, expr: Einsum) -> str:
-        letters: dict[Any, str] = {}
+        letters: dict[EinsumAxisDescriptor, str] = {}
         for i in range(expr.ndim):
             letters[EinsumElementwiseAxis(i)] = _EINSUM_LETTERS[i]
         for j, ax in enumerate(expr.reduction_axes):
@@ -308,7 +313,7 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
                                   f"{self.shape_code(expr.newshape)}, "
                                   f"order={expr.order!r})")
 
-    def _index_code(self, idx: Any, length: Any) -> str:
+    def _index_code(self, idx: IndexExpr, length: ShapeComponent) -> str:
         if isinstance(idx, NormalizedSlice):
             if idx.step > 0:
                 start = ("" if is_integral_scalar(idx.start)
@@ -316,7 +321,8 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
                 stop = ("" if are_shape_components_equal(idx.stop, length)
                         else self.size_code(idx.stop))
             else:
-                start = ("" if are_shape_components_equal(idx.start + 1, length)
+                start = ("" if are_shape_components_equal(
+                    idx.start + 1, length)  # type: ignore[operator]
                          else self.size_code(idx.start))
                 stop = ("" if is_integral_scalar(idx.stop) and int(idx.stop) < 0
                         else self.size_code(idx.stop))

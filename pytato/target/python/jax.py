@@ -49,7 +49,7 @@ class JAXPythonTarget(NumpyLikePythonTarget):
                        if s.kind == "size_param")
         return [f"_pt_partial(_pt_jax.jit, static_argnames={static!r})"]
 
-    def output_code(self, var: str, dtype: np.dtype[Any]) -> str:
+    def output_code(self, var: str, dtype: np.dtype[np.generic]) -> str:
         return f"_pt_jnp.asarray({var}, dtype={dtype_code('_pt_jnp', dtype)})"
 
     def convert_bound_argument(self, data: Any) -> Any:

@@ -67,7 +67,7 @@ class PythonTarget(Target):
             raise InvalidArgumentError(f"{type(self).__name__} does not support jit")
         return []
 
-    def output_code(self, var: str, dtype: np.dtype[Any]) -> str:
+    def output_code(self, var: str, dtype: np.dtype[np.generic]) -> str:
         """Code turning the value in *var* into an output of *dtype*."""
         raise NotImplementedError
 
@@ -272,7 +272,7 @@ class NumpyTarget(NumpyLikePythonTarget):
     def preamble(self, jit: bool = False) -> str:
         return "import numpy as _pt_np"
 
-    def output_code(self, var: str, dtype: np.dtype[Any]) -> str:
+    def output_code(self, var: str, dtype: np.dtype[np.generic]) -> str:
         return f"_pt_np.array({var}, dtype={dtype_code('_pt_np', dtype)})"
 
     def convert_bound_argument(self, data: Any) -> Any:

@@ -76,7 +76,7 @@ def is_safe_identifier(name: str) -> bool:
 
 
 @functools.cache
-def dtype_code(np_name: str, dtype: np.dtype[Any]) -> str:
+def dtype_code(np_name: str, dtype: np.dtype[np.generic]) -> str:
     """Code for the scalar type of *dtype* in the array module *np_name*."""
     name = "bool_" if dtype.kind == "b" else dtype.name
     return f"{np_name}.{name}"

@@ -1,0 +1,160 @@
+"""Combine mappers: a result per node, combined from its children's.
+
+.. autoclass:: CombineMapper
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pytato.array.base import Array, get_children
+from pytato.array.inputs import SizeParam
+from pytato.array.results import DictOfNamedArrays
+from pytato.function import FunctionDefinition
+from pytato.transform.base import CachedMapper, FunctionResultT, ResultT
+
+
+if TYPE_CHECKING:
+    from pytato.array import (
+        AdvancedIndexInContiguousAxes,
+        AdvancedIndexInNoncontiguousAxes,
+        AxisPermutation,
+        BasicIndex,
+        Concatenate,
+        DataWrapper,
+        Einsum,
+        IndexLambda,
+        NamedArray,
+        Placeholder,
+        Reshape,
+        Roll,
+        Stack,
+    )
+    from pytato.array.remapping import IndexExpr
+    from pytato.array.sparse import CSRMatmul, CSRMatrix
+    from pytato.distributed.nodes import (
+        DistributedRecv,
+        DistributedSend,
+        DistributedSendRefHolder,
+    )
+    from pytato.function import Call, NamedCallResult
+    from pytato.loopy import LoopyCall, LoopyCallResult
+
+
+__all__ = ["CombineMapper"]
+
+
+# {{{ CombineMapper
+
+class CombineMapper(CachedMapper[ResultT, FunctionResultT, []]):
+    """Combines the results of the children with :meth:`combine`.
+
+    .. automethod:: combine
+    """
+
+    def combine(self, *args: ResultT) -> ResultT:
+        """Combine the results of the children of a node (possibly
+        none)."""
+        raise NotImplementedError
+
+    def rec_idx_or_size_tuple(self, situp: tuple[IndexExpr, ...]
+                              ) -> tuple[ResultT, ...]:
+        """The results of the array entries of *situp* (a shape or an
+        index tuple)."""
+        return tuple(self.rec(s) for s in situp if isinstance(s, Array))
+
+    def map_array(self, expr: Array) -> ResultT:
+        """The default of every array node type: :meth:`combine` of the
+        children's results."""
+        rec = self.rec
+        return self.combine(*(rec(k) for k in get_children(expr)))
+
+    def map_index_lambda(self, expr: IndexLambda) -> ResultT:
+        return self.map_array(expr)
+
+    def map_placeholder(self, expr: Placeholder) -> ResultT:
+        return self.map_array(expr)
+
+    def map_data_wrapper(self, expr: DataWrapper) -> ResultT:
+        return self.map_array(expr)
+
+    def map_size_param(self, expr: SizeParam) -> ResultT:
+        return self.map_array(expr)
+
+    def map_stack(self, expr: Stack) -> ResultT:
+        return self.map_array(expr)
+
+    def map_concatenate(self, expr: Concatenate) -> ResultT:
+        return self.map_array(expr)
+
+    def map_roll(self, expr: Roll) -> ResultT:
+        return self.map_array(expr)
+
+    def map_axis_permutation(self, expr: AxisPermutation) -> ResultT:
+        return self.map_array(expr)
+
+    def map_reshape(self, expr: Reshape) -> ResultT:
+        return self.map_array(expr)
+
+    def map_basic_index(self, expr: BasicIndex) -> ResultT:
+        return self.map_array(expr)
+
+    def map_contiguous_advanced_index(
+            self, expr: AdvancedIndexInContiguousAxes) -> ResultT:
+        return self.map_array(expr)
+
+    def map_non_contiguous_advanced_index(
+            self, expr: AdvancedIndexInNoncontiguousAxes) -> ResultT:
+        return self.map_array(expr)
+
+    def map_einsum(self, expr: Einsum) -> ResultT:
+        return self.map_array(expr)
+
+    def map_named_array(self, expr: NamedArray) -> ResultT:
+        return self.map_array(expr)
+
+    def map_named_call_result(self, expr: NamedCallResult) -> ResultT:
+        return self.map_array(expr)
+
+    def map_loopy_call_result(self, expr: LoopyCallResult) -> ResultT:
+        return self.map_array(expr)
+
+    def map_csr_matmul(self, expr: CSRMatmul) -> ResultT:
+        return self.map_array(expr)
+
+    def map_distributed_send_ref_holder(
+            self, expr: DistributedSendRefHolder) -> ResultT:
+        return self.map_array(expr)
+
+    def map_distributed_recv(self, expr: DistributedRecv) -> ResultT:
+        return self.map_array(expr)
+
+    def map_dict_of_named_arrays(self, expr: DictOfNamedArrays) -> ResultT:
+        return self.combine(*(self.rec(v) for v in expr.values()))
+
+    def map_distributed_send(self, expr: DistributedSend) -> ResultT:
+        return self.combine(self.rec(expr.data))
+
+    def map_function_definition(self, expr: FunctionDefinition
+                                ) -> FunctionResultT:
+        """Combine the results of the function's returned arrays, mapped by
+        :meth:`~CachedMapper.clone_for_callee` (the body is a scope of its
+        own: override this for analyses where that matters)."""
+        mapper = self.clone_for_callee(expr)
+        return self.combine(  # type: ignore[return-value]
+            *(mapper(v) for v in expr.returns.values()))
+
+    def map_call(self, expr: Call) -> ResultT:
+        return self.combine(
+            self.rec_function_definition(expr.function),  # type: ignore[arg-type]
+            *(self.rec(v) for v in expr.bindings.values()))
+
+    def map_loopy_call(self, expr: LoopyCall) -> ResultT:
+        return self.combine(*(self.rec(k) for k in get_children(
+            expr)))  # type: ignore[arg-type]
+
+    def map_csr_matrix(self, expr: CSRMatrix) -> ResultT:
+        return self.combine(*(self.rec(k) for k in get_children(
+            expr)))  # type: ignore[arg-type]
+
+# }}}
