@@ -55,7 +55,7 @@ from loopy.symbolic import (
     UncachedIdentityMapper as _LoopyIdentityMapper,
 )
 
-from pytato.target.loopy.lower.graph import UncachedLoopyWalkMapper
+from pytato.target.loopy.loopy_walk import UncachedLoopyWalkMapper
 
 
 if TYPE_CHECKING:

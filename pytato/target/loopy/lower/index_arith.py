@@ -6,7 +6,7 @@ and ``% 16`` (a reversal flattened and unflattened again): with ``0 <= j <
 16`` these are ``15 - i`` and ``j``. Simplifying them when an expression is
 lowered keeps the division out of the generated code (loopy emits a
 floor-division function for divisors it cannot see, see
-:func:`pytato.target.loopy.lower.graph._opaque_divisor`) and makes the
+:func:`pytato.target.loopy.lower.expressions._opaque_divisor`) and makes the
 expressions that loopy's passes walk smaller.
 
 The rule: split the numerator into the terms whose constant factor is a

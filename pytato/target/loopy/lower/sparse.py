@@ -34,6 +34,7 @@ for integer results, *True* for booleans).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import loopy as lp
@@ -42,8 +43,15 @@ import pymbolic.primitives as prim
 from loopy.library.reduction import parse_reduction_op
 from loopy.symbolic import Reduction as LoopyReduction, TypeCast as LoopyTypeCast
 
+from pytato.array.base import Array
+from pytato.array.inputs import DataWrapper
 from pytato.array.sparse import CheckIndexBounds, CSRMatmul, CSRMatrix
-from pytato.target.loopy.lower.graph import ImplementedResult, _filter_tags
+from pytato.target.loopy.lower.callees import CallBuildState, Callee, _interface
+from pytato.target.loopy.lower.graph import (
+    ImplementedResult,
+    StoredResult,
+    _filter_tags,
+)
 
 
 if TYPE_CHECKING:
@@ -72,7 +80,7 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
                            col_dtype: np.dtype[Any], starts_dtype: np.dtype[Any],
                            x_dtype: np.dtype[Any], out_dtype: np.dtype[Any],
                            matrix_rhs: bool, check: bool,
-                           target: Any, parallel: bool = True,
+                           target: lp.TargetBase, parallel: bool = True,
                            reduction_iname: str = "j",
                            reduction_tags: frozenset[Tag] = frozenset(),
                            ) -> lp.LoopKernel:
@@ -182,23 +190,21 @@ class SparseLoweringMixin:
     """Lowers :class:`~pytato.array.sparse.CSRMatmul` nodes to calls of
     :func:`make_csr_matmul_kernel` callees. Mixed into
     :class:`~pytato.target.loopy.lower.calls.CallCodeGenMapper`, whose
-    ``emit_call`` and build context it uses."""
+    ``emit_call`` and build state
+    (:class:`~pytato.target.loopy.lower.callees.CallBuildState`) it uses."""
 
-    build_context: Any
-    emit_call: Any
-    rec: Any
+    build_context: CallBuildState
+    emit_call: Callable[..., dict[str, StoredResult]]
+    rec: Callable[[Array], Any]
 
     def map_csr_matrix(self, expr: CSRMatrix) -> None:
         # only products use a CSR matrix: they lower its parts
         for a in (expr.elem_values, expr.elem_col_indices, expr.row_starts):
             self.rec(a)
 
-    def csr_matmul_callee(self, expr: CSRMatmul) -> Any:
+    def csr_matmul_callee(self, expr: CSRMatmul) -> Callee:
         """The callee kernel for products like *expr*, built on first use."""
-        from pytato.target.loopy.lower.calls import Callee, _interface
-
         mat = expr.matrix
-        from pytato.array.inputs import DataWrapper
         # index data known only at run time is always checked: generated
         # code never reads outside an array (constant data was checked by
         # make_csr_matrix)
@@ -239,5 +245,5 @@ class SparseLoweringMixin:
             values["nvec"] = expr.array.shape[1]
         arrays = {"row_starts": mat.row_starts, "values": mat.elem_values,
                   "col_indices": mat.elem_col_indices, "x": expr.array}
-        return self.emit_call(  # type: ignore[no-any-return]
+        return self.emit_call(
             callee, values, arrays, {"y": expr}, {})["y"]
