@@ -25,7 +25,6 @@ are missing (another loopy version), :func:`loopy.make_kernel` is called.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import loopy as lp
 
@@ -33,8 +32,12 @@ import loopy as lp
 __all__ = ["make_translation_unit"]
 
 
-def make_translation_unit(domains: Sequence[str], instructions: Sequence[Any],
-                          kernel_data: Sequence[Any], *, name: str,
+def make_translation_unit(domains: Sequence[str],
+                          instructions: Sequence[
+                              lp.InstructionBase | lp.SubstitutionRule],
+                          kernel_data: Sequence[
+                              lp.KernelArgument | lp.TemporaryVariable], *,
+                          name: str,
                           target: lp.TargetBase, options: lp.Options,
                           assumptions: str) -> lp.TranslationUnit:
     """The translation unit of :func:`loopy.make_kernel` called with these
@@ -81,8 +84,12 @@ def make_translation_unit(domains: Sequence[str], instructions: Sequence[Any],
     return make_program(kernel).with_entrypoints(name)
 
 
-def _with_make_kernel(domains: Sequence[str], instructions: Sequence[Any],
-                      kernel_data: Sequence[Any], *, name: str,
+def _with_make_kernel(domains: Sequence[str],
+                      instructions: Sequence[
+                          lp.InstructionBase | lp.SubstitutionRule],
+                      kernel_data: Sequence[
+                          lp.KernelArgument | lp.TemporaryVariable], *,
+                      name: str,
                       target: lp.TargetBase, options: lp.Options,
                       assumptions: str) -> lp.TranslationUnit:
     """:func:`make_translation_unit` through :func:`loopy.make_kernel`."""

@@ -42,6 +42,7 @@ import numpy as np
 import pymbolic.primitives as prim
 from loopy.library.reduction import parse_reduction_op
 from loopy.symbolic import Reduction as LoopyReduction, TypeCast as LoopyTypeCast
+from pymbolic.typing import Expression
 
 from pytato.array.base import Array
 from pytato.array.inputs import DataWrapper
@@ -65,7 +66,7 @@ ROWS_PER_GROUP = 32
 work-item)."""
 
 
-def _poison(dtype: np.dtype[Any]) -> Any:
+def _poison(dtype: np.dtype[Any]) -> Expression:
     if dtype.kind == "f":
         return prim.NaN(dtype.type)
     if dtype.kind == "c":
@@ -122,10 +123,10 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
                                within_inames=frozenset({"i"})))
 
     column = var("col_indices")[j]
-    value: Any = var("values")[j]
-    x_value: Any = var("x")[(column, c) if matrix_rhs else column]
+    value: Expression = var("values")[j]
+    x_value: Expression = var("x")[(column, c) if matrix_rhs else column]
     if out_dtype.kind == "b":
-        term: Any = prim.LogicalAnd((value, x_value))
+        term: Expression = prim.LogicalAnd((value, x_value))
         op = parse_reduction_op("any")
     else:
         if values_dtype != out_dtype:
@@ -139,7 +140,7 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
             prim.Comparison(0, "<=", column),
             prim.Comparison(column, "<", var("ncols")))), term,
             _poison(out_dtype))
-    rhs: Any = LoopyReduction(op, (reduction_iname,), term,
+    rhs: Expression = LoopyReduction(op, (reduction_iname,), term,
                               allow_simultaneous=False)
     if check:
         rhs = prim.If(ok, rhs, _poison(out_dtype))
@@ -147,7 +148,8 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
     insns.append(lp.Assignment(lhs, rhs, id="product", depends_on=bounds_deps,
                                within_inames=out_inames))
 
-    def arr(n: str, dtype: Any, shape: tuple[Any, ...], out: bool = False
+    def arr(n: str, dtype: np.dtype[Any], shape: tuple[Expression, ...],
+            out: bool = False
             ) -> lp.ArrayArg:
         return lp.ArrayArg(n, dtype, shape=shape,
                            address_space=lp.AddressSpace.GLOBAL,
@@ -195,7 +197,7 @@ class SparseLoweringMixin:
 
     build_context: CallBuildState
     emit_call: Callable[..., dict[str, StoredResult]]
-    rec: Callable[[Array], Any]
+    rec: Callable[[Array], object]
 
     def map_csr_matrix(self, expr: CSRMatrix) -> None:
         # only products use a CSR matrix: they lower its parts
