@@ -26,7 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import islpy as isl
 import loopy as lp
+from constantdict import constantdict
 
 
 __all__ = ["make_translation_unit"]
@@ -45,6 +47,8 @@ def make_translation_unit(domains: Sequence[str],
     *instructions* are :class:`loopy.Assignment` objects (and
     :class:`loopy.SubstitutionRule` objects) with explicit loops, all
     arguments and temporaries in *kernel_data* have shapes and types."""
+    # loopy internals, imported here: where another loopy version lacks
+    # them, the kernel is made by loopy.make_kernel
     try:
         from loopy.kernel import LoopKernel, _get_inames_from_domains
         from loopy.kernel.creation import (
@@ -58,8 +62,6 @@ def make_translation_unit(domains: Sequence[str],
         return _with_make_kernel(domains, instructions, kernel_data,
                                  name=name, target=target, options=options,
                                  assumptions=assumptions)
-    import islpy as isl
-    from constantdict import constantdict
 
     doms = parse_domains(list(domains))
     insns = [i for i in instructions if not isinstance(i, lp.SubstitutionRule)]

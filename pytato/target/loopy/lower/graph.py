@@ -71,7 +71,7 @@ from pytato.diagnostic import (
 from pytato.tags import ForceValueArgTag, Named, PrefixNamed
 from pytato.target.loopy.loopy_memos import trim_loopy_memos
 from pytato.target.loopy.loopy_walk import UncachedLoopyWalkMapper
-from pytato.target.loopy.lower.creation import make_translation_unit
+from pytato.target.loopy.lower import creation
 from pytato.target.loopy.lower.expressions import (
     ExpressionContext,
     ScalarToLoopyMapper,
@@ -556,7 +556,9 @@ def build_translation_unit(
     # also those used only in expressions (not in loop bounds)
     param_domain = ([f"[{', '.join(sorted(size_params))}] -> {{ : }}"]
                     if size_params else [])
-    t_unit = make_translation_unit(
+    # (looked up on the module: tests compare it with its loopy.make_kernel
+    # path by replacing it there)
+    t_unit = creation.make_translation_unit(
         [*param_domain, *state.domains] or ["{ : }"],
         [*state.instructions, *state.substitutions.values()],
         kernel_data,
