@@ -44,10 +44,10 @@ def _loopy_memo() -> dict:
 
 
 def test_caches_stay_bounded(monkeypatch) -> None:
-    from pytato.target.loopy import PROGRAM_CACHE
+    from pytato.target.loopy import PROGRAM_CACHE, loopy_memos
     from pytato.target.loopy.run import program_store
 
-    monkeypatch.setattr(program_store, "LOOPY_MEMO_LIMIT", 50)
+    monkeypatch.setattr(loopy_memos, "LOOPY_MEMO_LIMIT", 50)
 
     n = 2 * PROGRAM_CACHE.maxsize + 20
     gc.collect()

@@ -11,12 +11,21 @@ function definition.
 
 * :mod:`~pytato.target.loopy.lower.graph`: the graph walk that decides what
   is stored and emits instructions;
+* :mod:`~pytato.target.loopy.lower.expressions`: the scalar expressions of
+  the nodes, with numpy's semantics;
 * :mod:`~pytato.target.loopy.lower.calls` and
   :mod:`~pytato.target.loopy.lower.sparse`: function calls and sparse
-  products;
+  products, as calls of callee kernels
+  (:mod:`~pytato.target.loopy.lower.callees`), through one mapper given
+  the build state of the translation unit;
 * :mod:`~pytato.target.loopy.lower.fusion`: fusing loop nests;
 * :mod:`~pytato.target.loopy.lower.index_arith`: index arithmetic;
 * :mod:`~pytato.target.loopy.lower.creation`: making the kernel;
 * :mod:`~pytato.target.loopy.lower.index_checks`: the graph rewrite behind
   ``check_indices=True``.
+
+The stage imports neither :mod:`pytato.target.loopy.schedule` nor
+:mod:`pytato.target.loopy.run`; it shares
+:mod:`pytato.target.loopy.loopy_walk` and
+:mod:`pytato.target.loopy.loopy_memos` with them.
 """

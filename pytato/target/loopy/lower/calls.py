@@ -3,7 +3,10 @@ and foreign scalar functions.
 
 :func:`build_translation_unit_with_calls` is
 :func:`~pytato.target.loopy.lower.graph.build_translation_unit` with
-:class:`CallCodeGenMapper`, which lowers:
+:class:`CallCodeGenMapper`, given the build state of the translation unit
+(:class:`~pytato.target.loopy.lower.callees.CallBuildState`: the callees
+built so far, shared with the mappers lowering function bodies), which
+lowers:
 
 * a :class:`~pytato.function.Call` (not tagged
   :class:`~pytato.tags.InlineCallTag`: those are inlined by
@@ -42,41 +45,56 @@ parallel with the rest of the kernel.
 
 .. autoclass:: CallCodeGenMapper
 .. autofunction:: build_translation_unit_with_calls
-.. autofunction:: lower_foreign_call
-.. autofunction:: is_parallel_kernel
+
+(:func:`~pytato.target.loopy.lower.expressions.lower_foreign_call` and
+:func:`~pytato.target.loopy.lower.callees.is_parallel_kernel` are
+re-exported here.)
 """
 
 from __future__ import annotations
 
-import contextvars
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import loopy as lp
 import numpy as np
 import pymbolic.primitives as prim
-from loopy.symbolic import SubArrayRef
+from constantdict import constantdict
+from loopy.symbolic import ResolvedFunction, SubArrayRef
+from pymbolic import substitute
+from pymbolic.typing import Expression
 from pytools.tag import Tag
 
 from pytato.array.base import Array
 from pytato.array.results import DictOfNamedArrays
 from pytato.array.shape import shape_component_to_expr
-from pytato.codegen import NameGenerator
 from pytato.diagnostic import (
     CannotBeLoweredToLoopyError,
     NameClashError,
     NonAffineShapeError,
 )
 from pytato.function import Call, FunctionDefinition, NamedCallResult
+from pytato.loopy import LoopyCall, LoopyCallResult
+from pytato.scalar_functions import get_scalar_function
+from pytato.target.loopy.loopy_walk import UncachedLoopyWalkMapper
+from pytato.target.loopy.lower.callees import (
+    CallBuildState,
+    Callee,
+    _as_callee_kernel,
+    _interface,
+    is_parallel_kernel,
+)
+from pytato.target.loopy.lower.expressions import (
+    ExpressionContext,
+    lower_foreign_call,
+)
 from pytato.target.loopy.lower.graph import (
     CodeGenMapper,
     CodeGenState,
-    ExpressionContext,
     ImplementedResult,
     StoredResult,
-    UncachedLoopyWalkMapper,
     _temporary_name,
     build_translation_unit,
 )
@@ -89,100 +107,16 @@ __all__ = [
 ]
 
 
-# {{{ callee kernels
-
-@dataclass(frozen=True)
-class CalleeOutput:
-    """An output argument of a callee kernel: a result (*result* names it)
-    or a scratch array (*result* is None)."""
-
-    arg_name: str
-    result: str | None
-    shape: tuple[Any, ...]
-    dtype: Any
-
-
-@dataclass(frozen=True)
-class Callee:
-    """A kernel registered as a callable, and how to call it.
-
-    .. attribute:: inputs
-
-        The names of the input arguments, in call order, each with whether
-        it is a value argument.
-    """
-
-    name: str
-    kernel: Any
-    inputs: tuple[tuple[str, bool], ...]
-    outputs: tuple[CalleeOutput, ...]
-    extra_callables: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def parallel(self) -> bool:
-        """Whether the kernel maps loops onto work-groups or work-items (it
-        must then be called from the entrypoint, between global
-        barriers)."""
-        return is_parallel_kernel(self.kernel)
-
-
-def _as_callee_kernel(knl: Any, name: str) -> Any:
-    """*knl* renamed to *name*, with its global temporaries turned into
-    output arguments (loopy cannot allocate them inside callee kernels)."""
-    glob = [tv for tv in knl.temporary_variables.values()
-            if tv.address_space == lp.AddressSpace.GLOBAL]
-    if glob:
-        knl = knl.copy(
-            args=[*knl.args, *(lp.ArrayArg(
-                tv.name, tv.dtype, shape=tv.shape,
-                address_space=lp.AddressSpace.GLOBAL,
-                is_input=False, is_output=True) for tv in glob)],
-            temporary_variables={
-                k: tv for k, tv in knl.temporary_variables.items()
-                if tv.address_space != lp.AddressSpace.GLOBAL})
-    return knl.copy(name=name)
-
-
-def _interface(knl: Any, results: Mapping[str, str]) -> tuple[
-        tuple[tuple[str, bool], ...], tuple[CalleeOutput, ...]]:
-    inputs = tuple((a.name, isinstance(a, lp.ValueArg)) for a in knl.args
-                   if a.is_input)
-    outputs = tuple(CalleeOutput(a.name, results.get(a.name), tuple(a.shape),
-                                 a.dtype)
-                    for a in knl.args if a.is_output)
-    return inputs, outputs
-
+# {{{ callee names
 
 _IDENT_RE = re.compile(r"[^A-Za-z0-9_]")
 
 
-def _sanitize(identifier: Any) -> str:
+def _sanitize(identifier: object) -> str:
     s = _IDENT_RE.sub("_", str(identifier))
     return s if s and not s[0].isdigit() else f"f_{s}"
 
 # }}}
-
-
-# {{{ build context
-
-@dataclass
-class _BuildContext:
-    """What the kernels of one translation unit share: how to build
-    kernels, and the callees built so far."""
-
-    target: Any
-    options: Any
-    array_tag_t_to_not_propagate: frozenset[type[Tag]]
-    axis_tag_t_to_not_propagate: frozenset[type[Tag]]
-    callee_names: NameGenerator = field(default_factory=NameGenerator)
-    functions: dict[FunctionDefinition, Callee] = field(default_factory=dict)
-    loopy_kernels: dict[Any, Callee] = field(default_factory=dict)
-    other_callees: dict[Any, Callee] = field(default_factory=dict)
-    depth: int = 0
-
-
-_CONTEXT: contextvars.ContextVar[_BuildContext | None] = contextvars.ContextVar(
-    "pytato_loopy_build_context", default=None)
 
 
 def build_translation_unit_with_calls(
@@ -190,48 +124,56 @@ def build_translation_unit_with_calls(
         target: lp.TargetBase, options: lp.Options, function_name: str,
         array_tag_t_to_not_propagate: frozenset[type[Tag]],
         axis_tag_t_to_not_propagate: frozenset[type[Tag]],
-        **kwargs: Any) -> lp.TranslationUnit:
+        stored_nodes: Callable[[DictOfNamedArrays], set[Array]] | None = None,
+        fuse_loops: bool = True,
+        ) -> lp.TranslationUnit:
     """:func:`~pytato.target.loopy.lower.graph.build_translation_unit` lowering
     calls, loopy calls, foreign scalar functions and sparse products (with
-    :class:`CallCodeGenMapper`)."""
-    ctx = _BuildContext(target, options, frozenset(array_tag_t_to_not_propagate),
-                        frozenset(axis_tag_t_to_not_propagate))
-    ctx.callee_names.add_name(function_name)
-    token = _CONTEXT.set(ctx)
-    try:
-        return build_translation_unit(
-            outputs, target=target, options=options,
-            function_name=function_name,
-            array_tag_t_to_not_propagate=array_tag_t_to_not_propagate,
-            axis_tag_t_to_not_propagate=axis_tag_t_to_not_propagate,
-            mapper_class=kwargs.pop("mapper_class", CallCodeGenMapper),
-            **kwargs)
-    finally:
-        _CONTEXT.reset(token)
-
-# }}}
+    a :class:`CallCodeGenMapper` given a new
+    :class:`~pytato.target.loopy.lower.callees.CallBuildState`)."""
+    build = CallBuildState(target, options,
+                           frozenset(array_tag_t_to_not_propagate),
+                           frozenset(axis_tag_t_to_not_propagate))
+    build.callee_names.add_name(function_name)
+    return build_translation_unit(
+        outputs, target=target, options=options,
+        function_name=function_name,
+        array_tag_t_to_not_propagate=array_tag_t_to_not_propagate,
+        axis_tag_t_to_not_propagate=axis_tag_t_to_not_propagate,
+        stored_nodes=stored_nodes,
+        make_mapper=partial(CallCodeGenMapper, build_context=build),
+        fuse_loops=fuse_loops)
 
 
 class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
     """A :class:`~pytato.target.loopy.lower.graph.CodeGenMapper` that also
     lowers calls, loopy calls, foreign scalar functions and sparse
-    products (see the module documentation)."""
+    products (see the module documentation).
+
+    :arg build_context: the build state of the translation unit, shared
+        with the mappers of the function bodies it lowers (a new one for a
+        PyOpenCL target if not given: callee kernels are retargeted when
+        registered).
+    """
 
     def __init__(self, state: CodeGenState, stored: set[Array],
-                 output_names_of: Mapping[Array, Sequence[str]]) -> None:
+                 output_names_of: Mapping[Array, Sequence[str]],
+                 build_context: CallBuildState | None = None) -> None:
         super().__init__(state, stored, output_names_of)
-        ctx = _CONTEXT.get()
-        if ctx is None:
+        if build_context is None:
             # used through build_translation_unit directly: callee kernels
             # are built for a PyOpenCL target, then retargeted
-            ctx = _BuildContext(lp.PyOpenCLTarget(), lp.Options(),
-                                state.array_tag_t_to_not_propagate,
-                                state.axis_tag_t_to_not_propagate)
-        self.build_context = ctx
+            build_context = CallBuildState(
+                lp.PyOpenCLTarget(), lp.Options(),
+                state.array_tag_t_to_not_propagate,
+                state.axis_tag_t_to_not_propagate)
+        self.build_context = build_context
         self._materialized: dict[Array, StoredResult] = {}
-        self._scratch: dict[Any, tuple[tuple[str, ...], str]] = {}
+        # (callee name, scratch shapes) -> (scratch arrays, last call's id)
+        self._scratch: dict[tuple[str, tuple[tuple[Expression, ...], ...]],
+                            tuple[tuple[str, ...], str]] = {}
         self._parallel_calls: list[str] = []
-        if ctx.depth == 0:
+        if build_context.depth == 0:
             state.translation_unit_transforms.append(self._finish)
 
     # {{{ helpers
@@ -255,8 +197,10 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
         self._materialized[ary] = stored
         return stored
 
-    def new_global_array(self, ary: Array | None, shape: tuple[Any, ...],
-                         dtype: Any, prefix: str = "_pt_temp") -> str:
+    def new_global_array(self, ary: Array | None,
+                         shape: tuple[Expression, ...],
+                         dtype: np.dtype[Any] | lp.types.LoopyType,
+                         prefix: str = "_pt_temp") -> str:
         """Declare where a result computed by a call goes: the output
         argument if *ary* is an output, else a new global temporary."""
         s = self.state
@@ -275,7 +219,8 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
             tags=tags)
         return name
 
-    def sub_array_ref(self, name: str, shape: tuple[Any, ...]) -> SubArrayRef:
+    def sub_array_ref(self, name: str, shape: tuple[Expression, ...]
+                      ) -> SubArrayRef:
         """A reference to all of the array *name* of *shape*, swept by new
         inames."""
         s = self.state
@@ -285,16 +230,18 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
         idx = tuple(prim.Variable(i) for i in inames)
         return SubArrayRef(idx, prim.Subscript(prim.Variable(name), idx))
 
-    def scalar_expression(self, value: Any, ctx: ExpressionContext) -> Any:
+    def scalar_expression(self, value: Array | Expression,
+                          ctx: ExpressionContext) -> Expression:
         """The loopy expression of a 0-d array (or a number)."""
         if isinstance(value, Array):
             return self.rec(value).to_loopy_expression((), ctx)
         return value
 
-    def emit_call(self, callee: Callee, value_of: Mapping[str, Any],
+    def emit_call(self, callee: Callee,
+                  value_of: Mapping[str, Array | Expression],
                   array_of: Mapping[str, Array],
                   result_arrays: Mapping[str, Array],
-                  size_values: Mapping[str, Any],
+                  size_values: Mapping[str, Expression],
                   inout: frozenset[str] = frozenset()
                   ) -> dict[str, StoredResult]:
         """Emit the call instruction of *callee*.
@@ -386,16 +333,14 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
         outputs = DictOfNamedArrays({k: fn.returns[r]
                                      for k, r in ret_names.items()})
         bc.depth += 1
-        token = _CONTEXT.set(bc)
         try:
             t_unit = build_translation_unit(
                 outputs, target=bc.target, options=bc.options,
                 function_name=name,
                 array_tag_t_to_not_propagate=bc.array_tag_t_to_not_propagate,
                 axis_tag_t_to_not_propagate=bc.axis_tag_t_to_not_propagate,
-                mapper_class=type(self))
+                make_mapper=partial(type(self), build_context=bc))
         finally:
-            _CONTEXT.reset(token)
             bc.depth -= 1
         knl = _as_callee_kernel(t_unit[name], name)
         inputs, outs = _interface(knl, ret_names)
@@ -419,7 +364,7 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
 
     # {{{ loopy calls
 
-    def loopy_callee(self, expr: Any) -> Callee:
+    def loopy_callee(self, expr: LoopyCall) -> Callee:
         """The callee of the entrypoint of a :class:`~pytato.loopy.LoopyCall`
         (with its own callees renamed), built on first use."""
         bc = self.build_context
@@ -444,7 +389,7 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
         bc.loopy_kernels[key] = callee
         return callee
 
-    def map_loopy_call(self, expr: Any) -> dict[str, StoredResult]:
+    def map_loopy_call(self, expr: LoopyCall) -> dict[str, StoredResult]:
         callee = self.loopy_callee(expr)
         sizes = {}
         for name, is_value in callee.inputs:
@@ -463,7 +408,8 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
                               {r: expr[r] for r in expr}, sizes,
                               inout=frozenset(expr.inout_names))
 
-    def map_loopy_call_result(self, expr: Any) -> ImplementedResult:
+    def map_loopy_call_result(self, expr: LoopyCallResult
+                              ) -> ImplementedResult:
         results = self.rec(expr._container)
         return results[expr.name]  # type: ignore[no-any-return]
 
@@ -492,7 +438,6 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
                         "another callable of the same name")
                 callables[n] = c
         if len(callables) != len(t_unit.callables_table):
-            from constantdict import constantdict
             t_unit = t_unit.copy(callables_table=constantdict(callables))
         if self._parallel_calls:
             entry, = t_unit.entrypoints
@@ -503,14 +448,8 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
     # }}}
 
 
-def is_parallel_kernel(knl: Any) -> bool:
-    """Whether *knl* maps loops onto work-groups or work-items."""
-    from loopy.kernel.data import HardwareConcurrentTag
-    return any(isinstance(t, HardwareConcurrentTag)
-               for iname in knl.all_inames() for t in knl.iname_tags(iname))
-
-
-def _add_call_barriers(knl: Any, call_ids: Sequence[str]) -> Any:
+def _add_call_barriers(knl: lp.LoopKernel, call_ids: Sequence[str]
+                       ) -> lp.LoopKernel:
     """Separate the calls *call_ids* of parallel callees from the
     instructions they depend on and that depend on them by global
     barriers (they run as device kernels of their own)."""
@@ -539,8 +478,8 @@ def _add_call_barriers(knl: Any, call_ids: Sequence[str]) -> Any:
     return knl.copy(instructions=[*insns, *barriers])
 
 
-def _substitute(expr: Any, values: Mapping[str, Any]) -> Any:
-    from pymbolic import substitute
+def _substitute(expr: Expression, values: Mapping[str, Expression]
+                ) -> Expression:
     if isinstance(expr, (int, np.integer)):
         return int(expr)
     return substitute(expr, dict(values))
@@ -561,15 +500,13 @@ class _FunctionNameCollector(UncachedLoopyWalkMapper):
         for p in expr.parameters:
             self.rec(p, *args, **kwargs)
 
-    def map_resolved_function(self, expr: Any, *args: Any, **kwargs: Any
-                              ) -> None:
+    def map_resolved_function(self, expr: ResolvedFunction, *args: Any,
+                              **kwargs: Any) -> None:
         pass
 
 
 def _register_foreign_functions(t_unit: lp.TranslationUnit
                                 ) -> lp.TranslationUnit:
-    from pytato.scalar_functions import get_scalar_function
-
     collector = _FunctionNameCollector()
     for clbl in t_unit.callables_table.values():
         if not isinstance(clbl, lp.CallableKernel):
@@ -593,16 +530,5 @@ def _register_foreign_functions(t_unit: lp.TranslationUnit
                                       fn.loopy_callable.copy(name=ident))
     return t_unit
 
-
-def lower_foreign_call(name: str, args: tuple[Any, ...]) -> prim.Call:
-    """The loopy call of the foreign scalar function *name* (with
-    :data:`~pytato.scalar_functions.FOREIGN_PREFIX`) on *args*."""
-    from pytato.scalar_functions import get_scalar_function
-    fn = get_scalar_function(name)
-    if fn.loopy_callable is None:
-        raise CannotBeLoweredToLoopyError(
-            f"scalar function '{fn.name}' has no loopy callable (it was "
-            "registered with Python implementations only)")
-    return prim.Call(prim.Variable(fn.loopy_identifier), args)
 
 # }}}

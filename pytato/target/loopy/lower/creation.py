@@ -25,16 +25,21 @@ are missing (another loopy version), :func:`loopy.make_kernel` is called.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+import islpy as isl
 import loopy as lp
+from constantdict import constantdict
 
 
 __all__ = ["make_translation_unit"]
 
 
-def make_translation_unit(domains: Sequence[str], instructions: Sequence[Any],
-                          kernel_data: Sequence[Any], *, name: str,
+def make_translation_unit(domains: Sequence[str],
+                          instructions: Sequence[
+                              lp.InstructionBase | lp.SubstitutionRule],
+                          kernel_data: Sequence[
+                              lp.KernelArgument | lp.TemporaryVariable], *,
+                          name: str,
                           target: lp.TargetBase, options: lp.Options,
                           assumptions: str) -> lp.TranslationUnit:
     """The translation unit of :func:`loopy.make_kernel` called with these
@@ -42,6 +47,8 @@ def make_translation_unit(domains: Sequence[str], instructions: Sequence[Any],
     *instructions* are :class:`loopy.Assignment` objects (and
     :class:`loopy.SubstitutionRule` objects) with explicit loops, all
     arguments and temporaries in *kernel_data* have shapes and types."""
+    # loopy internals, imported here: where another loopy version lacks
+    # them, the kernel is made by loopy.make_kernel
     try:
         from loopy.kernel import LoopKernel, _get_inames_from_domains
         from loopy.kernel.creation import (
@@ -55,8 +62,6 @@ def make_translation_unit(domains: Sequence[str], instructions: Sequence[Any],
         return _with_make_kernel(domains, instructions, kernel_data,
                                  name=name, target=target, options=options,
                                  assumptions=assumptions)
-    import islpy as isl
-    from constantdict import constantdict
 
     doms = parse_domains(list(domains))
     insns = [i for i in instructions if not isinstance(i, lp.SubstitutionRule)]
@@ -81,8 +86,12 @@ def make_translation_unit(domains: Sequence[str], instructions: Sequence[Any],
     return make_program(kernel).with_entrypoints(name)
 
 
-def _with_make_kernel(domains: Sequence[str], instructions: Sequence[Any],
-                      kernel_data: Sequence[Any], *, name: str,
+def _with_make_kernel(domains: Sequence[str],
+                      instructions: Sequence[
+                          lp.InstructionBase | lp.SubstitutionRule],
+                      kernel_data: Sequence[
+                          lp.KernelArgument | lp.TemporaryVariable], *,
+                      name: str,
                       target: lp.TargetBase, options: lp.Options,
                       assumptions: str) -> lp.TranslationUnit:
     """:func:`make_translation_unit` through :func:`loopy.make_kernel`."""

@@ -54,8 +54,9 @@ from loopy.symbolic import (
     Reduction as LoopyReduction,
     UncachedIdentityMapper as _LoopyIdentityMapper,
 )
+from pymbolic.typing import Expression
 
-from pytato.target.loopy.lower.graph import UncachedLoopyWalkMapper
+from pytato.target.loopy.loopy_walk import UncachedLoopyWalkMapper
 
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class _Store:
     insn_id: str
     name: str
     inames: tuple[str, ...]
-    shape: tuple[Any, ...]
+    shape: tuple[Expression, ...]
     domain_index: int | None
 
 
@@ -121,7 +122,7 @@ class _AccessCollector(UncachedLoopyWalkMapper):
 
 
 
-def _fold_constants(index: Any) -> Any:
+def _fold_constants(index: Expression) -> Expression:
     """*index* with the integer terms of a sum added up (``1 + i + 19 +
     -20`` is ``i``, as slices of rolls index), so that reads at an
     array's own indices are recognized."""
@@ -170,7 +171,8 @@ class _Rewriter(_LoopyIdentityMapper):
                          tuple(self.rec(p) for p in expr.parameters))
 
 
-def _within(small: tuple[Any, ...], big: tuple[Any, ...]) -> bool:
+def _within(small: tuple[Expression, ...], big: tuple[Expression, ...]
+            ) -> bool:
     """Whether an array of shape *small* indexes a sub-box (at the origin)
     of one of shape *big*: the same rank, each extent equal or a smaller
     integer."""
@@ -225,8 +227,8 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
     # stores it reads elementwise at its level (one nest at most, else its
     # level rises), by default the nest of its level and shape
     level: dict[str, int] = {}
-    nest_key: dict[str, tuple[int, tuple[Any, ...]]] = {}
-    nest_size: dict[tuple[int, tuple[Any, ...]], int] = {}
+    nest_key: dict[str, tuple[int, tuple[Expression, ...]]] = {}
+    nest_size: dict[tuple[int, tuple[Expression, ...]], int] = {}
     for insn in insns:
         s = by_id[insn.id]
         lev = 0
@@ -258,7 +260,7 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
 
     # {{{ loop nests
 
-    nests: dict[tuple[int, tuple[Any, ...]], list[_Store]] = {}
+    nests: dict[tuple[int, tuple[Expression, ...]], list[_Store]] = {}
     for s in stores:
         if fusible[s.insn_id]:
             nests.setdefault(nest_key[s.insn_id], []).append(s)
@@ -323,7 +325,7 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
 
     # {{{ rewrite
 
-    new_insns: list[Any] = []
+    new_insns: list[lp.InstructionBase] = []
     for insn in insns:
         s = by_id[insn.id]
         ren = renames.get(insn.id, {})
@@ -342,7 +344,7 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
             else d for d in insn.depends_on)
         within = frozenset(ren.get(i, i) for i in insn.within_inames)
         if s.name in scalar_of:
-            lhs: Any = prim.Variable(scalar_of[s.name])
+            lhs: Expression = prim.Variable(scalar_of[s.name])
         else:
             lhs = mapper(insn.assignee)
         guard = guards.get(insn.id, frozenset())

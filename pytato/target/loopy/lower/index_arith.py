@@ -6,7 +6,7 @@ and ``% 16`` (a reversal flattened and unflattened again): with ``0 <= j <
 16`` these are ``15 - i`` and ``j``. Simplifying them when an expression is
 lowered keeps the division out of the generated code (loopy emits a
 floor-division function for divisors it cannot see, see
-:func:`pytato.target.loopy.lower.graph._opaque_divisor`) and makes the
+:func:`pytato.target.loopy.lower.expressions._opaque_divisor`) and makes the
 expressions that loopy's passes walk smaller.
 
 The rule: split the numerator into the terms whose constant factor is a
@@ -24,10 +24,10 @@ m*k``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
+from pymbolic.typing import Expression
 
 
 __all__ = [
@@ -41,13 +41,13 @@ __all__ = [
 Bounds = tuple[int, int]
 
 
-def is_integer_constant(x: Any) -> bool:
+def is_integer_constant(x: object) -> bool:
     """Whether *x* is a Python or numpy integer (not a boolean)."""
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool,
                                                                    np.bool_))
 
 
-def integer_bounds(expr: Any, ranges: Mapping[str, Bounds]) -> Bounds | None:
+def integer_bounds(expr: Expression, ranges: Mapping[str, Bounds]) -> Bounds | None:
     """Inclusive bounds ``(lo, hi)`` of the integer expression *expr*,
     given inclusive bounds *ranges* of its variables; None where unknown
     (other variables, other operations)."""
@@ -80,12 +80,12 @@ def integer_bounds(expr: Any, ranges: Mapping[str, Bounds]) -> Bounds | None:
     return None
 
 
-def _split(num: Any, k: int) -> tuple[list[Any], list[Any]]:
+def _split(num: Expression, k: int) -> tuple[list[Expression], list[Expression]]:
     """The terms of *num* that are multiples of *k* (each divided by *k*)
     and the other terms."""
     terms = num.children if isinstance(num, prim.Sum) else (num,)
-    multiples: list[Any] = []
-    rest: list[Any] = []
+    multiples: list[Expression] = []
+    rest: list[Expression] = []
     for t in terms:
         if is_integer_constant(t) and t % k == 0:
             multiples.append(int(t) // k)
@@ -109,15 +109,15 @@ def _split(num: Any, k: int) -> tuple[list[Any], list[Any]]:
     return multiples, rest
 
 
-def _sum(terms: list[Any]) -> Any:
+def _sum(terms: list[Expression]) -> Expression:
     terms = [t for t in terms if not (is_integer_constant(t) and t == 0)]
     if not terms:
         return 0
     return terms[0] if len(terms) == 1 else prim.Sum(tuple(terms))
 
 
-def _block(num: Any, k: int, ranges: Mapping[str, Bounds]
-           ) -> tuple[list[Any], Any, int] | None:
+def _block(num: Expression, k: int, ranges: Mapping[str, Bounds]
+           ) -> tuple[list[Expression], Expression, int] | None:
     """(multiples of *k* divided by *k*, rest, m) if the rest of *num* lies
     in ``[m*k, m*k + k - 1]``."""
     if k <= 0:
@@ -130,8 +130,8 @@ def _block(num: Any, k: int, ranges: Mapping[str, Bounds]
     return multiples, rest_expr, b[0] // k
 
 
-def simplify_floor_div(num: Any, k: Any, ranges: Mapping[str, Bounds]
-                       ) -> Any | None:
+def simplify_floor_div(num: Expression, k: Expression, ranges: Mapping[str, Bounds]
+                       ) -> Expression | None:
     """``num // k`` without the division, or None if that needs more than
     the *ranges* of the variables (see the module documentation)."""
     if not is_integer_constant(k):
@@ -143,8 +143,8 @@ def simplify_floor_div(num: Any, k: Any, ranges: Mapping[str, Bounds]
     return _sum([*multiples, m])
 
 
-def simplify_remainder(num: Any, k: Any, ranges: Mapping[str, Bounds]
-                       ) -> Any | None:
+def simplify_remainder(num: Expression, k: Expression, ranges: Mapping[str, Bounds]
+                       ) -> Expression | None:
     """``num % k`` without the remainder, or None (as
     :func:`simplify_floor_div`)."""
     if not is_integer_constant(k):

@@ -32,7 +32,16 @@ from typing import Any
 import numpy as np
 
 from pytato.array.base import Array, topological_order
+from pytato.array.inputs import DataWrapper, Placeholder
+from pytato.array.remapping import (
+    AdvancedIndexInContiguousAxes,
+    AdvancedIndexInNoncontiguousAxes,
+)
 from pytato.array.results import DictOfNamedArrays
+from pytato.diagnostic import IndexOutOfBoundsError
+from pytato.frontend.elementwise import greater_equal, less, logical_or
+from pytato.frontend.reductions import any as pt_any
+from pytato.scalar_expr import is_integral_scalar
 
 
 __all__ = ["IndexCheckedProgram", "index_checks"]
@@ -41,7 +50,6 @@ FLAG_PREFIX = "_pt_index_check_"
 
 
 def _describe(ary: Array) -> str:
-    from pytato.array.inputs import Placeholder
     if isinstance(ary, Placeholder):
         return f"index array '{ary.name}'"
     return f"a computed index array of shape {ary.shape} and dtype {ary.dtype}"
@@ -52,19 +60,6 @@ def index_checks(outputs: DictOfNamedArrays) -> dict[str, tuple[Array, str]]:
     data wrapper), a 0-d boolean array that is true when one of its entries
     is out of range, with a description of the index array, by the name of
     the output that will hold it."""
-    from pytato.array.inputs import DataWrapper
-    from pytato.array.remapping import (
-        AdvancedIndexInContiguousAxes,
-        AdvancedIndexInNoncontiguousAxes,
-    )
-    from pytato.frontend.elementwise import (
-        greater_equal,
-        less,
-        logical_or,
-    )
-    from pytato.frontend.reductions import any as pt_any
-    from pytato.scalar_expr import is_integral_scalar
-
     flags: dict[str, tuple[Array, str]] = {}
     seen: set[tuple[Array, Any]] = set()
     for node in topological_order([outputs]):
@@ -120,8 +115,6 @@ class IndexCheckedProgram:
         :raises pytato.diagnostic.IndexOutOfBoundsError: naming the index
             arrays with an entry out of range.
         """
-        from pytato.diagnostic import IndexOutOfBoundsError
-
         evt, result = self.program(queue, *args, **kwargs)
         result = dict(result)
         bad = []

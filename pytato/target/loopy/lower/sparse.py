@@ -34,6 +34,7 @@ for integer results, *True* for booleans).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import loopy as lp
@@ -41,9 +42,17 @@ import numpy as np
 import pymbolic.primitives as prim
 from loopy.library.reduction import parse_reduction_op
 from loopy.symbolic import Reduction as LoopyReduction, TypeCast as LoopyTypeCast
+from pymbolic.typing import Expression
 
+from pytato.array.base import Array
+from pytato.array.inputs import DataWrapper
 from pytato.array.sparse import CheckIndexBounds, CSRMatmul, CSRMatrix
-from pytato.target.loopy.lower.graph import ImplementedResult, _filter_tags
+from pytato.target.loopy.lower.callees import CallBuildState, Callee, _interface
+from pytato.target.loopy.lower.graph import (
+    ImplementedResult,
+    StoredResult,
+    _filter_tags,
+)
 
 
 if TYPE_CHECKING:
@@ -57,7 +66,7 @@ ROWS_PER_GROUP = 32
 work-item)."""
 
 
-def _poison(dtype: np.dtype[Any]) -> Any:
+def _poison(dtype: np.dtype[Any]) -> Expression:
     if dtype.kind == "f":
         return prim.NaN(dtype.type)
     if dtype.kind == "c":
@@ -72,7 +81,7 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
                            col_dtype: np.dtype[Any], starts_dtype: np.dtype[Any],
                            x_dtype: np.dtype[Any], out_dtype: np.dtype[Any],
                            matrix_rhs: bool, check: bool,
-                           target: Any, parallel: bool = True,
+                           target: lp.TargetBase, parallel: bool = True,
                            reduction_iname: str = "j",
                            reduction_tags: frozenset[Tag] = frozenset(),
                            ) -> lp.LoopKernel:
@@ -114,10 +123,10 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
                                within_inames=frozenset({"i"})))
 
     column = var("col_indices")[j]
-    value: Any = var("values")[j]
-    x_value: Any = var("x")[(column, c) if matrix_rhs else column]
+    value: Expression = var("values")[j]
+    x_value: Expression = var("x")[(column, c) if matrix_rhs else column]
     if out_dtype.kind == "b":
-        term: Any = prim.LogicalAnd((value, x_value))
+        term: Expression = prim.LogicalAnd((value, x_value))
         op = parse_reduction_op("any")
     else:
         if values_dtype != out_dtype:
@@ -131,7 +140,7 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
             prim.Comparison(0, "<=", column),
             prim.Comparison(column, "<", var("ncols")))), term,
             _poison(out_dtype))
-    rhs: Any = LoopyReduction(op, (reduction_iname,), term,
+    rhs: Expression = LoopyReduction(op, (reduction_iname,), term,
                               allow_simultaneous=False)
     if check:
         rhs = prim.If(ok, rhs, _poison(out_dtype))
@@ -139,7 +148,8 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
     insns.append(lp.Assignment(lhs, rhs, id="product", depends_on=bounds_deps,
                                within_inames=out_inames))
 
-    def arr(n: str, dtype: Any, shape: tuple[Any, ...], out: bool = False
+    def arr(n: str, dtype: np.dtype[Any], shape: tuple[Expression, ...],
+            out: bool = False
             ) -> lp.ArrayArg:
         return lp.ArrayArg(n, dtype, shape=shape,
                            address_space=lp.AddressSpace.GLOBAL,
@@ -182,23 +192,21 @@ class SparseLoweringMixin:
     """Lowers :class:`~pytato.array.sparse.CSRMatmul` nodes to calls of
     :func:`make_csr_matmul_kernel` callees. Mixed into
     :class:`~pytato.target.loopy.lower.calls.CallCodeGenMapper`, whose
-    ``emit_call`` and build context it uses."""
+    ``emit_call`` and build state
+    (:class:`~pytato.target.loopy.lower.callees.CallBuildState`) it uses."""
 
-    build_context: Any
-    emit_call: Any
-    rec: Any
+    build_context: CallBuildState
+    emit_call: Callable[..., dict[str, StoredResult]]
+    rec: Callable[[Array], object]
 
     def map_csr_matrix(self, expr: CSRMatrix) -> None:
         # only products use a CSR matrix: they lower its parts
         for a in (expr.elem_values, expr.elem_col_indices, expr.row_starts):
             self.rec(a)
 
-    def csr_matmul_callee(self, expr: CSRMatmul) -> Any:
+    def csr_matmul_callee(self, expr: CSRMatmul) -> Callee:
         """The callee kernel for products like *expr*, built on first use."""
-        from pytato.target.loopy.lower.calls import Callee, _interface
-
         mat = expr.matrix
-        from pytato.array.inputs import DataWrapper
         # index data known only at run time is always checked: generated
         # code never reads outside an array (constant data was checked by
         # make_csr_matrix)
@@ -239,5 +247,5 @@ class SparseLoweringMixin:
             values["nvec"] = expr.array.shape[1]
         arrays = {"row_starts": mat.row_starts, "values": mat.elem_values,
                   "col_indices": mat.elem_col_indices, "x": expr.array}
-        return self.emit_call(  # type: ignore[no-any-return]
+        return self.emit_call(
             callee, values, arrays, {"y": expr}, {})["y"]

@@ -69,8 +69,10 @@ grows a process's memory through caches, each bounded or boundable:
   :data:`SQLITE_CACHE_KIB` (:func:`limit_cache_memory`);
 * a global memo of :mod:`loopy` (the dependencies of each expression seen,
   ``loopy.symbolic._get_dependencies_and_reduction_inames``), which
-  :mod:`loopy` never clears: :func:`trim_loopy_memos` (called at each code
-  generation) clears it past :data:`LOOPY_MEMO_LIMIT` entries.
+  :mod:`loopy` never clears:
+  :func:`~pytato.target.loopy.loopy_memos.trim_loopy_memos` (called at each
+  code generation) clears it past
+  :data:`~pytato.target.loopy.loopy_memos.LOOPY_MEMO_LIMIT` entries.
 
 :func:`release_cache_memory` empties all of them (results are then found
 on disk again, or regenerated). Setting ``LOOPY_NO_CACHE=1`` and
@@ -86,9 +88,7 @@ on disk again, or regenerated). Setting ``LOOPY_NO_CACHE=1`` and
 .. autodata:: STORE_VERSION
 .. autodata:: TUNING_MODULES
 .. autodata:: SQLITE_CACHE_KIB
-.. autodata:: LOOPY_MEMO_LIMIT
 .. autofunction:: limit_cache_memory
-.. autofunction:: trim_loopy_memos
 .. autofunction:: release_cache_memory
 """
 
@@ -103,6 +103,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pytools.persistent_dict import KeyBuilder
+
+from pytato.target.loopy.loopy_memos import LOOPY_MEMO_LIMIT, trim_loopy_memos
 
 
 if TYPE_CHECKING:
@@ -394,10 +396,6 @@ SQLITE_CACHE_KIB = 4096
 and of :mod:`loopy`'s on-disk caches, set when the store is first used
 (:mod:`pytools` sets 64 MB per persistent dictionary)."""
 
-LOOPY_MEMO_LIMIT = 2048
-"""The most entries kept in :mod:`loopy`'s global memo of expression
-dependencies (see :func:`trim_loopy_memos`)."""
-
 
 def _set_sqlite_cache(pdict: Any, kib: int) -> None:
     conn = getattr(pdict, "conn", None)
@@ -417,21 +415,6 @@ def limit_cache_memory(kib: int = SQLITE_CACHE_KIB) -> None:
     generating many programs fills)."""
     for pdict in _persistent_dicts():
         _set_sqlite_cache(pdict, kib)
-
-
-def trim_loopy_memos(limit: int | None = None) -> None:
-    """Clear :mod:`loopy`'s global, never cleared memo of the dependencies
-    of expressions (one entry per instruction expression it analyzed) when
-    it holds more than *limit* (default: :data:`LOOPY_MEMO_LIMIT`)
-    entries. A pure cache: clearing it only costs recomputation."""
-    from loopy import symbolic
-    if limit is None:
-        limit = LOOPY_MEMO_LIMIT
-    fn = getattr(symbolic, "_get_dependencies_and_reduction_inames", None)
-    # (pytools' memoize keeps the memo on the undecorated function)
-    memo = getattr(getattr(fn, "__wrapped__", fn), "_memoize_dic", None)
-    if memo is not None and len(memo) > limit:
-        memo.clear()
 
 
 def release_cache_memory() -> None:

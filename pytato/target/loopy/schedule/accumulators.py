@@ -289,7 +289,7 @@ class _Realizer(_LoopyIdentityMapper):
 
 def _float_extremum(op: Any, dtype: Any) -> str | None:
     """``">"`` or ``"<"`` where *op* is numpy's max or min
-    (:class:`pytato.target.loopy.lower.graph.NumpyMaxReductionOperation`, ...)
+    (:class:`pytato.target.loopy.lower.expressions.NumpyMaxReductionOperation`, ...)
     over the floating-point *dtype*, else None.
 
     Their interleaved accumulators are then updated with one comparison
@@ -301,7 +301,7 @@ def _float_extremum(op: Any, dtype: Any) -> str | None:
     kernels, load 3), the ``amax`` of 2**24 doubles in parts took 13.1 ms
     with the operation's update or this one with unrolled lanes, 3.1 ms
     with this update and a loop over the lanes (numpy about 3.7 ms)."""
-    from pytato.target.loopy.lower.graph import _NumpyExtremumMixin
+    from pytato.target.loopy.lower.expressions import _NumpyExtremumMixin
     if not isinstance(op, _NumpyExtremumMixin):
         return None
     if getattr(dtype, "numpy_dtype", None) is None \

@@ -154,7 +154,7 @@ from loopy.symbolic import (
     UncachedIdentityMapper as LoopyIdentityMapperBase,
 )
 
-from pytato.target.loopy.lower.graph import UncachedLoopyWalkMapper
+from pytato.target.loopy.loopy_walk import UncachedLoopyWalkMapper
 from pytato.target.loopy.schedule.tiling import (
     ITEM_LOCAL_MEMORY_BUDGET,
     ITEM_LOCAL_MEMORY_RESERVE,

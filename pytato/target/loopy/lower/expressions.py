@@ -1,0 +1,668 @@
+"""Lowering of the scalar expressions of
+:class:`~pytato.array.IndexLambda` nodes to :mod:`loopy` expressions.
+
+:class:`ScalarToLoopyMapper` lowers the expression of a node for given
+output indices, with numpy's semantics where C's or OpenCL's differ:
+integer division and remainder defined for every divisor
+(:func:`_guard_integer_division`), integer powers with negative exponents,
+complex division, powers, comparisons and functions OpenCL lacks,
+arithmetic on integers narrower than ``int`` wrapped as numpy wraps it, and
+max/min reductions propagating NaNs (:class:`NumpyMaxReductionOperation`,
+:class:`NumpyMinReductionOperation`). Bindings are read through their
+:class:`~pytato.target.loopy.lower.graph.ImplementedResult`; reductions get
+fresh inames in the :class:`~pytato.target.loopy.lower.graph.CodeGenState`.
+
+.. autoclass:: ExpressionContext
+.. autoclass:: ScalarToLoopyMapper
+.. autoclass:: NumpyMaxReductionOperation
+.. autoclass:: NumpyMinReductionOperation
+.. autofunction:: lower_foreign_call
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+import loopy as lp
+import numpy as np
+import pymbolic.primitives as prim
+from loopy.library.reduction import (
+    ReductionOperation as LoopyReductionOperation,
+    parse_reduction_op,
+)
+from loopy.symbolic import (
+    Reduction as LoopyReduction,
+    TypeCast as LoopyTypeCast,
+    get_reduction_inames,
+)
+from pymbolic.typing import Expression
+
+from pytato.diagnostic import CannotBeLoweredToLoopyError
+from pytato.scalar_expr import (
+    SCALAR_CLASSES,
+    AllReductionOperation,
+    AnyReductionOperation,
+    IdentityMapper,
+    MaxReductionOperation,
+    MinReductionOperation,
+    ProductReductionOperation,
+    Reduce,
+    ReductionOperation,
+    SumReductionOperation,
+    TypeCast,
+)
+from pytato.scalar_functions import get_scalar_function
+from pytato.target.loopy.lower.index_arith import (
+    simplify_floor_div,
+    simplify_remainder,
+)
+
+
+if TYPE_CHECKING:
+    from loopy.target import TargetBase
+    from loopy.translation_unit import CallablesTable
+    from loopy.types import LoopyType
+
+    from pytato.array.base import Array
+    from pytato.array.lambdas import IndexLambda
+    from pytato.target.loopy.lower.graph import CodeGenState, ImplementedResult
+
+
+__all__ = [
+    "ExpressionContext", "NumpyMaxReductionOperation",
+    "NumpyMinReductionOperation", "ScalarToLoopyMapper", "lower_foreign_call",
+]
+
+ScalarDType: TypeAlias = "np.dtype[Any] | int | float | complex"
+"""What ``_ScalarDTypeMapper`` infers: a numpy dtype, or a Python
+scalar itself (a weak type in numpy's promotion)."""
+
+
+@dataclass
+class ExpressionContext:
+    """Per-instruction information gathered while lowering an expression:
+    the ids of the instructions it depends on."""
+
+    depends_on: set[str] = field(default_factory=set)
+
+
+# {{{ scalar expressions
+
+_C_FUNCTION_NAMES = {
+    "arcsin": "asin", "arccos": "acos", "arctan": "atan", "arctan2": "atan2",
+    "arcsinh": "asinh", "arccosh": "acosh", "arctanh": "atanh",
+    "power": "pow", "absolute": "abs",
+}
+
+_REDUCTION_OPS: dict[type[ReductionOperation], str] = {
+    SumReductionOperation: "sum",
+    ProductReductionOperation: "product",
+    MaxReductionOperation: "max",
+    MinReductionOperation: "min",
+    AllReductionOperation: "all",
+    AnyReductionOperation: "any",
+}
+
+
+class _NumpyExtremumMixin:
+    """numpy semantics for loopy's max/min reductions: NaNs propagate (where
+    OpenCL's ``fmax``/``fmin`` drop them), and integer types narrower than
+    32 bits have a neutral element."""
+
+    _cmp: str
+    _is_max: bool
+
+    def neutral_element(self, *dtypes: LoopyType,
+                        callables_table: CallablesTable, target: TargetBase
+                        ) -> tuple[Expression, CallablesTable]:
+        dtype, = dtypes
+        nd = dtype.numpy_dtype
+        if nd.kind in "iu" and nd.itemsize < 4:
+            info = np.iinfo(nd)
+            return int(info.min if self._is_max else info.max), callables_table
+        return super().neutral_element(  # type: ignore[misc]
+            *dtypes, callables_table=callables_table, target=target)
+
+    def __call__(self, dtypes: Sequence[LoopyType], operand1: Expression,
+                 operand2: Expression, callables_table: CallablesTable,
+                 target: TargetBase) -> tuple[Expression, CallablesTable]:
+        dtype, = dtypes
+        if dtype.numpy_dtype.kind == "f":
+            return prim.If(prim.LogicalOr((
+                prim.Comparison(operand1, self._cmp, operand2),
+                prim.Comparison(operand1, "!=", operand1))),
+                operand1, operand2), callables_table
+        return super().__call__(  # type: ignore[misc]
+            dtypes, operand1, operand2, callables_table, target)
+
+
+class NumpyMaxReductionOperation(_NumpyExtremumMixin,
+                                 lp.library.reduction.MaxReductionOperation):
+    """A loopy max reduction with :func:`numpy.max`'s semantics."""
+
+    _cmp = ">"
+    _is_max = True
+
+
+class NumpyMinReductionOperation(_NumpyExtremumMixin,
+                                 lp.library.reduction.MinReductionOperation):
+    """A loopy min reduction with :func:`numpy.min`'s semantics."""
+
+    _cmp = "<"
+    _is_max = False
+
+
+def _loopy_reduction_op(op: ReductionOperation, dtype: ScalarDType
+                        ) -> LoopyReductionOperation:
+    is_bool = isinstance(dtype, np.dtype) and dtype.kind == "b"
+    if isinstance(op, MaxReductionOperation):
+        return parse_reduction_op("any") if is_bool \
+            else NumpyMaxReductionOperation()
+    if isinstance(op, MinReductionOperation):
+        return parse_reduction_op("all") if is_bool \
+            else NumpyMinReductionOperation()
+    for cls, name in _REDUCTION_OPS.items():
+        if isinstance(op, cls):
+            return parse_reduction_op(name)
+    raise CannotBeLoweredToLoopyError(
+        f"reduction operation {type(op).__name__} has no loopy equivalent")
+
+
+class _ScalarDTypeMapper:
+    """The numpy dtype of a scalar expression of an
+    :class:`~pytato.array.IndexLambda` (Python scalars stay weak)."""
+
+    def __init__(self, bindings: Mapping[str, Array]) -> None:
+        self.bindings = bindings
+        self._cache: dict[int, ScalarDType] = {}
+
+    def __call__(self, expr: Expression) -> ScalarDType:
+        key = id(expr)
+        try:
+            return self._cache[key]
+        except KeyError:
+            result = self._cache[key] = self._infer(expr)
+            return result
+
+    def _infer(self, expr: Expression) -> ScalarDType:
+        if isinstance(expr, (bool, np.bool_)):
+            return np.dtype(np.bool_)
+        if isinstance(expr, (int, float, complex)):
+            return expr
+        if isinstance(expr, np.generic):
+            return expr.dtype
+        if isinstance(expr, prim.Variable):
+            b = self.bindings.get(expr.name)
+            return b.dtype if b is not None else np.dtype(np.int64)
+        if isinstance(expr, prim.Subscript):
+            return self(expr.aggregate)
+        if isinstance(expr, TypeCast):
+            return np.dtype(expr.dtype)
+        if isinstance(expr, (prim.Comparison, prim.LogicalAnd, prim.LogicalOr,
+                             prim.LogicalNot)):
+            return np.dtype(np.bool_)
+        if isinstance(expr, prim.If):
+            return np.result_type(self(expr.then), self(expr.else_))
+        if isinstance(expr, Reduce):
+            return self(expr.inner_expr)
+        if isinstance(expr, prim.Call):
+            name = getattr(expr.function, "name", "").rsplit(".", 1)[-1]
+            if name in ("isnan", "isinf", "isfinite", "signbit"):
+                return np.dtype(np.bool_)
+            dt = np.result_type(*(self(p) for p in expr.parameters))
+            if name in ("abs", "fabs", "real", "imag"):
+                return np.empty(0, dt).real.dtype
+            return dt
+        if isinstance(expr, prim.Quotient):
+            return np.result_type(self(expr.numerator), self(expr.denominator),
+                                  1.0)
+        children = getattr(expr, "children", None)
+        if children is None:
+            children = [getattr(expr, a) for a in ("numerator", "denominator",
+                                                   "base", "exponent")
+                        if hasattr(expr, a)]
+        return np.result_type(*(self(c) for c in children))
+
+
+def _is_complex(dtype: ScalarDType) -> bool:
+    return (isinstance(dtype, complex)
+            or (isinstance(dtype, np.dtype) and dtype.kind == "c"))
+
+
+def _call(name: str, *args: Expression) -> prim.Call:
+    return prim.Call(prim.Variable(name), args)
+
+
+def _complex_function(name: str, z: Expression, dtype: np.dtype[Any]
+                      ) -> Expression:
+    """Complex functions OpenCL lacks, in terms of ``log`` and ``sqrt``
+    (numpy's branch cuts)."""
+    i = dtype.type(1j)
+    one = dtype.type(1)
+    if name == "log10":
+        return prim.Product((_call("log", z),
+                             np.empty(0, dtype).real.dtype.type(1 / np.log(10))))
+    if name == "arcsin":
+        return prim.Product((-i, _call("log", prim.Sum((
+            prim.Product((i, z)),
+            _call("sqrt", prim.Sum((one, prim.Product((-1, z, z))))))))))
+    if name == "arccos":
+        return prim.Product((-i, _call("log", prim.Sum((
+            z, prim.Product((i, _call("sqrt", prim.Sum((
+                one, prim.Product((-1, z, z))))))))))))
+    assert name == "arctan"
+    return prim.Product((dtype.type(0.5j), prim.Sum((
+        _call("log", prim.Sum((one, prim.Product((-i, z))))),
+        prim.Product((-1, _call("log", prim.Sum((one, prim.Product((i, z)))))))))))
+
+
+def _complex_parts(x: Expression) -> tuple[Expression, Expression]:
+    if isinstance(x, (complex, np.complexfloating)):
+        return x.real, x.imag
+    return _call("real", x), _call("imag", x)
+
+
+def _opaque_divisor(den: Expression) -> Expression:
+    """Hide a constant integer divisor from loopy's affine simplification of
+    array indices. Loopy re-simplifies an index after choosing C's ``/`` and
+    ``%`` for the divisions it proved non-negative; the simplified
+    quasi-affine form may have negative numerators, which C truncates,
+    giving wrong results (seen with nested reshapes). An opaque call (an
+    identity ``max(c, c)``) keeps the expression out of isl; loopy then uses
+    its floor-division functions."""
+    if isinstance(den, (int, np.integer)) and not isinstance(den, bool):
+        return prim.Call(prim.Variable("max"), (den, den))
+    return den
+
+
+def _guard_integer_division(den: Expression, result: Expression,
+                            by_minus_one: Expression) -> Expression:
+    """Integer ``//`` or ``%`` defined for every divisor: numpy's 0 for a
+    zero divisor, and the quotient ``-num`` (remainder 0) for -1, which C
+    leaves undefined for the smallest integer (x86 traps). A constant
+    divisor other than 0 and -1 needs no guard."""
+    if isinstance(den, (int, np.integer)) and not isinstance(den, bool):
+        if int(den) == 0:
+            # user operands are numpy scalars (dividing by them is defined);
+            # a Python int 0 comes from the index arithmetic of empty
+            # arrays (reshapes), never evaluated: loopy's bounds check
+            # would refuse a constant index into the empty array
+            return 0 if isinstance(den, np.integer) else result
+        if int(den) == -1:
+            return by_minus_one
+        return result
+    return prim.If(prim.Comparison(den, "==", 0), 0,
+                   prim.If(prim.Comparison(den, "==", -1), by_minus_one,
+                           result))
+
+
+def _integer_power(base: Expression, exponent: Expression,
+                   exp_dtype: ScalarDType) -> Expression:
+    """Integer powers with negative exponents known only at run time
+    (constant ones are refused at construction, as numpy does):
+    ``1/base**-n`` truncated toward zero, i.e. 1 for a base of 1,
+    +-1 for -1 and 0 otherwise (0 too for a base of 0, where C's
+    ``1/0`` would be undefined)."""
+    if isinstance(exponent, (int, np.integer)) or not (
+            isinstance(exp_dtype, np.dtype) and exp_dtype.kind == "i"):
+        return prim.Power(base, exponent)
+    minus_one = prim.If(prim.Comparison(prim.Remainder(exponent, 2), "==", 0),
+                        1, -1)
+    negative = prim.If(prim.Comparison(base, "==", 1), 1,
+                       prim.If(prim.Comparison(base, "==", -1), minus_one, 0))
+    return prim.If(prim.Comparison(exponent, "<", 0), negative,
+                   prim.Power(base, exponent))
+
+
+def _complex_power(base: Expression, exponent: Expression,
+                   dtype: np.dtype[Any]) -> Expression:
+    """numpy's complex power: ``z**0`` is 1, ``0**w`` is 0 for
+    ``real(w) > 0`` and NaN otherwise, small integral exponents multiply
+    (as numpy does, for exponents in (-100, 100)), the rest ``exp(w
+    log(z))``."""
+    if isinstance(exponent, (int, float, complex, np.number)):
+        w = complex(exponent)
+        if w.imag == 0 and w.real == int(w.real) and abs(w.real) < 100:
+            n = int(w.real)
+            if n == 0:
+                return dtype.type(1)
+            result: Expression | None = None
+            square = base
+            k = abs(n)
+            while k:
+                if k & 1:
+                    result = square if result is None else prim.Product(
+                        (result, square))
+                k >>= 1
+                if k:
+                    square = prim.Product((square, square))
+            return prim.Quotient(dtype.type(1), result) if n < 0 else result
+    (br, bi), (er, ei) = _complex_parts(base), _complex_parts(exponent)
+    zero = np.empty(0, dtype).real.dtype.type(0)
+    general = prim.Power(base, exponent)
+    at_zero = prim.If(prim.Comparison(er, ">", zero), dtype.type(0),
+                      dtype.type(complex(np.nan, np.nan)))
+    return prim.If(
+        prim.LogicalAnd((prim.Comparison(er, "==", zero),
+                         prim.Comparison(ei, "==", zero))), dtype.type(1),
+        prim.If(prim.LogicalAnd((prim.Comparison(br, "==", zero),
+                                 prim.Comparison(bi, "==", zero))),
+                at_zero, general))
+
+
+def _complex_quotient(num: Expression, den: Expression) -> Expression:
+    """Complex division by Smith's method, numpy's algorithm: its
+    infinities and NaNs for zero and infinite operands (``(1+1j)/0`` is
+    ``inf+infj``, ``0/0j`` is ``nan+nanj``)."""
+    (ar, ai), (br, bi) = _complex_parts(num), _complex_parts(den)
+    abs_br, abs_bi = _call("fabs", br), _call("fabs", bi)
+
+    def cplx(re: Expression, im: Expression) -> prim.Call:
+        return _call("_pt_complex", re, im)
+
+    rat = prim.Quotient(bi, br)
+    scl = prim.Quotient(1, prim.Sum((br, prim.Product((bi, rat)))))
+    real_larger = cplx(
+        prim.Product((prim.Sum((ar, prim.Product((ai, rat)))), scl)),
+        prim.Product((prim.Sum((ai, prim.Product((-1, ar, rat)))), scl)))
+    by_zero = cplx(prim.Quotient(ar, abs_br), prim.Quotient(ai, abs_br))
+    rat2 = prim.Quotient(br, bi)
+    scl2 = prim.Quotient(1, prim.Sum((bi, prim.Product((br, rat2)))))
+    imag_larger = cplx(
+        prim.Product((prim.Sum((prim.Product((ar, rat2)), ai)), scl2)),
+        prim.Product((prim.Sum((prim.Product((ai, rat2)), prim.Product((-1, ar)))),
+                      scl2)))
+    return prim.If(
+        prim.Comparison(abs_br, ">=", abs_bi),
+        prim.If(prim.LogicalAnd((prim.Comparison(br, "==", 0),
+                                 prim.Comparison(bi, "==", 0))),
+                by_zero, real_larger),
+        imag_larger)
+
+
+def _is_inexact(dtype: ScalarDType) -> bool:
+    return (isinstance(dtype, float)
+            or (isinstance(dtype, np.dtype) and dtype.kind in "fc"))
+
+
+class ScalarToLoopyMapper(IdentityMapper):
+    """Lowers the scalar expression of an :class:`~pytato.array.IndexLambda`
+    to a loopy expression: output indices are replaced by *index_map*,
+    bindings by their :class:`ImplementedResult`, reductions become loopy
+    reductions over fresh inames, ``pytato.c99.*`` calls become calls to
+    the target's math functions."""
+
+    def __init__(self, state: CodeGenState, node: IndexLambda,
+                 bindings: Mapping[str, ImplementedResult],
+                 index_map: Mapping[str, Expression], ctx: ExpressionContext
+                 ) -> None:
+        self.state = state
+        self.node = node
+        self.bindings = bindings
+        self.index_map = index_map
+        self.ctx = ctx
+        self._dtypes: _ScalarDTypeMapper | None = None
+
+    def _dtype(self, expr: Expression) -> ScalarDType:
+        if self._dtypes is None:
+            self._dtypes = _ScalarDTypeMapper(self.node.bindings)
+        return self._dtypes(expr)
+
+    def _operand(self, expr: Expression) -> Expression:
+        """*expr* lowered as the operand of an operation that does not
+        commute with integer wrap-around (division, comparison, casts,
+        ...). C computes on integers narrower than ``int`` in ``int``;
+        an explicit conversion restores numpy's wrapped value. (Not a bare
+        cast: loopy drops a cast to the type it infers for its operand, and
+        it infers ``char`` arithmetic as ``char``. The cast inside the
+        conversion gives its argument the narrow type in loopy's
+        inference, whatever the constants of *expr*.)"""
+        result = self.rec(expr)
+        if isinstance(expr, SCALAR_CLASSES):
+            return result
+        if isinstance(expr, (prim.Variable, prim.Subscript)):
+            var = expr.aggregate if isinstance(expr, prim.Subscript) else expr
+            binding = self.bindings.get(getattr(var, "name", None))
+            if binding is None or not binding.is_inlined:
+                return result
+        dtype = self._dtype(expr)
+        if isinstance(dtype, np.dtype) and dtype.kind in "iu" \
+                and dtype.itemsize < 4:
+            return _call("_pt_narrow_int", LoopyTypeCast(dtype, result))
+        return result
+
+    def _unknown(self, what: str) -> CannotBeLoweredToLoopyError:
+        return CannotBeLoweredToLoopyError(
+            f"IndexLambda: {what} in scalar expression {self.node.expr}")
+
+    def map_variable(self, expr: prim.Variable) -> Expression:
+        name = expr.name
+        if name in self.index_map:
+            return self.index_map[name]
+        if name in self.bindings:
+            return self.bindings[name].to_loopy_expression((), self.ctx)
+        if name in self.state.size_param_names:
+            return expr
+        raise self._unknown(f"unknown variable '{name}'")
+
+    def map_subscript(self, expr: prim.Subscript) -> Expression:
+        agg = expr.aggregate
+        if not isinstance(agg, prim.Variable) or agg.name not in self.bindings:
+            raise self._unknown(f"subscript of unknown array '{agg}'")
+        index = expr.index if isinstance(expr.index, tuple) else (expr.index,)
+        return self.bindings[agg.name].to_loopy_expression(
+            tuple(self.rec(i) for i in index), self.ctx)
+
+    def map_call(self, expr: prim.Call) -> Expression:
+        fn = expr.function
+        if isinstance(fn, prim.Variable) and fn.name.startswith("pytato.foreign."):
+            return lower_foreign_call(
+                fn.name, tuple(self._operand(p) for p in expr.parameters))
+        if not (isinstance(fn, prim.Variable)
+                and fn.name.startswith("pytato.c99.")):
+            raise self._unknown(f"call to unknown function '{fn}'")
+        name = fn.name[len("pytato.c99."):]
+        args = tuple(self._operand(p) for p in expr.parameters)
+        if name in ("log10", "arcsin", "arccos", "arctan") and len(args) == 1:
+            dtype = self._dtype(expr.parameters[0])
+            if _is_complex(dtype):
+                return _complex_function(name, args[0], np.dtype(dtype))
+        if name in ("abs", "absolute") and len(args) == 1:
+            dtype = self._dtype(expr.parameters[0])
+            if isinstance(dtype, np.dtype) and dtype.kind == "i":
+                # OpenCL's abs of a signed integer is unsigned (abs(-2) >= -4
+                # was false); numpy's keeps the type and wraps the most
+                # negative value to itself: a conditional negation, through
+                # the unsigned type for 32- and 64-bit values (C computes
+                # chars and shorts in int, where it cannot overflow), since
+                # a signed overflow lets the compiler assume the result is
+                # not negative. An operand holding a reduction is not
+                # repeated (loopy would realize it twice): converted back
+                # from the unsigned abs instead.
+                x, = args
+                if get_reduction_inames(x):
+                    return LoopyTypeCast(dtype, prim.Call(
+                        prim.Variable("abs"), args))
+                neg: Expression = prim.Product((-1, x))
+                if dtype.itemsize >= 4:
+                    unsigned = np.dtype(f"u{dtype.itemsize}")
+                    # ~x + 1: a literal -1 prints as -1.0 in a float context
+                    neg = LoopyTypeCast(dtype, prim.Sum((
+                        prim.BitwiseNot(LoopyTypeCast(unsigned, x)),
+                        unsigned.type(1))))
+                return prim.If(prim.Comparison(x, "<", 0), neg, x)
+        return prim.Call(prim.Variable(_C_FUNCTION_NAMES.get(name, name)), args)
+
+    def _truth(self, expr: Expression) -> Expression:
+        """*expr* lowered as an operand of a logical operation: complex
+        values (which OpenCL cannot negate or combine logically) become
+        whether they are nonzero."""
+        if _is_complex(self._dtype(expr)):
+            re, im = _complex_parts(self._operand(expr))
+            return prim.LogicalOr((prim.Comparison(re, "!=", 0),
+                                   prim.Comparison(im, "!=", 0)))
+        return self.rec(expr)
+
+    def map_logical_not(self, expr: prim.LogicalNot) -> Expression:
+        return prim.LogicalNot(self._truth(expr.child))
+
+    def map_logical_and(self, expr: prim.LogicalAnd) -> Expression:
+        return prim.LogicalAnd(tuple(self._truth(c) for c in expr.children))
+
+    def map_logical_or(self, expr: prim.LogicalOr) -> Expression:
+        return prim.LogicalOr(tuple(self._truth(c) for c in expr.children))
+
+    def map_comparison(self, expr: prim.Comparison) -> Expression:
+        left, right = self._operand(expr.left), self._operand(expr.right)
+        if expr.operator in ("==", "!=") and (
+                _is_complex(self._dtype(expr.left))
+                or _is_complex(self._dtype(expr.right))):
+            (lr, li), (rr, ri) = _complex_parts(left), _complex_parts(right)
+            parts = (prim.Comparison(lr, expr.operator, rr),
+                     prim.Comparison(li, expr.operator, ri))
+            return (prim.LogicalAnd(parts) if expr.operator == "=="
+                    else prim.LogicalOr(parts))
+        if _is_complex(self._dtype(expr.left)) or _is_complex(
+                self._dtype(expr.right)):
+            # numpy 2's lexicographic order: real parts first (when neither
+            # imaginary part is NaN), then imaginary parts
+            (lr, li), (rr, ri) = _complex_parts(left), _complex_parts(right)
+            strict = expr.operator[0]
+            return prim.LogicalOr((
+                prim.LogicalAnd((prim.Comparison(lr, strict, rr),
+                                 prim.Comparison(li, "==", li),
+                                 prim.Comparison(ri, "==", ri))),
+                prim.LogicalAnd((prim.Comparison(lr, "==", rr),
+                                 prim.Comparison(li, expr.operator, ri)))))
+        return prim.Comparison(left, expr.operator, right)
+
+    def map_type_cast(self, expr: TypeCast) -> Expression:
+        inner = self._operand(expr.inner_expr)
+        dtype = np.dtype(expr.dtype)
+        if dtype.kind == "b":
+            if _is_complex(self._dtype(expr.inner_expr)):
+                re, im = _complex_parts(inner)
+                return prim.LogicalOr((prim.Comparison(re, "!=", 0),
+                                       prim.Comparison(im, "!=", 0)))
+            return prim.Comparison(inner, "!=", 0)
+        if dtype.kind != "c" and _is_complex(self._dtype(expr.inner_expr)):
+            # numpy's astype of complex to real types drops the imaginary
+            # part (C has no conversion of OpenCL's complex structs)
+            inner = _complex_parts(inner)[0]
+        return LoopyTypeCast(dtype, inner)
+
+    def map_constant(self, expr: Expression) -> Expression:
+        if isinstance(expr, (bool, np.bool_)):
+            return int(expr)
+        return expr
+
+    def map_floor_div(self, expr: prim.FloorDiv) -> Expression:
+        num, den = self._operand(expr.numerator), self._operand(expr.denominator)
+        if _is_inexact(self._dtype(expr)):
+            return prim.Call(prim.Variable("floor"), (prim.Quotient(num, den),))
+        simple = simplify_floor_div(num, den, self.state.index_ranges)
+        if simple is not None:
+            return simple
+        return _guard_integer_division(
+            den, prim.FloorDiv(num, _opaque_divisor(den)),
+            prim.Product((-1, num)))
+
+    def map_remainder(self, expr: prim.Remainder) -> Expression:
+        num, den = self._operand(expr.numerator), self._operand(expr.denominator)
+        if _is_inexact(self._dtype(expr)):
+            # numpy: the result has the sign of the divisor
+            quot = prim.Call(prim.Variable("floor"), (prim.Quotient(num, den),))
+            rem = prim.Sum((num, prim.Product((-1, den, quot))))
+            dtype = np.dtype(self._dtype(expr))
+            if dtype.kind == "c":
+                return rem
+            # a zero remainder has the sign of the divisor, as in numpy: it
+            # is +0.0 here, negated for a negative divisor (not a -0.0
+            # literal: loopy prints 0.0 and -0.0 of one kernel alike)
+            return prim.If(prim.LogicalAnd((prim.Comparison(rem, "==", 0),
+                                            prim.Comparison(den, "<", 0))),
+                           prim.Product((-1, rem)), rem)
+        simple = simplify_remainder(num, den, self.state.index_ranges)
+        if simple is not None:
+            return simple
+        return _guard_integer_division(
+            den, prim.Remainder(num, _opaque_divisor(den)), 0)
+
+    def map_quotient(self, expr: prim.Quotient) -> Expression:
+        num, den = self._operand(expr.numerator), self._operand(expr.denominator)
+        dtype = self._dtype(expr)
+        if isinstance(dtype, np.dtype) and dtype.kind == "c" and not (
+                isinstance(den, (int, float, complex, np.number)) and den != 0):
+            return _complex_quotient(num, den)
+        return prim.Quotient(num, den)
+
+    def map_power(self, expr: prim.Power) -> Expression:
+        exponent = expr.exponent
+        if (isinstance(exponent, (complex, np.complexfloating))
+                and exponent.imag == 0 and exponent.real == int(exponent.real)
+                and abs(exponent.real) < 2**31):
+            # an integral exponent converted to the complex result dtype:
+            # kept as an integer (multiplied out, exact)
+            exponent = int(exponent.real)
+        base = self._operand(expr.base)
+        dtype = self._dtype(expr)
+        if isinstance(dtype, np.dtype) and dtype.kind == "c":
+            return _complex_power(base, self._operand(exponent), dtype)
+        if isinstance(dtype, np.dtype) and dtype.kind in "iu":
+            return _integer_power(base, self._operand(exponent),
+                                  self._dtype(expr.exponent))
+        return prim.Power(base, self._operand(exponent))
+
+    def map_right_shift(self, expr: prim.RightShift) -> Expression:
+        return prim.RightShift(self._operand(expr.shiftee),
+                               self._operand(expr.shift))
+
+    def map_if(self, expr: prim.If) -> Expression:
+        return prim.If(self._truth(expr.condition), self._operand(expr.then),
+                       self._operand(expr.else_))
+
+    def map_reduce(self, expr: Reduce) -> Expression:
+        state = self.state
+        index_map = dict(self.index_map)
+        inames = []
+        for name, (lo, hi) in expr.bounds.items():
+            iname = state.names("_pt_" + _REDUCTION_OPS.get(
+                type(expr.op), "redn") + "_r")
+            state.add_domain([iname], [self.rec(lo)], [self.rec(hi)])
+            descr = self.node.var_to_reduction_descr.get(name)
+            if descr is not None:
+                state.tag_iname(iname, descr.tags)
+            index_map[name] = prim.Variable(iname)
+            inames.append(iname)
+        inner = ScalarToLoopyMapper(state, self.node, self.bindings, index_map,
+                                    self.ctx)._operand(expr.inner_expr)
+        dtype = self._dtype(expr.inner_expr)
+        if isinstance(expr.op, (MaxReductionOperation, MinReductionOperation)) \
+                and isinstance(dtype, np.dtype) and dtype.kind in "biu" \
+                and dtype.itemsize < 4 and not isinstance(
+                    inner, (prim.Variable, prim.Subscript)) \
+                and not (isinstance(inner, prim.Call)
+                         and inner.function == prim.Variable("_pt_narrow_int")):
+            # C computes on chars and shorts in int: OpenCL's min/max of
+            # (char, int) is ambiguous; loopy drops a cast to the type it
+            # infers, an explicit conversion stays (:meth:`_operand` made
+            # one for integers, not for bools)
+            inner = _call("_pt_narrow_int", inner)
+        op = _loopy_reduction_op(expr.op, dtype)
+        return LoopyReduction(op, tuple(inames),
+                              inner, allow_simultaneous=False)
+
+# }}}
+
+
+def lower_foreign_call(name: str, args: tuple[Expression, ...]) -> prim.Call:
+    """The loopy call of the foreign scalar function *name* (with
+    :data:`~pytato.scalar_functions.FOREIGN_PREFIX`) on *args*."""
+    fn = get_scalar_function(name)
+    if fn.loopy_callable is None:
+        raise CannotBeLoweredToLoopyError(
+            f"scalar function '{fn.name}' has no loopy callable (it was "
+            "registered with Python implementations only)")
+    return prim.Call(prim.Variable(fn.loopy_identifier), args)
