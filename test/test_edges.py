@@ -554,3 +554,25 @@ def test_abs_of_signed_integers_is_signed(queue, dtype):
     for k, ref in refs.items():
         _assert_same(got[k], ref)
         _assert_same(got_np[k], ref)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.int32, np.int64])
+def test_floor_division_at_type_limits(queue, dtype):
+    """numpy's floor quotient and remainder where the C definition of
+    floor division (which first moves the numerator towards the divisor's
+    sign) would overflow: the smallest and largest values of the type."""
+    info = np.iinfo(dtype)
+    lo, hi = int(info.min), int(info.max)
+    pairs = [(lo, 2), (lo, 3), (lo, 7), (lo + 1, 2), (hi, -2), (hi, -3),
+             (hi - 1, -7), (lo, -2), (lo, -3), (hi, 2), (hi, 3), (-7, 2),
+             (7, -2), (-1, hi), (1, lo), (lo, hi), (hi, lo), (lo, lo),
+             (0, lo), (-6, 3), (6, -3)]
+    a = np.array([p[0] for p in pairs], dtype)
+    b = np.array([p[1] for p in pairs], dtype)
+    got = _run(queue, lambda m, x: {"q": x["a"] // x["b"], "r": x["a"] % x["b"],
+                                    "q3": x["a"] // 3, "qm2": x["a"] // -2},
+               {"a": a, "b": b})
+    _assert_same(got["q"], a // b)
+    _assert_same(got["r"], a % b)
+    _assert_same(got["q3"], a // dtype(3))
+    _assert_same(got["qm2"], a // dtype(-2))

@@ -21,6 +21,15 @@ to the speed of kernels and less to compile times (NVIDIA's build of the
 same DAG: 19 s without, 21-23 s with ``restrict`` on its large kernels),
 the limit is higher (:data:`GPU_MAX_RESTRICT_ARGUMENTS`).
 
+Two more changes make integer floor division exact over the whole range
+of each type, as in numpy: :mod:`loopy`'s ``loopy_floor_div`` and
+``loopy_floor_div_pos_b`` move the numerator towards the divisor's sign
+before C's truncating division, which overflows at the ends of the type
+(``int8``: ``-128 // 2`` gave 63). Here the truncated quotient is
+corrected instead (minus one where the remainder is nonzero and of the
+other sign than the divisor), which cannot overflow; division by -1 of the
+smallest value is guarded by the lowering, as numpy defines it.
+
 .. autodata:: MAX_RESTRICT_ARGUMENTS
 .. autodata:: GPU_MAX_RESTRICT_ARGUMENTS
 .. autoclass:: PytatoPyOpenCLTarget
@@ -130,6 +139,34 @@ def _calls_on_complex(callables_table: Any) -> bool:
     return False
 
 
+_FLOOR_DIV_DEFINITIONS = {
+    # loopy's preamble names (its tags are "04_" + name: the first preamble
+    # of a tag wins, and pytato's generator runs before loopy's)
+    name: rf"""
+        #define PYTATO_DEFINE_FLOOR_DIV(SUFFIX, TYPE) \
+            static inline TYPE {name}_##SUFFIX(TYPE a, TYPE b) \
+            {{ \
+                TYPE q = a / b; \
+                if (a - q * b != 0 && ((a < 0) != (b < 0))) \
+                    q = q - 1; \
+                return q; \
+            }}
+        LOOPY_CALL_WITH_INTEGER_TYPES(PYTATO_DEFINE_FLOOR_DIV)
+        #undef PYTATO_DEFINE_FLOOR_DIV
+        """
+    for name in ("loopy_floor_div", "loopy_floor_div_pos_b")}
+
+
+def _exact_floor_division(preamble_info: Any) -> Any:
+    """Preambles replacing :mod:`loopy`'s floor divisions of signed
+    integers by ones that cannot overflow (see the module documentation)."""
+    c_names = {func.c_name for func in preamble_info.seen_functions}
+    for name, body in _FLOOR_DIV_DEFINITIONS.items():
+        if any(c.startswith(name + "_int") and c[len(name) + 1:] in
+               ("int8", "int16", "int32", "int64") for c in c_names):
+            yield f"04_{name}", body
+
+
 class _CASTBuilder(PyOpenCLCASTBuilder):
     """:class:`loopy.target.pyopencl.PyOpenCLCASTBuilder` declaring the
     pointers of kernels with many arguments without ``restrict``, whose
@@ -167,6 +204,9 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
                 codegen_state, codegen_result, schedule_index)
         finally:
             self._unrestricted = False
+
+    def preamble_generators(self) -> list[Any]:
+        return [_exact_floor_division, *super().preamble_generators()]
 
     def get_c_expression_to_code_mapper(self) -> Any:
         return _CExpressionToCodeMapper()
