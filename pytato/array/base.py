@@ -482,29 +482,6 @@ class Array(GraphNode, _TaggableMixin):
         from pytato.array.shape import shape_product
         return shape_product(self.shape)
 
-    @property
-    def T(self) -> Array:
-        """The transpose."""
-        from pytato.frontend.shape_ops import transpose
-        return transpose(self)
-
-    @property
-    def real(self) -> Array:
-        from pytato.frontend.math import real
-        return real(self)
-
-    @property
-    def imag(self) -> Array:
-        from pytato.frontend.math import imag
-        return imag(self)
-
-    def conj(self) -> Array:
-        """The complex conjugate."""
-        from pytato.frontend.math import conj
-        return conj(self)
-
-    conjugate = conj
-
     def __len__(self) -> int:
         if not self.shape:
             raise InvalidArgumentTypeError("len() of a 0-d array")
@@ -547,124 +524,67 @@ class Array(GraphNode, _TaggableMixin):
 
     # {{{ numpy-like interface
 
-    def __getitem__(self, idx: Any) -> Array:
-        from pytato.frontend.indexing import index
-        return index(self, idx)
-
-    def astype(self, dtype: Any) -> Array:
-        """Element-wise conversion to *dtype*."""
-        from pytato.frontend.math import astype
-        return astype(self, dtype)
-
-    def reshape(self, *shape: Any, order: str = "C") -> Array:
-        """Reshape to *shape* (which may contain one -1)."""
-        from pytato.frontend.shape_ops import reshape
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return reshape(self, shape, order=order)
-
-    def transpose(self, *axes: Any) -> Array:
-        """Permute axes (reverse them if none are given)."""
-        from pytato.frontend.shape_ops import transpose
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = tuple(axes[0])
-        return transpose(self, axes or None)
-
-    def __abs__(self) -> Array:
-        from pytato.frontend.math import abs as pt_abs
-        return pt_abs(self)
-
-    def __neg__(self) -> Array:
-        from pytato.frontend.elementwise import negative
-        return negative(self)
-
     def __pos__(self) -> Array:
         return self
 
-    def __invert__(self) -> Array:
-        from pytato.frontend.elementwise import invert
-        return invert(self)
-
-    def __matmul__(self, other: Any) -> Array:
-        from pytato.frontend.linalg import matmul
-        return matmul(self, other)
-
-    def __rmatmul__(self, other: Any) -> Array:
-        from pytato.frontend.linalg import matmul
-        return matmul(other, self)
-
-    def sum(self, axis: Any = None) -> Array:
-        from pytato.frontend.reductions import sum as pt_sum
-        return pt_sum(self, axis)
-
-    def max(self, axis: Any = None) -> Array:
-        from pytato.frontend.reductions import amax
-        return amax(self, axis)
-
-    def min(self, axis: Any = None) -> Array:
-        from pytato.frontend.reductions import amin
-        return amin(self, axis)
-
-    def all(self, axis: int | tuple[int, ...] | None = None) -> Array:
-        """Whether all elements over *axis* are nonzero (see
-        :func:`pytato.all`)."""
-        from pytato.frontend.reductions import all as pt_all
-        return pt_all(self, axis)  # type: ignore[no-any-return]
-
-    def any(self, axis: int | tuple[int, ...] | None = None) -> Array:
-        """Whether any element over *axis* is nonzero (see
-        :func:`pytato.any`)."""
-        from pytato.frontend.reductions import any as pt_any
-        return pt_any(self, axis)  # type: ignore[no-any-return]
+    if TYPE_CHECKING:
+        # The numpy-like methods and operators that call the front end
+        # (``a + b``, ``a[i]``, :meth:`sum`, :attr:`T`, ...) are attached by
+        # :mod:`pytato.frontend.array_methods` when the front end is
+        # imported (as :mod:`pytato` does), so that this package does not
+        # import the front end that builds on it. Their signatures:
+        @property
+        def T(self) -> Array: ...
+        @property
+        def real(self) -> Array: ...
+        @property
+        def imag(self) -> Array: ...
+        def conj(self) -> Array: ...
+        def conjugate(self) -> Array: ...
+        def __getitem__(self, idx: Any) -> Array: ...
+        def astype(self, dtype: Any) -> Array: ...
+        def reshape(self, *shape: Any, order: str = "C") -> Array: ...
+        def transpose(self, *axes: Any) -> Array: ...
+        def __abs__(self) -> Array: ...
+        def __neg__(self) -> Array: ...
+        def __invert__(self) -> Array: ...
+        def __matmul__(self, other: Any) -> Array: ...
+        def __rmatmul__(self, other: Any) -> Array: ...
+        def sum(self, axis: Any = None) -> Array: ...
+        def max(self, axis: Any = None) -> Array: ...
+        def min(self, axis: Any = None) -> Array: ...
+        def all(self, axis: int | tuple[int, ...] | None = None) -> Array: ...
+        def any(self, axis: int | tuple[int, ...] | None = None) -> Array: ...
+        def __add__(self, other: Any) -> Array: ...
+        def __radd__(self, other: Any) -> Array: ...
+        def __sub__(self, other: Any) -> Array: ...
+        def __rsub__(self, other: Any) -> Array: ...
+        def __mul__(self, other: Any) -> Array: ...
+        def __rmul__(self, other: Any) -> Array: ...
+        def __truediv__(self, other: Any) -> Array: ...
+        def __rtruediv__(self, other: Any) -> Array: ...
+        def __floordiv__(self, other: Any) -> Array: ...
+        def __rfloordiv__(self, other: Any) -> Array: ...
+        def __mod__(self, other: Any) -> Array: ...
+        def __rmod__(self, other: Any) -> Array: ...
+        def __pow__(self, other: Any) -> Array: ...
+        def __rpow__(self, other: Any) -> Array: ...
+        def __and__(self, other: Any) -> Array: ...
+        def __rand__(self, other: Any) -> Array: ...
+        def __or__(self, other: Any) -> Array: ...
+        def __ror__(self, other: Any) -> Array: ...
+        def __xor__(self, other: Any) -> Array: ...
+        def __rxor__(self, other: Any) -> Array: ...
+        def __lshift__(self, other: Any) -> Array: ...
+        def __rlshift__(self, other: Any) -> Array: ...
+        def __rshift__(self, other: Any) -> Array: ...
+        def __rrshift__(self, other: Any) -> Array: ...
+        def __lt__(self, other: Any) -> Array: ...
+        def __le__(self, other: Any) -> Array: ...
+        def __gt__(self, other: Any) -> Array: ...
+        def __ge__(self, other: Any) -> Array: ...
 
     # }}}
-
-
-def _binary(op: str, reflected: bool = False) -> Any:
-    def method(self: Array, other: Any) -> Any:
-        from pytato.frontend import elementwise
-        if not elementwise.is_operand(other):
-            return NotImplemented
-        fn = getattr(elementwise, op)
-        if isinstance(other, np.ndarray) and other.dtype == object:
-            # an object array (e.g. an array container of arrays): apply the
-            # operation to each of its elements, as numpy does for objects
-            result = np.empty(other.shape, dtype=object)
-            for idx in np.ndindex(other.shape):
-                result[idx] = (fn(other[idx], self) if reflected
-                               else fn(self, other[idx]))
-            return result
-        return fn(other, self) if reflected else fn(self, other)
-    method.__name__ = f"__{'r' if reflected else ''}{op}__"
-    return method
-
-
-for _op, _name in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
-                   ("truediv", "true_divide"), ("floordiv", "floor_divide"),
-                   ("mod", "remainder"), ("pow", "power"),
-                   ("and", "bitwise_and"), ("or", "bitwise_or"),
-                   ("xor", "bitwise_xor"), ("lshift", "left_shift"),
-                   ("rshift", "right_shift")]:
-    setattr(Array, f"__{_op}__", _binary(_name))
-    setattr(Array, f"__r{_op}__", _binary(_name, reflected=True))
-
-def _pow(self: Array, other: Any) -> Any:
-    # numpy's ``**`` computes ``b ** 2`` as ``square(b)``: int8 for booleans
-    if self.dtype.kind == "b" and type(other) is int and other == 2:
-        from pytato.frontend.math import square
-        return square(self)
-    # and ``x ** 0.5`` as ``sqrt(x)`` (they differ at -0.0 and infinities)
-    if self.dtype.kind in "fc" and type(other) is float and other == 0.5:
-        from pytato.frontend.math import sqrt
-        return sqrt(self)
-    return _binary("power")(self, other)
-
-
-Array.__pow__ = _pow  # type: ignore[method-assign]
-
-for _op, _name in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
-                   ("ge", "greater_equal")]:
-    setattr(Array, f"__{_op}__", _binary(_name))
 
 # }}}
 

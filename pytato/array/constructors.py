@@ -5,6 +5,7 @@
 .. autofunction:: make_data_wrapper
 .. autofunction:: make_dict_of_named_arrays
 .. autofunction:: make_index_lambda
+.. autofunction:: as_array
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pytato.diagnostic import (
     InvalidArgumentTypeError,
     NameClashError,
 )
+from pytato.scalar_expr import SCALAR_CLASSES
 
 
 if TYPE_CHECKING:
@@ -168,6 +170,20 @@ def make_data_wrapper(data: Any, *, name: str | None = None,
     tags, net = _creation_tags(tags)
     return DataWrapper(data, shape, name, axes=axes, tags=tags,
                        non_equality_tags=net)
+
+
+def as_array(x: Any, argname: str) -> Array:
+    """Return *x* if it is an :class:`~pytato.array.Array`; wrap numpy arrays
+    and scalars as :class:`~pytato.array.DataWrapper`\\ s; raise
+    :class:`TypeError` naming *argname* for anything else."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, (np.ndarray, *SCALAR_CLASSES)):
+        data = np.asarray(x)
+        check_dtype(data.dtype, argname)
+        return make_data_wrapper(data)
+    raise InvalidArgumentTypeError(
+        f"'{argname}' must be an array, got {type(x).__name__}")
 
 
 def make_dict_of_named_arrays(data: Mapping[str, Array],
