@@ -10,7 +10,6 @@ cheap.
 
 .. autofunction:: generate_loopy
 .. autodata:: PROGRAM_CACHE
-.. autoclass:: ImplSubstitution
 
 See :mod:`pytato.target.loopy.run.programs` for :class:`LoopyTarget`,
 :class:`LoopyPyOpenCLTarget`, :class:`BoundPyOpenCLProgram` and
@@ -21,12 +20,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytato.array.base import Array
 from pytato.array.results import DictOfNamedArrays
-from pytato.tags import ImplementationStrategy, ImplStored, Named, PrefixNamed, Tag
+from pytato.tags import ImplStored, ImplSubstitution, Named, PrefixNamed, Tag
 from pytato.target.loopy._moved import install as _install_moved_modules
 from pytato.target.loopy.run.programs import (
     BoundPyOpenCLExecutable,
@@ -67,12 +65,6 @@ Generating code for an equal graph returns the same program object."""
 
 def _options_key(options: Any) -> Any:
     return tuple(sorted((k, repr(v)) for k, v in vars(options).items()))
-
-
-@dataclass(frozen=True)
-class ImplSubstitution(ImplementationStrategy):
-    """An :class:`~pytato.tags.ImplementationStrategy` that lowers the array
-    expression as a :class:`loopy.SubstitutionRule` invocation."""
 
 
 def generate_loopy(
