@@ -42,6 +42,9 @@ from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
 from pytato.diagnostic import NameClashError
 from pytato.scalar_expr import is_integral_scalar_expression
+from pytato.tags import ForceValueArgTag, InlineCallTag, Named, PrefixNamed
+from pytato.target import Target
+from pytato.transform.calls import inline_call_result
 from pytato.transform.lower_to_index_lambda import _LOWERABLE, to_index_lambda
 from pytato.transform.mappers import CopyMapper
 
@@ -218,9 +221,7 @@ class _Preprocessor(CopyMapper):
         return _Preprocessor({}, self.lower)
 
     def map_named_call_result(self, expr: Any) -> Array:
-        from pytato.tags import InlineCallTag
         if expr._container.tags_of_type(InlineCallTag):
-            from pytato.transform.calls import inline_call_result
             return self(inline_call_result(expr, only_tagged=True))  # type: ignore[no-any-return]
         return self.map_array(expr)
 
@@ -235,7 +236,6 @@ def _bound_data(expr: DataWrapper) -> Any:
     scalar it holds."""
     import numpy as np
 
-    from pytato.tags import ForceValueArgTag
     data = expr.data
     if expr.ndim != 0 or not expr.tags_of_type(ForceValueArgTag):
         # a numpy scalar is bound as the 0-d array it stands for, a
@@ -262,7 +262,6 @@ def tagged_data_name(node: DataWrapper, names: NameGenerator) -> str | None:
         :class:`~pytato.tags.Named` tag is taken (by an input, an output or
         another data wrapper).
     """
-    from pytato.tags import Named, PrefixNamed
     for tag in node.tags:
         if isinstance(tag, Named):
             if names.is_taken(tag.name):
@@ -318,7 +317,6 @@ def preprocess(outputs: Array | DictOfNamedArrays | Mapping[str, Array],
     :raises pytato.diagnostic.NameClashError: if an output is named like an
         input.
     """
-    from pytato.target import Target
     if target is not None and not isinstance(target, Target):
         raise TypeError("preprocess: 'target' must be a pytato Target, got "
                         f"{type(target).__name__}")
@@ -354,7 +352,6 @@ def _generate_name_for_temp(expr: Array, var_name_gen: Any,
     :raises pytato.diagnostic.NameClashError: if the name of a
         :class:`~pytato.tags.Named` tag is taken.
     """
-    from pytato.tags import Named, PrefixNamed
 
     is_taken: Callable[[str], bool] = getattr(
         var_name_gen, "is_taken", None) or var_name_gen.is_name_conflicting

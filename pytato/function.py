@@ -61,6 +61,8 @@ from pytato.diagnostic import (
     InvalidKeyError,
     ShapeMismatchError,
 )
+from pytato.equality import EqualityComparer
+from pytato.scalar_expr import get_dependencies
 from pytato.tags import FunctionIdentifier  # re-exported, as upstream
 
 
@@ -94,7 +96,6 @@ def substitute_sizes(shape: ShapeType,
     for c in shape:
         if isinstance(c, Array):
             expr = shape_component_to_expr(c)
-            from pytato.scalar_expr import get_dependencies
             deps = get_dependencies(expr)
             if not deps & set(values):
                 result.append(c)
@@ -224,7 +225,6 @@ class FunctionDefinition(_TaggableMixin):
                 or self.tags != other.tags
                 or list(self.returns) != list(other.returns)):
             return False
-        from pytato.equality import EqualityComparer
         cmp = EqualityComparer()
         return all(cmp(self.returns[k], other.returns[k]) for k in self.returns)
 

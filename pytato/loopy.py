@@ -44,9 +44,10 @@ from pytato.array.base import (
     check_unique_tags,
     normalize_tags,
 )
+from pytato.array.constructors import make_data_wrapper
 from pytato.array.nonarray import DataclassGraphNode
 from pytato.array.results import AbstractResultWithNamedArrays, NamedArray
-from pytato.array.shape import are_shapes_equal, format_shape
+from pytato.array.shape import are_shapes_equal, format_shape, shape_component_to_expr
 from pytato.diagnostic import (
     CallBindingError,
     DTypeError,
@@ -56,6 +57,9 @@ from pytato.diagnostic import (
     NonAffineShapeError,
     ShapeMismatchError,
 )
+from pytato.function import _is_size_expression
+from pytato.scalar_expr import evaluate, is_quasi_affine, substitute
+from pytato.utils import _size_params_of
 
 
 __all__ = [
@@ -95,7 +99,6 @@ def _kernel_shape(shape: Any, values: Mapping[str, Any], what: str) -> ShapeType
 
 
 def _is_size(v: Any) -> bool:
-    from pytato.function import _is_size_expression
     return _is_size_expression(v)
 
 
@@ -274,7 +277,6 @@ def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
                     f"or a 0-d array, got {type(b).__name__}")
         else:
             if isinstance(b, np.ndarray):
-                from pytato.array.constructors import make_data_wrapper
                 b = bindings[name] = make_data_wrapper(b)
             if not isinstance(b, Array):
                 raise CallBindingError(
@@ -385,7 +387,6 @@ def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
     import islpy as isl
     from loopy.symbolic import aff_from_expr, pw_aff_to_expr
 
-    from pytato.scalar_expr import is_quasi_affine
 
     variables = list(variables)
     space = isl.Space.create_from_names(isl.DEFAULT_CONTEXT, set=variables,
@@ -443,9 +444,6 @@ def extend_bindings_with_shape_inference(knl: Any, bindings: Mapping[str, Any]
     """
     from pymbolic.mapper.dependency import DependencyMapper
 
-    from pytato.array.shape import shape_component_to_expr
-    from pytato.scalar_expr import evaluate
-    from pytato.utils import _size_params_of
 
     if hasattr(knl, "default_entrypoint"):
         # a translation unit
@@ -495,7 +493,6 @@ def extend_bindings_with_shape_inference(knl: Any, bindings: Mapping[str, Any]
 
 
 def _subst_known(expr: Any, known: Mapping[str, Any]) -> Any:
-    from pytato.scalar_expr import substitute
     return substitute(expr, {k: int(v) for k, v in known.items()})
 
 # }}}

@@ -63,6 +63,8 @@ from pytato.diagnostic import (
     InvalidKeyError,
     UnsupportedByTargetError,
 )
+from pytato.frontend._coerce import as_array
+from pytato.frontend.elementwise import elementwise
 
 
 __all__ = [
@@ -195,14 +197,12 @@ def call_scalar_function(name: str, *args: Any) -> Any:
     :raises pytato.diagnostic.DTypeError: if the function does not support
         the arguments' dtypes.
     """
-    from pytato.frontend.elementwise import elementwise
 
     fn = get_scalar_function(name)
     argnames = [f"x{i + 1}" for i in range(len(args))]
     if not any(isinstance(a, Array) for a in args):
         if fn.numpy_impl is not None:
             return fn.numpy_impl(*args)
-        from pytato.frontend._coerce import as_array
         args = tuple(as_array(a, n) for a, n in zip(args, argnames, strict=True))
     dtypes = [a.dtype if isinstance(a, Array) else np.asarray(a).dtype
               for a in args]

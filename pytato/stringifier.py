@@ -15,6 +15,8 @@ import dataclasses
 from typing import Any
 
 from pytato.array.base import Array, GraphNode, _ChildRef, topological_order
+from pytato.array.results import DictOfNamedArrays
+from pytato.visualization.labels import describe_array, format_tags, node_operation
 
 
 def _fmt_value(value: Any, names: dict[int, str] | None) -> str:
@@ -70,12 +72,6 @@ def graph_to_str(result: Any, verbose: bool = False) -> str:
 
     :arg verbose: print every field of each node instead of the operation.
     """
-    from pytato.array.results import DictOfNamedArrays
-    from pytato.visualization.labels import (
-        describe_array,
-        format_tags,
-        node_operation,
-    )
     if isinstance(result, dict):
         result = DictOfNamedArrays(result)
     order = topological_order([result])

@@ -10,6 +10,7 @@ from typing import Any
 from pytato.analysis._outputs import output_roots
 from pytato.array.base import Array, topological_order
 from pytato.array.inputs import InputArgumentBase
+from pytato.function import FunctionDefinition
 from pytato.tags import ImplStored
 
 
@@ -30,7 +31,6 @@ def collect_materialized_nodes(expr: Any, include_outputs: bool = True
         when they are neither inputs nor tagged
         :class:`~pytato.tags.ImplStored`.
     """
-    from pytato.function import FunctionDefinition
     if isinstance(expr, FunctionDefinition):
         expr = dict(expr.returns)
     roots = output_roots(expr)

@@ -32,12 +32,17 @@ from constantdict import constantdict
 from pytools.tag import Tag, Taggable, UniqueTag
 
 from pytato.diagnostic import (
+    AxisError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
     NameClashError,
     NonUniqueTagError,
     TagTypeError,
+    UnsupportedOperationError,
 )
+from pytato.equality import EqualityComparer
+from pytato.scalar_expr import is_integral_scalar
+from pytato.tags import Named
 
 
 if TYPE_CHECKING:
@@ -47,6 +52,47 @@ ShapeComponent: TypeAlias = "int | Array"
 """An integer, or a 0-d integer :class:`Array` affine in size parameters."""
 
 ShapeType: TypeAlias = "tuple[ShapeComponent, ...]"
+
+
+# {{{ axis and shape helpers (re-exported by pytato.array.shape)
+
+def normalize_axis(axis: Any, ndim: int, argname: str = "axis") -> int:
+    """Return *axis* in ``range(ndim)``, accepting negative values; raise
+    :class:`~pytato.diagnostic.AxisError` naming *argname* otherwise."""
+    if not is_integral_scalar(axis):
+        raise AxisError(f"'{argname}' must be an integer, got {axis!r}")
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise AxisError(f"'{argname}'={axis} is out of bounds for an array "
+                        f"of dimension {ndim}")
+    return axis % ndim
+
+
+def normalize_axes(axes: Any, ndim: int, argname: str = "axis") -> tuple[int, ...]:
+    """Normalize *axes* (None, an int or a sequence of ints) to a sorted tuple
+    of distinct axes."""
+    if axes is None:
+        return tuple(range(ndim))
+    if is_integral_scalar(axes):
+        return (normalize_axis(axes, ndim, argname),)
+    result = tuple(normalize_axis(a, ndim, argname) for a in axes)
+    if len(set(result)) != len(result):
+        raise AxisError(f"repeated axis in '{argname}': {axes!r}")
+    return tuple(sorted(result))
+
+
+def shape_product(shape: ShapeType) -> ShapeComponent:
+    """The product of the components of *shape*."""
+    result: Any = 1
+    for c in shape:
+        result = result * c
+    return result
+
+
+def is_one(c: ShapeComponent) -> bool:
+    return is_integral_scalar(c) and int(c) == 1  # type: ignore[arg-type]
+
+# }}}
 
 
 # {{{ tag helpers
@@ -447,14 +493,12 @@ class Array(GraphNode, _TaggableMixin):
             return True
         if not isinstance(other, Array):
             return False
-        from pytato.equality import EqualityComparer
         return EqualityComparer()(self, other)
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
     def __reduce__(self) -> Any:
-        from pytato.array.pickling import reduce_array
         return reduce_array(self)
 
     def copy(self, **kwargs: Any) -> Self:
@@ -479,7 +523,6 @@ class Array(GraphNode, _TaggableMixin):
     @property
     def size(self) -> ShapeComponent:
         """The number of elements (an int or a symbolic size)."""
-        from pytato.array.shape import shape_product
         return shape_product(self.shape)
 
     def __len__(self) -> int:
@@ -492,13 +535,11 @@ class Array(GraphNode, _TaggableMixin):
         return n
 
     def __bool__(self) -> bool:
-        from pytato.diagnostic import UnsupportedOperationError
         raise UnsupportedOperationError(
             "the truth value of a lazy pytato array is unknown at graph "
             "construction; use pytato.any/pytato.all or evaluate it first")
 
     def __iter__(self) -> Any:
-        from pytato.diagnostic import UnsupportedOperationError
         raise UnsupportedOperationError("lazy pytato arrays cannot be iterated")
 
     __array_priority__ = 10**6  # make numpy defer to our reflected operators
@@ -509,7 +550,6 @@ class Array(GraphNode, _TaggableMixin):
 
     def with_tagged_axis(self, iaxis: int, tags: Tag | Iterable[Tag]) -> Self:
         """Return a copy of *self* with axis *iaxis* tagged with *tags*."""
-        from pytato.array.shape import normalize_axis
         iaxis = normalize_axis(iaxis, self.ndim, "iaxis")
         new_axes = (*self.axes[:iaxis], self.axes[iaxis].tagged(tags),
                     *self.axes[iaxis + 1:])
@@ -517,7 +557,6 @@ class Array(GraphNode, _TaggableMixin):
 
     def named(self, name: str) -> Array:
         """Return *self* tagged with :class:`~pytato.tags.Named` *name*."""
-        from pytato.tags import Named
         return self.tagged(Named(name))
 
     # }}}
@@ -634,3 +673,62 @@ def topological_order(roots: Iterable[GraphNode]) -> list[GraphNode]:
                 stack.pop()
                 order.append(node)
     return order
+
+
+# {{{ pickling (see pytato.array.pickling)
+
+def reduce_array(root: Array) -> tuple[Any, ...]:
+    """``__reduce__`` of an array: its whole subgraph in topological order,
+    each node with the indices of its children."""
+    return (_rebuild, (_records([root]),))
+
+
+def _records(roots: list[Array]) -> list[Any]:
+    order = topological_order(roots)
+    index = {id(n): i for i, n in enumerate(order)}
+    records = []
+    for node in order:
+        if isinstance(node, Array):
+            names, skel = flatten_for_pickle(node)
+            records.append((type(node), names, skel,
+                            tuple(index[id(k)] for k in node._pt_kids),  # type: ignore
+                            node.non_equality_tags))
+        elif _is_flat_dataclass_node(node):
+            # e.g. a distributed send: rebuilt from its fields, its children
+            # shared with the rest of the graph
+            records.append((type(node), node._pt_skel,  # type: ignore
+                            tuple(index[id(k)] for k in node._pt_kids)))  # type: ignore
+        else:
+            # another non-array node (e.g. a call): its own __reduce__
+            records.append(node)
+    return records
+
+
+def _is_flat_dataclass_node(node: Any) -> bool:
+    """Whether *node* is a dataclass whose skeleton is its flattened fields
+    (so that it can be rebuilt from skeleton and children)."""
+    return (dataclasses.is_dataclass(node) and hasattr(node, "_pt_skel")
+            and len(node._pt_skel) == len(dataclasses.fields(node)))
+
+
+def _rebuild(records: list[Any]) -> Array:
+    return _build(records)[-1]  # type: ignore[no-any-return]
+
+
+def _build(records: list[Any]) -> list[Any]:
+    built: list[Any] = []
+    for rec in records:
+        if isinstance(rec, tuple) and len(rec) == 5:
+            cls, names, skel, kid_idx, net = rec
+            built.append(unflatten(cls, names, skel,
+                                   tuple(built[i] for i in kid_idx), net))
+        elif isinstance(rec, tuple):
+            cls, skel, kid_idx = rec
+            kids = tuple(built[i] for i in kid_idx)
+            built.append(cls(**{f.name: _unflatten(s, kids) for f, s in zip(
+                dataclasses.fields(cls), skel, strict=True)}))
+        else:
+            built.append(rec)
+    return built
+
+# }}}

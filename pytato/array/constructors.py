@@ -25,6 +25,7 @@ from pytato.array.base import (
     normalize_tags,
 )
 from pytato.array.inputs import DataWrapper, Placeholder, SizeParam
+from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
 from pytato.array.shape import normalize_shape
 from pytato.diagnostic import (
@@ -33,7 +34,8 @@ from pytato.diagnostic import (
     InvalidArgumentTypeError,
     NameClashError,
 )
-from pytato.scalar_expr import SCALAR_CLASSES
+from pytato.scalar_expr import SCALAR_CLASSES, get_reduction_induction_variables, parse
+from pytato.tags import CreatedAt, traceback_tag_enabled
 
 
 if TYPE_CHECKING:
@@ -114,7 +116,6 @@ def _tags_and_axes(tags: Any, axes: Any, ndim: int, what: str
 
 
 def _creation_tags(tags: frozenset[Tag]) -> tuple[frozenset[Tag], frozenset[Tag]]:
-    from pytato.tags import CreatedAt, traceback_tag_enabled
     if traceback_tag_enabled():
         return tags, frozenset({CreatedAt.capture()})
     return tags, frozenset()
@@ -224,8 +225,6 @@ def make_index_lambda(
     :raises TypeError: if a binding is not an array or *bindings* is not a
         mapping.
     """
-    from pytato.array.lambdas import IndexLambda
-    from pytato.scalar_expr import get_reduction_induction_variables, parse
 
     if isinstance(expression, str):
         expression = parse(expression)

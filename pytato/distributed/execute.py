@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from pytato.array.results import DictOfNamedArrays
+from pytato.array.shape import concrete_shape
 from pytato.diagnostic import DistributedError
 from pytato.distributed.nodes import DistributedRecv, DistributedSend
 from pytato.distributed.partition import (
@@ -21,6 +22,7 @@ from pytato.distributed.partition import (
     DistributedGraphPartition,
     PartId,
 )
+from pytato.target.loopy import generate_loopy
 
 
 __all__ = ["execute_distributed_partition", "generate_code_for_partition"]
@@ -38,7 +40,6 @@ def generate_code_for_partition(
     :returns: a mapping from part id to program.
     """
     if generate_code is None:
-        from pytato import generate_loopy  # type: ignore[attr-defined]
         generate_code = generate_loopy
     return {
         pid: generate_code(DictOfNamedArrays({
@@ -149,7 +150,6 @@ def execute_distributed_partition(
 
     # {{{ post all receives
 
-    from pytato.array.shape import concrete_shape
     sizes = _size_param_values(input_args)
     recv_names: list[str] = []
     recv_bufs: list[np.ndarray[Any, Any]] = []

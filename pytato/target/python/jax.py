@@ -15,6 +15,7 @@ import numpy as np
 
 from pytato.array.base import Array
 from pytato.array.results import DictOfNamedArrays
+from pytato.target.python.calls import nodes_with_function_bodies
 from pytato.target.python.codegen import ArgumentSpec
 from pytato.target.python.numpy_like import (
     BoundPythonProgram,
@@ -75,7 +76,6 @@ JAXPythonTarget.bound_program_class = BoundJAXPythonProgram
 
 
 def _needs_x64(outputs: DictOfNamedArrays) -> bool:
-    from pytato.target.python.calls import nodes_with_function_bodies
     for node in nodes_with_function_bodies([outputs]):
         if not isinstance(node, Array):
             continue

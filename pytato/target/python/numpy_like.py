@@ -20,8 +20,15 @@ import numpy as np
 
 from pytato.array.base import Array
 from pytato.array.results import DictOfNamedArrays
-from pytato.diagnostic import InvalidArgumentError, InvalidArgumentTypeError
+from pytato.diagnostic import (
+    BoundArgumentError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    MissingArgumentError,
+    UnknownArgumentError,
+)
 from pytato.target import BoundProgram, Target
+from pytato.target.python.arguments import process_arguments
 from pytato.target.python.codegen import ArgumentSpec, generate_python_code
 from pytato.target.python.scalar_codegen import dtype_code
 
@@ -186,18 +193,12 @@ class BoundPythonProgram(BoundProgram):
             if an argument bound to the program is passed.
         """
         if args:
-            from pytato.diagnostic import UnknownArgumentError
             raise UnknownArgumentError(
                 f"{type(self).__name__} takes its inputs by name only, got "
                 f"{len(args)} positional argument(s)")
         target = self.target
         assert isinstance(target, PythonTarget)
         if self.arg_specs is None:
-            from pytato.diagnostic import (
-                BoundArgumentError,
-                MissingArgumentError,
-                UnknownArgumentError,
-            )
             for name in kwargs:
                 if name in self.bound_arguments:
                     raise BoundArgumentError(f"argument '{name}' is bound")
@@ -209,7 +210,6 @@ class BoundPythonProgram(BoundProgram):
                 raise MissingArgumentError(
                     f"missing argument(s): {', '.join(sorted(missing))}")
         else:
-            from pytato.target.python.arguments import process_arguments
             args = process_arguments(self.arg_specs, self.bound_arguments,
                                      kwargs, target.convert_call_argument)
         return target.run(self._fn, args)  # type: ignore[attr-defined]
