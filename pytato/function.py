@@ -465,6 +465,9 @@ class _CaptureLifter:
                     node.shape, node.dtype, name, axes=node.axes)
         if not replacements:
             return returns
+        # not at module level: pytato.transform builds on the call nodes
+        # defined here; tracing (trace_call, at its reference path in
+        # this module) is the one user of a transform in this module
         from pytato.transform.mappers import CopyMapper
 
         class _Replacer(CopyMapper):

@@ -505,9 +505,9 @@ class Array(GraphNode, _TaggableMixin):
         """Return a copy of *self* with the fields in *kwargs* replaced."""
         return dataclasses.replace(self, **kwargs)
 
-    def __repr__(self) -> str:
-        from pytato.stringifier import array_repr
-        return array_repr(self)
+    # ``__repr__`` (pytato.stringifier.array_repr) is attached by
+    # pytato.stringifier, which builds on this package and on
+    # pytato.visualization.
 
     # }}}
 
