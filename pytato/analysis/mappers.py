@@ -23,6 +23,7 @@ from typing import Any
 from loopy.tools import LoopyKeyBuilder
 
 from pytato.analysis._outputs import output_roots
+from pytato.analysis.graph_key import graph_key
 from pytato.array.base import Array, GraphNode, topological_order
 from pytato.array.inputs import InputArgumentBase
 from pytato.tags import ImplStored
@@ -352,7 +353,6 @@ class PytatoKeyBuilder(LoopyKeyBuilder):  # type: ignore[misc]
 
     def rec(self, key_hash: Any, key: Any) -> Any:
         if isinstance(key, GraphNode):
-            from pytato.target.loopy.run.program_store import graph_key
             key_hash.update(f"pytato-graph:{graph_key([key])}".encode())
             return key_hash
         return super().rec(key_hash, key)
