@@ -31,9 +31,14 @@ Before a target lowers a graph, :func:`preprocess`:
 
 from __future__ import annotations
 
+import gc
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
+
+import numpy as np
 
 from pytato.array.base import Array
 from pytato.array.constructors import make_dict_of_named_arrays
@@ -234,7 +239,6 @@ def _bound_data(expr: DataWrapper) -> Any:
     wrapper tagged
     :class:`~pytato.tags.ForceValueArgTag` (passed by value), the numpy
     scalar it holds."""
-    import numpy as np
 
     data = expr.data
     if expr.ndim != 0 or not expr.tags_of_type(ForceValueArgTag):
@@ -384,12 +388,10 @@ class PhaseTimer:
         self.elapsed = 0.0
 
     def __enter__(self) -> PhaseTimer:
-        import time
         self._start = time.perf_counter()
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        import time
         self.elapsed = time.perf_counter() - self._start
         if exc[0] is None:
             self.logger.info("%s took %.3g s%s", self.phase, self.elapsed,
@@ -420,14 +422,12 @@ class FewerCollections:
     """
 
     def __enter__(self) -> FewerCollections:
-        import gc
         self._saved = gc.get_threshold()
         t0, t1, t2 = self._saved
         gc.set_threshold(max(t0, GC_GENERATION0_THRESHOLD), max(t1, 20), t2)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        import gc
         gc.set_threshold(*self._saved)
 
 
@@ -441,7 +441,6 @@ class ProgramCache:
     """
 
     def __init__(self, maxsize: int = 64) -> None:
-        from collections import OrderedDict
         self.maxsize = maxsize
         self._data: OrderedDict[Any, Any] = OrderedDict()
 

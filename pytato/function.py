@@ -29,6 +29,7 @@ so that the body is the same for every call site.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import pymbolic
 from constantdict import constantdict
 from pytools.tag import Tag
 
@@ -90,7 +92,6 @@ def substitute_sizes(shape: ShapeType,
     integer arrays); names not in *values* stay."""
     if not values:
         return shape
-    from pymbolic import evaluate
 
     result = []
     for c in shape:
@@ -104,7 +105,7 @@ def substitute_sizes(shape: ShapeType,
             for name in deps:
                 context[name] = values[name] if name in values \
                     else SizeParam(name)
-            c = evaluate(expr, context)
+            c = pymbolic.evaluate(expr, context)
             if isinstance(c, (int, np.integer)):
                 c = int(c)
         result.append(c)
@@ -242,7 +243,6 @@ class FunctionDefinition(_TaggableMixin):
 
     def copy(self, **kwargs: Any) -> FunctionDefinition:
         """A copy of *self* with the fields in *kwargs* replaced."""
-        import dataclasses
         return dataclasses.replace(self, **kwargs)
 
     def __call__(self, **bindings: Array) -> Call:

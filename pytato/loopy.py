@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import pymbolic
 import pymbolic.primitives as prim
 from constantdict import constantdict
+from pymbolic.mapper.dependency import DependencyMapper
 from pytools.tag import Tag
 
 from pytato.array.base import (
@@ -72,8 +74,6 @@ def _kernel_shape(shape: Any, values: Mapping[str, Any], what: str) -> ShapeType
     """A kernel argument's shape (:mod:`pymbolic` expressions in value
     argument names) with *values* (ints and 0-d integer arrays)
     substituted."""
-    from pymbolic import evaluate
-    from pymbolic.mapper.dependency import DependencyMapper
 
     result = []
     for c in shape:
@@ -92,7 +92,7 @@ def _kernel_shape(shape: Any, values: Mapping[str, Any], what: str) -> ShapeType
                 raise NonAffineShapeError(
                     f"{what}: its shape depends on '{name}', which is bound to "
                     "a value that is not an integer size expression")
-        value = evaluate(c, dict(values))
+        value = pymbolic.evaluate(c, dict(values))
         result.append(int(value) if isinstance(value, (int, np.integer))
                       else value)
     return tuple(result)
@@ -229,6 +229,7 @@ def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
     :raises pytato.diagnostic.DTypeError: if a bound array's dtype differs
         from the argument's, or the dtype of an output cannot be inferred.
     """
+    # loopy is imported on first use (see pytato.target.loopy)
     import loopy as lp
 
     if isinstance(translation_unit, lp.LoopKernel):
@@ -344,6 +345,7 @@ def _with_inferred_dtypes(t_unit: Any, entrypoint: str,
     *entrypoint* known: those in *new_dtypes*, those of the other bound
     arguments of unknown dtype taken from their bindings, and the rest
     (outputs) inferred by :mod:`loopy`."""
+    # loopy is imported on first use (see pytato.target.loopy)
     import loopy as lp
 
     knl = t_unit[entrypoint]
@@ -384,6 +386,7 @@ def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
         constraints contradict each other, or they do not determine a
         variable uniquely.
     """
+    # islpy and loopy are imported on first use (see pytato.target.loopy)
     import islpy as isl
     from loopy.symbolic import aff_from_expr, pw_aff_to_expr
 
@@ -442,7 +445,6 @@ def extend_bindings_with_shape_inference(knl: Any, bindings: Mapping[str, Any]
 
     :raises ShapeInferenceFailure: if the shapes do not determine them.
     """
-    from pymbolic.mapper.dependency import DependencyMapper
 
 
     if hasattr(knl, "default_entrypoint"):

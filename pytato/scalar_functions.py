@@ -129,6 +129,7 @@ class ScalarFunction:
                 raise fail(f"{type(e).__name__}: {e}") from e
             return np.asarray(out).dtype
 
+        # loopy is imported on first use (see pytato.target.loopy)
         from loopy.types import NumpyType
         try:
             new, _ = self.loopy_callable.with_types(
@@ -162,6 +163,7 @@ def register_scalar_function(name: str, loopy_callable: Any, *,
     if not isinstance(name, str) or not name.isidentifier():
         raise InvalidArgumentError(f"'name' must be an identifier, got {name!r}")
     if loopy_callable is not None:
+        # loopy is imported on first use (see pytato.target.loopy)
         from loopy.kernel.function_interface import ScalarCallable
         if not isinstance(loopy_callable, ScalarCallable):
             raise InvalidArgumentTypeError(

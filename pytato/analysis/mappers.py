@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
 from loopy.tools import LoopyKeyBuilder
 
 from pytato.analysis._outputs import output_roots
@@ -358,7 +359,6 @@ class PytatoKeyBuilder(LoopyKeyBuilder):  # type: ignore[misc]
         return super().rec(key_hash, key)
 
     def update_for_ndarray(self, key_hash: Any, key: Any) -> None:
-        import numpy as np
         self.rec(key_hash, key.dtype)
         self.rec(key_hash, key.shape)
         key_hash.update(np.ascontiguousarray(key).tobytes())

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
+from pymbolic.mapper.distributor import DistributeMapper
 
 from pytato.array.base import (
     Array,
@@ -126,7 +127,6 @@ class Reshape(IndexRemappingBase):
 
 def _constant_if_known(c: Array) -> ShapeComponent:
     """*c* as an int if its expression simplifies to a constant."""
-    from pymbolic.mapper.distributor import DistributeMapper
 
     expr = DistributeMapper()(shape_component_to_expr(c))
     return int(expr) if is_integral_scalar(expr) else c

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pymbolic.primitives as prim
+from pymbolic.mapper.distributor import DistributeMapper
 
 # is_one, normalize_axis(es) and shape_product are defined in
 # pytato.array.base (the node classes need them) and re-exported here
@@ -116,7 +117,6 @@ def are_shape_components_equal(a: ShapeComponent, b: ShapeComponent) -> bool:
         return False
     if a == b:
         return True
-    from pymbolic.mapper.distributor import DistributeMapper
     ea = DistributeMapper()(shape_component_to_expr(a))
     eb = DistributeMapper()(shape_component_to_expr(b))
     diff = DistributeMapper()(ea - eb)

@@ -137,6 +137,7 @@ def execute_distributed_partition(
     :arg input_args: the values of the user inputs (placeholders and size
         parameters) by name.
     """
+    # mpi4py is an optional dependency
     from mpi4py import MPI
 
     comm = mpi_communicator

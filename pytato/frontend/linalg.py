@@ -23,6 +23,8 @@ import string
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from pytato.array.base import Array, ReductionDescriptor
 from pytato.array.lambdas import (
     Einsum,
@@ -289,7 +291,6 @@ def dot(a: Any, b: Any) -> Any:
 
     if not isinstance(a, Array) and not isinstance(b, Array) and (
             is_operand(a) and is_operand(b)):
-        import numpy as np
         return np.dot(a, b)
     a = as_array(a, "a")
     b = as_array(b, "b")

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Mapping
 
 from pytools.tag import Tag
@@ -78,7 +79,6 @@ class AxisTagAttacher(CopyMapper):
 
 
 def _tag_reduction(expr: Array, name: str, tags: frozenset[Tag]) -> Array:
-    import dataclasses
 
     descrs = getattr(expr, "var_to_reduction_descr", None)
     if isinstance(expr, IndexLambda) and descrs is not None and name in descrs:

@@ -363,6 +363,7 @@ def _html_page(svg: bytes, title: str) -> bytes:
 
 
 def _open_in_browser(path: Path) -> bool:
+    # only needed to show a graph in a browser
     import webbrowser
     try:
         webbrowser.get()

@@ -54,6 +54,7 @@ class JAXPythonTarget(NumpyLikePythonTarget):
         return f"_pt_jnp.asarray({var}, dtype={dtype_code('_pt_jnp', dtype)})"
 
     def convert_bound_argument(self, data: Any) -> Any:
+        # jax is an optional dependency
         import jax.numpy as jnp
         if hasattr(data, "get") and hasattr(data, "queue"):  # pyopencl arrays
             data = data.get()
@@ -111,6 +112,7 @@ def generate_jax(expr: Array | Mapping[str, Array] | DictOfNamedArrays, *,
         :mod:`pygments` (only when :data:`sys.stdout` is a terminal and
         pygments is installed; *None* means yes).
     """
+    # jax is an optional dependency
     import jax
 
     if target is None:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
+import linecache
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -90,7 +91,6 @@ class PythonTarget(Target):
     def compile(self, source: str, entrypoint: str,
                 specs: Mapping[str, ArgumentSpec] | None) -> Callable[..., Any]:
         """Execute *source* and return its function *entrypoint*."""
-        import linecache
         filename = f"<pytato generated code of {entrypoint} {id(source):x}>"
         # so that tracebacks show the generated lines
         linecache.cache[filename] = (len(source), None,
@@ -228,6 +228,7 @@ def print_code(source: str, colorize: bool) -> None:
     and :data:`sys.stdout` is a terminal."""
     if colorize and sys.stdout.isatty():
         try:
+            # pygments is an optional dependency
             from pygments import highlight
             from pygments.formatters import TerminalTrueColorFormatter
             from pygments.lexers import PythonLexer
