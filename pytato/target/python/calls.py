@@ -44,16 +44,18 @@ from pytato.tags import Named, PrefixNamed
 from pytato.target.python.scalar_codegen import is_safe_identifier
 
 
+__all__ = ["PythonCallsMixin", "PythonFunctionCollector", "csr_matmul",
+           "nodes_with_function_bodies"]
+
+
 def _input_var_name(name: str, used: set[str]) -> str:
+    """A variable name for the input *name* that is a safe identifier not
+    in *used* (to which it is added)."""
     var = name if is_safe_identifier(name) else f"_pt_in_{name}"
     while var in used:
         var = "_" + var
     used.add(var)
     return var
-
-
-__all__ = ["PythonCallsMixin", "PythonFunctionCollector", "csr_matmul",
-           "nodes_with_function_bodies"]
 
 
 class PythonFunctionCollector:
