@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from numpy import dtype
 
-from pytato import cmath, scalar_expr, tags, transform
+from pytato import cmath, scalar_expr, stringifier, tags, transform
 from pytato.array import (
     AbstractResultWithNamedArrays,
     AdvancedIndexInContiguousAxes,

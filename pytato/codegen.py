@@ -31,10 +31,14 @@ Before a target lowers a graph, :func:`preprocess`:
 
 from __future__ import annotations
 
+import gc
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeGuard, TypeVar
 
+import numpy as np
 from pymbolic.typing import ArithmeticExpression
 
 from pytato.array.base import Array, GraphNode
@@ -44,6 +48,9 @@ from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
 from pytato.diagnostic import NameClashError
 from pytato.scalar_expr import is_integral_scalar_expression
+from pytato.tags import ForceValueArgTag, InlineCallTag, Named, PrefixNamed
+from pytato.target import Target
+from pytato.transform.calls import inline_call_result
 from pytato.transform.lower_to_index_lambda import _LOWERABLE, to_index_lambda
 from pytato.transform.mappers import CopyMapper
 
@@ -223,9 +230,7 @@ class _Preprocessor(CopyMapper):
         return _Preprocessor({}, self.lower)
 
     def map_named_call_result(self, expr: NamedCallResult) -> Array:
-        from pytato.tags import InlineCallTag
         if expr._container.tags_of_type(InlineCallTag):
-            from pytato.transform.calls import inline_call_result
             return self(inline_call_result(expr, only_tagged=True))  # type: ignore[return-value]
         return self.map_array(expr)
 
@@ -238,9 +243,7 @@ def _bound_data(expr: DataWrapper) -> Any:
     wrapper tagged
     :class:`~pytato.tags.ForceValueArgTag` (passed by value), the numpy
     scalar it holds."""
-    import numpy as np
 
-    from pytato.tags import ForceValueArgTag
     data = expr.data
     if expr.ndim != 0 or not expr.tags_of_type(ForceValueArgTag):
         # a numpy scalar is bound as the 0-d array it stands for, a
@@ -267,7 +270,6 @@ def tagged_data_name(node: DataWrapper, names: NameGenerator) -> str | None:
         :class:`~pytato.tags.Named` tag is taken (by an input, an output or
         another data wrapper).
     """
-    from pytato.tags import Named, PrefixNamed
     for tag in node.tags:
         if isinstance(tag, Named):
             if names.is_taken(tag.name):
@@ -323,7 +325,6 @@ def preprocess(outputs: Array | DictOfNamedArrays | Mapping[str, Array],
     :raises pytato.diagnostic.NameClashError: if an output is named like an
         input.
     """
-    from pytato.target import Target
     if target is not None and not isinstance(target, Target):
         raise TypeError("preprocess: 'target' must be a pytato Target, got "
                         f"{type(target).__name__}")
@@ -360,7 +361,6 @@ def _generate_name_for_temp(expr: Array,
     :raises pytato.diagnostic.NameClashError: if the name of a
         :class:`~pytato.tags.Named` tag is taken.
     """
-    from pytato.tags import Named, PrefixNamed
 
     is_taken: Callable[[str], bool] = getattr(
         var_name_gen, "is_taken", None) or (
@@ -395,12 +395,10 @@ class PhaseTimer:
         self.elapsed = 0.0
 
     def __enter__(self) -> PhaseTimer:
-        import time
         self._start = time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import time
         self.elapsed = time.perf_counter() - self._start
         if exc[0] is None:
             self.logger.info("%s took %.3g s%s", self.phase, self.elapsed,
@@ -431,14 +429,12 @@ class FewerCollections:
     """
 
     def __enter__(self) -> FewerCollections:
-        import gc
         self._saved = gc.get_threshold()
         t0, t1, t2 = self._saved
         gc.set_threshold(max(t0, GC_GENERATION0_THRESHOLD), max(t1, 20), t2)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        import gc
         gc.set_threshold(*self._saved)
 
 
@@ -455,7 +451,6 @@ class ProgramCache(Generic[_ProgramT]):
     """
 
     def __init__(self, maxsize: int = 64) -> None:
-        from collections import OrderedDict
         self.maxsize = maxsize
         self._data: OrderedDict[Hashable, _ProgramT] = OrderedDict()
 

@@ -29,6 +29,7 @@ so that the body is the same for every call site.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import pymbolic
 from constantdict import constantdict
 from pytools.tag import Tag
 
@@ -61,6 +63,8 @@ from pytato.diagnostic import (
     InvalidKeyError,
     ShapeMismatchError,
 )
+from pytato.equality import EqualityComparer
+from pytato.scalar_expr import get_dependencies
 from pytato.tags import FunctionIdentifier  # re-exported, as upstream
 
 
@@ -88,13 +92,11 @@ def substitute_sizes(shape: ShapeType,
     integer arrays); names not in *values* stay."""
     if not values:
         return shape
-    from pymbolic import evaluate
 
     result = []
     for c in shape:
         if isinstance(c, Array):
             expr = shape_component_to_expr(c)
-            from pytato.scalar_expr import get_dependencies
             deps = get_dependencies(expr)
             if not deps & set(values):
                 result.append(c)
@@ -103,7 +105,7 @@ def substitute_sizes(shape: ShapeType,
             for name in deps:
                 context[name] = values[name] if name in values \
                     else SizeParam(name)
-            c = evaluate(expr, context)
+            c = pymbolic.evaluate(expr, context)
             if isinstance(c, (int, np.integer)):
                 c = int(c)
         result.append(c)
@@ -224,7 +226,6 @@ class FunctionDefinition(_TaggableMixin):
                 or self.tags != other.tags
                 or list(self.returns) != list(other.returns)):
             return False
-        from pytato.equality import EqualityComparer
         cmp = EqualityComparer()
         return all(cmp(self.returns[k], other.returns[k]) for k in self.returns)
 
@@ -242,7 +243,6 @@ class FunctionDefinition(_TaggableMixin):
 
     def copy(self, **kwargs: Any) -> FunctionDefinition:
         """A copy of *self* with the fields in *kwargs* replaced."""
-        import dataclasses
         return dataclasses.replace(self, **kwargs)
 
     def __call__(self, **bindings: Array) -> Call:
@@ -466,6 +466,9 @@ class _CaptureLifter:
                     node.shape, node.dtype, name, axes=node.axes)
         if not replacements:
             return returns
+        # not at module level: pytato.transform builds on the call nodes
+        # defined here; tracing (trace_call, at its reference path in
+        # this module) is the one user of a transform in this module
         from pytato.transform.mappers import CopyMapper
 
         class _Replacer(CopyMapper):

@@ -33,8 +33,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import pymbolic
 import pymbolic.primitives as prim
 from constantdict import constantdict
+from pymbolic.mapper.dependency import DependencyMapper
 from pytools.tag import Tag
 
 from pytato.array.base import (
@@ -44,9 +46,10 @@ from pytato.array.base import (
     check_unique_tags,
     normalize_tags,
 )
+from pytato.array.constructors import make_data_wrapper
 from pytato.array.nonarray import DataclassGraphNode
 from pytato.array.results import AbstractResultWithNamedArrays, NamedArray
-from pytato.array.shape import are_shapes_equal, format_shape
+from pytato.array.shape import are_shapes_equal, format_shape, shape_component_to_expr
 from pytato.diagnostic import (
     CallBindingError,
     DTypeError,
@@ -56,6 +59,9 @@ from pytato.diagnostic import (
     NonAffineShapeError,
     ShapeMismatchError,
 )
+from pytato.function import _is_size_expression
+from pytato.scalar_expr import evaluate, is_quasi_affine, substitute
+from pytato.utils import _size_params_of
 
 
 __all__ = [
@@ -68,8 +74,6 @@ def _kernel_shape(shape: Any, values: Mapping[str, Any], what: str) -> ShapeType
     """A kernel argument's shape (:mod:`pymbolic` expressions in value
     argument names) with *values* (ints and 0-d integer arrays)
     substituted."""
-    from pymbolic import evaluate
-    from pymbolic.mapper.dependency import DependencyMapper
 
     result = []
     for c in shape:
@@ -88,14 +92,13 @@ def _kernel_shape(shape: Any, values: Mapping[str, Any], what: str) -> ShapeType
                 raise NonAffineShapeError(
                     f"{what}: its shape depends on '{name}', which is bound to "
                     "a value that is not an integer size expression")
-        value = evaluate(c, dict(values))
+        value = pymbolic.evaluate(c, dict(values))
         result.append(int(value) if isinstance(value, (int, np.integer))
                       else value)
     return tuple(result)
 
 
 def _is_size(v: Any) -> bool:
-    from pytato.function import _is_size_expression
     return _is_size_expression(v)
 
 
@@ -226,6 +229,7 @@ def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
     :raises pytato.diagnostic.DTypeError: if a bound array's dtype differs
         from the argument's, or the dtype of an output cannot be inferred.
     """
+    # loopy is imported on first use (see pytato.target.loopy)
     import loopy as lp
 
     if isinstance(translation_unit, lp.LoopKernel):
@@ -274,7 +278,6 @@ def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
                     f"or a 0-d array, got {type(b).__name__}")
         else:
             if isinstance(b, np.ndarray):
-                from pytato.array.constructors import make_data_wrapper
                 b = bindings[name] = make_data_wrapper(b)
             if not isinstance(b, Array):
                 raise CallBindingError(
@@ -342,6 +345,7 @@ def _with_inferred_dtypes(t_unit: Any, entrypoint: str,
     *entrypoint* known: those in *new_dtypes*, those of the other bound
     arguments of unknown dtype taken from their bindings, and the rest
     (outputs) inferred by :mod:`loopy`."""
+    # loopy is imported on first use (see pytato.target.loopy)
     import loopy as lp
 
     knl = t_unit[entrypoint]
@@ -382,10 +386,10 @@ def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
         constraints contradict each other, or they do not determine a
         variable uniquely.
     """
+    # islpy and loopy are imported on first use (see pytato.target.loopy)
     import islpy as isl
     from loopy.symbolic import aff_from_expr, pw_aff_to_expr
 
-    from pytato.scalar_expr import is_quasi_affine
 
     variables = list(variables)
     space = isl.Space.create_from_names(isl.DEFAULT_CONTEXT, set=variables,
@@ -441,11 +445,7 @@ def extend_bindings_with_shape_inference(knl: Any, bindings: Mapping[str, Any]
 
     :raises ShapeInferenceFailure: if the shapes do not determine them.
     """
-    from pymbolic.mapper.dependency import DependencyMapper
 
-    from pytato.array.shape import shape_component_to_expr
-    from pytato.scalar_expr import evaluate
-    from pytato.utils import _size_params_of
 
     if hasattr(knl, "default_entrypoint"):
         # a translation unit
@@ -495,7 +495,6 @@ def extend_bindings_with_shape_inference(knl: Any, bindings: Mapping[str, Any]
 
 
 def _subst_known(expr: Any, known: Mapping[str, Any]) -> Any:
-    from pytato.scalar_expr import substitute
     return substitute(expr, {k: int(v) for k, v in known.items()})
 
 # }}}

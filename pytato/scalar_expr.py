@@ -44,6 +44,7 @@ lambda's bindings. Scalar functions are called through variables named
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Set
 from typing import Any, ParamSpec, TypeAlias, TypeGuard, TypeVar
 
@@ -346,7 +347,6 @@ class EvaluationMapper(_PEvaluationMapper[ResultT]):
         return super().map_variable(expr)
 
     def map_reduce(self, expr: Reduce) -> Any:
-        import itertools
         names = list(expr.bounds)
         ranges = [range(int(self.rec(lo)), int(self.rec(hi)))
                   for lo, hi in expr.bounds.values()]

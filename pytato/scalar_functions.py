@@ -63,6 +63,8 @@ from pytato.diagnostic import (
     InvalidKeyError,
     UnsupportedByTargetError,
 )
+from pytato.frontend._coerce import as_array
+from pytato.frontend.elementwise import elementwise
 
 
 __all__ = [
@@ -127,6 +129,7 @@ class ScalarFunction:
                 raise fail(f"{type(e).__name__}: {e}") from e
             return np.asarray(out).dtype
 
+        # loopy is imported on first use (see pytato.target.loopy)
         from loopy.types import NumpyType
         try:
             new, _ = self.loopy_callable.with_types(
@@ -160,6 +163,7 @@ def register_scalar_function(name: str, loopy_callable: Any, *,
     if not isinstance(name, str) or not name.isidentifier():
         raise InvalidArgumentError(f"'name' must be an identifier, got {name!r}")
     if loopy_callable is not None:
+        # loopy is imported on first use (see pytato.target.loopy)
         from loopy.kernel.function_interface import ScalarCallable
         if not isinstance(loopy_callable, ScalarCallable):
             raise InvalidArgumentTypeError(
@@ -195,14 +199,12 @@ def call_scalar_function(name: str, *args: Any) -> Any:
     :raises pytato.diagnostic.DTypeError: if the function does not support
         the arguments' dtypes.
     """
-    from pytato.frontend.elementwise import elementwise
 
     fn = get_scalar_function(name)
     argnames = [f"x{i + 1}" for i in range(len(args))]
     if not any(isinstance(a, Array) for a in args):
         if fn.numpy_impl is not None:
             return fn.numpy_impl(*args)
-        from pytato.frontend._coerce import as_array
         args = tuple(as_array(a, n) for a, n in zip(args, argnames, strict=True))
     dtypes = [a.dtype if isinstance(a, Array) else np.asarray(a).dtype
               for a in args]

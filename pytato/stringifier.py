@@ -4,6 +4,10 @@
 the graph). :func:`graph_to_str` prints a whole graph, each distinct node
 once, children before their users.
 
+:func:`array_repr` is attached to :class:`~pytato.array.Array` as its
+``__repr__`` when this module is imported (as :mod:`pytato` does): the
+array package does not import the printer that builds on it.
+
 .. autofunction:: array_repr
 .. autofunction:: graph_to_str
 .. autoclass:: Reprifier
@@ -15,6 +19,8 @@ import dataclasses
 from typing import Any
 
 from pytato.array.base import Array, GraphNode, _ChildRef, topological_order
+from pytato.array.results import DictOfNamedArrays
+from pytato.visualization.labels import describe_array, format_tags, node_operation
 
 
 def _fmt_value(value: Any, names: dict[int, str] | None) -> str:
@@ -70,12 +76,6 @@ def graph_to_str(result: Any, verbose: bool = False) -> str:
 
     :arg verbose: print every field of each node instead of the operation.
     """
-    from pytato.array.results import DictOfNamedArrays
-    from pytato.visualization.labels import (
-        describe_array,
-        format_tags,
-        node_operation,
-    )
     if isinstance(result, dict):
         result = DictOfNamedArrays(result)
     order = topological_order([result])
@@ -152,3 +152,7 @@ class Reprifier:
             return "{" + ", ".join(f"{k!r}: {self(v, depth)}"
                                    for k, v in expr.items()) + "}"
         return _fmt_value(expr, None)
+
+
+# the repr of arrays (see the module documentation)
+Array.__repr__ = array_repr  # type: ignore[method-assign,assignment]

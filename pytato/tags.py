@@ -9,6 +9,7 @@ Tags are :class:`pytools.tag.Tag` instances, so they interoperate with
 .. autoclass:: ImplStored
 .. autoclass:: ImplInlined
 .. autoclass:: ImplDefault
+.. autoclass:: ImplSubstitution
 .. autoclass:: Named
 .. autoclass:: PrefixNamed
 .. autoclass:: CountNamed
@@ -42,6 +43,7 @@ __all__ = [
     "ImplDefault",
     "ImplInlined",
     "ImplStored",
+    "ImplSubstitution",
     "ImplementationStrategy",
     "InlineCallTag",
     "Named",
@@ -70,6 +72,13 @@ class ImplInlined(ImplementationStrategy):
 @dataclass(frozen=True)
 class ImplDefault(ImplementationStrategy):
     """Let the code generator decide."""
+
+
+@dataclass(frozen=True)
+class ImplSubstitution(ImplementationStrategy):
+    """Lower the array expression as a :class:`loopy.SubstitutionRule`
+    invocation (also importable from :mod:`pytato.target.loopy`, its path in
+    the reference pytato)."""
 
 
 @dataclass(frozen=True)

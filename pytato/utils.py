@@ -212,6 +212,7 @@ class ShapeToISLExpressionMapper:
 
     def __call__(self, expr: ShapeComponent) -> isl.PwAff:
         """The affine function of the shape component *expr*."""
+        # loopy is imported on first use (see pytato.target.loopy)
         from loopy.symbolic import pwaff_from_expr
         return pwaff_from_expr(self.space, shape_component_to_expr(expr), ())
 

@@ -6,6 +6,7 @@
 .. automodule:: pytato.analysis.materialized
 .. automodule:: pytato.analysis.cost
 .. automodule:: pytato.analysis.mappers
+.. automodule:: pytato.analysis.graph_key
 """
 
 from __future__ import annotations

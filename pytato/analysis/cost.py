@@ -39,7 +39,7 @@ import numpy as np
 import pymbolic.primitives as prim
 from pymbolic.mapper import Mapper as _PMapper
 
-from pytato.analysis._outputs import output_arrays
+from pytato.analysis._outputs import output_arrays, output_roots
 from pytato.array.base import Array, ShapeType, topological_order
 from pytato.array.inputs import DataWrapper, Placeholder
 from pytato.array.lambdas import Einsum, IndexLambda
@@ -287,7 +287,6 @@ def get_flop_count(outputs: Outputs,
                    size_params: Mapping[str, int] | None = None) -> Cost:
     """The flops of computing all of *outputs* together, each distinct node
     once (see :func:`estimate_cost` for the model)."""
-    from pytato.analysis._outputs import output_roots
     return _finish(_sum([
         _node_flops(n) for n in topological_order(output_roots(outputs))
         if isinstance(n, Array)]), size_params)
@@ -298,7 +297,6 @@ def get_bytes_estimate(outputs: Outputs,
     """The compulsory memory traffic in bytes of computing all of *outputs*
     together: inputs read once, outputs written once, stored intermediates
     written and read once."""
-    from pytato.analysis._outputs import output_roots
     roots = output_roots(outputs)
     outs = {id(a) for a in output_arrays(outputs).values()}
     terms = []

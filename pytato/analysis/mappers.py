@@ -20,9 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
+import numpy as np
 from loopy.tools import LoopyKeyBuilder
 
 from pytato.analysis._outputs import output_roots
+from pytato.analysis.graph_key import graph_key
 from pytato.array.base import Array, GraphNode, topological_order
 from pytato.array.inputs import InputArgumentBase
 from pytato.tags import ImplStored
@@ -368,13 +370,11 @@ class PytatoKeyBuilder(LoopyKeyBuilder):  # type: ignore[misc]
 
     def rec(self, key_hash: Hash, key: object) -> Hash:
         if isinstance(key, GraphNode):
-            from pytato.target.loopy.run.program_store import graph_key
             key_hash.update(f"pytato-graph:{graph_key([key])}".encode())
             return key_hash
         return super().rec(key_hash, key)  # type: ignore[no-any-return]
 
     def update_for_ndarray(self, key_hash: Hash, key: np.ndarray) -> None:
-        import numpy as np
         self.rec(key_hash, key.dtype)
         self.rec(key_hash, key.shape)
         key_hash.update(np.ascontiguousarray(key).tobytes())

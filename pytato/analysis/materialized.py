@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pytato.analysis._outputs import output_roots
 from pytato.array.base import Array, topological_order
 from pytato.array.inputs import InputArgumentBase
+from pytato.function import FunctionDefinition
 from pytato.tags import ImplStored
 
 
@@ -36,7 +37,6 @@ def collect_materialized_nodes(expr: Outputs | FunctionDefinition,
         when they are neither inputs nor tagged
         :class:`~pytato.tags.ImplStored`.
     """
-    from pytato.function import FunctionDefinition
     if isinstance(expr, FunctionDefinition):
         expr = dict(expr.returns)
     roots = output_roots(expr)

@@ -79,7 +79,7 @@ __all__ = [
 # {{{ names of the reference pytato's pytato.array
 
 # isort: split
-from typing import Any as _Any, TypeVar as _TypeVar
+from typing import TYPE_CHECKING, TypeVar as _TypeVar
 
 from pytato.array.base import Axis as _Axis, array_dataclass
 from pytato.array.constructors import make_index_lambda
@@ -102,34 +102,38 @@ AxesT = tuple[_Axis, ...]
 #: were given).
 ArrayOrScalarT = _TypeVar("ArrayOrScalarT")
 
-#: The functions of the front end that the reference pytato defines in
-#: :mod:`pytato.array` (imported from :mod:`pytato.frontend` on first use,
-#: as the front end imports this package).
-_FRONTEND_NAMES = {
-    "arange": "creation", "eye": "creation", "full": "creation",
-    "ones": "creation", "zeros": "creation",
-    "broadcast_to": "shape_ops", "concatenate": "shape_ops",
-    "expand_dims": "shape_ops", "reshape": "shape_ops", "roll": "shape_ops",
-    "squeeze": "shape_ops", "stack": "shape_ops", "transpose": "shape_ops",
-    "dot": "linalg", "einsum": "linalg", "matmul": "linalg", "vdot": "linalg",
-    "equal": "elementwise", "not_equal": "elementwise",
-    "greater": "elementwise", "greater_equal": "elementwise",
-    "less": "elementwise", "less_equal": "elementwise",
-    "logical_and": "elementwise", "logical_or": "elementwise",
-    "logical_not": "elementwise", "maximum": "elementwise",
-    "minimum": "elementwise",
-    "where": "misc",
-}
-
-
-def __getattr__(name: str) -> _Any:
-    module = _FRONTEND_NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module 'pytato.array' has no attribute {name!r}")
-    import importlib
-    value = getattr(importlib.import_module(f"pytato.frontend.{module}"), name)
-    globals()[name] = value
-    return value
+# The functions of the front end that the reference pytato defines in
+# pytato.array (arange, zeros, reshape, where, ...) are attached to this
+# package by the front end when it is imported (see
+# pytato.frontend.array_methods), as it builds on this package; importing
+# any pytato module imports pytato, and so the front end, first.
+if TYPE_CHECKING:
+    from pytato.frontend.creation import arange, eye, full, ones, zeros
+    from pytato.frontend.elementwise import (
+        equal,
+        greater,
+        greater_equal,
+        less,
+        less_equal,
+        logical_and,
+        logical_not,
+        logical_or,
+        maximum,
+        minimum,
+        not_equal,
+    )
+    from pytato.frontend.linalg import dot, einsum, matmul, vdot
+    from pytato.frontend.misc import where
+    from pytato.frontend.shape_ops import (
+        broadcast_to,
+        concatenate,
+        expand_dims,
+        reshape,
+        roll,
+        squeeze,
+        stack,
+        transpose,
+    )
 
 
 __all__ += [

@@ -32,12 +32,17 @@ from constantdict import constantdict
 from pytools.tag import Tag, Taggable, UniqueTag
 
 from pytato.diagnostic import (
+    AxisError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
     NameClashError,
     NonUniqueTagError,
     TagTypeError,
+    UnsupportedOperationError,
 )
+from pytato.equality import EqualityComparer
+from pytato.scalar_expr import is_integral_scalar
+from pytato.tags import Named
 
 
 if TYPE_CHECKING:
@@ -47,6 +52,47 @@ ShapeComponent: TypeAlias = "int | Array"
 """An integer, or a 0-d integer :class:`Array` affine in size parameters."""
 
 ShapeType: TypeAlias = "tuple[ShapeComponent, ...]"
+
+
+# {{{ axis and shape helpers (re-exported by pytato.array.shape)
+
+def normalize_axis(axis: Any, ndim: int, argname: str = "axis") -> int:
+    """Return *axis* in ``range(ndim)``, accepting negative values; raise
+    :class:`~pytato.diagnostic.AxisError` naming *argname* otherwise."""
+    if not is_integral_scalar(axis):
+        raise AxisError(f"'{argname}' must be an integer, got {axis!r}")
+    axis = int(axis)
+    if not -ndim <= axis < ndim:
+        raise AxisError(f"'{argname}'={axis} is out of bounds for an array "
+                        f"of dimension {ndim}")
+    return axis % ndim
+
+
+def normalize_axes(axes: Any, ndim: int, argname: str = "axis") -> tuple[int, ...]:
+    """Normalize *axes* (None, an int or a sequence of ints) to a sorted tuple
+    of distinct axes."""
+    if axes is None:
+        return tuple(range(ndim))
+    if is_integral_scalar(axes):
+        return (normalize_axis(axes, ndim, argname),)
+    result = tuple(normalize_axis(a, ndim, argname) for a in axes)
+    if len(set(result)) != len(result):
+        raise AxisError(f"repeated axis in '{argname}': {axes!r}")
+    return tuple(sorted(result))
+
+
+def shape_product(shape: ShapeType) -> ShapeComponent:
+    """The product of the components of *shape*."""
+    result: Any = 1
+    for c in shape:
+        result = result * c
+    return result
+
+
+def is_one(c: ShapeComponent) -> bool:
+    return is_integral_scalar(c) and int(c) == 1  # type: ignore[arg-type]
+
+# }}}
 
 
 # {{{ tag helpers
@@ -447,23 +493,21 @@ class Array(GraphNode, _TaggableMixin):
             return True
         if not isinstance(other, Array):
             return False
-        from pytato.equality import EqualityComparer
         return EqualityComparer()(self, other)
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
     def __reduce__(self) -> Any:
-        from pytato.array.pickling import reduce_array
         return reduce_array(self)
 
     def copy(self, **kwargs: Any) -> Self:
         """Return a copy of *self* with the fields in *kwargs* replaced."""
         return dataclasses.replace(self, **kwargs)
 
-    def __repr__(self) -> str:
-        from pytato.stringifier import array_repr
-        return array_repr(self)
+    # ``__repr__`` (pytato.stringifier.array_repr) is attached by
+    # pytato.stringifier, which builds on this package and on
+    # pytato.visualization.
 
     # }}}
 
@@ -479,31 +523,7 @@ class Array(GraphNode, _TaggableMixin):
     @property
     def size(self) -> ShapeComponent:
         """The number of elements (an int or a symbolic size)."""
-        from pytato.array.shape import shape_product
         return shape_product(self.shape)
-
-    @property
-    def T(self) -> Array:
-        """The transpose."""
-        from pytato.frontend.shape_ops import transpose
-        return transpose(self)
-
-    @property
-    def real(self) -> Array:
-        from pytato.frontend.math import real
-        return real(self)
-
-    @property
-    def imag(self) -> Array:
-        from pytato.frontend.math import imag
-        return imag(self)
-
-    def conj(self) -> Array:
-        """The complex conjugate."""
-        from pytato.frontend.math import conj
-        return conj(self)
-
-    conjugate = conj
 
     def __len__(self) -> int:
         if not self.shape:
@@ -515,13 +535,11 @@ class Array(GraphNode, _TaggableMixin):
         return n
 
     def __bool__(self) -> bool:
-        from pytato.diagnostic import UnsupportedOperationError
         raise UnsupportedOperationError(
             "the truth value of a lazy pytato array is unknown at graph "
             "construction; use pytato.any/pytato.all or evaluate it first")
 
     def __iter__(self) -> Any:
-        from pytato.diagnostic import UnsupportedOperationError
         raise UnsupportedOperationError("lazy pytato arrays cannot be iterated")
 
     __array_priority__ = 10**6  # make numpy defer to our reflected operators
@@ -532,7 +550,6 @@ class Array(GraphNode, _TaggableMixin):
 
     def with_tagged_axis(self, iaxis: int, tags: Tag | Iterable[Tag]) -> Self:
         """Return a copy of *self* with axis *iaxis* tagged with *tags*."""
-        from pytato.array.shape import normalize_axis
         iaxis = normalize_axis(iaxis, self.ndim, "iaxis")
         new_axes = (*self.axes[:iaxis], self.axes[iaxis].tagged(tags),
                     *self.axes[iaxis + 1:])
@@ -540,131 +557,73 @@ class Array(GraphNode, _TaggableMixin):
 
     def named(self, name: str) -> Array:
         """Return *self* tagged with :class:`~pytato.tags.Named` *name*."""
-        from pytato.tags import Named
         return self.tagged(Named(name))
 
     # }}}
 
     # {{{ numpy-like interface
 
-    def __getitem__(self, idx: Any) -> Array:
-        from pytato.frontend.indexing import index
-        return index(self, idx)
-
-    def astype(self, dtype: Any) -> Array:
-        """Element-wise conversion to *dtype*."""
-        from pytato.frontend.math import astype
-        return astype(self, dtype)
-
-    def reshape(self, *shape: Any, order: str = "C") -> Array:
-        """Reshape to *shape* (which may contain one -1)."""
-        from pytato.frontend.shape_ops import reshape
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return reshape(self, shape, order=order)
-
-    def transpose(self, *axes: Any) -> Array:
-        """Permute axes (reverse them if none are given)."""
-        from pytato.frontend.shape_ops import transpose
-        if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
-            axes = tuple(axes[0])
-        return transpose(self, axes or None)
-
-    def __abs__(self) -> Array:
-        from pytato.frontend.math import abs as pt_abs
-        return pt_abs(self)
-
-    def __neg__(self) -> Array:
-        from pytato.frontend.elementwise import negative
-        return negative(self)
-
     def __pos__(self) -> Array:
         return self
 
-    def __invert__(self) -> Array:
-        from pytato.frontend.elementwise import invert
-        return invert(self)
-
-    def __matmul__(self, other: Any) -> Array:
-        from pytato.frontend.linalg import matmul
-        return matmul(self, other)
-
-    def __rmatmul__(self, other: Any) -> Array:
-        from pytato.frontend.linalg import matmul
-        return matmul(other, self)
-
-    def sum(self, axis: Any = None) -> Array:
-        from pytato.frontend.reductions import sum as pt_sum
-        return pt_sum(self, axis)
-
-    def max(self, axis: Any = None) -> Array:
-        from pytato.frontend.reductions import amax
-        return amax(self, axis)
-
-    def min(self, axis: Any = None) -> Array:
-        from pytato.frontend.reductions import amin
-        return amin(self, axis)
-
-    def all(self, axis: int | tuple[int, ...] | None = None) -> Array:
-        """Whether all elements over *axis* are nonzero (see
-        :func:`pytato.all`)."""
-        from pytato.frontend.reductions import all as pt_all
-        return pt_all(self, axis)  # type: ignore[no-any-return]
-
-    def any(self, axis: int | tuple[int, ...] | None = None) -> Array:
-        """Whether any element over *axis* is nonzero (see
-        :func:`pytato.any`)."""
-        from pytato.frontend.reductions import any as pt_any
-        return pt_any(self, axis)  # type: ignore[no-any-return]
+    if TYPE_CHECKING:
+        # The numpy-like methods and operators that call the front end
+        # (``a + b``, ``a[i]``, :meth:`sum`, :attr:`T`, ...) are attached by
+        # :mod:`pytato.frontend.array_methods` when the front end is
+        # imported (as :mod:`pytato` does), so that this package does not
+        # import the front end that builds on it. Their signatures:
+        @property
+        def T(self) -> Array: ...
+        @property
+        def real(self) -> Array: ...
+        @property
+        def imag(self) -> Array: ...
+        def conj(self) -> Array: ...
+        def conjugate(self) -> Array: ...
+        def __getitem__(self, idx: Any) -> Array: ...
+        def astype(self, dtype: Any) -> Array: ...
+        def reshape(self, *shape: Any, order: str = "C") -> Array: ...
+        def transpose(self, *axes: Any) -> Array: ...
+        def __abs__(self) -> Array: ...
+        def __neg__(self) -> Array: ...
+        def __invert__(self) -> Array: ...
+        def __matmul__(self, other: Any) -> Array: ...
+        def __rmatmul__(self, other: Any) -> Array: ...
+        def sum(self, axis: Any = None) -> Array: ...
+        def max(self, axis: Any = None) -> Array: ...
+        def min(self, axis: Any = None) -> Array: ...
+        def all(self, axis: int | tuple[int, ...] | None = None) -> Array: ...
+        def any(self, axis: int | tuple[int, ...] | None = None) -> Array: ...
+        def __add__(self, other: Any) -> Array: ...
+        def __radd__(self, other: Any) -> Array: ...
+        def __sub__(self, other: Any) -> Array: ...
+        def __rsub__(self, other: Any) -> Array: ...
+        def __mul__(self, other: Any) -> Array: ...
+        def __rmul__(self, other: Any) -> Array: ...
+        def __truediv__(self, other: Any) -> Array: ...
+        def __rtruediv__(self, other: Any) -> Array: ...
+        def __floordiv__(self, other: Any) -> Array: ...
+        def __rfloordiv__(self, other: Any) -> Array: ...
+        def __mod__(self, other: Any) -> Array: ...
+        def __rmod__(self, other: Any) -> Array: ...
+        def __pow__(self, other: Any) -> Array: ...
+        def __rpow__(self, other: Any) -> Array: ...
+        def __and__(self, other: Any) -> Array: ...
+        def __rand__(self, other: Any) -> Array: ...
+        def __or__(self, other: Any) -> Array: ...
+        def __ror__(self, other: Any) -> Array: ...
+        def __xor__(self, other: Any) -> Array: ...
+        def __rxor__(self, other: Any) -> Array: ...
+        def __lshift__(self, other: Any) -> Array: ...
+        def __rlshift__(self, other: Any) -> Array: ...
+        def __rshift__(self, other: Any) -> Array: ...
+        def __rrshift__(self, other: Any) -> Array: ...
+        def __lt__(self, other: Any) -> Array: ...
+        def __le__(self, other: Any) -> Array: ...
+        def __gt__(self, other: Any) -> Array: ...
+        def __ge__(self, other: Any) -> Array: ...
 
     # }}}
-
-
-def _binary(op: str, reflected: bool = False) -> Any:
-    def method(self: Array, other: Any) -> Any:
-        from pytato.frontend import elementwise
-        if not elementwise.is_operand(other):
-            return NotImplemented
-        fn = getattr(elementwise, op)
-        if isinstance(other, np.ndarray) and other.dtype == object:
-            # an object array (e.g. an array container of arrays): apply the
-            # operation to each of its elements, as numpy does for objects
-            result = np.empty(other.shape, dtype=object)
-            for idx in np.ndindex(other.shape):
-                result[idx] = (fn(other[idx], self) if reflected
-                               else fn(self, other[idx]))
-            return result
-        return fn(other, self) if reflected else fn(self, other)
-    method.__name__ = f"__{'r' if reflected else ''}{op}__"
-    return method
-
-
-for _op, _name in [("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
-                   ("truediv", "true_divide"), ("floordiv", "floor_divide"),
-                   ("mod", "remainder"), ("pow", "power"),
-                   ("and", "bitwise_and"), ("or", "bitwise_or"),
-                   ("xor", "bitwise_xor"), ("lshift", "left_shift"),
-                   ("rshift", "right_shift")]:
-    setattr(Array, f"__{_op}__", _binary(_name))
-    setattr(Array, f"__r{_op}__", _binary(_name, reflected=True))
-
-def _pow(self: Array, other: Any) -> Any:
-    # numpy's ``**`` computes ``b ** 2`` as ``square(b)``: int8 for booleans
-    if self.dtype.kind == "b" and type(other) is int and other == 2:
-        from pytato.frontend.math import square
-        return square(self)
-    # and ``x ** 0.5`` as ``sqrt(x)`` (they differ at -0.0 and infinities)
-    if self.dtype.kind in "fc" and type(other) is float and other == 0.5:
-        from pytato.frontend.math import sqrt
-        return sqrt(self)
-    return _binary("power")(self, other)
-
-
-Array.__pow__ = _pow  # type: ignore[method-assign]
-
-for _op, _name in [("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
-                   ("ge", "greater_equal")]:
-    setattr(Array, f"__{_op}__", _binary(_name))
 
 # }}}
 
@@ -714,3 +673,62 @@ def topological_order(roots: Iterable[GraphNode]) -> list[GraphNode]:
                 stack.pop()
                 order.append(node)
     return order
+
+
+# {{{ pickling (see pytato.array.pickling)
+
+def reduce_array(root: Array) -> tuple[Any, ...]:
+    """``__reduce__`` of an array: its whole subgraph in topological order,
+    each node with the indices of its children."""
+    return (_rebuild, (_records([root]),))
+
+
+def _records(roots: list[Array]) -> list[Any]:
+    order = topological_order(roots)
+    index = {id(n): i for i, n in enumerate(order)}
+    records = []
+    for node in order:
+        if isinstance(node, Array):
+            names, skel = flatten_for_pickle(node)
+            records.append((type(node), names, skel,
+                            tuple(index[id(k)] for k in node._pt_kids),  # type: ignore
+                            node.non_equality_tags))
+        elif _is_flat_dataclass_node(node):
+            # e.g. a distributed send: rebuilt from its fields, its children
+            # shared with the rest of the graph
+            records.append((type(node), node._pt_skel,  # type: ignore
+                            tuple(index[id(k)] for k in node._pt_kids)))  # type: ignore
+        else:
+            # another non-array node (e.g. a call): its own __reduce__
+            records.append(node)
+    return records
+
+
+def _is_flat_dataclass_node(node: Any) -> bool:
+    """Whether *node* is a dataclass whose skeleton is its flattened fields
+    (so that it can be rebuilt from skeleton and children)."""
+    return (dataclasses.is_dataclass(node) and hasattr(node, "_pt_skel")
+            and len(node._pt_skel) == len(dataclasses.fields(node)))
+
+
+def _rebuild(records: list[Any]) -> Array:
+    return _build(records)[-1]  # type: ignore[no-any-return]
+
+
+def _build(records: list[Any]) -> list[Any]:
+    built: list[Any] = []
+    for rec in records:
+        if isinstance(rec, tuple) and len(rec) == 5:
+            cls, names, skel, kid_idx, net = rec
+            built.append(unflatten(cls, names, skel,
+                                   tuple(built[i] for i in kid_idx), net))
+        elif isinstance(rec, tuple):
+            cls, skel, kid_idx = rec
+            kids = tuple(built[i] for i in kid_idx)
+            built.append(cls(**{f.name: _unflatten(s, kids) for f, s in zip(
+                dataclasses.fields(cls), skel, strict=True)}))
+        else:
+            built.append(rec)
+    return built
+
+# }}}

@@ -5,6 +5,7 @@
 .. autofunction:: make_data_wrapper
 .. autofunction:: make_dict_of_named_arrays
 .. autofunction:: make_index_lambda
+.. autofunction:: as_array
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pytato.array.base import (
     normalize_tags,
 )
 from pytato.array.inputs import DataWrapper, Placeholder, SizeParam
+from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
 from pytato.array.shape import normalize_shape
 from pytato.diagnostic import (
@@ -32,6 +34,8 @@ from pytato.diagnostic import (
     InvalidArgumentTypeError,
     NameClashError,
 )
+from pytato.scalar_expr import SCALAR_CLASSES, get_reduction_induction_variables, parse
+from pytato.tags import CreatedAt, traceback_tag_enabled
 
 
 if TYPE_CHECKING:
@@ -112,7 +116,6 @@ def _tags_and_axes(tags: Any, axes: Any, ndim: int, what: str
 
 
 def _creation_tags(tags: frozenset[Tag]) -> tuple[frozenset[Tag], frozenset[Tag]]:
-    from pytato.tags import CreatedAt, traceback_tag_enabled
     if traceback_tag_enabled():
         return tags, frozenset({CreatedAt.capture()})
     return tags, frozenset()
@@ -170,6 +173,20 @@ def make_data_wrapper(data: Any, *, name: str | None = None,
                        non_equality_tags=net)
 
 
+def as_array(x: Any, argname: str) -> Array:
+    """Return *x* if it is an :class:`~pytato.array.Array`; wrap numpy arrays
+    and scalars as :class:`~pytato.array.DataWrapper`\\ s; raise
+    :class:`TypeError` naming *argname* for anything else."""
+    if isinstance(x, Array):
+        return x
+    if isinstance(x, (np.ndarray, *SCALAR_CLASSES)):
+        data = np.asarray(x)
+        check_dtype(data.dtype, argname)
+        return make_data_wrapper(data)
+    raise InvalidArgumentTypeError(
+        f"'{argname}' must be an array, got {type(x).__name__}")
+
+
 def make_dict_of_named_arrays(data: Mapping[str, Array],
                               *, tags: Tag | Iterable[Tag] = frozenset()
                               ) -> DictOfNamedArrays:
@@ -208,8 +225,6 @@ def make_index_lambda(
     :raises TypeError: if a binding is not an array or *bindings* is not a
         mapping.
     """
-    from pytato.array.lambdas import IndexLambda
-    from pytato.scalar_expr import get_reduction_induction_variables, parse
 
     if isinstance(expression, str):
         expression = parse(expression)

@@ -25,8 +25,8 @@ from pytato.array.base import (
     ShapeComponent,
     ShapeType,
     array_dataclass,
+    is_one,
 )
-from pytato.array.shape import is_one
 from pytato.diagnostic import EinsumSpecError
 from pytato.scalar_expr import Reduce, ScalarExpression, WalkMapper
 

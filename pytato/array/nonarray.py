@@ -18,6 +18,7 @@ import dataclasses
 from typing import Any
 
 from pytato.array.base import GraphNode, _flatten, _merge_inputs
+from pytato.equality import EqualityComparer
 
 
 __all__ = ["DataclassGraphNode"]
@@ -62,7 +63,6 @@ class DataclassGraphNode(GraphNode):
             return True
         if type(self) is not type(other):
             return False
-        from pytato.equality import EqualityComparer
         return EqualityComparer()(self, other)
 
     def __ne__(self, other: object) -> bool:

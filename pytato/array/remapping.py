@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
+from pymbolic.mapper.distributor import DistributeMapper
 
 from pytato.array.base import (
     Array,
@@ -27,7 +28,7 @@ from pytato.array.base import (
     ShapeType,
     array_dataclass,
 )
-from pytato.array.shape import broadcast_shapes
+from pytato.array.shape import broadcast_shapes, shape_component_to_expr
 from pytato.scalar_expr import is_integral_scalar
 
 
@@ -126,9 +127,7 @@ class Reshape(IndexRemappingBase):
 
 def _constant_if_known(c: Array) -> ShapeComponent:
     """*c* as an int if its expression simplifies to a constant."""
-    from pymbolic.mapper.distributor import DistributeMapper
 
-    from pytato.array.shape import shape_component_to_expr
     expr = DistributeMapper()(shape_component_to_expr(c))
     return int(expr) if is_integral_scalar(expr) else c
 

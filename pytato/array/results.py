@@ -20,10 +20,14 @@ from pytato.array.base import (
     DerivedShapeMixin,
     GraphNode,
     ShapeType,
+    _build,
+    _merge_inputs,
+    _records,
     _TaggableMixin,
     array_dataclass,
     check_unique_tags,
     normalize_tags,
+    topological_order,
 )
 
 
@@ -74,7 +78,6 @@ class DictOfNamedArrays(AbstractResultWithNamedArrays):
         object.__setattr__(self, "_pt_skel", (tuple(self._data), self.tags))
         object.__setattr__(self, "_pt_hash", hash(
             ("DictOfNamedArrays", tuple(self._data.items()), self.tags)))
-        from pytato.array.base import _merge_inputs
         object.__setattr__(self, "_pt_inputs", _merge_inputs(self._pt_kids, None))
 
     def _with_new_tags(self, tags: frozenset[Tag]) -> DictOfNamedArrays:
@@ -85,7 +88,6 @@ class DictOfNamedArrays(AbstractResultWithNamedArrays):
 
     def __reduce__(self) -> Any:
         # one flat record list for all outputs keeps shared nodes shared
-        from pytato.array.pickling import reduce_dict_of_named_arrays
         return reduce_dict_of_named_arrays(self)
 
     def __iter__(self) -> Iterator[str]:
@@ -142,3 +144,25 @@ class NamedArray(DerivedShapeMixin, Array):
 def _make_dict_of_named_arrays(data: dict[str, Array], tags: frozenset[Tag]
                                ) -> DictOfNamedArrays:
     return DictOfNamedArrays(data, tags=tags)
+
+
+# {{{ pickling (see pytato.array.pickling)
+
+def reduce_dict_of_named_arrays(result: Any) -> tuple[Any, ...]:
+    """``__reduce__`` of a :class:`~pytato.DictOfNamedArrays`: the graphs of
+    all its arrays in one flat list, so that nodes shared between outputs
+    stay shared after unpickling."""
+    roots = list(result.values())
+    records = _records(roots)
+    index = {id(n): i for i, n in enumerate(topological_order(roots))}
+    return (_rebuild_dict, (records, tuple(result.keys()),
+                            tuple(index[id(r)] for r in roots), result.tags))
+
+
+def _rebuild_dict(records: list[Any], names: tuple[str, ...],
+                  root_indices: tuple[int, ...], tags: Any) -> Any:
+    built = _build(records)
+    return DictOfNamedArrays({name: built[i] for name, i in zip(
+        names, root_indices, strict=True)}, tags=tags)
+
+# }}}

@@ -20,51 +20,34 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pymbolic.primitives as prim
+from pymbolic.mapper.distributor import DistributeMapper
 
+# is_one, normalize_axis(es) and shape_product are defined in
+# pytato.array.base (the node classes need them) and re-exported here
+from pytato.array.base import (  # noqa: F401 (re-exported)
+    Array,
+    is_one,
+    normalize_axes,
+    normalize_axis,
+    shape_product,
+)
+from pytato.array.inputs import SizeParam
+from pytato.array.lambdas import IndexLambda
 from pytato.diagnostic import (
-    AxisError,
     CannotBroadcastError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
     NonAffineShapeError,
 )
-from pytato.scalar_expr import is_integral_scalar, substitute
+from pytato.scalar_expr import evaluate, is_integral_scalar, substitute
 
 
 if TYPE_CHECKING:
-    from pytato.array.base import Array, ShapeComponent, ShapeType
-
-
-def normalize_axis(axis: Any, ndim: int, argname: str = "axis") -> int:
-    """Return *axis* in ``range(ndim)``, accepting negative values; raise
-    :class:`~pytato.diagnostic.AxisError` naming *argname* otherwise."""
-    if not is_integral_scalar(axis):
-        raise AxisError(f"'{argname}' must be an integer, got {axis!r}")
-    axis = int(axis)
-    if not -ndim <= axis < ndim:
-        raise AxisError(f"'{argname}'={axis} is out of bounds for an array "
-                        f"of dimension {ndim}")
-    return axis % ndim
-
-
-def normalize_axes(axes: Any, ndim: int, argname: str = "axis") -> tuple[int, ...]:
-    """Normalize *axes* (None, an int or a sequence of ints) to a sorted tuple
-    of distinct axes."""
-    if axes is None:
-        return tuple(range(ndim))
-    if is_integral_scalar(axes):
-        return (normalize_axis(axes, ndim, argname),)
-    result = tuple(normalize_axis(a, ndim, argname) for a in axes)
-    if len(set(result)) != len(result):
-        raise AxisError(f"repeated axis in '{argname}': {axes!r}")
-    return tuple(sorted(result))
+    from pytato.array.base import ShapeComponent, ShapeType
 
 
 def shape_component_to_expr(c: ShapeComponent) -> Any:
     """A :mod:`pymbolic` expression of *c* in size parameter names."""
-    from pytato.array.inputs import SizeParam
-    from pytato.array.lambdas import IndexLambda
-
     if is_integral_scalar(c):
         return int(c)  # type: ignore[arg-type]
     if isinstance(c, SizeParam):
@@ -102,7 +85,6 @@ def _check_affine(expr: Any, what: str) -> None:
 def normalize_shape(shape: Any, argname: str = "shape") -> ShapeType:
     """Check and normalize a user-supplied shape (an int, or a sequence of
     ints and affine integer 0-d arrays)."""
-    from pytato.array.base import Array
 
     if is_integral_scalar(shape) or isinstance(shape, Array):
         shape = (shape,)
@@ -135,7 +117,6 @@ def are_shape_components_equal(a: ShapeComponent, b: ShapeComponent) -> bool:
         return False
     if a == b:
         return True
-    from pymbolic.mapper.distributor import DistributeMapper
     ea = DistributeMapper()(shape_component_to_expr(a))
     eb = DistributeMapper()(shape_component_to_expr(b))
     diff = DistributeMapper()(ea - eb)
@@ -146,18 +127,6 @@ def are_shapes_equal(a: ShapeType, b: ShapeType) -> bool:
     """Whether two shapes are (provably) equal."""
     return len(a) == len(b) and all(
         are_shape_components_equal(x, y) for x, y in zip(a, b, strict=True))
-
-
-def shape_product(shape: ShapeType) -> ShapeComponent:
-    """The product of the components of *shape*."""
-    result: Any = 1
-    for c in shape:
-        result = result * c
-    return result
-
-
-def is_one(c: ShapeComponent) -> bool:
-    return is_integral_scalar(c) and int(c) == 1  # type: ignore[arg-type]
 
 
 def broadcast_shapes(*shapes: ShapeType, argnames: Sequence[str] | None = None
@@ -201,13 +170,11 @@ def format_shape(shape: ShapeType) -> str:
 
 def get_shape_after_broadcasting(arrays: Sequence[Array | Any]) -> ShapeType:
     """Broadcast shape of arrays and scalars."""
-    from pytato.array.base import Array
     return broadcast_shapes(*(a.shape for a in arrays if isinstance(a, Array)))
 
 
 def concrete_shape(shape: ShapeType, context: dict[str, int]) -> tuple[int, ...]:
     """Evaluate a shape with the size parameter values in *context*."""
-    from pytato.scalar_expr import evaluate
     return tuple(int(evaluate(shape_component_to_expr(c), context))
                  for c in shape)
 

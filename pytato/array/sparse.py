@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from pytools.tag import Tag, ToTagSetConvertible, UniqueTag
@@ -50,6 +50,7 @@ from pytato.array.base import (
     check_unique_tags,
     normalize_tags,
 )
+from pytato.array.constructors import as_array
 from pytato.array.inputs import DataWrapper
 from pytato.array.nonarray import DataclassGraphNode
 from pytato.array.shape import (
@@ -113,15 +114,15 @@ class SparseMatrix(DataclassGraphNode, _TaggableMixin):
         # numpy must not try to treat a sparse matrix as an object array
         return NotImplemented
 
-    def to_dense(self) -> Array:
-        """The dense :class:`~pytato.Array` of the matrix (the product with
-        an identity matrix)."""
-        from pytato.frontend.creation import eye
-        return sparse_matmul(self, eye(self.shape[1], dtype=self.dtype))
+    if TYPE_CHECKING:
+        # attached by the front end (pytato.frontend.array_methods), as it
+        # needs :func:`pytato.eye`
+        def to_dense(self) -> Array:
+            """The dense :class:`~pytato.Array` of the matrix (the product
+            with an identity matrix)."""
 
 
 def _as_index_vector(x: Any, argname: str) -> Array:
-    from pytato.frontend._coerce import as_array
     x = as_array(x, argname)
     if x.ndim != 1:
         raise ShapeMismatchError(f"'{argname}' must be 1-d, got shape "
@@ -361,7 +362,6 @@ def sparse_matmul(x1: SparseMatrix, x2: Any) -> Array:
         raise InvalidArgumentTypeError(
             f"sparse_matmul: 'x1' must be a sparse matrix, got "
             f"{type(x1).__name__}")
-    from pytato.frontend._coerce import as_array
     x2 = as_array(x2, "x2")
     if x2.ndim not in (1, 2):
         raise ShapeMismatchError(f"sparse_matmul: 'x2' must be 1-d or 2-d, got "

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 
 from pytato.array.results import DictOfNamedArrays
+from pytato.array.shape import concrete_shape
 from pytato.diagnostic import DistributedError
 from pytato.distributed.nodes import DistributedRecv, DistributedSend
 from pytato.distributed.partition import (
@@ -21,6 +22,7 @@ from pytato.distributed.partition import (
     DistributedGraphPartition,
     PartId,
 )
+from pytato.target.loopy import generate_loopy
 
 
 if TYPE_CHECKING:
@@ -46,7 +48,6 @@ def generate_code_for_partition(
     :returns: a mapping from part id to program.
     """
     if generate_code is None:
-        from pytato import generate_loopy  # type: ignore[attr-defined]
         # (_ProgramT is then the loopy program type)
         gen: Callable[[DictOfNamedArrays], _ProgramT] = (
             generate_loopy)  # type: ignore[assignment]
@@ -153,6 +154,7 @@ def execute_distributed_partition(
     :arg input_args: the values of the user inputs (placeholders and size
         parameters) by name.
     """
+    # mpi4py is an optional dependency
     from mpi4py import MPI
 
     comm = mpi_communicator
@@ -166,7 +168,6 @@ def execute_distributed_partition(
 
     # {{{ post all receives
 
-    from pytato.array.shape import concrete_shape
     sizes = _size_param_values(input_args)
     recv_names: list[str] = []
     recv_bufs: list[np.ndarray] = []

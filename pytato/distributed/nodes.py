@@ -47,6 +47,8 @@ from pytato.array.base import (
     check_unique_tags,
     normalize_tags,
 )
+from pytato.array.constructors import _tags_and_axes, check_dtype
+from pytato.array.shape import normalize_shape
 
 
 __all__ = [
@@ -260,8 +262,6 @@ def make_distributed_recv(src_rank: int, comm_tag: Hashable, shape: Any,
                           ) -> DistributedRecv:
     """A :class:`DistributedRecv`: an array of *shape* and *dtype* received
     from *src_rank* under *comm_tag* (any hashable)."""
-    from pytato.array.constructors import _tags_and_axes, check_dtype
-    from pytato.array.shape import normalize_shape
     shape = normalize_shape(shape)
     dtype = check_dtype(dtype)
     tags, axes = _tags_and_axes(tags, axes, len(shape), "DistributedRecv")

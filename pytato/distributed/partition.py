@@ -36,6 +36,7 @@ import pymbolic.primitives as prim
 from constantdict import constantdict
 
 from pytato.array.base import Array, GraphNode, get_children, topological_order
+from pytato.array.constructors import make_dict_of_named_arrays
 from pytato.array.inputs import DataWrapper, InputArgumentBase, Placeholder, SizeParam
 from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
@@ -65,6 +66,37 @@ PartId = int
 #: Prefix of the names the partitioner gives to received values and to
 #: values passed between parts.
 _NAME_PREFIX = "_pt_dist_"
+
+
+# {{{ verification errors (documented and re-exported by pytato.distributed.verify)
+
+class DistributedPartitionVerificationError(DistributedError):
+    """The partitions of the ranks do not fit together (a
+    :class:`~pytato.diagnostic.DistributedError`, so a :class:`ValueError`)."""
+
+
+class DuplicateSendError(DistributedPartitionVerificationError):
+    """A rank sends more than once with the same destination and tag."""
+
+
+class DuplicateRecvError(DistributedPartitionVerificationError):
+    """A rank receives more than once with the same source and tag."""
+
+
+class MissingSendError(DistributedPartitionVerificationError):
+    """A receive has no matching send on its source rank."""
+
+
+class MissingRecvError(DistributedPartitionVerificationError):
+    """A send has no matching receive on its destination rank."""
+
+
+class PartitionInducedCycleError(DistributedPartitionVerificationError,
+                                 AssertionError):
+    """The parts of the ranks wait for each other in a cycle (which would
+    deadlock); also an :class:`AssertionError`, as upstream."""
+
+# }}}
 
 
 # {{{ data structures
@@ -245,7 +277,6 @@ def _normalize_outputs(outputs: DictOfNamedArrays | Mapping[str, Array]
     if isinstance(outputs, DictOfNamedArrays):
         return outputs
     if isinstance(outputs, Mapping):
-        from pytato.array.constructors import make_dict_of_named_arrays
         return make_dict_of_named_arrays(outputs)
     raise TypeError("'outputs' must be a DictOfNamedArrays or a mapping of "
                     f"names to arrays, got {type(outputs).__name__}")
@@ -339,9 +370,6 @@ def _compute_comm_levels(
                     recv_level[recv] = 1
                     continue
                 if recv in on_stack:
-                    from pytato.distributed.verify import (
-                        PartitionInducedCycleError,
-                    )
                     cycle = in_progress[in_progress.index(recv):]
                     raise PartitionInducedCycleError(
                         "the sends and receives of the ranks depend on each "

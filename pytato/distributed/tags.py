@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from constantdict import constantdict
@@ -38,7 +39,6 @@ def _renumber_part(part: DistributedGraphPart,
     def send(s: DistributedSend) -> DistributedSend:
         return s.copy(comm_tag=tag_to_num[s.comm_tag])
 
-    from dataclasses import replace
     return replace(
         part,
         name_to_recv_node=constantdict({
@@ -83,7 +83,6 @@ def number_distributed_tags(mpi_communicator: Any,
     user_tags = constantdict({
         num: old_user_tags.get(tag, tag) for tag, num in tag_to_num.items()})
 
-    from dataclasses import replace
     new_partition = replace(
         partition,
         parts=constantdict({pid: _renumber_part(part, tag_to_num)

@@ -20,11 +20,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytato.array.base import ShapeType
-from pytato.diagnostic import DistributedError
+from pytato.array.shape import shape_component_to_expr
 from pytato.distributed.partition import (
     CommunicationOpIdentifier,
     DistributedGraphPartition,
+    DistributedPartitionVerificationError,
+    DuplicateRecvError,
+    DuplicateSendError,
+    MissingRecvError,
+    MissingSendError,
     PartId,
+    PartitionInducedCycleError,
     comm_id_sort_key,
     format_comm_id,
     format_comm_tag,
@@ -40,33 +46,6 @@ __all__ = [
     "PartitionInducedCycleError",
     "verify_distributed_partition",
 ]
-
-
-class DistributedPartitionVerificationError(DistributedError):
-    """The partitions of the ranks do not fit together (a
-    :class:`~pytato.diagnostic.DistributedError`, so a :class:`ValueError`)."""
-
-
-class DuplicateSendError(DistributedPartitionVerificationError):
-    """A rank sends more than once with the same destination and tag."""
-
-
-class DuplicateRecvError(DistributedPartitionVerificationError):
-    """A rank receives more than once with the same source and tag."""
-
-
-class MissingSendError(DistributedPartitionVerificationError):
-    """A receive has no matching send on its source rank."""
-
-
-class MissingRecvError(DistributedPartitionVerificationError):
-    """A send has no matching receive on its destination rank."""
-
-
-class PartitionInducedCycleError(DistributedPartitionVerificationError,
-                                 AssertionError):
-    """The parts of the ranks wait for each other in a cycle (which would
-    deadlock); also an :class:`AssertionError`, as upstream."""
 
 
 _ERROR_CLASSES: dict[str, type[DistributedPartitionVerificationError]] = {
@@ -97,7 +76,6 @@ class _RankSummary:
 
 
 def _describe_shape(shape: ShapeType) -> tuple[Any, ...]:
-    from pytato.array.shape import shape_component_to_expr
     return tuple(c if isinstance(c, int) else str(shape_component_to_expr(c))
                  for c in shape)
 

@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pymbolic.primitives as prim
 
+from pytato.array.base import Array
+from pytato.array.inputs import SizeParam
 from pytato.array.shape import shape_component_to_expr
 from pytato.diagnostic import NonAffineShapeError
 from pytato.scalar_expr import is_integral_scalar
@@ -149,8 +151,6 @@ def _poly_str(p: Poly) -> str:
 def size_params_of(components: Iterable[Any]) -> dict[str, SizeParam]:
     """The size parameters that the array components of *components*
     depend on, by name."""
-    from pytato.array.base import Array
-    from pytato.array.inputs import SizeParam
     result: dict[str, SizeParam] = {}
     for c in components:
         if isinstance(c, Array):

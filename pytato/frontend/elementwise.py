@@ -62,9 +62,16 @@ import numpy as np
 import pymbolic.primitives as prim
 
 from pytato.array.base import Array
+from pytato.array.constructors import check_dtype, make_data_wrapper
+from pytato.array.inputs import DataWrapper
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import broadcast_shapes, is_one
-from pytato.diagnostic import DTypeError, InvalidArgumentTypeError, ScalarOverflowError
+from pytato.diagnostic import (
+    DTypeError,
+    IntegerPowerError,
+    InvalidArgumentTypeError,
+    ScalarOverflowError,
+)
 from pytato.scalar_expr import SCALAR_CLASSES, TypeCast, negated
 
 
@@ -82,11 +89,9 @@ def _as_operand(x: Any, argname: str) -> Any:
     if isinstance(x, (bool, int, float, complex)):
         return x
     if isinstance(x, (np.generic)):
-        from pytato.array.constructors import check_dtype
         check_dtype(x.dtype, argname)
         return x
     if isinstance(x, np.ndarray):
-        from pytato.array.constructors import make_data_wrapper
         return make_data_wrapper(x)
     raise InvalidArgumentTypeError(f"'{argname}' must be an array or a scalar, got "
                                    f"{type(x).__name__}")
@@ -261,7 +266,6 @@ _power = _binop(np.power, lambda a, b: prim.Power(a, b), "power")
 
 
 def _has_negative_constant(x: Any) -> bool:
-    from pytato.array.inputs import DataWrapper
     if isinstance(x, DataWrapper):
         x = x.data
     if isinstance(x, Array) or isinstance(x, (bool, np.bool_)):
@@ -280,7 +284,6 @@ def power(x1: Any, x2: Any) -> Any:
     result = _power(x1, x2)
     if isinstance(result, Array) and result.dtype.kind in "iu" \
             and _has_negative_constant(x2):
-        from pytato.diagnostic import IntegerPowerError
         raise IntegerPowerError(
             "'x2': integers to negative integer powers are not allowed (as "
             "in numpy); use a float base or exponent")

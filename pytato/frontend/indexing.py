@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pytato.array.base import Array
+from pytato.array.constructors import make_data_wrapper
 from pytato.array.remapping import (
     AdvancedIndexInContiguousAxes,
     AdvancedIndexInNoncontiguousAxes,
@@ -201,7 +202,6 @@ def _normalize_slice(s: slice, n: ShapeComponent, axis: int) -> NormalizedSlice:
 
 def _constant_index_array(data: np.ndarray[Any, Any], n: ShapeComponent,
                           axis: int) -> Array:
-    from pytato.array.constructors import make_data_wrapper
 
     if data.size:
         if is_integral_scalar(n):

@@ -23,6 +23,8 @@ import string
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from pytato.array.base import Array, ReductionDescriptor
 from pytato.array.lambdas import (
     Einsum,
@@ -45,6 +47,9 @@ from pytato.diagnostic import (
     ShapeMismatchError,
 )
 from pytato.frontend._coerce import as_array
+from pytato.frontend.elementwise import is_operand, multiply
+from pytato.frontend.math import conj
+from pytato.frontend.shape_ops import ravel
 
 
 if TYPE_CHECKING:
@@ -283,11 +288,9 @@ def dot(a: Any, b: Any) -> Any:
 
     :raises ShapeMismatchError: if the contracted axes differ in length.
     """
-    from pytato.frontend.elementwise import is_operand, multiply
 
     if not isinstance(a, Array) and not isinstance(b, Array) and (
             is_operand(a) and is_operand(b)):
-        import numpy as np
         return np.dot(a, b)
     a = as_array(a, "a")
     b = as_array(b, "b")
@@ -311,7 +314,6 @@ def vdot(a: Any, b: Any) -> Array:
 
     :raises ShapeMismatchError: if the operands differ in size.
     """
-    from pytato.frontend.shape_ops import ravel
 
     a = ravel(as_array(a, "a"))
     b = ravel(as_array(b, "b"))
@@ -320,14 +322,12 @@ def vdot(a: Any, b: Any) -> Array:
             f"vdot: 'a' and 'b' must have the same size, got "
             f"{_fmt_len(a.shape[0])} and {_fmt_len(b.shape[0])}")
     if a.dtype.kind == "c":
-        from pytato.frontend.math import conj
         a = conj(a)
     return einsum("i,i->", a, b)
 
 
 def outer(a: Any, b: Any) -> Array:
     """:func:`numpy.outer`: ``result[i, j] = a.ravel()[i] * b.ravel()[j]``."""
-    from pytato.frontend.shape_ops import ravel
 
     return einsum("i,j->ij", ravel(as_array(a, "a")), ravel(as_array(b, "b")))
 

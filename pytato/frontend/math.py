@@ -56,6 +56,7 @@ from pytato.array.base import Array
 from pytato.array.constructors import check_dtype, make_data_wrapper
 from pytato.array.lambdas import IndexLambda
 from pytato.diagnostic import DTypeError, InvalidArgumentTypeError
+from pytato.frontend.creation import full_like, zeros_like
 from pytato.frontend.elementwise import elementwise, index_expr_for
 from pytato.scalar_expr import TypeCast
 
@@ -185,7 +186,6 @@ def imag(x: Any) -> Any:
     if dtype.kind != "c":
         if not isinstance(x, Array):
             return np.imag(x)
-        from pytato.frontend.creation import zeros_like
         return zeros_like(x)
     return elementwise(np.imag, [x], lambda a: c99_call("imag", a),
                        argnames=["x"], op_dtype="none", what="imag")
@@ -227,7 +227,6 @@ def _classify(name: str, x: Any, real_part: Callable[[Any, np.dtype[Any]], Any],
     ufunc = getattr(np, name)
     dtype = _dtype_of(x)
     if isinstance(x, Array) and dtype.kind in "iub":
-        from pytato.frontend.creation import full_like
         return full_like(x, int_value, dtype=np.bool_)
     if dtype.kind == "c":
         real_dtype = np.empty((0,), dtype).real.dtype

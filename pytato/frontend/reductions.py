@@ -45,6 +45,7 @@ from pytato.diagnostic import (
     EmptyReductionError,
     InvalidArgumentTypeError,
 )
+from pytato.frontend import elementwise
 from pytato.frontend._utils import BindingCollector, cast_scalar, is_scalar
 from pytato.scalar_expr import (
     AllReductionOperation,
@@ -270,7 +271,6 @@ def _extremum_reduction(func: str, np_func: Callable[..., Any],
                          red_op, ary.dtype, None, _NO_VALUE)
         if initial is _NO_VALUE:
             return result
-        from pytato.frontend import elementwise
         return getattr(elementwise, np_name)(
             result, cast_scalar(initial, ary.dtype))
 

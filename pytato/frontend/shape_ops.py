@@ -58,7 +58,9 @@ from pytato.frontend._size_algebra import (
     shape_poly,
     size_params_of,
 )
+from pytato.frontend.elementwise import index_expr_for
 from pytato.scalar_expr import is_integral_scalar
+from pytato.tags import ExpandedDimsReshape
 
 
 if TYPE_CHECKING:
@@ -175,7 +177,6 @@ def broadcast_to(array: Any, shape: Any) -> Array:
 
     :raises ShapeMismatchError: if *array* cannot be broadcast to *shape*.
     """
-    from pytato.frontend.elementwise import index_expr_for
 
     array = as_array(array, "array")
     shape = normalize_shape(shape)
@@ -199,7 +200,6 @@ def expand_dims(array: Any, axis: Any) -> Array:
     ints) of the result (like :func:`numpy.expand_dims`). The result is a
     :class:`~pytato.array.Reshape` tagged with
     :class:`~pytato.tags.ExpandedDimsReshape`."""
-    from pytato.tags import ExpandedDimsReshape
 
     array = as_array(array, "array")
     axes = (axis,) if is_integral_scalar(axis) else tuple(axis)

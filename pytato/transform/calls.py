@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pytools.tag import UniqueTag
+
 from pytato.array.base import Array, Axis, _unique_family
 from pytato.array.inputs import InputArgumentBase, Placeholder, SizeParam
 from pytato.array.results import DictOfNamedArrays
@@ -63,7 +65,6 @@ def _with_call_site_metadata(ary: Array, site: NamedCallResult) -> Array:
 
 
 def _is_unique(tag: Tag) -> bool:
-    from pytools.tag import UniqueTag
     return isinstance(tag, UniqueTag)
 
 

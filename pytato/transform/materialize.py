@@ -41,7 +41,7 @@ transposed, gathered or inside reductions go through global memory.
 
 Size expressions (0-d integer expressions of size parameters) are never
 stored; nodes tagged :class:`~pytato.tags.ImplInlined` (or
-:class:`~pytato.target.loopy.ImplSubstitution`) only for the last reason;
+:class:`~pytato.tags.ImplSubstitution`) only for the last reason;
 nodes tagged :class:`~pytato.tags.ImplStored` always.
 
 .. autodata:: MAX_INLINE_DEPTH
@@ -62,7 +62,12 @@ from typing import TYPE_CHECKING
 
 import pymbolic.primitives as prim
 
-from pytato.array.base import Array, topological_order
+from pytato.array.base import (
+    Array,
+    flatten_for_pickle,
+    topological_order,
+    unflatten,
+)
 from pytato.array.inputs import InputArgumentBase, SizeParam
 from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
@@ -73,7 +78,8 @@ from pytato.scalar_expr import (
     WalkMapper,
     get_dependencies,
 )
-from pytato.tags import ImplInlined, ImplStored
+from pytato.tags import ImplInlined, ImplStored, ImplSubstitution
+from pytato.transform.lower_to_index_lambda import _LOWERABLE, to_index_lambda
 from pytato.transform.mappers import (
     ArrayOrNames,
     CachedMapper,
@@ -222,8 +228,6 @@ def get_stored_nodes(outputs: DictOfNamedArrays, *,
 
     Runs in time linear in the size of the graph.
     """
-    from pytato.target.loopy import ImplSubstitution
-
     order = [n for n in topological_order([outputs])
              if isinstance(n, IndexLambda)]
     info = {node: _use_counts(node) for node in order}
@@ -310,10 +314,6 @@ def get_stored_nodes(outputs: DictOfNamedArrays, *,
 
 class _Lowerer(CopyMapper):
     def map_array(self, expr: Array) -> Array:
-        from pytato.transform.lower_to_index_lambda import (
-            _LOWERABLE,
-            to_index_lambda,
-        )
         new = super().map_array(expr)
         if getattr(type(new), "_mapper_method", None) in _LOWERABLE:
             return to_index_lambda(new)
@@ -413,7 +413,6 @@ class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, None, []]):
             "MPMSMaterializer does not map the bodies of called functions")
 
     def map_array(self, expr: Array) -> MPMSMaterializerAccumulator:
-        from pytato.array.base import flatten_for_pickle, unflatten
         kids = expr._pt_kids  # type: ignore[attr-defined]
         accs = [self.rec(k) for k in kids]
         new_kids = tuple(a.expr for a in accs)

@@ -13,25 +13,26 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
-import pymbolic.primitives as prim
 from pytools.tag import Tag
 
 from pytato.array.base import Array
+from pytato.array.lambdas import IndexLambda
 from pytato.function import FunctionDefinition
-from pytato.scalar_expr import WalkMapper as _ScalarWalkMapper
 from pytato.transform.mappers import ArrayOrNames, CopyMapper, TransformMapperCache
 from pytato.transform.unify_axes import (
     AxesTagsEquationCollector,
     AxisIgnoredForPropagationTag,
+    BindingSubscriptsCollector,
     unify_axes_tags,
 )
 
 
 if TYPE_CHECKING:
-    from pytato.scalar_expr import ScalarExpression
+    pass
 
 
 __all__ = [
@@ -83,45 +84,10 @@ class AxisTagAttacher(CopyMapper):
 
 
 def _tag_reduction(expr: Array, name: str, tags: frozenset[Tag]) -> Array:
-    import dataclasses
 
-    from pytato.array.lambdas import IndexLambda
     descrs = getattr(expr, "var_to_reduction_descr", None)
     if isinstance(expr, IndexLambda) and descrs is not None and name in descrs:
         new = dict(descrs)
         new[name] = new[name].tagged(tags)
         return dataclasses.replace(expr, var_to_reduction_descr=new)
     return expr
-
-
-class BindingSubscriptsCollector(_ScalarWalkMapper):  # type: ignore[misc]
-    """Called on a scalar expression, returns, for each variable that is
-    subscripted in it, the set of index tuples it is subscripted with
-    (used to relate the axes of an :class:`~pytato.array.IndexLambda`'s
-    bindings to its indices)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._result: dict[str, set[tuple[ScalarExpression, ...]]] = {}
-
-    rec = _ScalarWalkMapper.__call__
-
-    def __call__(self, expr: ScalarExpression,  # type: ignore[override]
-                 *args: object, **kwargs: object
-                 ) -> dict[str, set[tuple[ScalarExpression, ...]]]:
-        self._result = {}
-        _ScalarWalkMapper.__call__(self, expr)
-        return self._result
-
-    def map_subscript(self, expr: prim.Subscript, *args: object) -> None:
-        if isinstance(expr.aggregate, prim.Variable):
-            self._result.setdefault(expr.aggregate.name, set()).add(
-                expr.index_tuple)
-        for i in expr.index_tuple:
-            self.rec(i)
-
-    def map_foreign(self, expr: object, *args: object) -> None:
-        pass
-
-    def map_constant(self, expr: object, *args: object) -> None:
-        pass

@@ -19,6 +19,7 @@ Beware of constants much larger than their inputs (``pt.zeros((10**4,
 10**4))``): they are materialized.
 
 .. autofunction:: precompute_subexpressions
+.. autofunction:: set_default_evaluator
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from pytato.array.results import DictOfNamedArrays
 from pytato.transform._identity_cache import IdentityCachedCopyMapper
 
 
-__all__ = ["precompute_subexpressions"]
+__all__ = ["precompute_subexpressions", "set_default_evaluator"]
 
 _COMPUTING_NODES = (IndexLambda, Einsum, Stack, Concatenate, Roll,
                     AxisPermutation, Reshape, BasicIndex,
@@ -55,10 +56,19 @@ _COMPUTING_NODES = (IndexLambda, Einsum, Stack, Concatenate, Roll,
 Evaluator = Callable[[DictOfNamedArrays], Mapping[str, Any]]
 
 
-def _evaluate_with_numpy(outputs: DictOfNamedArrays) -> Mapping[str, Any]:
-    from pytato.target.python import generate_numpy
-    result = generate_numpy(outputs)()
-    return result  # type: ignore[no-any-return]
+_default_evaluator: list[Evaluator] = []
+
+
+def set_default_evaluator(evaluate: Evaluator) -> None:
+    """Make *evaluate* the evaluator of :func:`precompute_subexpressions`
+    when it is given none.
+
+    Transforms do not import code generators: the NumPy target
+    (:mod:`pytato.target.python`) sets an evaluator running
+    :func:`pytato.generate_numpy` when it is imported, as :mod:`pytato`
+    does.
+    """
+    _default_evaluator[:] = [evaluate]
 
 
 def _is_constant_leaf(node: GraphNode) -> bool:
@@ -121,7 +131,13 @@ def precompute_subexpressions(expr: Any,
     if not to_compute:
         return expr
     names = {i: f"_pt_const{k}" for k, i in enumerate(to_compute)}
-    values = (evaluate or _evaluate_with_numpy)(DictOfNamedArrays(
+    if evaluate is None:
+        if not _default_evaluator:
+            raise RuntimeError(
+                "precompute_subexpressions: no 'evaluate' given and no "
+                "default evaluator set (import pytato.target.python)")
+        evaluate, = _default_evaluator
+    values = evaluate(DictOfNamedArrays(
         {names[i]: n for i, n in to_compute.items()}))
     replacements: dict[int, Array] = {}
     for i, node in to_compute.items():

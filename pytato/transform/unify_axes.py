@@ -98,6 +98,38 @@ __all__ = ["AxesTagsEquationCollector", "AxisEquivalenceCollector",
            "unify_axes_tags"]
 
 
+class BindingSubscriptsCollector(WalkMapper):  # type: ignore[misc]
+    """Called on a scalar expression, returns, for each variable that is
+    subscripted in it, the set of index tuples it is subscripted with
+    (used to relate the axes of an :class:`~pytato.array.IndexLambda`'s
+    bindings to its indices)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._result: dict[str, set[tuple[Any, ...]]] = {}
+
+    rec = WalkMapper.__call__
+
+    def __call__(self, expr: Any, *args: Any, **kwargs: Any  # type: ignore[override]
+                 ) -> dict[str, set[tuple[Any, ...]]]:
+        self._result = {}
+        WalkMapper.__call__(self, expr)
+        return self._result
+
+    def map_subscript(self, expr: prim.Subscript, *args: Any) -> None:
+        if isinstance(expr.aggregate, prim.Variable):
+            self._result.setdefault(expr.aggregate.name, set()).add(
+                expr.index_tuple)
+        for i in expr.index_tuple:
+            self.rec(i)
+
+    def map_foreign(self, expr: Any, *args: Any) -> None:
+        pass
+
+    def map_constant(self, expr: Any, *args: Any) -> None:
+        pass
+
+
 # {{{ union-find over (node, axis) slots
 
 class _UnionFind:
@@ -371,7 +403,6 @@ def _reduction_axes(n: Array) -> tuple[
                     axes_of.setdefault(d, []).append((arg, j))
         return "redn_axis_to_redn_descr", axes_of
     if isinstance(n, IndexLambda) and n.var_to_reduction_descr:
-        from pytato.transform.metadata import BindingSubscriptsCollector
         subscripts = BindingSubscriptsCollector()(n.expr)
         axes_of = {}
         for name, idx_tuples in subscripts.items():
@@ -507,7 +538,6 @@ def unify_axes_tags(
         two different :class:`~pytools.tag.UniqueTag` instances of one type.
     """
     if isinstance(expr, dict):
-        from pytato.array.results import DictOfNamedArrays
         return dict(unify_axes_tags(
             DictOfNamedArrays(expr),
             tag_t_to_not_propagate=tag_t_to_not_propagate,

@@ -46,8 +46,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pytato.array.base import Array, GraphNode, topological_order
+from pytato.array.inputs import Placeholder
 from pytato.array.results import DictOfNamedArrays
+from pytato.array.shape import format_shape
 from pytato.diagnostic import GraphvizError, GraphvizNotFoundError
+from pytato.distributed.partition import DistributedGraphPartition
 from pytato.visualization.labels import (
     describe_array,
     format_tags,
@@ -78,7 +81,6 @@ def dot_escape(s: str) -> str:
 def stringify_shape(shape: Iterable[Any]) -> str:
     """*shape* as text, e.g. ``(3, n)`` (size expressions in terms of
     their size parameters)."""
-    from pytato.array.shape import format_shape
     return format_shape(tuple(shape))
 
 
@@ -304,7 +306,6 @@ def get_dot_graph(result: Any, *, max_label_length: int = 160) -> str:
     :arg max_label_length: operations and tags longer than this are cut
         (0: never).
     """
-    from pytato.distributed.partition import DistributedGraphPartition
     if isinstance(result, DistributedGraphPartition):
         return get_dot_graph_from_partition(
             result, max_label_length=max_label_length)
@@ -362,6 +363,7 @@ def _html_page(svg: bytes, title: str) -> bytes:
 
 
 def _open_in_browser(path: Path) -> bool:
+    # only needed to show a graph in a browser
     import webbrowser
     try:
         webbrowser.get()
@@ -455,7 +457,6 @@ def get_dot_graph_from_partition(partition: PartitionLike, *,
     graph of its outputs; a dashed arrow leads from each part output to the
     placeholders of that name in the parts that use it; receives and sends
     are drawn as pink ellipses."""
-    from pytato.array.inputs import Placeholder
 
     b = DotGraphBuilder(max_label_length)
     output_box: dict[str, str] = {}

@@ -25,6 +25,8 @@ import pymbolic.primitives as prim
 from pymbolic.mapper.stringifier import PREC_NONE, StringifyMapper
 
 from pytato.array.base import _ATOMIC, Array, GraphNode
+from pytato.array.lambdas import EinsumElementwiseAxis
+from pytato.array.remapping import NormalizedSlice
 from pytato.array.shape import format_shape
 from pytato.scalar_expr import Reduce, TypeCast
 
@@ -147,7 +149,6 @@ def einsum_subscripts(expr: Einsum) -> str:
     """The subscript string of an :class:`~pytato.array.Einsum`, e.g.
     ``"ik,kj->ij"`` (output axes are ``i, j, ...`` in order, reduction
     axes take the following letters)."""
-    from pytato.array.lambdas import EinsumElementwiseAxis
     letters = (string.ascii_lowercase[8:] + string.ascii_lowercase[:8]
                + string.ascii_uppercase)
     nout = expr.ndim
@@ -169,7 +170,6 @@ def format_tags(tags: Iterable[object]) -> str:
 # {{{ operations
 
 def _fmt_index(idx: object, name: Callable[[Path], str], path: Path) -> str:
-    from pytato.array.remapping import NormalizedSlice
     if isinstance(idx, NormalizedSlice):
         def comp(c: object, field: str) -> str:
             if isinstance(c, GraphNode):

@@ -7,7 +7,6 @@ binds it, with the data of the graph's data wrappers, into a
 
 .. autofunction:: generate_loopy
 .. autodata:: PROGRAM_CACHE
-.. autoclass:: ImplSubstitution
 
 See :mod:`pytato.target.loopy.run.programs` for :class:`LoopyTarget`,
 :class:`LoopyPyOpenCLTarget`, :class:`BoundPyOpenCLProgram` and
@@ -18,7 +17,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import loopy as lp
@@ -34,7 +32,7 @@ from pytato.codegen import (
     preprocess,
 )
 from pytato.diagnostic import CannotBeLoweredToLoopyError
-from pytato.tags import ImplementationStrategy, ImplStored, Named, PrefixNamed, Tag
+from pytato.tags import ImplStored, ImplSubstitution, Named, PrefixNamed, Tag
 from pytato.target.loopy._moved import install as _install_moved_modules
 
 # calls, loopy calls, foreign functions and sparse products lower through
@@ -76,12 +74,6 @@ logger = logging.getLogger("pytato.codegen")
 
 def _options_key(options: lp.Options) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, repr(v)) for k, v in vars(options).items()))
-
-
-@dataclass(frozen=True)
-class ImplSubstitution(ImplementationStrategy):
-    """An :class:`~pytato.tags.ImplementationStrategy` that lowers the array
-    expression as a :class:`loopy.SubstitutionRule` invocation."""
 
 
 def generate_loopy(

@@ -7,6 +7,8 @@ calling a :mod:`numpy`-like array module.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from pytato.target.python.jax import (
     BoundJAXPythonProgram,
     JAXPythonTarget,
@@ -19,6 +21,13 @@ from pytato.target.python.numpy_like import (
     PythonTarget,
     generate_numpy,
 )
+from pytato.transform.precompute import set_default_evaluator
+
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from pytato.array.results import DictOfNamedArrays
 
 
 __all__ = [
@@ -31,3 +40,12 @@ __all__ = [
     "generate_jax",
     "generate_numpy",
 ]
+
+
+def _evaluate_with_numpy(outputs: DictOfNamedArrays) -> Mapping[str, Any]:
+    return generate_numpy(outputs)()  # type: ignore[no-any-return]
+
+
+# constant folding (pytato.transform.precompute) evaluates with numpy by
+# default; transforms do not import targets, so the target registers itself
+set_default_evaluator(_evaluate_with_numpy)

@@ -35,8 +35,13 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 
+from pytato.array.base import topological_order
 from pytato.array.inputs import SizeParam
+from pytato.array.sparse import CheckIndexBounds
 from pytato.diagnostic import IndexOutOfBoundsError, UnsupportedByTargetError
+from pytato.function import Call, ReturnType
+from pytato.tags import Named, PrefixNamed
+from pytato.target.python.scalar_codegen import is_safe_identifier
 
 
 if TYPE_CHECKING:
@@ -54,6 +59,16 @@ if TYPE_CHECKING:
 
 __all__ = ["PythonCallsMixin", "PythonFunctionCollector", "csr_matmul",
            "nodes_with_function_bodies"]
+
+
+def _input_var_name(name: str, used: set[str]) -> str:
+    """A variable name for the input *name* that is a safe identifier not
+    in *used* (to which it is added)."""
+    var = name if is_safe_identifier(name) else f"_pt_in_{name}"
+    while var in used:
+        var = "_" + var
+    used.add(var)
+    return var
 
 
 class PythonFunctionCollector:
@@ -92,7 +107,6 @@ class PythonFunctionCollector:
         parameter order)."""
         params = self._params.get(fdef)
         if params is None:
-            from pytato.target.python.codegen import _input_var_name
             # callee scope: only module level names must not be shadowed
             # (future function names start with _pt_fn_, see below)
             used = {"_pt_np", "_pt_jnp", *self._names.values()}
@@ -118,10 +132,8 @@ class PythonFunctionCollector:
         self._names[fdef] = name
         params = self.parameters_of(fdef)
 
-        from pytato.function import ReturnType
-        from pytato.target.python.codegen import generate_body
         mapper = mapper_class(target, params, {}, functions=self)
-        results = generate_body(mapper, list(fdef.returns.values()))
+        results = mapper.generate_body(list(fdef.returns.values()))
         if fdef.return_type == ReturnType.ARRAY:
             ret = results[0]
         elif fdef.return_type == ReturnType.TUPLE_OF_ARRAYS:
@@ -141,8 +153,6 @@ class PythonFunctionCollector:
 def nodes_with_function_bodies(roots: list[GraphNode]) -> list[GraphNode]:
     """The nodes of the graph of *roots* and of the bodies of all functions
     it calls (also through other functions), each once."""
-    from pytato.array.base import topological_order
-    from pytato.function import Call
 
     nodes: list[GraphNode] = []
     seen_fdefs: set[FunctionDefinition] = set()
@@ -187,8 +197,6 @@ class PythonCallsMixin:
         return call_var
 
     def map_named_call_result(self, expr: NamedCallResult) -> str:
-        from pytato.function import ReturnType
-        from pytato.tags import Named, PrefixNamed
 
         call_var = self.rec(expr._container)
         rtype = expr._container.function.return_type
@@ -216,7 +224,6 @@ class PythonCallsMixin:
                 self.rec(expr.row_starts))
 
     def map_csr_matmul(self, expr: CSRMatmul) -> str:
-        from pytato.array.sparse import CheckIndexBounds
 
         vals, cols, starts = self.rec(expr.matrix)
         x = self.rec(expr.array)

@@ -41,11 +41,16 @@ from pytato.array.shape import (
     is_one,
     shape_component_to_expr,
 )
+from pytato.codegen import NameGenerator, tagged_data_name
 from pytato.diagnostic import InvalidArgumentError, NameClashError
 from pytato.function import Call, NamedCallResult
 from pytato.scalar_expr import is_integral_scalar
 from pytato.tags import Named, PrefixNamed
-from pytato.target.python.calls import PythonCallsMixin, PythonFunctionCollector
+from pytato.target.python.calls import (
+    PythonCallsMixin,
+    PythonFunctionCollector,
+    _input_var_name,
+)
 from pytato.target.python.scalar_codegen import (
     LambdaCodeGenerator,
     SizeCodeMapper,
@@ -176,6 +181,11 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
         gathering the functions generated for calls (shared by the mappers
         of all functions of one module).
     """
+
+    def generate_body(self, roots: list[Array]) -> list[str]:
+        """Emit the statements computing *roots* (see
+        :func:`generate_body`); return the variables holding them."""
+        return generate_body(self, roots)
 
     def __init__(self, target: PythonTarget,
                  input_var_names: Mapping[str, str],
@@ -378,14 +388,6 @@ def generate_body(mapper: PythonCodeGenMapper, roots: list[Array]) -> list[str]:
     return [mapper.rec(r) for r in roots]
 
 
-def _input_var_name(name: str, used: set[str]) -> str:
-    var = name if is_safe_identifier(name) else f"_pt_in_{name}"
-    while var in used:
-        var = "_" + var
-    used.add(var)
-    return var
-
-
 def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
                          function_name: str = "_pt_kernel",
                          single_output: str | None = None,
@@ -409,7 +411,6 @@ def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
     bound: dict[str, Any] = {}
     ndata = 0
     inputs = []
-    from pytato.codegen import NameGenerator, tagged_data_name
     taken = NameGenerator(
         set(outputs._pt_inputs) | set(outputs))  # type: ignore[attr-defined]
     for node in order:

@@ -15,6 +15,7 @@ import numpy as np
 
 from pytato.array.base import Array
 from pytato.array.results import DictOfNamedArrays
+from pytato.target.python.calls import nodes_with_function_bodies
 from pytato.target.python.codegen import ArgumentSpec
 from pytato.target.python.numpy_like import (
     BoundPythonProgram,
@@ -53,6 +54,7 @@ class JAXPythonTarget(NumpyLikePythonTarget):
         return f"_pt_jnp.asarray({var}, dtype={dtype_code('_pt_jnp', dtype)})"
 
     def convert_bound_argument(self, data: Any) -> Any:
+        # jax is an optional dependency
         import jax.numpy as jnp
         if hasattr(data, "get") and hasattr(data, "queue"):  # pyopencl arrays
             data = data.get()
@@ -75,7 +77,6 @@ JAXPythonTarget.bound_program_class = BoundJAXPythonProgram
 
 
 def _needs_x64(outputs: DictOfNamedArrays) -> bool:
-    from pytato.target.python.calls import nodes_with_function_bodies
     for node in nodes_with_function_bodies([outputs]):
         if not isinstance(node, Array):
             continue
@@ -111,6 +112,7 @@ def generate_jax(expr: Array | Mapping[str, Array] | DictOfNamedArrays, *,
         :mod:`pygments` (only when :data:`sys.stdout` is a terminal and
         pygments is installed; *None* means yes).
     """
+    # jax is an optional dependency
     import jax
 
     if target is None:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import dataclasses
+import linecache
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,8 +21,15 @@ import numpy as np
 
 from pytato.array.base import Array
 from pytato.array.results import DictOfNamedArrays
-from pytato.diagnostic import InvalidArgumentError, InvalidArgumentTypeError
+from pytato.diagnostic import (
+    BoundArgumentError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    MissingArgumentError,
+    UnknownArgumentError,
+)
 from pytato.target import BoundProgram, Target
+from pytato.target.python.arguments import process_arguments
 from pytato.target.python.codegen import ArgumentSpec, generate_python_code
 from pytato.target.python.scalar_codegen import dtype_code
 
@@ -83,7 +91,6 @@ class PythonTarget(Target):
     def compile(self, source: str, entrypoint: str,
                 specs: Mapping[str, ArgumentSpec] | None) -> Callable[..., Any]:
         """Execute *source* and return its function *entrypoint*."""
-        import linecache
         filename = f"<pytato generated code of {entrypoint} {id(source):x}>"
         # so that tracebacks show the generated lines
         linecache.cache[filename] = (len(source), None,
@@ -186,18 +193,12 @@ class BoundPythonProgram(BoundProgram):
             if an argument bound to the program is passed.
         """
         if args:
-            from pytato.diagnostic import UnknownArgumentError
             raise UnknownArgumentError(
                 f"{type(self).__name__} takes its inputs by name only, got "
                 f"{len(args)} positional argument(s)")
         target = self.target
         assert isinstance(target, PythonTarget)
         if self.arg_specs is None:
-            from pytato.diagnostic import (
-                BoundArgumentError,
-                MissingArgumentError,
-                UnknownArgumentError,
-            )
             for name in kwargs:
                 if name in self.bound_arguments:
                     raise BoundArgumentError(f"argument '{name}' is bound")
@@ -209,7 +210,6 @@ class BoundPythonProgram(BoundProgram):
                 raise MissingArgumentError(
                     f"missing argument(s): {', '.join(sorted(missing))}")
         else:
-            from pytato.target.python.arguments import process_arguments
             args = process_arguments(self.arg_specs, self.bound_arguments,
                                      kwargs, target.convert_call_argument)
         return target.run(self._fn, args)  # type: ignore[attr-defined]
@@ -228,6 +228,7 @@ def print_code(source: str, colorize: bool) -> None:
     and :data:`sys.stdout` is a terminal."""
     if colorize and sys.stdout.isatty():
         try:
+            # pygments is an optional dependency
             from pygments import highlight
             from pygments.formatters import TerminalTrueColorFormatter
             from pygments.lexers import PythonLexer

@@ -49,9 +49,11 @@ from pytato.scalar_expr import (
     Reduce,
     SumReductionOperation,
     WalkMapper,
+    get_dependencies,
     is_integral_scalar,
     substitute,
 )
+from pytato.scalar_functions import python_implementation_code
 
 
 #: Names of ``pytato.c99.*`` functions whose numpy name differs.
@@ -305,7 +307,6 @@ class LambdaCodeGenerator(_PMapper):
 
     def _bound_expr(self, e: Any) -> Any:
         """*e* (a reduction bound) in size parameter names, or None."""
-        from pytato.scalar_expr import get_dependencies
         deps = get_dependencies(e)
         if not deps <= set(self._binding_size_exprs):
             return None
@@ -408,7 +409,6 @@ class LambdaCodeGenerator(_PMapper):
             return Value(f"{self.np}.{C99_TO_NUMPY.get(fname, fname)}",
                          frozenset())
         if name.startswith("pytato.foreign."):
-            from pytato.scalar_functions import python_implementation_code
             return Value(python_implementation_code(name, self.np), frozenset())
         raise ValueError(f"unknown variable '{name}' in the expression of "
                          "an IndexLambda")

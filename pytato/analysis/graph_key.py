@@ -1,0 +1,143 @@
+"""Persistent keys of graphs: a hash of a graph's structure that is the same
+in every process (used by the program store,
+:mod:`pytato.target.loopy.run.program_store`, and by
+:class:`~pytato.analysis.PytatoKeyBuilder`).
+
+.. autofunction:: graph_key
+.. autoexception:: NotPersistentError
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Iterable, Mapping
+from enum import Enum
+from typing import Any
+
+import numpy as np
+from loopy.tools import LoopyKeyBuilder
+
+from pytato.array.base import GraphNode, topological_order
+from pytato.scalar_expr import ReductionOperation
+
+
+__all__ = ["NotPersistentError", "graph_key"]
+
+
+class NotPersistentError(TypeError):
+    """A graph holds a value that has no hash persistent across processes."""
+
+
+class _Encoder:
+    """A canonical text for values found in graph nodes: the same in every
+    process for equal values (sets and mappings in sorted order), and
+    unambiguous (each value tagged with its type, strings quoted).
+
+    Subvalues shared between nodes (axes, tags, dtypes, subexpressions)
+    are encoded once per :func:`graph_key` (memoized by identity; the graph
+    keeps them alive). Values that define ``update_persistent_hash``
+    (e.g. the :mod:`loopy` translation units of loopy calls) are encoded
+    by :mod:`loopy`'s :class:`~pytools.persistent_dict.KeyBuilder`,
+    other dataclasses by their fields; any other value raises
+    :class:`NotPersistentError`.
+    """
+
+    def __init__(self) -> None:
+        self._memo: dict[int, str] = {}
+
+    def __call__(self, value: Any) -> str:
+        tp = type(value)
+        if tp is str:
+            return repr(value)
+        if tp is int or tp is bool or value is None:
+            return f"{tp.__name__}:{value!r}"
+        if tp is float:
+            return f"f:{value.hex()}"
+        if tp is tuple:
+            return "(" + ",".join([self(v) for v in value]) + ")"
+        memo = self._memo.get(id(value))
+        if memo is None:
+            fields = _DATACLASS_FIELDS.get(tp)
+            if fields is not None:
+                memo = (f"{fields[0]}("
+                        + ",".join([f"{name}={self(getattr(value, name))}"
+                                    for name in fields[1:]]) + ")")
+            else:
+                memo = self._encode(value, tp)
+            self._memo[id(value)] = memo
+        return memo
+
+    def _encode(self, value: Any, tp: type) -> str:
+        if isinstance(value, GraphNode):
+            # a graph held by a value (e.g. the returns of a function
+            # definition): by its own key
+            return f"graph:{graph_key([value])}"
+        if isinstance(value, type):
+            return f"type:{value.__module__}.{value.__qualname__}"
+        if tp is complex:
+            return f"c:{value.real.hex()},{value.imag.hex()}"
+        if tp is bytes:
+            return f"b:{value.hex()}"
+        if isinstance(value, np.dtype):
+            return f"dtype:{value.str}:{value.descr!r}"
+        if isinstance(value, np.generic):
+            return (f"np:{value.dtype.str}:"
+                    f"{np.asarray(value).tobytes().hex()}")
+        if isinstance(value, frozenset):
+            return "{" + ",".join(sorted(self(v) for v in value)) + "}"
+        if isinstance(value, Mapping):
+            return ("{" + ",".join(sorted(
+                f"{self(k)}:{self(v)}" for k, v in value.items())) + "}")
+        if tp is slice:
+            return f"slice:{self((value.start, value.stop, value.step))}"
+        if isinstance(value, Enum):
+            return f"enum:{self(type(value))}:{value.name}"
+        if isinstance(value, ReductionOperation):
+            return f"redop:{self(tp)}"
+        if hasattr(value, "update_persistent_hash"):
+            # objects that say what their persistent hash is, e.g. the
+            # translation unit of a loopy call
+            try:
+                return f"pk:{self(tp)}:{LoopyKeyBuilder()(value)}"
+            except TypeError as e:
+                raise NotPersistentError(str(e)) from e
+        if dataclasses.is_dataclass(value):
+            _DATACLASS_FIELDS[tp] = (
+                f"dc:{tp.__module__}.{tp.__qualname__}",
+                *(f.name for f in dataclasses.fields(value)))
+            return self(value)
+        raise NotPersistentError(
+            f"a value of type '{tp.__module__}.{tp.__qualname__}' has no "
+            "persistent hash")
+
+
+# dataclass types: their encoded name, then their field names
+_DATACLASS_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def graph_key(roots: Iterable[GraphNode],
+              order: list[GraphNode] | None = None) -> str:
+    """A hash of the graph of *roots* that is the same in every process for
+    structurally equal graphs (with equal values of all fields that take
+    part in equality), and differs otherwise (but for hash collisions of
+    SHA-256).
+
+    :arg order: the :func:`~pytato.array.base.topological_order` of
+        *roots*, if the caller has it.
+    :raises NotPersistentError: if a node holds a value without a
+        persistent hash (e.g. the data of a data wrapper: keys are made for
+        preprocessed graphs, where data wrappers became placeholders).
+    """
+    if order is None:
+        order = topological_order(roots)
+    position = {id(node): i for i, node in enumerate(order)}
+    encode = _Encoder()
+    digest = hashlib.sha256()
+    for node in order:
+        kids = ",".join(str(position[id(kid)])
+                        for kid in node._pt_kids)  # type: ignore[attr-defined]
+        digest.update(
+            f"{encode(type(node))}{encode(node._pt_skel)}"  # type: ignore[attr-defined]
+            f"[{kids}];".encode())
+    return digest.hexdigest()
