@@ -328,7 +328,7 @@ def _program_store_key(outputs: DictOfNamedArrays, order: list[Any], *,
     if type(target) is not LoopyPyOpenCLTarget \
             or not program_store.store_enabled():
         return None
-    from pytato.target.loopy.schedule.default import DeviceInfo
+    from pytato.target.loopy.device import DeviceInfo
     info = DeviceInfo.of(device) if default_schedule else None
     parameters["options"] = _options_key(parameters["options"])
     for name in ("array_tag_t_to_not_propagate",

@@ -127,14 +127,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from pytato.target import BoundProgram, Target
+from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.run.arguments import ArgumentSpec
 
 
 if TYPE_CHECKING:
     import loopy as lp
     import pyopencl as cl
-
-    from pytato.target.loopy.schedule.default import DeviceInfo
 
 
 __all__ = [
@@ -407,11 +406,10 @@ _DEVICE_INFOS: dict[Any, DeviceInfo] = {}
 
 
 def _device_info(device: cl.Device) -> DeviceInfo:
-    """The :class:`~pytato.target.loopy.schedule.default.DeviceInfo` of *device*
+    """The :class:`~pytato.target.loopy.device.DeviceInfo` of *device*
     (kept per device: reading it costs OpenCL queries)."""
     info = _DEVICE_INFOS.get(device)
     if info is None:
-        from pytato.target.loopy.schedule.default import DeviceInfo
         info = _DEVICE_INFOS[device] = DeviceInfo.of(device)
     return info
 
@@ -676,7 +674,6 @@ class BoundPyOpenCLProgram(BoundProgram):
 
     def _shown_info(self, device: cl.Device | None) -> DeviceInfo:
         """The device description of :meth:`get_code` for *device*."""
-        from pytato.target.loopy.schedule.default import DeviceInfo
         if device is not None:
             return _device_info(device)
         if self._last_info is not None:
