@@ -391,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     import pyopencl.array as cl_array
 
     import pytato as pt
-    from pytato.target.loopy.schedule.default import DeviceInfo, default_schedule
+    from pytato.target.loopy.device import DeviceInfo
+    from pytato.target.loopy.schedule.default import default_schedule
 
     dev = pick_device(args.device_type)
     ctx = cl.Context([dev])

@@ -163,8 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     import pyopencl.array as cl_array
 
     import pytato as pt
+    from pytato.target.loopy.device import DeviceInfo
     from pytato.target.loopy.run.programs import default_allocator
-    from pytato.target.loopy.schedule.default import DeviceInfo
 
     dev = pick_device()
     ctx = cl.Context([dev])

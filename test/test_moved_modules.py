@@ -52,3 +52,27 @@ def test_schedule_package_keeps_module_names():
     assert schedule.DeviceInfo.__name__ == "DeviceInfo"
     with pytest.raises(AttributeError, match="no_such_name"):
         _ = schedule.no_such_name
+
+
+def test_schedule_names_moved_within_the_stage():
+    """The device description and the names that moved out of
+    ``schedule.default`` and ``schedule.tiling`` (into ``device``,
+    ``schedule.outputs`` and ``schedule.tiling_plan``) are the same objects
+    at their former paths."""
+    from pytato.target.loopy import device, schedule
+    from pytato.target.loopy.schedule import default, outputs, tiling, tiling_plan
+    assert schedule.DeviceInfo is device.DeviceInfo
+    assert default.DeviceInfo is device.DeviceInfo
+    assert default.SILENCED_WRITE_RACES == outputs.SILENCED_WRITE_RACES
+    for name in ("MAX_REDUCTION_EXTENT", "LOCAL_MEMORY_BUDGET",
+                 "PRIVATE_MEMORY_BUDGET", "DEFAULT_BLOCKS",
+                 "MIN_GROUPS_PER_UNIT", "MAX_ELEMENTS_PER_ITEM"):
+        assert getattr(tiling, name) == getattr(tiling_plan, name)
+    for name in ("ITEM_LOCAL_MEMORY_BUDGET", "ITEM_LOCAL_MEMORY_RESERVE"):
+        assert getattr(tiling, name) == getattr(device, name)
+    assert tiling.plan_tiling is tiling_plan.plan_tiling
+    assert tiling.TilingPlan is tiling_plan.TilingPlan
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = tiling.no_such_name
+    with pytest.raises(AttributeError, match="no_such_name"):
+        _ = default.no_such_name

@@ -274,11 +274,11 @@ def test_schedule_device_is_in_the_key(store):
 def test_tuning_constants_are_in_the_key(store, monkeypatch):
     """A program generated after a documented tuning constant changed is
     not the one stored under the old value."""
-    from pytato.target.loopy.schedule import tiling
+    from pytato.target.loopy.schedule import tiling_plan
     x = pt.make_placeholder("x", (1000,), np.float64)
     before = pt.generate_loopy(2 * x).store_key
     PROGRAM_CACHE.clear()
-    monkeypatch.setattr(tiling, "MAX_ELEMENTS_PER_ITEM", 8)
+    monkeypatch.setattr(tiling_plan, "MAX_ELEMENTS_PER_ITEM", 8)
     assert pt.generate_loopy(2 * x).store_key != before
 
 

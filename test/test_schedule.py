@@ -303,7 +303,7 @@ def test_flat_nests_index_through_variables(queue):
     import pymbolic.primitives as prim
     from loopy.diagnostic import WriteRaceConditionWarning
 
-    from pytato.target.loopy.schedule.default import SILENCED_WRITE_RACES
+    from pytato.target.loopy.schedule.outputs import SILENCED_WRITE_RACES
 
     a = np.random.default_rng(1).random((16, 24))
     x = pt.make_placeholder("x", (16, 24), np.float64)

@@ -4,7 +4,7 @@ for each device at their first call there.
 The lowered unit of such a program
 (:attr:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram.program`)
 goes through the schedule stage (:mod:`pytato.target.loopy.schedule`) at run
-time, for the :class:`~pytato.target.loopy.schedule.default.DeviceInfo` of the
+time, for the :class:`~pytato.target.loopy.device.DeviceInfo` of the
 device (``_schedule_for``, through the program store); the user's
 :mod:`loopy` transformations work on the lowered unit with the domains of
 each instruction joined (``_transform_lowered``). See "Scheduling for the
@@ -22,7 +22,8 @@ import loopy as lp
 
 import pytato.target.loopy.run.program_store as program_store
 from pytato.codegen import PhaseTimer
-from pytato.target.loopy.schedule.default import DeviceInfo, default_schedule
+from pytato.target.loopy.device import DeviceInfo
+from pytato.target.loopy.schedule.default import default_schedule
 
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ _DEVICE_INFOS: dict[cl.Device, DeviceInfo] = {}
 
 
 def _device_info(device: cl.Device) -> DeviceInfo:
-    """The :class:`~pytato.target.loopy.schedule.default.DeviceInfo` of *device*
+    """The :class:`~pytato.target.loopy.device.DeviceInfo` of *device*
     (kept per device: reading it costs OpenCL queries)."""
     info = _DEVICE_INFOS.get(device)
     if info is None:

@@ -27,11 +27,11 @@ The key of a program (:func:`program_key`) is a hash of
 * everything else that :func:`~pytato.generate_loopy` depends on: the loopy
   target, options, function name, the tag types not propagated, whether the
   default schedule runs and the
-  :class:`~pytato.target.loopy.schedule.default.DeviceInfo` it schedules
+  :class:`~pytato.target.loopy.device.DeviceInfo` it schedules
   for (programs generated without a device store their
   lowered, unscheduled unit under a key without a device, and the unit
   scheduled for each device they run on under :func:`scheduled_key`, which
-  names that device's :class:`~pytato.target.loopy.schedule.default.DeviceInfo`);
+  names that device's :class:`~pytato.target.loopy.device.DeviceInfo`);
 * the versions of the code that produced the results: a digest of the
   source files of :mod:`pytato` and :mod:`loopy`'s data model version, so
   that results of other code are never found, and the current values of
@@ -160,7 +160,7 @@ def _source_digest() -> str:
 
 #: The modules whose public constants (upper-case names of numbers,
 #: strings and tuples, e.g.
-#: :data:`pytato.target.loopy.schedule.tiling.MAX_ELEMENTS_PER_ITEM`)
+#: :data:`pytato.target.loopy.schedule.tiling_plan.MAX_ELEMENTS_PER_ITEM`)
 #: tune code generation: their current values are part of every key, so
 #: that a program generated after one was changed is not found under the
 #: old values.
@@ -171,10 +171,12 @@ TUNING_MODULES = (
     "pytato.target.loopy.lower.fusion",
     "pytato.target.loopy.lower.calls",
     "pytato.target.loopy.lower.sparse",
+    "pytato.target.loopy.device",
     "pytato.target.loopy.schedule.default",
+    "pytato.target.loopy.schedule.outputs",
     "pytato.target.loopy.schedule.reductions",
     "pytato.target.loopy.schedule.accumulators",
-    "pytato.target.loopy.schedule.tiling",
+    "pytato.target.loopy.schedule.tiling_plan",
     "pytato.target.loopy.run.cl_target",
 )
 
@@ -217,7 +219,7 @@ def scheduled_key(base_key: str, **parameters: Any) -> str:
     """The key of the program stored under *base_key* (the key of a
     lowered, unscheduled translation unit, which names no device) as
     scheduled with *parameters* (values with persistent hashes: the
-    :class:`~pytato.target.loopy.schedule.default.DeviceInfo` of the device it is
+    :class:`~pytato.target.loopy.device.DeviceInfo` of the device it is
     scheduled for, the loopy target, the user's inames, ...). Programs
     whose schedule is deferred to their first call on a device (see
     :class:`~pytato.target.loopy.BoundPyOpenCLProgram`) store their

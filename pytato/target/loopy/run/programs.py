@@ -19,7 +19,7 @@ the lowered, unscheduled translation unit as :attr:`~BoundPyOpenCLProgram.progra
 
 * schedules it at its first call on a queue for ``queue.device``, and
   keeps the scheduled unit and its executor per device (one schedule per
-  :class:`~pytato.target.loopy.schedule.default.DeviceInfo`, one executor per
+  :class:`~pytato.target.loopy.device.DeviceInfo`, one executor per
   context; in a context of devices of different kinds, one per device),
   so that later calls cost what they cost before: the repeated calls
   below check nothing more (but in a context of devices of different
@@ -97,6 +97,7 @@ import pyopencl as cl
 
 from pytato.launchers import LauncherStatistics
 from pytato.target import BoundProgram, Target
+from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.run.arguments import ArgumentSpec
 from pytato.target.loopy.run.cl_target import (
     GPU_MAX_RESTRICT_ARGUMENTS,
@@ -133,7 +134,6 @@ from pytato.target.loopy.run.statistics import (
     clear_executors_statistics,
     executors_statistics,
 )
-from pytato.target.loopy.schedule.default import DeviceInfo
 
 
 if TYPE_CHECKING:
@@ -421,7 +421,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         :class:`pyopencl.Device`): for a program generated without a
         device, :attr:`program` scheduled for *device* (by default for the
         device of the last call, else for the target's device, else with
-        :meth:`~pytato.target.loopy.schedule.default.DeviceInfo.conservative`); for
+        :meth:`~pytato.target.loopy.device.DeviceInfo.conservative`); for
         others :attr:`program`, which runs on every device."""
         if not self.schedule_per_device:
             return self.program
@@ -625,7 +625,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         :class:`pyopencl.Device`), by default for the device the program
         last ran on, else for the target's device, else for the
         conservative schedule
-        (:meth:`~pytato.target.loopy.schedule.default.DeviceInfo.conservative`).
+        (:meth:`~pytato.target.loopy.device.DeviceInfo.conservative`).
         Programs scheduled when generated have one code for all devices."""
         if not self.schedule_per_device:
             return device_code(self.program, self.store_key)
@@ -657,7 +657,7 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
 
     .. attribute:: device_info
 
-        The :class:`~pytato.target.loopy.schedule.default.DeviceInfo` that
+        The :class:`~pytato.target.loopy.device.DeviceInfo` that
         :attr:`lowered_program` is scheduled for (the context's first
         device), or None.
 

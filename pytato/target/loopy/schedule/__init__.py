@@ -12,7 +12,15 @@ accumulators, and the global barriers between dependent nests.
 
 * :mod:`~pytato.target.loopy.schedule.default`: the policy
   (:func:`default_schedule`);
-* :mod:`~pytato.target.loopy.schedule.tiling`: tiles of small reductions;
+* :mod:`~pytato.target.loopy.schedule.analysis`: what the policy reads
+  from a kernel (extents, tags, reductions, contiguous indices);
+* :mod:`~pytato.target.loopy.schedule.outputs`: output axes onto
+  work-groups and work-items;
+* :mod:`~pytato.target.loopy.schedule.barriers`: loop nests, their
+  dependency levels, and the global barriers between them;
+* :mod:`~pytato.target.loopy.schedule.tiling_plan` and
+  :mod:`~pytato.target.loopy.schedule.tiling`: tiles of small reductions
+  (planned, then written);
 * :mod:`~pytato.target.loopy.schedule.reductions`: long reductions split
   in stages, columns and parts;
 * :mod:`~pytato.target.loopy.schedule.accumulators`: sequential reductions
@@ -23,16 +31,21 @@ from __future__ import annotations
 
 from typing import Any
 
+# importable from the package as from the module
+# ``pytato.target.loopy.schedule`` that this package replaced
+from pytato.target.loopy.device import DeviceInfo
+
+
+__all__ = ["DeviceInfo"]
+
 
 def __getattr__(name: str) -> Any:
-    # The entry points, importable from the package as from the module
-    # ``pytato.target.loopy.schedule`` that this package replaced; imported
-    # on use because the stages below import this package's modules.
+    # The entry point, importable from the package as from the module that
+    # this package replaced; imported on use (laziness): the policy imports
+    # every module of the stage and the lowering, which importing one of
+    # them (e.g. :mod:`~pytato.target.loopy.schedule.tiling`) needs not.
     if name == "default_schedule":
         from pytato.target.loopy.schedule.default import default_schedule
         return default_schedule
-    if name == "DeviceInfo":
-        from pytato.target.loopy.schedule.default import DeviceInfo
-        return DeviceInfo
     raise AttributeError(
         f"module 'pytato.target.loopy.schedule' has no attribute {name!r}")

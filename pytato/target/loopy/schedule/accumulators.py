@@ -19,7 +19,7 @@ result type; the update uses the reduction operation itself (so
 :mod:`numpy`'s NaN semantics of max/min are kept).
 
 With *lanes* ``k > 1`` (the default schedule asks for
-:attr:`~pytato.target.loopy.schedule.default.DeviceInfo.accumulator_lanes`: 4 on
+:attr:`~pytato.target.loopy.device.DeviceInfo.accumulator_lanes`: 4 on
 CPUs), a reduction whose innermost iname ``j`` is long (at least
 *min_lane_extent* steps, or of symbolic extent) and has a domain of its
 own keeps ``k`` accumulators, each reducing every ``k``-th element, updated
@@ -53,16 +53,26 @@ the kernel.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import islpy as isl
 import loopy as lp
 import pymbolic.primitives as prim
+from loopy.kernel.data import Iname, UnrollTag
+from loopy.library.reduction import ScalarReductionOperation
 from loopy.symbolic import (
     IdentityMapper as _LoopyIdentityMapper,
     Reduction as LoopyReduction,
+    SubstitutionMapper,
     WalkMapper as _LoopyWalkMapper,
 )
+from loopy.type_inference import TypeReader
+from loopy.types import LoopyType
+from pymbolic.mapper.substitutor import make_subst_func
+from pymbolic.typing import Expression
+
+from pytato.target.loopy.lower.expressions import _NumpyExtremumMixin
 
 
 __all__ = ["realize_sequential_reductions"]
@@ -75,7 +85,7 @@ class _HasReduction(_LoopyWalkMapper):
         self.found = True
 
 
-def _contains_reduction(expr: Any) -> bool:
+def _contains_reduction(expr: Expression) -> bool:
     w = _HasReduction()
     w(expr)
     return w.found
@@ -99,8 +109,9 @@ class _Realizer(_LoopyIdentityMapper):
     accumulators, collecting the new instructions and temporaries."""
 
     def __init__(self, kernel: lp.LoopKernel, t_unit: lp.TranslationUnit,
-                 type_reader: Any, insn: lp.Assignment,
-                 names: Any, ids: Any, lanes: _Lanes) -> None:
+                 type_reader: TypeReader, insn: lp.Assignment,
+                 names: Callable[[str], str], ids: Callable[[str], str],
+                 lanes: _Lanes) -> None:
         super().__init__()
         self.kernel = kernel
         self.t_unit = t_unit
@@ -113,8 +124,7 @@ class _Realizer(_LoopyIdentityMapper):
         self.new_temps: dict[str, lp.TemporaryVariable] = {}
         self.update_ids: list[str] = []
 
-    def _realizable_dtype(self, expr: LoopyReduction) -> Any:
-        from loopy.library.reduction import ScalarReductionOperation
+    def _realizable_dtype(self, expr: LoopyReduction) -> LoopyType | None:
         if not isinstance(expr.operation, ScalarReductionOperation):
             return None
         if any(self.kernel.iname_tags(i) for i in expr.inames):
@@ -129,12 +139,12 @@ class _Realizer(_LoopyIdentityMapper):
             dtype = dtype[0] if len(dtype) == 1 else None
         return dtype if isinstance(dtype, lp.types.LoopyType) else None
 
-    def map_if(self, expr: prim.If, *args: Any) -> Any:
+    def map_if(self, expr: prim.If, *args: Any) -> Expression:
         # a reduction in a branch runs only where its branch is taken (its
         # reads may be out of bounds elsewhere): loopy's job
         return prim.If(self.rec(expr.condition), expr.then, expr.else_)
 
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> Any:
+    def map_reduction(self, expr: LoopyReduction, *args: Any) -> Expression:
         dtype = self._realizable_dtype(expr)
         if dtype is None:
             return expr
@@ -177,14 +187,14 @@ class _Realizer(_LoopyIdentityMapper):
         self.update_ids.append(update_id)
         return acc
 
-    def _interleaved(self, expr: LoopyReduction, op: Any, acc: prim.Variable,
-                     acc_dtype: Any, neutral: Any, init_id: str,
-                     update_id: str, lanes: tuple[str, str, str, str]) -> Any:
+    def _interleaved(self, expr: LoopyReduction,
+                     op: ScalarReductionOperation, acc: prim.Variable,
+                     acc_dtype: LoopyType, neutral: Expression, init_id: str,
+                     update_id: str, lanes: tuple[str, str, str, str]
+                     ) -> Expression:
         """*expr* reduced into :attr:`_Lanes.lanes` accumulators (see the
         module documentation): the init, update and combine instructions;
         the result is the first accumulator."""
-        from loopy.symbolic import SubstitutionMapper
-        from pymbolic.mapper.substitutor import make_subst_func
 
         k = self.lanes.lanes
         lane0, lane, step, rest = lanes
@@ -287,7 +297,8 @@ class _Realizer(_LoopyIdentityMapper):
         return acc[0]
 
 
-def _float_extremum(op: Any, dtype: Any) -> str | None:
+def _float_extremum(op: ScalarReductionOperation, dtype: LoopyType
+                    ) -> str | None:
     """``">"`` or ``"<"`` where *op* is numpy's max or min
     (:class:`pytato.target.loopy.lower.expressions.NumpyMaxReductionOperation`, ...)
     over the floating-point *dtype*, else None.
@@ -301,7 +312,6 @@ def _float_extremum(op: Any, dtype: Any) -> str | None:
     kernels, load 3), the ``amax`` of 2**24 doubles in parts took 13.1 ms
     with the operation's update or this one with unrolled lanes, 3.1 ms
     with this update and a loop over the lanes (numpy about 3.7 ms)."""
-    from pytato.target.loopy.lower.expressions import _NumpyExtremumMixin
     if not isinstance(op, _NumpyExtremumMixin):
         return None
     if getattr(dtype, "numpy_dtype", None) is None \
@@ -329,7 +339,8 @@ class _Lanes:
         self.boxes: set[str] = set()
         self.priorities: list[tuple[str, str]] = []
 
-    def split(self, iname: str, names: Any, outer: tuple[str, ...] = ()
+    def split(self, iname: str, names: Callable[[str], str],
+              outer: tuple[str, ...] = ()
               ) -> tuple[str, str, str, str] | None:
         """The new inames (the lane of the init, the lane and the step of
         the update, the lane of the combination) replacing the reduction
@@ -394,7 +405,6 @@ class _Lanes:
         inames of the split reductions."""
         if not self.new_domains:
             return kernel
-        from loopy.kernel.data import Iname, UnrollTag
         domains = [d for j, d in enumerate(kernel.domains)
                    if j not in self.dropped] + self.new_domains
         unrolled = frozenset({UnrollTag()})
@@ -425,13 +435,12 @@ def realize_sequential_reductions(t_unit: lp.TranslationUnit,
         the ids of the instructions added for it (they run in the same
         loop nest and before it).
     """
-    from loopy.type_inference import TypeReader
 
     kernel = t_unit.default_entrypoint
     type_reader = TypeReader(kernel, t_unit.callables_table)
     names = kernel.get_var_name_generator()
     ids = kernel.get_instruction_id_generator()
-    new_insns: list[Any] = []
+    new_insns: list[lp.InstructionBase] = []
     new_temps = dict(kernel.temporary_variables)
     added: dict[str, list[str]] = {}
     red_inames = {insn.id: insn.reduction_inames()

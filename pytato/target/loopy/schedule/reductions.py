@@ -52,29 +52,34 @@ elements are shared among the groups, whatever the extents of its axes. On
 CPUs, full reductions are instead cut into contiguous parts by
 :func:`split_reduction_parts`, each reduced by one work-item.
 
-.. autofunction:: box_extent
 .. autofunction:: flatten_reduction_inames
 .. autofunction:: split_reduction_parts
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import islpy as isl
 import loopy as lp
 import pymbolic.primitives as prim
+from loopy.kernel.data import Iname
 from loopy.symbolic import (
     IdentityMapper as LoopyIdentityMapper,
     Reduction as LoopyReduction,
+    SubstitutionMapper,
     WalkMapper,
 )
+from pymbolic.mapper.substitutor import make_subst_func
+from pymbolic.typing import ArithmeticExpression, Expression
+
+from pytato.target.loopy.schedule.analysis import _constant_length, box_extent
 
 
 __all__ = [
     "DEFAULT_CHUNK",
     "DEFAULT_COLUMN_RUN",
-    "box_extent",
     "flatten_reduction_inames",
     "split_reduction_columns",
     "split_reduction_parts",
@@ -95,12 +100,12 @@ class _TopLevelReductions(WalkMapper):
 
 
 class _ReplaceReduction(LoopyIdentityMapper):
-    def __init__(self, old: LoopyReduction, new: Any) -> None:
+    def __init__(self, old: LoopyReduction, new: Expression) -> None:
         super().__init__()
         self.old = old
         self.new = new
 
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> Any:
+    def map_reduction(self, expr: LoopyReduction, *args: Any) -> Expression:
         if expr == self.old:
             return self.new
         return super().map_reduction(expr, *args)
@@ -144,17 +149,100 @@ def _the_reduction(kernel: lp.LoopKernel, insn_id: str
     return insn, out_name, out_inames, coll.reductions[0]
 
 
-def _steps_of(red: LoopyReduction, iname: str, flat: Any,
-              steps: tuple[str, ...]) -> tuple[tuple[str, ...], Any]:
+def _chosen_iname(red: LoopyReduction, iname: str | None, default: int
+                  ) -> str:
+    """*iname* (an iname of *red*, checked), or by default the iname of
+    *red* at position *default*."""
+    if iname is None:
+        return red.inames[default]
+    if iname not in red.inames:
+        raise ValueError(f"'{iname}' is not an iname of the reduction")
+    return iname
+
+
+def _stage_names(kernel: lp.LoopKernel, vng: Callable[[str], str],
+                 iname: str, out_name: str, insn_id: str,
+                 suffixes: tuple[str, ...], kind: str
+                 ) -> tuple[list[str], str, str, str]:
+    """New names for a reduction of *iname* (into *out_name*, by the
+    instruction *insn_id*) split in stages: the inames
+    ``{iname}_{suffix}`` for each of *suffixes*, the array of partial
+    results, the id of stage 1 and that of the global barrier (named after
+    *kind*), in this order. (*vng*: the kernel's name generator, which
+    the caller may go on using.)"""
+    ing = kernel.get_instruction_id_generator()
+    inames = [vng(f"{iname}_{suffix}") for suffix in suffixes]
+    partial = vng(f"{out_name}_partial")
+    stage1_id = ing(f"{insn_id}_stage1")
+    barrier_id = ing(f"{insn_id}_{kind}_barrier")
+    return inames, partial, stage1_id, barrier_id
+
+
+def _steps_of(red: LoopyReduction, iname: str, flat: ArithmeticExpression,
+              steps: tuple[str, ...]) -> tuple[tuple[str, ...], Expression]:
     """The inames and the reduced expression of *red* with *iname* replaced
     by the expression *flat* of the new inames *steps*, which take its
     place among the reduction's inames."""
-    from loopy.symbolic import SubstitutionMapper
-    from pymbolic.mapper.substitutor import make_subst_func
     expr = SubstitutionMapper(make_subst_func({iname: flat}))(red.expr)
     inames = tuple(j for i in red.inames
                    for j in (steps if i == iname else (i,)))
     return inames, expr
+
+
+def _sequential_domains(kernel: lp.LoopKernel, iname: str, flat: str, *,
+                        outer: list[str], outer_ranges: str, seq: str,
+                        inner: str, extent: int, guard: str
+                        ) -> tuple[isl.BasicSet, isl.BasicSet]:
+    """The sequential and guard domains of a stage 1 that covers the
+    domain of *iname* (a domain of its own, without other inames among its
+    parameters) with the elements ``r = flat`` (*flat*: isl syntax, over
+    the inames *outer*, *seq* and *inner*):
+
+    * the sequential inames, nested in the box of the inames *outer*
+      (*outer_ranges*: their isl constraints): *inner* in ``[0, extent)``
+      and *seq* over the values for which some point of the box and some
+      *inner* has an element;
+    * nested in those, the guard iname *guard*, 0 where *r* is in the
+      domain of *iname*, else empty (a domain of its own: :mod:`loopy`
+      fails on loops with piecewise bounds, the ``min`` of two bounds,
+      with this :mod:`islpy`).
+    """
+    dom = kernel.domains[kernel.get_home_domain_index(iname)]
+    if dom.get_var_names(isl.dim_type.set) != [iname]:
+        raise ValueError(f"the domain of '{iname}' must have no other inames")
+    params = dom.get_var_names(isl.dim_type.param)
+    if set(params) & kernel.all_inames():
+        raise ValueError(f"the domain of '{iname}' depends on other inames")
+    dom = dom.set_tuple_name(None) if dom.get_tuple_name() else dom
+
+    def preimage(space_params: list[str], dims: list[str]) -> isl.BasicSet:
+        ma = isl.MultiAff(f"[{', '.join(space_params)}] -> "
+                          f"{{ [{', '.join(dims)}] -> [{flat}] }}")
+        result = dom.align_params(ma.get_space().params()) \
+            .preimage_multi_aff(ma)
+        for i, name in enumerate(dims):
+            result = result.set_dim_name(isl.dim_type.set, i, name)
+        return result
+
+    # seq: where any point of the box and any inner step has an element
+    s_dims = [seq, *outer, inner]
+    s_dom = preimage(params, s_dims) & isl.BasicSet(
+        f"[{', '.join(params)}] -> {{ [{', '.join(s_dims)}] : "
+        f"{outer_ranges} and 0 <= {inner} < {extent} }}")
+    s_dom = s_dom.project_out(isl.dim_type.set, 1, len(outer) + 1)
+    seq_params = [*params, *outer]
+    seq_dom = (s_dom.align_params(isl.BasicSet(
+        f"[{', '.join(seq_params)}] -> {{ : }}").get_space())
+        .insert_dims(isl.dim_type.set, 1, 1)
+        .set_dim_name(isl.dim_type.set, 1, inner)
+        & isl.BasicSet(f"[{', '.join(seq_params)}] -> "
+                       f"{{ [{seq}, {inner}] : 0 <= {inner} < {extent} }}"))
+    seq_dom = seq_dom.remove_redundancies()
+    guard_params = [*seq_params, seq, inner]
+    guard_dom = preimage(guard_params, [guard]) & isl.BasicSet(
+        f"[{', '.join(guard_params)}] -> "
+        f"{{ [{guard}] : {guard} = 0 }}")
+    return seq_dom, guard_dom
 
 
 def _stage1_domains(kernel: lp.LoopKernel, iname: str, r_g: str, r_l: str,
@@ -174,45 +262,16 @@ def _stage1_domains(kernel: lp.LoopKernel, iname: str, r_g: str, r_l: str,
     with piecewise bounds (the ``min`` of two bounds) with this
     :mod:`islpy`.
     """
-    dom = kernel.domains[kernel.get_home_domain_index(iname)]
-    if dom.get_var_names(isl.dim_type.set) != [iname]:
-        raise ValueError(f"the domain of '{iname}' must have no other inames")
-    params = dom.get_var_names(isl.dim_type.param)
-    if set(params) & kernel.all_inames():
-        raise ValueError(f"the domain of '{iname}' depends on other inames")
-    dom = dom.set_tuple_name(None) if dom.get_tuple_name() else dom
     flat = (f"(({r_s}*{num_groups} + {r_g})*{chunk} + {r_c})*{group_size} "
             f"+ {r_l}")
-    ranges = (f"0 <= {r_g} < {num_groups} and 0 <= {r_l} < {group_size} "
-              f"and 0 <= {r_c} < {chunk}")
-
-    def preimage(space_params: list[str], dims: list[str]) -> isl.BasicSet:
-        ma = isl.MultiAff(f"[{', '.join(space_params)}] -> "
-                          f"{{ [{', '.join(dims)}] -> [{flat}] }}")
-        result = dom.align_params(ma.get_space().params()) \
-            .preimage_multi_aff(ma)
-        for i, name in enumerate(dims):
-            result = result.set_dim_name(isl.dim_type.set, i, name)
-        return result
-
     group_dom = isl.BasicSet(
         f"{{ [{r_g}, {r_l}] : 0 <= {r_g} < {num_groups} "
         f"and 0 <= {r_l} < {group_size} }}")
-    # r_s: where any group, work-item and step of the chunk has an element
-    s_dom = preimage(params, [r_s, r_g, r_l, r_c]) & isl.BasicSet(
-        f"[{', '.join(params)}] -> {{ [{r_s}, {r_g}, {r_l}, {r_c}] : "
-        f"{ranges} }}")
-    s_dom = s_dom.project_out(isl.dim_type.set, 1, 3)
-    seq_dom = (s_dom.align_params(isl.BasicSet(
-        f"[{', '.join([*params, r_g, r_l])}] -> {{ : }}").get_space())
-        .insert_dims(isl.dim_type.set, 1, 1)
-        .set_dim_name(isl.dim_type.set, 1, r_c)
-        & isl.BasicSet(f"[{', '.join([*params, r_g, r_l])}] -> "
-                       f"{{ [{r_s}, {r_c}] : 0 <= {r_c} < {chunk} }}"))
-    seq_dom = seq_dom.remove_redundancies()
-    guard = preimage([*params, r_g, r_l, r_s, r_c], [r_d]) & isl.BasicSet(
-        f"[{', '.join([*params, r_g, r_l, r_s, r_c])}] -> "
-        f"{{ [{r_d}] : {r_d} = 0 }}")
+    seq_dom, guard = _sequential_domains(
+        kernel, iname, flat, outer=[r_g, r_l],
+        outer_ranges=(f"0 <= {r_g} < {num_groups} "
+                      f"and 0 <= {r_l} < {group_size}"),
+        seq=r_s, inner=r_c, extent=chunk, guard=r_d)
     return [group_dom, seq_dom, guard]
 
 
@@ -223,9 +282,8 @@ DEFAULT_CHUNK = 64
 
 def _default_chunk(kernel: lp.LoopKernel, iname: str, num_groups: int,
                    group_size: int) -> int:
-    try:
-        length = int(kernel.get_constant_iname_length(iname))
-    except Exception:
+    length = _constant_length(kernel, iname)
+    if length is None:
         return DEFAULT_CHUNK
     return max(1, -(-length // (num_groups * group_size)))
 
@@ -233,9 +291,10 @@ def _default_chunk(kernel: lp.LoopKernel, iname: str, num_groups: int,
 def _with_stages(kernel: lp.LoopKernel, insn: lp.Assignment,
                  red: LoopyReduction, iname: str, *, out_name: str,
                  out_inames: list[str], partial: str, part: str,
-                 num_parts: int, stage1_red: LoopyReduction,
+                 num_parts: int, stage1_red: Expression,
                  stage2_red: LoopyReduction, stage1_id: str,
-                 barrier_id: str, new_domains: list[Any]) -> lp.LoopKernel:
+                 barrier_id: str, new_domains: list[isl.BasicSet]
+                 ) -> lp.LoopKernel:
     """*kernel* with the reduction *red* of the instruction *insn* computed
     in two stages: stage 1 (the new instruction *stage1_id*, within the
     iname *part* and the output inames) writes *stage1_red* to
@@ -245,7 +304,7 @@ def _with_stages(kernel: lp.LoopKernel, insn: lp.Assignment,
     *new_domains* are added; the reduction iname *iname* is dropped (with
     its domain, where it is the domain's only iname) if nothing else uses
     it."""
-    out_shape: tuple[Any, ...] = ()
+    out_shape: tuple[ArithmeticExpression, ...] = ()
     if out_inames:
         out_shape = tuple(kernel.get_var_descriptor(out_name).shape)
     stage1 = lp.Assignment(
@@ -335,23 +394,12 @@ def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
     if unroll < 1:
         raise ValueError("unroll must be positive")
     insn, out_name, out_inames, red = _the_reduction(kernel, insn_id)
-    if iname is None:
-        iname = red.inames[-1]
-    elif iname not in red.inames:
-        raise ValueError(f"'{iname}' is not an iname of the reduction")
+    iname = _chosen_iname(red, iname, default=-1)
 
     vng = kernel.get_var_name_generator()
-    ing = kernel.get_instruction_id_generator()
-    r_l = vng(f"{iname}_l")
-    r_g = vng(f"{iname}_g")
-    r_s = vng(f"{iname}_s")
-    r_c = vng(f"{iname}_c")
-    r_d = vng(f"{iname}_guard")
-    p_l = vng(f"{iname}_pl")
-    p_s = vng(f"{iname}_ps")
-    partial = vng(f"{out_name}_partial")
-    stage1_id = ing(f"{insn_id}_stage1")
-    barrier_id = ing(f"{insn_id}_two_stage_barrier")
+    (r_l, r_g, r_s, r_c, r_d, p_l, p_s), partial, stage1_id, barrier_id = \
+        _stage_names(kernel, vng, iname, out_name, insn_id,
+                     ("l", "g", "s", "c", "guard", "pl", "ps"), "two_stage")
 
     # {{{ stage 1: r = ((r_s*num_groups + r_g)*chunk + r_c)*group_size + r_l
 
@@ -426,40 +474,14 @@ def _column_domains(kernel: lp.LoopKernel, iname: str, r_c: str, r_s: str,
       the domain of *iname*, else empty (a domain of its own: :mod:`loopy`
       fails on loops with piecewise bounds).
     """
-    dom = kernel.domains[kernel.get_home_domain_index(iname)]
-    if dom.get_var_names(isl.dim_type.set) != [iname]:
-        raise ValueError(f"the domain of '{iname}' must have no other inames")
-    params = dom.get_var_names(isl.dim_type.param)
-    if set(params) & kernel.all_inames():
-        raise ValueError(f"the domain of '{iname}' depends on other inames")
-    dom = dom.set_tuple_name(None) if dom.get_tuple_name() else dom
     flat = f"({r_s}*{num_chunks} + {r_c})*{run} + {r_t}"
-
-    def preimage(space_params: list[str], dims: list[str]) -> isl.BasicSet:
-        ma = isl.MultiAff(f"[{', '.join(space_params)}] -> "
-                          f"{{ [{', '.join(dims)}] -> [{flat}] }}")
-        result = dom.align_params(ma.get_space().params()) \
-            .preimage_multi_aff(ma)
-        for i, name in enumerate(dims):
-            result = result.set_dim_name(isl.dim_type.set, i, name)
-        return result
-
     chunk_dom = isl.BasicSet(f"{{ [{r_c}] : 0 <= {r_c} < {num_chunks} }}")
-    s_dom = preimage(params, [r_s, r_c, r_t]) & isl.BasicSet(
-        f"[{', '.join(params)}] -> {{ [{r_s}, {r_c}, {r_t}] : "
-        f"0 <= {r_c} < {num_chunks} and 0 <= {r_t} < {run} }}")
-    s_dom = s_dom.project_out(isl.dim_type.set, 1, 2)
-    # (nested in the chunk domain: the guard needs both)
-    seq_dom = (s_dom.align_params(isl.BasicSet(
-        f"[{', '.join([*params, r_c])}] -> {{ : }}").get_space())
-        .insert_dims(isl.dim_type.set, 1, 1)
-        .set_dim_name(isl.dim_type.set, 1, r_t)
-        & isl.BasicSet(f"[{', '.join([*params, r_c])}] -> "
-                       f"{{ [{r_s}, {r_t}] : 0 <= {r_t} < {run} }}"))
-    seq_dom = seq_dom.remove_redundancies()
-    guard = preimage([*params, r_c, r_s, r_t], [r_d]) & isl.BasicSet(
-        f"[{', '.join([*params, r_c, r_s, r_t])}] -> "
-        f"{{ [{r_d}] : {r_d} = 0 }}")
+    # (the sequential domain nested in the chunk domain: the guard needs
+    # both)
+    seq_dom, guard = _sequential_domains(
+        kernel, iname, flat, outer=[r_c],
+        outer_ranges=f"0 <= {r_c} < {num_chunks}",
+        seq=r_s, inner=r_t, extent=run, guard=r_d)
     return [chunk_dom, seq_dom, guard]
 
 
@@ -469,12 +491,7 @@ def _tag_outputs(kernel: lp.LoopKernel, inames: list[str],
     onto ``g.0``/``l.0`` (and *second_axis*), see
     :func:`split_reduction_columns`.
     """
-    lengths = []
-    for name in inames:
-        try:
-            lengths.append(int(kernel.get_constant_iname_length(name)))
-        except Exception:
-            lengths.append(None)
+    lengths = [_constant_length(kernel, name) for name in inames]
     if len(inames) > 1 and all(n is not None for n in lengths):
         flat = kernel.get_var_name_generator()(f"{inames[-1]}_flat")
         kernel = lp.join_inames(kernel, inames, new_iname=flat)
@@ -556,29 +573,18 @@ def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
     if kernel.get_inames_domain(frozenset(out_inames)).is_empty():
         # no outputs (loopy cannot map an empty loop onto the grid)
         return kernel
-    if iname is None:
-        iname = red.inames[0]
-    elif iname not in red.inames:
-        raise ValueError(f"'{iname}' is not an iname of the reduction")
+    iname = _chosen_iname(red, iname, default=0)
     if run is None:
-        try:
-            length = int(kernel.get_constant_iname_length(iname))
-            run = max(1, -(-length // num_chunks))
-        except Exception:
-            run = DEFAULT_COLUMN_RUN
+        length = _constant_length(kernel, iname)
+        run = (DEFAULT_COLUMN_RUN if length is None
+               else max(1, -(-length // num_chunks)))
     if run < 1:
         raise ValueError("run must be positive")
 
     vng = kernel.get_var_name_generator()
-    ing = kernel.get_instruction_id_generator()
-    r_c = vng(f"{iname}_chunk")
-    r_s = vng(f"{iname}_s")
-    r_t = vng(f"{iname}_t")
-    r_d = vng(f"{iname}_guard")
-    p_c = vng(f"{iname}_pc")
-    partial = vng(f"{out_name}_partial")
-    stage1_id = ing(f"{insn_id}_stage1")
-    barrier_id = ing(f"{insn_id}_columns_barrier")
+    (r_c, r_s, r_t, r_d, p_c), partial, stage1_id, barrier_id = \
+        _stage_names(kernel, vng, iname, out_name, insn_id,
+                     ("chunk", "s", "t", "guard", "pc"), "columns")
 
     exact = box_extent(kernel, iname) == num_chunks * run
     if exact:
@@ -627,22 +633,6 @@ def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
 
 # {{{ several reduction inames as one
 
-def box_extent(kernel: lp.LoopKernel, iname: str) -> int | None:
-    """The extent ``n`` of *iname* if its domain is its own and is
-    ``0 <= iname < n`` for a constant ``n`` (else None)."""
-    dom = kernel.domains[kernel.get_home_domain_index(iname)]
-    if dom.get_var_names(isl.dim_type.set) != [iname] \
-            or dom.dim(isl.dim_type.param):
-        return None
-    try:
-        n = int(kernel.get_constant_iname_length(iname))
-    except Exception:
-        return None
-    box = isl.BasicSet(f"{{ [{iname}] : 0 <= {iname} < {n} }}")
-    dom = dom.set_tuple_name(None) if dom.get_tuple_name() else dom
-    return n if dom.is_equal(box) else None
-
-
 def flatten_reduction_inames(kernel: lp.LoopKernel, insn_id: str,
                              inames: list[str] | None = None
                              ) -> tuple[lp.LoopKernel, str] | None:
@@ -654,7 +644,9 @@ def flatten_reduction_inames(kernel: lp.LoopKernel, insn_id: str,
 
     :returns: the new kernel and the flat iname, or None where an iname is
         used by another instruction or has no box domain of its own with a
-        constant extent (:func:`box_extent`), or where fewer than two
+        constant extent
+        (:func:`~pytato.target.loopy.schedule.analysis.box_extent`), or
+        where fewer than two
         inames are given.
     """
     insn, _, _, red = _the_reduction(kernel, insn_id)
@@ -678,16 +670,14 @@ def flatten_reduction_inames(kernel: lp.LoopKernel, insn_id: str,
     for n in extents:
         total *= n
     f = prim.Variable(flat)
-    values: dict[str, Any] = {}
+    values: dict[str, ArithmeticExpression] = {}
     stride = total
     for k, (name, n) in enumerate(zip(inames, extents, strict=True)):
         stride //= n
-        e: Any = f if stride == 1 else prim.FloorDiv(f, stride)
+        e: ArithmeticExpression = f if stride == 1 else prim.FloorDiv(f, stride)
         if k > 0:
             e = prim.Remainder(e, n)
         values[name] = e
-    from loopy.symbolic import SubstitutionMapper
-    from pymbolic.mapper.substitutor import make_subst_func
     expr = SubstitutionMapper(make_subst_func(values))(red.expr)
     new_inames = []
     for name in red.inames:
@@ -702,7 +692,6 @@ def flatten_reduction_inames(kernel: lp.LoopKernel, insn_id: str,
     homes = {kernel.get_home_domain_index(name) for name in inames}
     domains = [d for k, d in enumerate(kernel.domains) if k not in homes]
     domains.append(isl.BasicSet(f"{{ [{flat}] : 0 <= {flat} < {total} }}"))
-    from loopy.kernel.data import Iname
     all_inames = {k: v for k, v in kernel.inames.items() if k not in values}
     all_inames[flat] = Iname(flat, frozenset())
     return kernel.copy(
@@ -754,10 +743,7 @@ def split_reduction_parts(kernel: lp.LoopKernel, insn_id: str, *,
             frozenset(out_inames)).is_empty():
         # no outputs
         return kernel
-    if iname is None:
-        iname = red.inames[0]
-    elif iname not in red.inames:
-        raise ValueError(f"'{iname}' is not an iname of the reduction")
+    iname = _chosen_iname(red, iname, default=0)
     n = box_extent(kernel, iname)
     if n is None or n % num_parts:
         raise ValueError(f"the extent of '{iname}' must be a constant "
@@ -765,20 +751,15 @@ def split_reduction_parts(kernel: lp.LoopKernel, insn_id: str, *,
     m = n // num_parts
 
     vng = kernel.get_var_name_generator()
-    ing = kernel.get_instruction_id_generator()
-    r_p = vng(f"{iname}_part")
-    r_t = vng(f"{iname}_t")
-    p_c = vng(f"{iname}_pc")
-    partial = vng(f"{out_name}_partial")
-    stage1_id = ing(f"{insn_id}_stage1")
-    barrier_id = ing(f"{insn_id}_parts_barrier")
+    (r_p, r_t, p_c), partial, stage1_id, barrier_id = _stage_names(
+        kernel, vng, iname, out_name, insn_id, ("part", "t", "pc"), "parts")
 
     flat = prim.Variable(r_p) * m + prim.Variable(r_t) if m > 1 \
         else prim.Variable(r_p)
     seq_inames, inner_expr = _steps_of(red, iname, flat, (r_t,))
     if m == 1:
         seq_inames = tuple(i for i in seq_inames if i != r_t)
-    stage1_red: Any = (LoopyReduction(red.operation, seq_inames, inner_expr,
+    stage1_red: Expression = (LoopyReduction(red.operation, seq_inames, inner_expr,
                                       allow_simultaneous=False)
                        if seq_inames else inner_expr)
     stage2_red = LoopyReduction(

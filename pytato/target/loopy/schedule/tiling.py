@@ -25,7 +25,8 @@ stages such operands in faster memory, per work-group:
   of ``D`` ``M`` times per block; the loads of a block are unrolled too,
   so that each work-item has ``M`` loads in flight before the barrier.
   ``M`` is as large as the block's local arrays fit in the device's local
-  memory less 2 KiB (at most :data:`MAX_ELEMENTS_PER_ITEM`), with one
+  memory less 2 KiB (at most
+  :data:`~pytato.target.loopy.schedule.tiling_plan.MAX_ELEMENTS_PER_ITEM`), with one
   block per group. On an H100 (``einsum("ij,ej->ei")``, ``2**20 x 20``
   doubles, hand-written kernels of this structure, 2026-11-23): one
   element per work-item and 16 blocks per group 0.200 ms; ``M = 4`` with
@@ -48,7 +49,8 @@ stages such operands in faster memory, per work-group:
     on inner axes (and the reduction iname) only, like ``D[i, j]``, when
     there are batch axes. Each work-item copies its row ``D[i, :]`` once
     into a private array (of the reduction's extent, at most
-    :data:`PRIVATE_MEMORY_BUDGET` bytes for all rows) and keeps it for all
+    :data:`~pytato.target.loopy.schedule.tiling_plan.PRIVATE_MEMORY_BUDGET` bytes
+    for all rows) and keeps it for all
     ``K`` blocks. The copy and the reduction run in unrolled loops
     (``unr``), so that the row is only indexed by constants: registers.
     The reduction, its iname tagged, is realized by :mod:`loopy`
@@ -104,8 +106,9 @@ memory 0.257 ms, 8 blocks with rows in registers 0.251 ms, 16 blocks with
 rows 0.237 ms (torch's GEMM: 0.18 to 0.21 ms): most of the gain is from the
 blocks, which amortize the copy of ``D`` and the group's start, a little
 from the rows, which halve the local memory reads.
-``K`` (:data:`DEFAULT_BLOCKS`) is lowered for
-small batches so that at least :data:`MIN_GROUPS_PER_UNIT` groups per
+``K`` (:data:`~pytato.target.loopy.schedule.tiling_plan.DEFAULT_BLOCKS`) is lowered
+for small batches so that at least
+:data:`~pytato.target.loopy.schedule.tiling_plan.MIN_GROUPS_PER_UNIT` groups per
 compute unit remain (when the default schedule gives the number of
 compute units). Without batch axes all outputs are computed by one group
 and nothing is reused across blocks: shared operands stay in local
@@ -114,9 +117,10 @@ memory.
 Tiling applies to an instruction alone in its loop nest, storing over
 exactly its output inames (at least one), whose expression holds one sum
 reduction over one iname of constant extent at most
-:data:`MAX_REDUCTION_EXTENT`, with at least one shared (a row or not) or
+:data:`~pytato.target.loopy.schedule.tiling_plan.MAX_REDUCTION_EXTENT`, with at
+least one shared (a row or not) or
 per-element operand, when the local arrays fit in
-:data:`LOCAL_MEMORY_BUDGET` bytes.
+:data:`~pytato.target.loopy.schedule.tiling_plan.LOCAL_MEMORY_BUDGET` bytes.
 Anything else (symbolic inner extents, domains that are not boxes starting
 at 0, reductions with other operations or several inames) is left to the
 caller.
@@ -130,499 +134,85 @@ group) was 1.6 times slower than one output per work-item, with groups of
 loops. ``benchmarks/bench_tiling.py`` times the variants (flat, local,
 private rows with several ``K``) against each other.
 
-Deciding and rewriting are separate (:func:`plan_tiling`,
-:func:`apply_tilings`), so that the default schedule rewrites the kernel
+Deciding and rewriting are separate
+(:func:`~pytato.target.loopy.schedule.tiling_plan.plan_tiling`, and
+:func:`apply_tilings` here), so that the default schedule rewrites the kernel
 once for all tiled nests (each rewrite copies the kernel, which made
 tiling nest by nest quadratic in the number of nests).
 :func:`tile_small_reduction` does both for one instruction.
 
 .. autofunction:: tile_small_reduction
-.. autofunction:: plan_tiling
 .. autofunction:: apply_tilings
-.. autoclass:: TilingPlan
-.. autodata:: MAX_REDUCTION_EXTENT
-.. autodata:: LOCAL_MEMORY_BUDGET
-.. autodata:: PRIVATE_MEMORY_BUDGET
-.. autodata:: DEFAULT_BLOCKS
-.. autodata:: MIN_GROUPS_PER_UNIT
-.. autodata:: MAX_ELEMENTS_PER_ITEM
-.. autodata:: ITEM_LOCAL_MEMORY_BUDGET
-.. autodata:: ITEM_LOCAL_MEMORY_RESERVE
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import islpy as isl
 import loopy as lp
-import numpy as np
 import pymbolic.primitives as prim
 from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag, UnrollTag
-from loopy.library.reduction import SumReductionOperation
 from loopy.symbolic import (
     IdentityMapper as LoopyIdentityMapper,
-    Reduction as LoopyReduction,
     SubstitutionMapper,
-    WalkMapper,
+    aff_from_expr,
 )
 from pymbolic.mapper.substitutor import make_subst_func
+from pymbolic.typing import ArithmeticExpression, Expression
+
+from pytato.target.loopy import device
+from pytato.target.loopy.schedule import tiling_plan
+from pytato.target.loopy.schedule.analysis import _prod
+from pytato.target.loopy.schedule.tiling_plan import (
+    LOCAL_MEMORY_BUDGET,
+    MAX_ELEMENTS_PER_ITEM,
+    TilingPlan,
+    _global_dtype,
+    _Staged,
+    plan_tiling,
+)
 
 
 __all__ = [
-    "DEFAULT_BLOCKS",
-    "ITEM_LOCAL_MEMORY_BUDGET",
-    "ITEM_LOCAL_MEMORY_RESERVE",
-    "LOCAL_MEMORY_BUDGET",
-    "MAX_ELEMENTS_PER_ITEM",
-    "MAX_REDUCTION_EXTENT",
-    "MIN_GROUPS_PER_UNIT",
-    "PRIVATE_MEMORY_BUDGET",
-    "TilingPlan",
     "apply_tilings",
-    "plan_tiling",
     "tile_small_reduction",
 ]
 
-#: Largest extent of the reduction iname for which operands are staged.
-MAX_REDUCTION_EXTENT = 64
-
-#: Bytes of local memory that the staged operands of one work-group may
-#: take: half of the 32 KiB that OpenCL guarantees, so that several groups
-#: fit on a compute unit.
-LOCAL_MEMORY_BUDGET = 16 * 1024
-
-#: Bytes of private memory (registers) that the rows of shared operands
-#: kept by one work-item may take: 64 doubles.
-PRIVATE_MEMORY_BUDGET = 512
-
-#: Blocks of elements that a work-group computes one after the other when
-#: rows of a shared operand are kept in private memory. On the H100
-#: (``benchmarks/bench_tiling.py``, 2026-11-23) 16 was faster than 1, 2, 4
-#: and 8 at all three sizes measured (e.g. 0.237 ms at 2**20 x 20 against
-#: 0.251 ms with 8 and 0.297 ms without blocks or rows).
-DEFAULT_BLOCKS = 16
-
-#: The default number of blocks per group is lowered so that there are at
-#: least this many work-groups per compute unit.
-MIN_GROUPS_PER_UNIT = 4
-
-#: Most elements of a block that one work-item computes (register blocking
-#: over elements, see :attr:`TilingPlan.elements_per_item`).
-MAX_ELEMENTS_PER_ITEM = 24
-
-#: Bytes of local memory that a block may take when each work-item
-#: computes several of its elements (:attr:`TilingPlan.elements_per_item`;
-#: the default schedule passes the device's local memory less
-#: :data:`ITEM_LOCAL_MEMORY_RESERVE`, at most this).
-ITEM_LOCAL_MEMORY_BUDGET = 46 * 1024
-
-#: Bytes of a device's local memory that the budget of blocks
-#: (:data:`ITEM_LOCAL_MEMORY_BUDGET`) leaves to other local arrays.
-ITEM_LOCAL_MEMORY_RESERVE = 2 * 1024
-
-
-# {{{ analysis
-
-class _Reductions(WalkMapper):
-    """Collects the reductions of an expression, nested ones included."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: list[LoopyReduction] = []
-
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
-        self.found.append(expr)
-        self.rec(expr.expr, *args)
-
-
-class _Accesses(WalkMapper):
-    """Collects the subscripts of an expression, outermost first."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: list[prim.Subscript] = []
-
-    def map_subscript(self, expr: prim.Subscript, *args: Any) -> None:
-        self.found.append(expr)
-        self.rec(expr.index, *args)
-
-
-@dataclass(frozen=True)
-class _Staged:
-    """An access *expr* (``array[v_1, ..., v_p]``, the *inames* ``v_k``)
-    to copy into a local array of shape *shape* (unpadded) and *dtype*:
-    *blocked* (its first axis: the elements of a block) or shared; a shared
-    access that is a *row* (its inames: inner ones and the reduction iname)
-    is copied into a private array of shape ``(reduction extent,)``
-    instead."""
-
-    expr: prim.Subscript
-    inames: tuple[str, ...]
-    blocked: bool
-    dtype: Any
-    shape: tuple[int, ...]
-    row: bool = False
-
-    @property
-    def padded_shape(self) -> tuple[int, ...]:
-        if len(self.shape) >= 2 and self.shape[-1] % 2 == 0:
-            return (*self.shape[:-1], self.shape[-1] + 1)
-        return self.shape
-
-    @property
-    def size(self) -> int:
-        return _prod(self.shape)
-
-    @property
-    def nbytes(self) -> int:
-        return _prod(self.padded_shape) * self.dtype.numpy_dtype.itemsize
-
-
-@dataclass(frozen=True)
-class TilingPlan:
-    """How :func:`apply_tilings` tiles the loop nest of one instruction
-    (made by :func:`plan_tiling`).
-
-    .. attribute:: insn_id
-    .. attribute:: batch
-
-        The batch output inames (their flat index: the elements, ``l.1``
-        within a group).
-
-    .. attribute:: inner
-
-        The inner output inames (joined onto ``l.0``).
-
-    .. attribute:: lengths
-
-        The extents of the output and reduction inames (ints; the first
-        batch extent may be an expression in the kernel's parameters).
-
-    .. attribute:: n_batch
-
-        The number of elements (flat over the batch axes).
-
-    .. attribute:: elements_per_group
-
-        The number of elements of a block (``Eb``).
-
-    .. attribute:: staged
-
-        The accesses copied into local arrays (rows: private arrays).
-
-    .. attribute:: blocks
-
-        The number of blocks of elements that a work-group computes one
-        after the other (``K``; 1: no loop over blocks).
-
-    .. attribute:: reduction
-
-        The reduction iname.
-
-    .. attribute:: elements_per_item
-
-        The number of elements of a block that each work-item computes
-        (``M``): a block holds ``M Eb`` elements, work-item ``l.1 = t``
-        computing elements ``t, t + Eb, ..., t + (M - 1) Eb`` of it.
-    """
-
-    insn_id: str
-    batch: tuple[str, ...]
-    inner: tuple[str, ...]
-    lengths: dict[str, Any]
-    n_batch: Any
-    elements_per_group: int
-    staged: tuple[_Staged, ...]
-    blocks: int = 1
-    reduction: str = ""
-    elements_per_item: int = 1
-
-    @property
-    def block_elements(self) -> int:
-        """The number of elements of a block (``M Eb``)."""
-        return self.elements_per_group * self.elements_per_item
-
-    @property
-    def has_rows(self) -> bool:
-        """Whether some shared operand is kept in private memory."""
-        return any(s.row for s in self.staged)
-
-
-def _prod(values: Any) -> int:
-    result = 1
-    for v in values:
-        result *= v
-    return result
-
-
-def _plain_inames(index: Any) -> list[str] | None:
-    idx = index if isinstance(index, tuple) else (index,)
-    if not all(isinstance(i, prim.Variable) for i in idx):
-        return None
-    return [i.name for i in idx]
-
-
-def _global_dtype(kernel: lp.LoopKernel, name: str) -> Any:
-    """The dtype of the global array *name*, or None if it is not one."""
-    var = kernel.arg_dict.get(name)
-    if var is None:
-        var = kernel.temporary_variables.get(name)
-    if not isinstance(var, (lp.ArrayArg, lp.TemporaryVariable)):
-        return None
-    if var.address_space != lp.AddressSpace.GLOBAL:
-        return None
-    dtype = var.dtype
-    return None if dtype is None or dtype is lp.auto else dtype
-
-
-def _fits_array(kernel: lp.LoopKernel, name: str, names: list[str],
-                lengths: dict[str, Any]) -> bool:
-    """Whether the box of *names* (extents *lengths*) lies inside the shape
-    of the array *name*: only then may it be copied whole. (An access in a
-    branch of a conditional, e.g. of a concatenation, may be in bounds only
-    where its branch is taken.)"""
-    var = kernel.arg_dict.get(name) or kernel.temporary_variables.get(name)
-    shape = getattr(var, "shape", None)
-    if not isinstance(shape, tuple) or len(shape) != len(names):
-        return False
-    for dim, v in zip(shape, names, strict=True):
-        n = lengths[v]
-        if isinstance(n, int) and isinstance(dim, (int, np.integer)):
-            if n > dim:
-                return False
-        elif n != dim:
-            return False
-    return True
-
-
-def _box_lengths(kernel: lp.LoopKernel, inames: list[str]
-                 ) -> list[Any] | None:
-    """The extents of *inames* (ints; the first may be an expression in the
-    kernel's parameters) if their domain is the box ``0 <= v < extent``
-    over exactly them, else None."""
-    from loopy.symbolic import aff_from_expr, pw_aff_to_expr
-
-    homes = {kernel.get_home_domain_index(i) for i in inames}
-    if len(homes) != 1:
-        return None
-    dom = kernel.domains[homes.pop()]
-    if set(dom.get_var_names(isl.dim_type.set)) != set(inames):
-        return None
-    params = set(dom.get_var_names(isl.dim_type.param))
-    if params & kernel.all_inames():
-        return None
-    var_dict = dom.get_var_dict()
-    as_set = isl.Set.from_basic_set(dom)
-    box = isl.BasicSet.universe(dom.get_space())
-    lengths: list[Any] = []
-    for k, iname in enumerate(inames):
-        idx = var_dict[iname][1]
-        lo, hi = as_set.dim_min(idx), as_set.dim_max(idx)
-        if lo.n_piece() != 1 or hi.n_piece() != 1:
-            return None
-        if pw_aff_to_expr(lo) != 0:
-            return None
-        length = pw_aff_to_expr(hi + 1)
-        if not isinstance(length, int):
-            if k > 0:
-                return None
-        lengths.append(length)
-        space = box.get_space()
-        box = box.add_constraint(isl.Constraint.ineq_from_names(
-            space, {iname: 1}))
-        box = box.add_constraint(isl.Constraint.inequality_from_aff(
-            aff_from_expr(space, length - 1 - prim.Variable(iname))))
-    return lengths if box.is_equal(dom) else None
-
-
-def plan_tiling(kernel: lp.LoopKernel, insn_id: str, group_size: int,
-                local_memory_budget: int = LOCAL_MEMORY_BUDGET, *,
-                private_rows: bool = True, blocks: int | None = None,
-                compute_units: int | None = None,
-                stage_per_element: bool = True,
-                elements_per_item: int | None = None,
-                item_local_memory_budget: int = ITEM_LOCAL_MEMORY_BUDGET
-                ) -> TilingPlan | None:
-    """How to tile the loop nest of instruction *insn_id* (see the module
-    documentation) with work-groups of at most *group_size* work-items;
-    None if the nest does not qualify.
-
-    :arg private_rows: keep rows of shared operands in private memory
-        (register blocking); False stages all shared operands in local
-        memory.
-    :arg blocks: the number of blocks of elements per work-group; None
-        chooses: :data:`DEFAULT_BLOCKS` when rows are kept in private
-        memory, else 1, at most as many as leave
-        :data:`MIN_GROUPS_PER_UNIT` groups per compute unit (with
-        *compute_units* and a constant number of elements given).
-    :arg elements_per_item: the number of elements of a block computed by
-        each work-item (``M``); None chooses: with rows kept in private
-        memory and operands staged per block, as many as the blocks' local
-        arrays fit in *item_local_memory_budget* bytes (at most
-        :data:`MAX_ELEMENTS_PER_ITEM`, and leaving
-        :data:`MIN_GROUPS_PER_UNIT` groups per compute unit), with one
-        block per group, when *blocks* is not given; else 1.
-    """
-    insn = kernel.id_to_insn[insn_id]
-    if not isinstance(insn, lp.Assignment):
-        return None
-    lhs = insn.assignee
-    if not (isinstance(lhs, prim.Subscript)
-            and isinstance(lhs.aggregate, prim.Variable)):
-        return None
-    out = _plain_inames(lhs.index)
-    if (not out or len(set(out)) != len(out)
-            or set(out) != set(insn.within_inames)):
-        return None
-    reds = _Reductions()
-    reds(insn.expression)
-    if len(reds.found) != 1:
-        return None
-    red, = reds.found
-    if (len(red.inames) != 1
-            or not isinstance(red.operation, SumReductionOperation)):
-        return None
-    r, = red.inames
-    r_len = _box_lengths(kernel, [r])
-    if r_len is None or not isinstance(r_len[0], int) \
-            or not 1 <= r_len[0] <= MAX_REDUCTION_EXTENT:
-        return None
-    out_lengths = _box_lengths(kernel, out)
-    if out_lengths is None or 0 in out_lengths:
-        return None
-    lengths = dict(zip(out, out_lengths, strict=True))
-    lengths[r] = r_len[0]
-
-    # inner axes: the longest constant suffix fitting in a group
-    split = len(out)
-    while (split > 0 and isinstance(out_lengths[split - 1], int)
-           and _prod(out_lengths[split - 1:]) <= group_size):
-        split -= 1
-    batch, inner = out[:split], out[split:]
-    n_batch: Any = _prod(out_lengths[1:split])
-    if split:
-        n_batch = out_lengths[0] * n_batch if n_batch > 1 else out_lengths[0]
-
-    accesses = _Accesses()
-    accesses(red.expr)
-    staged: list[_Staged] = []
-    private_bytes = 0
-    for expr in accesses.found:
-        names = _plain_inames(expr.index)
-        if (names is None or r not in names or not set(names) <= set(lengths)
-                or any(s.expr == expr for s in staged)):
-            continue
-        dtype = _global_dtype(kernel, expr.aggregate.name)
-        if not _fits_array(kernel, expr.aggregate.name, names, lengths):
-            continue
-        blocked = bool(set(names) & set(batch))
-        if dtype is None:
-            continue
-        if blocked and set(out) <= set(names) and not (
-                stage_per_element and names[-1] == r
-                and names[:len(batch)] == list(batch)):
-            # read by one work-item each, not at a stride of the
-            # reduction's extent (or not contiguous per block): no gain
-            continue
-        private = lengths[r] * dtype.numpy_dtype.itemsize
-        if (private_rows and batch and not blocked
-                and set(names) & set(inner) and set(names) <= {*inner, r}
-                and private_bytes + private <= PRIVATE_MEMORY_BUDGET):
-            private_bytes += private
-            staged.append(_Staged(expr, tuple(names), False, dtype,
-                                  (lengths[r],), row=True))
-            continue
-        shape = tuple(lengths[v] for v in names if v not in batch)
-        staged.append(_Staged(expr, tuple(names), blocked, dtype,
-                              ((1,) if blocked else ()) + shape))
-
-    def per_element(s: _Staged) -> bool:
-        return s.blocked and set(out) <= set(s.inames)
-
-    def elements(staged: list[_Staged]) -> int | None:
-        """Elements of a block, None if one does not fit."""
-        eb = max(1, group_size // _prod(out_lengths[split:])) if batch else 1
-        if isinstance(n_batch, int):
-            eb = min(eb, n_batch)
-        local = [s for s in staged if not s.row]
-        shared_bytes = sum(s.nbytes for s in local if not s.blocked)
-        row_bytes = sum(s.nbytes for s in local if s.blocked)
-        if shared_bytes + row_bytes > local_memory_budget:
-            return None
-        if row_bytes:
-            eb = min(eb, (local_memory_budget - shared_bytes) // row_bytes)
-        return eb
-
-    eb = elements(staged)
-    if eb is None and any(per_element(s) for s in staged):
-        staged = [s for s in staged if not per_element(s)]
-        eb = elements(staged)
-    if eb is None or not staged or (
-            all(s.blocked for s in staged)
-            and not any(per_element(s) for s in staged)):
-        return None
-
-    per_item = 1
-    if batch and elements_per_item is not None:
-        per_item = max(1, elements_per_item)
-    elif batch and private_bytes and blocks is None:
-        per_item = _elements_per_item(staged, eb, n_batch,
-                                      item_local_memory_budget,
-                                      compute_units)
-        if per_item > 1:
-            # measured on the H100: one block of many elements per group
-            # beat several blocks (see the module documentation)
-            blocks = 1
-    block = eb * per_item
-    if not batch:
-        blocks = 1
-    elif blocks is None:
-        blocks = DEFAULT_BLOCKS if private_bytes else 1
-        if isinstance(n_batch, int) and compute_units:
-            n_blocks = -(-n_batch // block)
-            blocks = min(blocks, n_blocks // (MIN_GROUPS_PER_UNIT
-                                              * compute_units))
-    if isinstance(n_batch, int):
-        blocks = min(blocks, -(-n_batch // block))
-    blocks = max(1, blocks)
-    return TilingPlan(
-        insn_id, tuple(batch), tuple(inner), lengths, n_batch, eb,
-        tuple(replace(s, shape=(block, *s.shape[1:])) if s.blocked else s
-              for s in staged),
-        blocks=blocks, reduction=r, elements_per_item=per_item)
-
-
-def _elements_per_item(staged: list[_Staged], eb: int, n_batch: Any,
-                       budget: int, compute_units: int | None) -> int:
-    """How many elements of a block each work-item computes (see
-    :func:`plan_tiling`): as many as the local arrays of a block of ``M
-    Eb`` elements fit in *budget* bytes."""
-    local = [s for s in staged if not s.row]
-    per_element = sum(s.nbytes for s in local if s.blocked)
-    shared = sum(s.nbytes for s in local if not s.blocked)
-    if not per_element or eb < 1:
-        return 1
-    m = min(MAX_ELEMENTS_PER_ITEM, (budget - shared) // (eb * per_element))
-    if isinstance(n_batch, int):
-        m = min(m, -(-n_batch // eb))
-        if compute_units:
-            m = min(m, n_batch // (eb * MIN_GROUPS_PER_UNIT * compute_units))
-    return max(1, m)
-
-# }}}
+#: The constants this module documented before the planning moved to
+#: :mod:`~pytato.target.loopy.schedule.tiling_plan` (and the budgets of the
+#: device to :mod:`pytato.target.loopy.device`): still readable here.
+_MOVED_CONSTANTS = {
+    "MAX_REDUCTION_EXTENT": tiling_plan,
+    "PRIVATE_MEMORY_BUDGET": tiling_plan,
+    "DEFAULT_BLOCKS": tiling_plan,
+    "MIN_GROUPS_PER_UNIT": tiling_plan,
+    "ITEM_LOCAL_MEMORY_BUDGET": device,
+    "ITEM_LOCAL_MEMORY_RESERVE": device,
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _MOVED_CONSTANTS.get(name)
+    if module is None:
+        raise AttributeError(
+            f"module 'pytato.target.loopy.schedule.tiling' has no attribute "
+            f"{name!r}")
+    return getattr(module, name)
 
 
 # {{{ rewriting
 
-def _unflatten(flat: Any, extents: list[int]) -> list[Any]:
+def _unflatten(flat: ArithmeticExpression, extents: list[int]
+               ) -> list[ArithmeticExpression]:
     """The row-major multi-index of *flat* in a box of *extents* (the first
     extent is not used: *flat* is not reduced modulo the box size)."""
-    result: list[Any] = []
+    result: list[ArithmeticExpression] = []
     for k, n in enumerate(extents):
         stride = _prod(extents[k + 1:])
-        e: Any = flat if stride == 1 else prim.FloorDiv(flat, stride)
+        e: ArithmeticExpression = flat if stride == 1 else prim.FloorDiv(flat, stride)
         if k > 0:
             e = 0 if n == 1 else prim.Remainder(e, n)
         result.append(e)
@@ -630,11 +220,12 @@ def _unflatten(flat: Any, extents: list[int]) -> list[Any]:
 
 
 class _ReplaceAccesses(LoopyIdentityMapper):
-    def __init__(self, replacements: dict[prim.Subscript, Any]) -> None:
+    def __init__(self, replacements: dict[prim.Subscript, Expression]
+                 ) -> None:
         super().__init__()
         self.replacements = replacements
 
-    def map_subscript(self, expr: prim.Subscript, *args: Any) -> Any:
+    def map_subscript(self, expr: prim.Subscript, *args: Any) -> Expression:
         new = self.replacements.get(expr)
         if new is not None:
             return new
@@ -683,7 +274,8 @@ class _Grid:
     def size(self) -> int:
         return self.n_inner * self.eb
 
-    def local_inames(self, vng: Any, prefix: str) -> list[str]:
+    def local_inames(self, vng: Callable[[str], str], prefix: str
+                     ) -> list[str]:
         """New inames for the local axes."""
         return [vng(f"{prefix}_{suffix}")
                 for suffix, n in (("inner", self.n_inner), ("elem", self.eb))
@@ -694,7 +286,8 @@ class _Grid:
         return {n: Iname(n, frozenset([LocalInameTag(k)]))
                 for k, n in enumerate(names)}
 
-    def inner_and_elem(self, names: list[str]) -> tuple[Any, Any]:
+    def inner_and_elem(self, names: list[str]
+                       ) -> tuple[ArithmeticExpression, ArithmeticExpression]:
         """The inner output and the element in the block of the work-item
         with local inames *names*."""
         it = iter(prim.Variable(n) for n in names)
@@ -706,21 +299,21 @@ class _Grid:
         """The group iname, and the block iname if any."""
         return [self.group] + ([self.block] if self.block else [])
 
-    def block_index(self) -> Any:
+    def block_index(self) -> ArithmeticExpression:
         """The (global) index of the current block."""
         g = prim.Variable(self.group)
         if self.block is None:
             return g
         return prim.flattened_sum((g * self.blocks, prim.Variable(self.block)))
 
-    def block_start(self) -> Any:
+    def block_start(self) -> ArithmeticExpression:
         """The first (flat) element of the current block."""
         return (self.block_index() * self.block_elements
                 if self.block_elements > 1 else self.block_index())
 
-    def linear_id(self, names: list[str]) -> Any:
+    def linear_id(self, names: list[str]) -> ArithmeticExpression:
         """The flat index of the work-item with local inames *names*."""
-        terms: list[Any] = []
+        terms: list[ArithmeticExpression] = []
         stride = 1
         for name, n in zip(names, self.extents, strict=True):
             terms.append(prim.Variable(name) * stride if stride > 1
@@ -729,7 +322,8 @@ class _Grid:
         return prim.flattened_sum(terms) if terms else 0
 
 
-def _batch_index(plan: TilingPlan, flat: Any) -> dict[str, Any]:
+def _batch_index(plan: TilingPlan, flat: ArithmeticExpression
+                 ) -> dict[str, ArithmeticExpression]:
     """The values of the batch inames at the flat batch index *flat*."""
     if not plan.batch:
         return {}
@@ -752,13 +346,13 @@ class _Rewrite:
 
     domains: list[isl.BasicSet]
     new_domains: list[isl.BasicSet]
-    insns: dict[str, Any]
-    added: list[Any]
+    insns: dict[str, lp.InstructionBase]
+    added: list[lp.InstructionBase]
     inames: dict[str, Iname]
     temporaries: dict[str, lp.TemporaryVariable]
     silenced: set[str]
-    vng: Any
-    ids: Any
+    vng: Callable[[str], str]
+    ids: Callable[[str], str]
 
 
 def _load(rw: _Rewrite, plan: TilingPlan, grid: _Grid, s: _Staged,
@@ -814,7 +408,8 @@ def _load(rw: _Rewrite, plan: TilingPlan, grid: _Grid, s: _Staged,
 
 
 def _load_row(rw: _Rewrite, plan: TilingPlan, grid: _Grid, s: _Staged,
-              name: str, local: list[str], inner: dict[str, Any]
+              name: str, local: list[str],
+              inner: dict[str, ArithmeticExpression]
               ) -> lp.Assignment:
     """The instruction (and its domain and iname, added to *rw*) copying the
     row of *s* of the work-item (local inames *local*, inner outputs
@@ -834,7 +429,6 @@ def _load_row(rw: _Rewrite, plan: TilingPlan, grid: _Grid, s: _Staged,
 def _tile(kernel: lp.LoopKernel, rw: _Rewrite, plan: TilingPlan) -> list[str]:
     """Record the rewrite of *plan* in *rw*; the ids of the instructions
     it adds."""
-    from loopy.symbolic import aff_from_expr
 
     insn = rw.insns[plan.insn_id]
     base = insn.assignee.aggregate.name
@@ -894,7 +488,7 @@ def _tile(kernel: lp.LoopKernel, rw: _Rewrite, plan: TilingPlan) -> list[str]:
 
     loads = []
     once = []
-    replacements: dict[prim.Subscript, Any] = {}
+    replacements: dict[prim.Subscript, Expression] = {}
     for s in plan.staged:
         if s.row:
             name = rw.vng(f"{s.expr.aggregate.name}_row")
@@ -967,7 +561,8 @@ def _tile(kernel: lp.LoopKernel, rw: _Rewrite, plan: TilingPlan) -> list[str]:
 
 def apply_tilings(kernel: lp.LoopKernel, plans: list[TilingPlan]
                   ) -> tuple[lp.LoopKernel, dict[str, list[str]]]:
-    """The kernel with the loop nests of *plans* (from :func:`plan_tiling`
+    """The kernel with the loop nests of *plans* (from
+    :func:`~pytato.target.loopy.schedule.tiling_plan.plan_tiling`
     on this kernel, or on one differing only in other loop nests) tiled,
     in one rewrite; and the ids of the instructions added for each tiled
     instruction (the loads into local and private memory, the barriers of
@@ -1006,7 +601,8 @@ def tile_small_reduction(kernel: lp.LoopKernel, insn_id: str,
                          elements_per_item: int | None = None
                          ) -> lp.LoopKernel | None:
     """The kernel with the loop nest of instruction *insn_id* tiled (see
-    the module documentation and :func:`plan_tiling` for the arguments),
+    the module documentation and
+    :func:`~pytato.target.loopy.schedule.tiling_plan.plan_tiling` for the arguments),
     with work-groups of at most *group_size* work-items; None if the nest
     does not qualify."""
     plan = plan_tiling(kernel, insn_id, group_size, local_memory_budget,
