@@ -282,6 +282,11 @@ def make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,
     if isinstance(t_unit.target, lp.PyOpenCLTarget) \
             and len(t_unit.entrypoints) == 1:
         (entrypoint,) = t_unit.entrypoints
+        from pytato.target.loopy.run import split
+        if split.split_enabled():
+            executor = split.make_split_executor(t_unit, context, entrypoint)
+            if executor is not None:
+                return executor
         return PhasedExecutor(context, t_unit, entrypoint, store_key=store_key)
     return t_unit.executor(context)
 

@@ -348,6 +348,9 @@ _PLANS: weakref.WeakKeyDictionary[Any, KernelPlan | None] = (
 def get_kernel_plan(executor: Any) -> KernelPlan:
     """The (cached) :class:`KernelPlan` of a :mod:`loopy` pyopencl
     executor (``t_unit.executor(context)``)."""
+    own_plan = getattr(executor, "kernel_plan", None)
+    if own_plan is not None:  # an executor with a plan of its own
+        return own_plan()  # type: ignore[no-any-return]
     try:
         plan = _PLANS[executor]
     except KeyError:
