@@ -103,7 +103,8 @@ class SubUnit:
 
     .. attribute:: kernel
 
-        The :class:`loopy.LoopKernel` (named after its key).
+        The :class:`loopy.LoopKernel` (named after its key); None for
+        sub-units after the first of their key (not generated).
 
     .. attribute:: key
 
@@ -113,11 +114,16 @@ class SubUnit:
 
         The names of its arguments, temporaries and inames, by canonical
         position (the order of first appearance in its canonical form).
+
+    .. attribute:: instructions
+
+        Its instructions, as in the kernel it was cut from.
     """
 
-    kernel: lp.LoopKernel
+    kernel: lp.LoopKernel | None
     key: str
     canonical_names: tuple[str, ...]
+    instructions: Sequence[Any]
 
 
 class SplitNotPossible(ValueError):
@@ -165,7 +171,10 @@ def _insn_names(insn: Any) -> set[str]:
         | set(insn.reduction_inames())
 
 
-def _declaration_text(knl: lp.LoopKernel, name: str, as_arg: bool) -> str:
+def _declaration_text(knl: lp.LoopKernel, name: str, as_arg: bool,
+                      written: bool, dtypes: Mapping[str, Any]) -> str:
+    """The declaration of *name* in a sub-unit of *knl* (an argument if
+    *as_arg*, written there if *written*)."""
     import loopy as lp
     if name in knl.inames:
         return f"iname {sorted(map(repr, knl.inames[name].tags))}"
@@ -174,13 +183,12 @@ def _declaration_text(knl: lp.LoopKernel, name: str, as_arg: bool) -> str:
         var = knl.temporary_variables[name]
     if isinstance(var, lp.ValueArg):
         return f"value {var.dtype!r}"
-    kind = "arg" if as_arg else f"temp {var.address_space!r}"
-    return (f"{kind} {type(var).__name__} {var.dtype!r} {var.shape!r} "
-            f"{var.dim_tags!r} {getattr(var, 'offset', None)!r} "
-            f"{getattr(var, 'is_output', None)!r} "
-            f"{getattr(var, 'is_input', None)!r} "
-            f"{getattr(var, 'initializer', None) is not None}"
+    kind = ("arg" if as_arg else f"temp {var.address_space!r} "
+            f"{getattr(var, 'initializer', None) is not None} "
             f"{getattr(var, 'read_only', None)!r}")
+    dtype = var.dtype if var.dtype is not None else dtypes.get(name)
+    return (f"{kind} {dtype!r} {var.shape!r} "
+            f"{var.dim_tags!r} {getattr(var, 'offset', None)!r} {written}")
 
 
 _STRINGIFY: list[Any] = []
@@ -212,11 +220,14 @@ _INSN_SKIP = frozenset({"id", "depends_on", "happens_after",
                         "within_inames_is_final", "depends_on_is_final"})
 
 
-def _canonical(knl: lp.LoopKernel, names: set[str], as_args: set[str]
+def _canonical(knl: lp.LoopKernel, insns: Sequence[Any],
+               domains: Sequence[Any], names: set[str], as_args: set[str],
+               written: set[str], dtypes: Mapping[str, Any]
                ) -> tuple[str, tuple[str, ...]]:
-    """The hash of the canonical form of *knl* (names in *names* renamed
-    by order of first appearance; those in *as_args* are arguments) and
-    the names by canonical position."""
+    """The hash of the canonical form of the sub-unit of *knl* with the
+    instructions *insns* and *domains* (names in *names* renamed by order
+    of first appearance; those in *as_args* are arguments, those in
+    *written* written) and the names by canonical position."""
     canon: dict[str, str] = {}
     order: list[str] = []
 
@@ -232,14 +243,14 @@ def _canonical(knl: lp.LoopKernel, names: set[str], as_args: set[str]
             return c
         return _IDENT.sub(sub, text)
 
-    ids = {insn.id: f"i{k}" for k, insn in enumerate(knl.instructions)}
+    ids = {insn.id: f"i{k}" for k, insn in enumerate(insns)}
     # names are numbered in the order they appear in the instructions'
     # expressions, then in the domains, then in sets (e.g. within_inames:
     # set order is not canonical; names first seen there are numbered in
     # sorted order)
     parts = []
     sets = []
-    for insn in knl.instructions:
+    for insn in insns:
         fields = []
         for f in sorted(insn.get_copy_kwargs()):
             if f in _INSN_SKIP:
@@ -251,7 +262,7 @@ def _canonical(knl: lp.LoopKernel, names: set[str], as_args: set[str]
             fields.append(f"{f}={rename(_expr_text(value))}")
         deps = sorted(ids[d] for d in insn.depends_on if d in ids)
         parts.append(f"{type(insn).__name__}({';'.join(fields)};deps={deps})")
-    parts.extend(rename(str(dom)) for dom in knl.domains)
+    parts.extend(rename(str(dom)) for dom in domains)
     for f, value in sets:
         texts = sorted(_expr_text(v) for v in value)
         parts.append(f"{f}={sorted(rename(t) for t in texts)!r}")
@@ -259,7 +270,8 @@ def _canonical(knl: lp.LoopKernel, names: set[str], as_args: set[str]
     while k < len(order):  # declarations may name further names
         name = order[k]
         parts.append(f"{canon[name]}:"
-                     + rename(_declaration_text(knl, name, name in as_args)))
+                     + rename(_declaration_text(knl, name, name in as_args,
+                                                name in written, dtypes)))
         k += 1
     opts = knl.options
     parts.append(repr((knl.index_dtype, type(knl.target).__name__,
@@ -326,7 +338,7 @@ def split_kernel(knl: lp.LoopKernel,
         for n in dnames:
             domains_of.setdefault(n, []).append(k)
 
-    def make_unit(insns: list[Any]) -> SubUnit:
+    def make_unit(insns: list[Any], build: bool = True) -> SubUnit:
         names: set[str] = set()
         for insn in insns:
             names |= _insn_names(insn)
@@ -336,6 +348,14 @@ def split_kernel(knl: lp.LoopKernel,
         written = {w for insn in insns for w in insn.assignee_var_names()}
         shared = {n for n in names if n in knl.temporary_variables
                   and len(users[n]) > 1}
+        arg_names = shared | {n for n in names if n in knl.arg_dict}
+        temp_names = {n for n in names
+                      if n in knl.temporary_variables and n not in shared}
+        key, order = _canonical(knl, insns, domains,
+                                inames | temp_names | arg_names,
+                                arg_names, written, dtypes)
+        if not build:
+            return SubUnit(None, key, order, insns)
         args = []
         for tv_name in sorted(shared):
             tv = knl.temporary_variables[tv_name]
@@ -368,10 +388,7 @@ def split_kernel(knl: lp.LoopKernel,
             args=args, temporary_variables=constantdict(temps),
             inames=constantdict({n: knl.inames[n] for n in sorted(inames)
                                  if n in knl.inames}))
-        all_names = (inames | set(temps) | {a.name for a in args})
-        key, order = _canonical(sub, all_names,
-                                {a.name for a in args})
-        return SubUnit(sub.copy(name=f"_pt_k{key[:16]}"), key, order)
+        return SubUnit(sub.copy(name=f"_pt_k{key[:16]}"), key, order, insns)
 
     # each phase's independent nests (connected by dependencies,
     # temporaries of their own and inames) as sub-units; a phase's nests
@@ -383,17 +400,21 @@ def split_kernel(knl: lp.LoopKernel,
         if not insns:
             continue
         comps = _components(knl, insns)
-        parts = [(c, make_unit(c)) for c in comps] if len(comps) > 1 \
-            else [(insns, None)]
+        parts = [(c, make_unit(c, build=False)) for c in comps] \
+            if len(comps) > 1 else [(insns, None)]
         for _, u in parts:
             if u is not None:
                 counts[u.key] = counts.get(u.key, 0) + 1
         phase_parts.append(parts)  # type: ignore[arg-type]
     result = []
+    built: set[str] = set()
     for parts in phase_parts:
         rest: list[Any] = []
         for insns, u in parts:
             if u is not None and counts[u.key] > 1:
+                if u.key not in built:  # the kernel of the first of a key
+                    u = make_unit(u.instructions)
+                    built.add(u.key)
                 result.append(u)
             else:
                 rest.extend(insns)
@@ -680,6 +701,7 @@ def compile_sub_units(t_unit: lp.TranslationUnit,
     def unit_t_unit(unit: SubUnit) -> lp.TranslationUnit:
         from constantdict import constantdict
         from loopy.kernel.function_interface import CallableKernel
+        assert unit.kernel is not None
         name = unit.kernel.name
         return t_unit.copy(
             callables_table=constantdict({name: CallableKernel(unit.kernel)}),
