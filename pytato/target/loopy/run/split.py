@@ -53,6 +53,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from loopy.kernel.data import AddressSpace, ArrayArg, ValueArg
+from loopy.kernel.instruction import BarrierInstruction
 
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.target.loopy.run.launch import KernelPlan, SubkernelInfo
@@ -134,8 +136,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _is_global_barrier(insn: Any) -> bool:
-    import loopy as lp
-    return (isinstance(insn, lp.BarrierInstruction)
+    return (isinstance(insn, BarrierInstruction)
             and insn.synchronization_kind == "global")
 
 
@@ -166,22 +167,30 @@ def _phases(knl: lp.LoopKernel) -> dict[str, int]:
             if not _is_global_barrier(by_id[iid])}
 
 
-def _insn_names(insn: Any) -> set[str]:
-    return set(insn.dependency_names()) | set(insn.within_inames) \
-        | set(insn.reduction_inames())
+_NAMES: dict[int, tuple[Any, frozenset[str]]] = {}
+
+
+def _insn_names(insn: Any) -> frozenset[str]:
+    """The variables and inames *insn* names (memoized by identity while
+    a kernel is split: :func:`split_kernel` clears the memo)."""
+    entry = _NAMES.get(id(insn))
+    if entry is None or entry[0] is not insn:
+        entry = _NAMES[id(insn)] = (insn, frozenset(
+            insn.dependency_names() | insn.within_inames
+            | insn.reduction_inames()))
+    return entry[1]
 
 
 def _declaration_text(knl: lp.LoopKernel, name: str, as_arg: bool,
                       written: bool, dtypes: Mapping[str, Any]) -> str:
     """The declaration of *name* in a sub-unit of *knl* (an argument if
     *as_arg*, written there if *written*)."""
-    import loopy as lp
     if name in knl.inames:
         return f"iname {sorted(map(repr, knl.inames[name].tags))}"
-    var = knl.arg_dict.get(name)
+    var = _arg_dict(knl).get(name)
     if var is None:
         var = knl.temporary_variables[name]
-    if isinstance(var, lp.ValueArg):
+    if isinstance(var, ValueArg):
         return f"value {var.dtype!r}"
     kind = ("arg" if as_arg else f"temp {var.address_space!r} "
             f"{getattr(var, 'initializer', None) is not None} "
@@ -189,6 +198,31 @@ def _declaration_text(knl: lp.LoopKernel, name: str, as_arg: bool,
     dtype = var.dtype if var.dtype is not None else dtypes.get(name)
     return (f"{kind} {dtype!r} {var.shape!r} "
             f"{var.dim_tags!r} {getattr(var, 'offset', None)!r} {written}")
+
+
+_ARG_DICTS: dict[int, tuple[Any, dict[str, Any]]] = {}
+_FIELDS: dict[type, list[str]] = {}
+
+
+def _arg_dict(knl: lp.LoopKernel) -> dict[str, Any]:
+    """The arguments of *knl* by name (one dictionary per kernel: loopy's
+    ``arg_dict`` hashes the kernel)."""
+    entry = _ARG_DICTS.get(id(knl))
+    if entry is None or entry[0] is not knl:
+        _ARG_DICTS.clear()
+        entry = _ARG_DICTS[id(knl)] = (knl, {a.name: a for a in knl.args})
+    return entry[1]
+
+
+def _fields(insn: Any) -> list[str]:
+    """The fields of the instruction *insn* that enter its canonical
+    form, sorted."""
+    tp = type(insn)
+    fields = _FIELDS.get(tp)
+    if fields is None:
+        fields = _FIELDS[tp] = sorted(
+            f for f in insn.get_copy_kwargs() if f not in _INSN_SKIP)
+    return fields
 
 
 _STRINGIFY: list[Any] = []
@@ -252,9 +286,7 @@ def _canonical(knl: lp.LoopKernel, insns: Sequence[Any],
     sets = []
     for insn in insns:
         fields = []
-        for f in sorted(insn.get_copy_kwargs()):
-            if f in _INSN_SKIP:
-                continue
+        for f in _fields(insn):
             value = getattr(insn, f)
             if isinstance(value, (frozenset, set)):
                 sets.append((f, value))
@@ -294,8 +326,6 @@ def split_kernel(knl: lp.LoopKernel,
         is not global used in two phases, nested domains, substitution
         rules, loop priorities).
     """
-    import loopy as lp
-    from constantdict import constantdict
 
     if not any(_is_global_barrier(i) for i in knl.instructions):
         raise SplitNotPossible("no global barriers")
@@ -305,6 +335,17 @@ def split_kernel(knl: lp.LoopKernel,
             dom.get_var_names(_param())) & set(knl.inames)
             for dom in knl.domains):
         raise SplitNotPossible("nested domains")
+    _NAMES.clear()
+    try:
+        return _split(knl, dtypes)
+    finally:
+        _NAMES.clear()
+
+
+def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None
+           ) -> list[SubUnit]:
+    from constantdict import constantdict
+
     phase = _phases(knl)
     nphases = max(phase.values(), default=-1) + 1
     insns_of: list[list[Any]] = [[] for _ in range(nphases)]
@@ -321,7 +362,7 @@ def split_kernel(knl: lp.LoopKernel,
             users.setdefault(name, []).append(p)
     for name, tv in knl.temporary_variables.items():
         if len(users.get(name, ())) > 1 and (
-                tv.address_space != lp.AddressSpace.GLOBAL
+                tv.address_space != AddressSpace.GLOBAL
                 or tv.base_storage is not None or tv.initializer is not None):
             raise SplitNotPossible(f"temporary {name!r} used in two phases")
 
@@ -331,7 +372,7 @@ def split_kernel(knl: lp.LoopKernel,
         if len(users.get(name, ())) > 1 and tv.dtype is None \
                 and name not in dtypes:
             raise SplitNotPossible(f"the type of {name!r} is not known")
-    value_args = [a for a in knl.args if isinstance(a, lp.ValueArg)]
+    value_args = [a for a in knl.args if isinstance(a, ValueArg)]
     dom_names = [frozenset(dom.get_var_names(_set())) for dom in knl.domains]
     domains_of: dict[str, list[int]] = {}
     for k, dnames in enumerate(dom_names):
@@ -348,7 +389,7 @@ def split_kernel(knl: lp.LoopKernel,
         written = {w for insn in insns for w in insn.assignee_var_names()}
         shared = {n for n in names if n in knl.temporary_variables
                   and len(users[n]) > 1}
-        arg_names = shared | {n for n in names if n in knl.arg_dict}
+        arg_names = shared | {n for n in names if n in _arg_dict(knl)}
         temp_names = {n for n in names
                       if n in knl.temporary_variables and n not in shared}
         key, order = _canonical(knl, insns, domains,
@@ -359,14 +400,14 @@ def split_kernel(knl: lp.LoopKernel,
         args = []
         for tv_name in sorted(shared):
             tv = knl.temporary_variables[tv_name]
-            args.append(lp.ArrayArg(
+            args.append(ArrayArg(
                 tv_name, dtype=tv.dtype if tv.dtype is not None
                 else dtypes[tv_name], shape=tv.shape, dim_tags=tv.dim_tags,
-                offset=tv.offset, address_space=lp.AddressSpace.GLOBAL,
+                offset=tv.offset, address_space=AddressSpace.GLOBAL,
                 is_output=tv_name in written,
                 is_input=tv_name not in written))
         for arg in knl.args:
-            if arg.name in names and not isinstance(arg, lp.ValueArg):
+            if arg.name in names and not isinstance(arg, ValueArg):
                 args.append(arg.copy(is_output=arg.name in written,
                                      is_input=arg.name not in written))
         temps = {n: knl.temporary_variables[n] for n in sorted(names)
@@ -406,6 +447,7 @@ def split_kernel(knl: lp.LoopKernel,
             if u is not None:
                 counts[u.key] = counts.get(u.key, 0) + 1
         phase_parts.append(parts)  # type: ignore[arg-type]
+    order = {i.id: k for k, i in enumerate(knl.instructions)}
     result = []
     built: set[str] = set()
     for parts in phase_parts:
@@ -419,7 +461,6 @@ def split_kernel(knl: lp.LoopKernel,
             else:
                 rest.extend(insns)
         if rest:
-            order = {i.id: k for k, i in enumerate(knl.instructions)}
             rest = sorted({i.id: i for i in rest}.values(),
                           key=lambda i: order[i.id])
             result.append(make_unit(rest))
@@ -444,9 +485,9 @@ def _components(knl: lp.LoopKernel, insns: list[Any]) -> list[list[Any]]:
         if ra != rb:
             parent[ra] = rb
 
-    import loopy as lp
     ids = {i.id for i in insns}
     temps = knl.temporary_variables
+    all_inames = frozenset(knl.inames)
     # instructions that only compute private temporaries from inames
     # (index computations shared by fused nests) are copied into each
     # group that uses them
@@ -456,9 +497,9 @@ def _components(knl: lp.LoopKernel, insns: list[Any]) -> list[list[Any]]:
         out = insn.assignee_var_names()
         if (not any(d in ids for d in insn.depends_on) and out
                 and all(n in temps and temps[n].address_space
-                        != lp.AddressSpace.GLOBAL for n in out)
+                        != AddressSpace.GLOBAL for n in out)
                 and not (insn.read_dependency_names() - set(out)
-                         - knl.all_inames())):
+                         - all_inames)):
             copied[insn.id] = insn
             for n in out:
                 copied_temps[n] = insn.id
@@ -736,7 +777,6 @@ class SplitKernelPlan(KernelPlan):
     the generated sub-units."""
 
     def __init__(self, executor: SplitExecutor) -> None:
-        import loopy as lp
         import pymbolic.primitives as prim
         from loopy.kernel.array import get_strides
         from pymbolic.mapper.substitutor import (
@@ -766,10 +806,10 @@ class SplitKernelPlan(KernelPlan):
         self._strides = {}
         self._array_info = {}
         for arg in knl.args:
-            if isinstance(arg, lp.ValueArg):
+            if isinstance(arg, ValueArg):
                 self.value_args[arg.name] = np.dtype(arg.dtype.numpy_dtype)
                 continue
-            if not isinstance(arg, lp.ArrayArg):
+            if not isinstance(arg, ArrayArg):
                 raise UnsupportedByTargetError(
                     f"argument {arg.name!r} is not supported by the split path")
             self._array_info[arg.name] = (arg.shape,
