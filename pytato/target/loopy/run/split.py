@@ -883,29 +883,35 @@ class SplitExecutor:
         return self._dtypes
 
     def cl_kernels(self) -> dict[str, cl.Kernel]:
-        """The device kernels of the distinct sub-units, by name, built
-        as by :func:`~pytato.target.loopy.run.executor.build_kernels`."""
+        """The device kernels of the distinct sub-units, by name (the code
+        of each built as a program of its own, several at once)."""
         if self._kernels is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            import pyopencl as cl
+
             from pytato.target.loopy.run.executor import (
-                _top_level_items,
-                build_kernels,
-                split_device_code,
+                _program_kernels,
+                _usable_cpus,
             )
-            shared: dict[str, None] = {}  # preambles etc., each once
-            texts: list[str] = []
-            for comp in self.compiled().values():
-                split = split_device_code(comp.code)
-                if split is None:
-                    raise SplitNotPossible("device code cannot be split")
-                for item in _top_level_items(split[0]):
-                    shared.setdefault(item.strip("\n"), None)
-                texts.extend(split[1])
-            source = ("\n".join(shared) + "\n\n" + "\n\n".join(texts)
-                      + "\n")
+            codes = [c.code for c in self.compiled().values()]
             options = self.t_unit[self.entrypoint].options.build_options
-            with PhaseTimer(_logger, "OpenCL build"):
-                self._kernels = build_kernels(self.context, source,
-                                              options=options)
+
+            def build(code: str) -> cl.Program:
+                return cl.Program(self.context, code).build(options=options)
+
+            # one program per distinct sub-unit (its source is the same in
+            # every program that has it: pyopencl's binary cache finds
+            # it), built in threads (pyopencl releases the GIL)
+            with PhaseTimer(_logger, f"OpenCL build ({len(codes)} programs)"):
+                with ThreadPoolExecutor(
+                        max(1, min(len(codes), _usable_cpus())),
+                        thread_name_prefix="pytato-build") as pool:
+                    programs = list(pool.map(build, codes))
+            kernels: dict[str, cl.Kernel] = {}
+            for program in programs:
+                kernels.update(_program_kernels(program))
+            self._kernels = kernels
         return self._kernels
 
     def kernel_plan(self) -> SplitKernelPlan:
