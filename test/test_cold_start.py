@@ -188,3 +188,28 @@ def test_split_not_possible_without_barriers(ctx_factory):
                             ).program.default_entrypoint
     with pytest.raises(split.SplitNotPossible):
         split.split_kernel(knl)
+
+
+def test_split_units_from_store(ctx_factory, split_on, monkeypatch, tmp_path,
+                                caplog):
+    """A program generated again (in-memory cache cleared) takes its
+    sub-units from the store: no split, no loopy, same results."""
+    import logging
+    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
+    monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE")
+    monkeypatch.setattr(program_store, "_STORE", [])
+    queue = cl.CommandQueue(ctx_factory())
+    g = make_random_graph(3)
+    inputs = g.inputs_for(g.outputs)
+    _run(g.outputs, inputs, queue)
+    PROGRAM_CACHE.clear()
+    generated = split.STATS["generated"]
+    with caplog.at_level(logging.INFO, logger="pytato.target.loopy"):
+        _, out = _run(g.outputs, inputs, queue)
+    assert split.STATS["generated"] == generated
+    assert any("sub-units" in r.getMessage() and "store hit" in r.getMessage()
+               for r in caplog.records)
+    assert not any("kernel split into" in r.getMessage()
+                   for r in caplog.records)
+    for name, ref in g.expected.items():
+        np.testing.assert_allclose(out[name], ref, rtol=1e-10, atol=1e-10)

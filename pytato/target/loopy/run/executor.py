@@ -284,7 +284,8 @@ def make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,
         (entrypoint,) = t_unit.entrypoints
         from pytato.target.loopy.run import split
         if split.split_enabled():
-            executor = split.make_split_executor(t_unit, context, entrypoint)
+            executor = split.make_split_executor(
+                t_unit, context, entrypoint, store_key=store_key)
             if executor is not None:
                 return executor
         return PhasedExecutor(context, t_unit, entrypoint, store_key=store_key)

@@ -132,6 +132,10 @@ class SplitNotPossible(ValueError):
     """The kernel cannot be split (see :func:`split_kernel`)."""
 
 
+class _KernelNeeded(LookupError):
+    """A sub-unit without its kernel is not in the program store."""
+
+
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -737,6 +741,8 @@ def compile_sub_units(t_unit: lp.TranslationUnit,
                 result[key] = stored
                 STATS["store_hits"] += 1
                 continue
+        if unit.kernel is None:
+            raise _KernelNeeded(key)
         todo.append(unit)
 
     def unit_t_unit(unit: SubUnit) -> lp.TranslationUnit:
@@ -845,11 +851,13 @@ class SplitExecutor:
     """
 
     def __init__(self, context: cl.Context, t_unit: lp.TranslationUnit,
-                 entrypoint: str, units: Sequence[SubUnit]) -> None:
+                 entrypoint: str, units: Sequence[SubUnit],
+                 store_key: str | None = None) -> None:
         self.context = context
         self.t_unit = t_unit
         self.entrypoint = entrypoint
         self.units = tuple(units)
+        self.store_key = store_key
         self._compiled: dict[str, CompiledSubUnit] | None = None
         self._kernels: dict[str, cl.Kernel] | None = None
         self._plan: SplitKernelPlan | None = None
@@ -862,7 +870,15 @@ class SplitExecutor:
     def compiled(self) -> dict[str, CompiledSubUnit]:
         """The generated sub-units by key (:func:`compile_sub_units`)."""
         if self._compiled is None:
-            self._compiled = compile_sub_units(self.t_unit, self.units)
+            try:
+                self._compiled = compile_sub_units(self.t_unit, self.units)
+            except _KernelNeeded:
+                # sub-units from the store, not all of them there: split
+                with PhaseTimer(_logger, "kernel split into sub-units"):
+                    self.units = tuple(split_kernel(
+                        self.t_unit[self.entrypoint], _open_dtypes(
+                            self.t_unit, self.entrypoint)))
+                self._compiled = compile_sub_units(self.t_unit, self.units)
         return self._compiled
 
     def temporary_dtypes(self) -> dict[str, np.dtype[Any]]:
@@ -918,6 +934,11 @@ class SplitExecutor:
         """The :class:`SplitKernelPlan` (built on first use)."""
         if self._plan is None:
             self._plan = SplitKernelPlan(self)
+            from pytato.target.loopy.run import program_store
+            if self.store_key is not None and program_store.store_enabled():
+                program_store.save(self.store_key, "split-units", (
+                    [(u.key, u.canonical_names) for u in self.units],
+                    self.temporary_dtypes()))
         return self._plan
 
     def __call__(self, queue: cl.CommandQueue, *, allocator: Any = None,
@@ -941,12 +962,33 @@ class SplitExecutor:
 # }}}
 
 
+def _open_dtypes(t_unit: lp.TranslationUnit, entrypoint: str
+                 ) -> dict[str, Any] | None:
+    """The inferred types of the temporaries of *t_unit* whose type it
+    leaves open (None if there are none)."""
+    knl = t_unit[entrypoint]
+    if all(tv.dtype is not None for tv in knl.temporary_variables.values()):
+        return None
+    import loopy as lp
+    with PhaseTimer(_logger, "type inference before the split"), \
+            lp.CacheMode(False):
+        typed = lp.infer_unknown_types(t_unit, expect_completion=False)
+    return {n: tv.dtype for n, tv
+            in typed[entrypoint].temporary_variables.items()
+            if tv.dtype is not None}
+
+
 def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
-                        entrypoint: str) -> SplitExecutor | None:
+                        entrypoint: str, store_key: str | None = None
+                        ) -> SplitExecutor | None:
     """A :class:`SplitExecutor` of *t_unit* if it can be split (a single,
-    scheduled, unpreprocessed kernel with global barriers), else None."""
+    scheduled, unpreprocessed kernel with global barriers), else None.
+    With the program's *store_key*, its sub-units (keys and names) are
+    taken from the program store if an earlier process saved them (their
+    kernels then are not built: their code is in the store too)."""
     from loopy.kernel import KernelState
 
+    from pytato.target.loopy.run import program_store
     from pytato.target.loopy.run.preprocessing import _single_kernel
     if _single_kernel(t_unit) != entrypoint \
             or t_unit.state >= KernelState.PREPROCESSED:
@@ -954,23 +996,26 @@ def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
     knl = t_unit[entrypoint]
     if knl.options.write_code or knl.options.edit_code:
         return None
-    dtypes = None
-    if any(tv.dtype is None for tv in knl.temporary_variables.values()):
-        import loopy as lp
-        with PhaseTimer(_logger, "type inference before the split"), \
-                lp.CacheMode(False):
-            typed = lp.infer_unknown_types(t_unit, expect_completion=False)
-        dtypes = {n: tv.dtype for n, tv
-                  in typed[entrypoint].temporary_variables.items()
-                  if tv.dtype is not None}
+    if store_key is not None and program_store.store_enabled():
+        stored = program_store.load(store_key, "split-units")
+        if stored is not None:
+            keys, dtypes = stored
+            executor = SplitExecutor(
+                context, t_unit, entrypoint,
+                [SubUnit(None, key, tuple(names), ()) for key, names in keys],
+                store_key=store_key)
+            executor._dtypes = dtypes
+            _logger.info("program store hit for the %d sub-units", len(keys))
+            return executor
     try:
         with PhaseTimer(_logger, "kernel split into sub-units"):
-            units = split_kernel(knl, dtypes)
+            units = split_kernel(knl, _open_dtypes(t_unit, entrypoint))
     except SplitNotPossible as e:
         _logger.info("kernel not split: %s", e)
         return None
     _logger.info("kernel split into %d sub-units, %d distinct", len(units),
                  len({u.key for u in units}))
-    return SplitExecutor(context, t_unit, entrypoint, units)
+    return SplitExecutor(context, t_unit, entrypoint, units,
+                         store_key=store_key)
 
 # vim: foldmethod=marker
