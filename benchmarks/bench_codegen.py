@@ -337,6 +337,48 @@ def bench_processes(nnodes: int) -> dict[str, float]:
     return res
 
 
+def make_dg_like(nfields: int, ngroups: int = 3, ndofs: int = 10
+                 ) -> dict[str, pt.Array]:
+    """A DG-like graph: the same operator (an ``einsum`` with a
+    differentiation matrix per element group, plus a flux: a face sum
+    broadcast back) applied to *nfields* fields over *ngroups* element
+    groups of different sizes."""
+    outputs = {}
+    for g in range(ngroups):
+        nel = 100 * (g + 1)
+        d = pt.make_placeholder(f"diff{g}", (ndofs, ndofs), np.float64)
+        for f in range(nfields):
+            u = pt.make_placeholder(f"u{f}_{g}", (nel, ndofs), np.float64)
+            flux = 0.5 * (pt.sum(u, axis=1).reshape(nel, 1) - u)
+            outputs[f"rhs{f}_{g}"] = pt.einsum("ij,ej->ei", d, u) + flux
+    return outputs
+
+
+def bench_split_counts(ctx: Any) -> list[dict[str, Any]]:
+    """Sub-units (device kernels of the split path,
+    :mod:`pytato.target.loopy.run.split`) and distinct ones of the random
+    DAGs and of the DG-like graphs of 1 and 5 fields (no code generated)."""
+    from pytato.target.loopy.run import split
+
+    graphs = [(f"random DAG {n}", make_random_dag(n))
+              for n in (100, 1000, 10000)]
+    graphs += [(f"DG-like, {f} field(s), 3 groups", make_dg_like(f))
+               for f in (1, 5)]
+    rows = []
+    for label, graph in graphs:
+        prog = pt.generate_loopy(graph, cl_device=ctx.devices[0])
+        knl = prog.program.default_entrypoint
+        t0 = time.perf_counter()
+        units = split.split_kernel(knl)
+        rows.append({"graph": label,
+                     "instructions": len(knl.instructions),
+                     "sub_units": len(units),
+                     "distinct": len({u.key for u in units}),
+                     "split_s": time.perf_counter() - t0})
+        print(json.dumps(rows[-1]))
+    return rows
+
+
 def main() -> None:
     import pyopencl as cl
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -353,8 +395,14 @@ def main() -> None:
     parser.add_argument("--build-nodes", type=int, default=None,
                         help="only the device build (one program, then in "
                         "chunks) and first call of a DAG of this many nodes")
+    parser.add_argument("--split-counts", action="store_true",
+                        help="only the sub-units and distinct sub-units of "
+                        "the split path for the DAGs and DG-like graphs")
     args = parser.parse_args()
     ctx = cl.create_some_context(interactive=False)
+    if args.split_counts:
+        bench_split_counts(ctx)
+        return
     if args.build_nodes is not None:
         res = bench_build(args.build_nodes, ctx)
         print(json.dumps(res))

@@ -313,7 +313,12 @@ _PLANS: weakref.WeakKeyDictionary[PyOpenCLExecutor, KernelPlan | None] = (
 
 def get_kernel_plan(executor: PyOpenCLExecutor) -> KernelPlan:
     """The (cached) :class:`KernelPlan` of a :mod:`loopy` pyopencl
-    executor (``t_unit.executor(context)``)."""
+    executor (``t_unit.executor(context)``), or the plan of an executor
+    that has one of its own (a ``kernel_plan`` method, as
+    :class:`~pytato.target.loopy.run.split.SplitExecutor`)."""
+    own_plan = getattr(executor, "kernel_plan", None)
+    if own_plan is not None:
+        return own_plan()  # type: ignore[no-any-return]
     try:
         plan = _PLANS[executor]
     except KeyError:

@@ -92,6 +92,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+import loopy as lp
 import numpy as np
 import pyopencl as cl
 
@@ -130,6 +131,8 @@ from pytato.target.loopy.run.queues import (
     default_allocator,
     set_default_memory_pool,
 )
+from pytato.target.loopy.run.split import split_enabled
+from pytato.target.loopy.run.split_build import make_split_executor
 from pytato.target.loopy.run.statistics import (
     clear_executors_statistics,
     executors_statistics,
@@ -137,7 +140,6 @@ from pytato.target.loopy.run.statistics import (
 
 
 if TYPE_CHECKING:
-    import loopy as lp
     from loopy.target.pyopencl_execution import PyOpenCLExecutor
 
 
@@ -146,6 +148,23 @@ __all__ = [
     "LoopyTarget", "default_allocator", "set_default_memory_pool",
 ]
 
+
+
+def _make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,
+                   store_key: str | None = None) -> Any:
+    """:func:`~pytato.target.loopy.run.executor.make_executor`, or the
+    executor of the split path
+    (:func:`~pytato.target.loopy.run.split_build.make_split_executor`)
+    where :func:`~pytato.target.loopy.run.split.split_enabled` and the
+    kernel can be split."""
+    if split_enabled() and len(t_unit.entrypoints) == 1 \
+            and isinstance(t_unit.target, lp.PyOpenCLTarget):
+        (entrypoint,) = t_unit.entrypoints
+        executor = make_split_executor(t_unit, context, entrypoint,
+                                       store_key=store_key)
+        if executor is not None:
+            return executor
+    return make_executor(t_unit, context, store_key=store_key)
 
 class LoopyTarget(Target):
     """A :mod:`loopy` code generation target.
@@ -463,7 +482,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         if exe is not None:
             return exe
         if not self.schedule_per_device:
-            exe = make_executor(self.program, context, store_key=self.store_key)
+            exe = _make_executor(self.program, context, store_key=self.store_key)
             self._executor_cache[context] = exe
             return exe
         missing = object()
@@ -475,7 +494,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
             self._info_by_context_address[context.int_ptr] = info
         if info is not None:
             t_unit, key = self._scheduled(info)
-            exe = make_executor(t_unit, context, store_key=key)
+            exe = _make_executor(t_unit, context, store_key=key)
             self._executor_cache[context] = exe
         else:
             info = _device_info(context.devices[0] if queue is None
@@ -483,7 +502,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
             exe = self._device_executors.get((context, info))
             if exe is None:
                 t_unit, key = self._scheduled(info)
-                exe = self._device_executors[context, info] = make_executor(
+                exe = self._device_executors[context, info] = _make_executor(
                     t_unit, context, store_key=key)
         object.__setattr__(self, "_last_info", info)
         return exe
@@ -606,13 +625,13 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         queue.finish()
         if not self.schedule_per_device:
             return BoundPyOpenCLExecutable(
-                program=make_executor(self.program, context, store_key=self.store_key),
+                program=_make_executor(self.program, context, store_key=self.store_key),
                 bound_arguments=bound,
                 target=self.target, cl_context=context)
         info = _device_info(context.devices[0])
         t_unit, key = self._scheduled(info)
         return BoundPyOpenCLExecutable(
-            program=make_executor(t_unit, context, store_key=key),
+            program=_make_executor(t_unit, context, store_key=key),
             bound_arguments=bound, target=self.target, cl_context=context,
             lowered_program=self.program,
             generated_inames=self.generated_inames, device_info=info)
@@ -762,12 +781,12 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
         if self.lowered_program is None or self.device_info is None:
             t_unit = f(self.program.t_unit)
             return dataclasses.replace(
-                self, program=make_executor(t_unit, self.cl_context))
+                self, program=_make_executor(t_unit, self.cl_context))
         lowered = _transform_lowered(f, self.lowered_program)
         t_unit, _ = _schedule_for(lowered,
                                   _loopy_target_for(self.target, self.device_info),
                                   self.device_info,
                                   self.generated_inames, None)
         return dataclasses.replace(
-            self, program=make_executor(t_unit, self.cl_context),
+            self, program=_make_executor(t_unit, self.cl_context),
             lowered_program=lowered)

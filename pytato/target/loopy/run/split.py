@@ -1,0 +1,526 @@
+"""A program's kernel cut into sub-units, each keyed by its canonical form.
+
+The default schedule (:mod:`pytato.target.loopy.schedule.default`)
+separates the loop nests of a program's single :mod:`loopy` kernel with
+global barriers; :mod:`loopy` then preprocesses, linearizes and generates
+code for the whole kernel at once, and splits it into device kernels at
+those barriers. Its cost grows with the number of instructions (about
+4.7 ms each for the 10 000-node random DAG of
+``benchmarks/bench_codegen.py``), and the nests of an application often
+repeat (the same operator applied to many fields).
+
+Here the scheduled kernel is cut at its global barriers instead, before
+:mod:`loopy`'s passes (:func:`split_kernel`): each *phase* (the
+instructions after the same number of global barriers on their longest
+dependency path) becomes a kernel of its own (a :class:`SubUnit`), whose
+arguments are the program's arguments and the global temporaries it
+shares with other phases. Each sub-unit has a *canonical form* (the text
+of its instructions, domains and declarations with every argument,
+temporary, iname and instruction id renamed by order of first appearance)
+and is keyed by a hash of it: sub-units with equal keys compute the same
+thing on other arrays, so they need one code generation and one device
+build (:mod:`pytato.target.loopy.run.split_build`).
+
+This path is off by default: set :data:`SPLIT_ENV` to ``1`` to use it.
+
+.. autodata:: SPLIT_ENV
+.. autodata:: SPLIT_WORKERS_ENV
+.. autofunction:: split_enabled
+.. autoclass:: SubUnit
+.. autoexception:: SplitNotPossible
+.. autofunction:: split_kernel
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import islpy as isl
+import numpy as np
+import pymbolic.primitives as prim
+from constantdict import constantdict
+from loopy.kernel.data import AddressSpace, ArrayArg, ValueArg
+from loopy.kernel.instruction import BarrierInstruction
+from loopy.symbolic import StringifyMapper
+
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import loopy as lp
+
+
+__all__ = [
+    "SPLIT_ENV",
+    "SPLIT_WORKERS_ENV",
+    "SplitNotPossible",
+    "SubUnit",
+    "split_enabled",
+    "split_kernel",
+]
+
+#: Environment variable switching the split path on (``1``): programs
+#: whose kernel has global barriers are generated as one :mod:`loopy`
+#: kernel per phase, each distinct one once (see the module documentation).
+SPLIT_ENV = "PYTATO_SPLIT_KERNELS"
+
+#: Environment variable giving the number of worker processes generating
+#: the distinct sub-units (default: the usable CPUs; ``1``: in the calling
+#: process, which gives the same code).
+SPLIT_WORKERS_ENV = "PYTATO_SPLIT_WORKERS"
+
+
+def split_enabled() -> bool:
+    """Whether :data:`SPLIT_ENV` switches the split path on."""
+    return os.environ.get(SPLIT_ENV, "").strip() not in ("", "0")
+
+
+# {{{ splitting
+
+@dataclass(frozen=True)
+class SubUnit:
+    """One phase of a kernel, as a kernel of its own.
+
+    .. attribute:: kernel
+
+        The :class:`loopy.LoopKernel` (named after its key); None for
+        sub-units after the first of their key (not generated).
+
+    .. attribute:: key
+
+        The hash of its canonical form.
+
+    .. attribute:: canonical_names
+
+        The names of its arguments, temporaries and inames, by canonical
+        position (the order of first appearance in its canonical form).
+
+    .. attribute:: instructions
+
+        Its instructions, as in the kernel it was cut from.
+    """
+
+    kernel: lp.LoopKernel | None
+    key: str
+    canonical_names: tuple[str, ...]
+    instructions: Sequence[Any]
+
+
+class SplitNotPossible(ValueError):
+    """The kernel cannot be split (see :func:`split_kernel`)."""
+
+
+class _KernelNeeded(LookupError):
+    """A sub-unit without its kernel is not in the program store."""
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _is_global_barrier(insn: Any) -> bool:
+    return (isinstance(insn, BarrierInstruction)
+            and insn.synchronization_kind == "global")
+
+
+def _phases(knl: lp.LoopKernel) -> dict[str, int]:
+    """The phase of each instruction that is not a global barrier: the
+    most global barriers on a dependency path ending in it."""
+    by_id = knl.id_to_insn
+    phase: dict[str, int] = {}
+    # iterative depth-first walk (no recursion)
+    for root in by_id:
+        if root in phase:
+            continue
+        stack = [(root, False)]
+        while stack:
+            iid, done = stack.pop()
+            if iid in phase:
+                continue
+            deps = [d for d in by_id[iid].depends_on if d in by_id]
+            if not done:
+                stack.append((iid, True))
+                stack.extend((d, False) for d in deps if d not in phase)
+                continue
+            p = 0
+            for d in deps:
+                p = max(p, phase[d] + (1 if _is_global_barrier(by_id[d]) else 0))
+            phase[iid] = p
+    return {iid: p for iid, p in phase.items()
+            if not _is_global_barrier(by_id[iid])}
+
+
+_NAMES: dict[int, tuple[Any, frozenset[str]]] = {}
+
+
+def _insn_names(insn: Any) -> frozenset[str]:
+    """The variables and inames *insn* names (memoized by identity while
+    a kernel is split: :func:`split_kernel` clears the memo)."""
+    entry = _NAMES.get(id(insn))
+    if entry is None or entry[0] is not insn:
+        entry = _NAMES[id(insn)] = (insn, frozenset(
+            insn.dependency_names() | insn.within_inames
+            | insn.reduction_inames()))
+    return entry[1]
+
+
+def _declaration_text(knl: lp.LoopKernel, name: str, as_arg: bool,
+                      written: bool, dtypes: Mapping[str, Any]) -> str:
+    """The declaration of *name* in a sub-unit of *knl* (an argument if
+    *as_arg*, written there if *written*)."""
+    if name in knl.inames:
+        return f"iname {sorted(map(repr, knl.inames[name].tags))}"
+    var = _arg_dict(knl).get(name)
+    if var is None:
+        var = knl.temporary_variables[name]
+    if isinstance(var, ValueArg):
+        return f"value {var.dtype!r}"
+    kind = ("arg" if as_arg else f"temp {var.address_space!r} "
+            f"{getattr(var, 'initializer', None) is not None} "
+            f"{getattr(var, 'read_only', None)!r}")
+    dtype = var.dtype if var.dtype is not None else dtypes.get(name)
+    return (f"{kind} {dtype!r} {var.shape!r} "
+            f"{var.dim_tags!r} {getattr(var, 'offset', None)!r} {written}")
+
+
+_ARG_DICTS: dict[int, tuple[Any, dict[str, Any]]] = {}
+_FIELDS: dict[type, list[str]] = {}
+
+
+def _arg_dict(knl: lp.LoopKernel) -> dict[str, Any]:
+    """The arguments of *knl* by name (one dictionary per kernel: loopy's
+    ``arg_dict`` hashes the kernel)."""
+    entry = _ARG_DICTS.get(id(knl))
+    if entry is None or entry[0] is not knl:
+        _ARG_DICTS.clear()
+        entry = _ARG_DICTS[id(knl)] = (knl, {a.name: a for a in knl.args})
+    return entry[1]
+
+
+def _fields(insn: Any) -> list[str]:
+    """The fields of the instruction *insn* that enter its canonical
+    form, sorted."""
+    tp = type(insn)
+    fields = _FIELDS.get(tp)
+    if fields is None:
+        fields = _FIELDS[tp] = sorted(
+            f for f in insn.get_copy_kwargs() if f not in _INSN_SKIP)
+    return fields
+
+
+_STRINGIFY: list[Any] = []
+
+
+def _expr_text(value: Any) -> str:
+    """An unambiguous text of *value* (expressions with typed constants;
+    :func:`repr` abbreviates deep expressions)."""
+    if isinstance(value, (tuple, list)):
+        return "(" + ",".join(_expr_text(v) for v in value) + ")"
+    if isinstance(value, (frozenset, set)):
+        return "{" + ",".join(sorted(_expr_text(v) for v in value)) + "}"
+    if isinstance(value, (prim.ExpressionNode, np.generic, int, float,
+                          complex)) and not isinstance(value, bool):
+        if not _STRINGIFY:
+            class _Typed(StringifyMapper):
+                def map_constant(self, expr: Any, *args: Any) -> str:
+                    return f"{type(expr).__name__}({expr!r})"
+
+            _STRINGIFY.append(_Typed())
+        return str(_STRINGIFY[0](value))
+    return repr(value)
+
+
+_INSN_SKIP = frozenset({"id", "depends_on", "happens_after",
+                        "within_inames_is_final", "depends_on_is_final"})
+
+
+def _canonical(knl: lp.LoopKernel, insns: Sequence[Any],
+               domains: Sequence[Any], names: set[str], as_args: set[str],
+               written: set[str], dtypes: Mapping[str, Any]
+               ) -> tuple[str, tuple[str, ...]]:
+    """The hash of the canonical form of the sub-unit of *knl* with the
+    instructions *insns* and *domains* (names in *names* renamed by order
+    of first appearance; those in *as_args* are arguments, those in
+    *written* written) and the names by canonical position."""
+    canon: dict[str, str] = {}
+    order: list[str] = []
+
+    def rename(text: str) -> str:
+        def sub(m: re.Match[str]) -> str:
+            word = m.group(0)
+            if word not in names:
+                return word
+            c = canon.get(word)
+            if c is None:
+                c = canon[word] = f"n{len(order)}"
+                order.append(word)
+            return c
+        return _IDENT.sub(sub, text)
+
+    ids = {insn.id: f"i{k}" for k, insn in enumerate(insns)}
+    # names are numbered in the order they appear in the instructions'
+    # expressions, then in the domains, then in sets (e.g. within_inames:
+    # set order is not canonical; names first seen there are numbered in
+    # sorted order)
+    parts = []
+    sets = []
+    for insn in insns:
+        fields = []
+        for f in _fields(insn):
+            value = getattr(insn, f)
+            if isinstance(value, (frozenset, set)):
+                sets.append((f, value))
+                continue
+            fields.append(f"{f}={rename(_expr_text(value))}")
+        deps = sorted(ids[d] for d in insn.depends_on if d in ids)
+        parts.append(f"{type(insn).__name__}({';'.join(fields)};deps={deps})")
+    parts.extend(rename(str(dom)) for dom in domains)
+    for f, value in sets:
+        texts = sorted(_expr_text(v) for v in value)
+        parts.append(f"{f}={sorted(rename(t) for t in texts)!r}")
+    k = 0
+    while k < len(order):  # declarations may name further names
+        name = order[k]
+        parts.append(f"{canon[name]}:"
+                     + rename(_declaration_text(knl, name, name in as_args,
+                                                name in written, dtypes)))
+        k += 1
+    opts = knl.options
+    parts.append(repr((knl.index_dtype, type(knl.target).__name__,
+                       opts.return_dict, opts.no_numpy,
+                       opts.enforce_variable_access_ordered,
+                       opts.build_options, sorted(knl.silenced_warnings))))
+    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return digest, tuple(order)
+
+
+def split_kernel(knl: lp.LoopKernel,
+                 dtypes: Mapping[str, Any] | None = None) -> list[SubUnit]:
+    """Cut the scheduled, unpreprocessed kernel *knl* into its phases (see
+    the module documentation), in order.
+
+    :arg dtypes: the types of the temporaries whose type *knl* leaves
+        open (needed for those shared by phases).
+    :raises SplitNotPossible: if *knl* has no global barriers, or if a
+        phase needs something the split cannot give it (a temporary that
+        is not global used in two phases, nested domains, substitution
+        rules, loop priorities).
+    """
+
+    if not any(_is_global_barrier(i) for i in knl.instructions):
+        raise SplitNotPossible("no global barriers")
+    if knl.substitutions or knl.loop_priority:
+        raise SplitNotPossible("substitution rules or loop priorities")
+    if any(len(dom.get_var_names(isl.dim_type.param)) and set(
+            dom.get_var_names(isl.dim_type.param)) & set(knl.inames)
+            for dom in knl.domains):
+        raise SplitNotPossible("nested domains")
+    _NAMES.clear()
+    try:
+        return _split(knl, dtypes)
+    finally:
+        _NAMES.clear()
+
+
+def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None
+           ) -> list[SubUnit]:
+    phase = _phases(knl)
+    nphases = max(phase.values(), default=-1) + 1
+    insns_of: list[list[Any]] = [[] for _ in range(nphases)]
+    for insn in knl.instructions:
+        if insn.id in phase:
+            insns_of[phase[insn.id]].append(insn)
+    used: list[set[str]] = [set() for _ in range(nphases)]
+    for p, insns in enumerate(insns_of):
+        for insn in insns:
+            used[p] |= _insn_names(insn)
+    users: dict[str, list[int]] = {}
+    for p, names in enumerate(used):
+        for name in names:
+            users.setdefault(name, []).append(p)
+    for name, tv in knl.temporary_variables.items():
+        if len(users.get(name, ())) > 1 and (
+                tv.address_space != AddressSpace.GLOBAL
+                or tv.base_storage is not None or tv.initializer is not None):
+            raise SplitNotPossible(f"temporary {name!r} used in two phases")
+
+    if dtypes is None:
+        dtypes = {}
+    for name, tv in knl.temporary_variables.items():
+        if len(users.get(name, ())) > 1 and tv.dtype is None \
+                and name not in dtypes:
+            raise SplitNotPossible(f"the type of {name!r} is not known")
+    value_args = [a for a in knl.args if isinstance(a, ValueArg)]
+    dom_names = [frozenset(dom.get_var_names(isl.dim_type.set)) for dom in knl.domains]
+    domains_of: dict[str, list[int]] = {}
+    for k, dnames in enumerate(dom_names):
+        for n in dnames:
+            domains_of.setdefault(n, []).append(k)
+
+    def make_unit(insns: list[Any], build: bool = True) -> SubUnit:
+        names: set[str] = set()
+        for insn in insns:
+            names |= _insn_names(insn)
+        dom_ids = sorted({k for n in names for k in domains_of.get(n, ())})
+        domains = [knl.domains[k] for k in dom_ids]
+        inames = {n for k in dom_ids for n in dom_names[k]}
+        written = {w for insn in insns for w in insn.assignee_var_names()}
+        shared = {n for n in names if n in knl.temporary_variables
+                  and len(users[n]) > 1}
+        arg_names = shared | {n for n in names if n in _arg_dict(knl)}
+        temp_names = {n for n in names
+                      if n in knl.temporary_variables and n not in shared}
+        key, order = _canonical(knl, insns, domains,
+                                inames | temp_names | arg_names,
+                                arg_names, written, dtypes)
+        if not build:
+            return SubUnit(None, key, order, insns)
+        args = []
+        for tv_name in sorted(shared):
+            tv = knl.temporary_variables[tv_name]
+            args.append(ArrayArg(
+                tv_name, dtype=tv.dtype if tv.dtype is not None
+                else dtypes[tv_name], shape=tv.shape, dim_tags=tv.dim_tags,
+                offset=tv.offset, address_space=AddressSpace.GLOBAL,
+                is_output=tv_name in written,
+                is_input=tv_name not in written))
+        for arg in knl.args:
+            if arg.name in names and not isinstance(arg, ValueArg):
+                args.append(arg.copy(is_output=arg.name in written,
+                                     is_input=arg.name not in written))
+        temps = {n: knl.temporary_variables[n] for n in sorted(names)
+                 if n in knl.temporary_variables and n not in shared}
+        # the value arguments the sub-unit may need (its domains'
+        # parameters, shapes and expressions)
+        if value_args:
+            dep_text = " ".join([*(str(d) for d in domains),
+                                 *(repr(a.shape) for a in args),
+                                 *(repr(t.shape) for t in temps.values())])
+            words = set(_IDENT.findall(dep_text)) | names
+            args.extend(a for a in value_args if a.name in words)
+        ids = {i.id for i in insns}
+        new_insns = [i.copy(depends_on=frozenset(d for d in i.depends_on
+                                                 if d in ids))
+                     for i in insns]
+        sub = knl.copy(
+            name="_pt_sub", domains=domains, instructions=new_insns,
+            args=args, temporary_variables=constantdict(temps),
+            inames=constantdict({n: knl.inames[n] for n in sorted(inames)
+                                 if n in knl.inames}))
+        return SubUnit(sub.copy(name=f"_pt_k{key[:16]}"), key, order, insns)
+
+    # each phase's independent nests (connected by dependencies,
+    # temporaries of their own and inames) as sub-units; a phase's nests
+    # whose sub-unit occurs once in the program are put back together
+    # (one device kernel, as the schedule made it)
+    phase_parts: list[list[tuple[list[Any], SubUnit]]] = []
+    counts: dict[str, int] = {}
+    for insns in insns_of:
+        if not insns:
+            continue
+        comps = _components(knl, insns)
+        parts = [(c, make_unit(c, build=False)) for c in comps] \
+            if len(comps) > 1 else [(insns, None)]
+        for _, u in parts:
+            if u is not None:
+                counts[u.key] = counts.get(u.key, 0) + 1
+        phase_parts.append(parts)  # type: ignore[arg-type]
+    order = {i.id: k for k, i in enumerate(knl.instructions)}
+    result = []
+    built: set[str] = set()
+    for parts in phase_parts:
+        rest: list[Any] = []
+        for insns, u in parts:
+            if u is not None and counts[u.key] > 1:
+                if u.key not in built:  # the kernel of the first of a key
+                    u = make_unit(u.instructions)
+                    built.add(u.key)
+                result.append(u)
+            else:
+                rest.extend(insns)
+        if rest:
+            rest = sorted({i.id: i for i in rest}.values(),
+                          key=lambda i: order[i.id])
+            result.append(make_unit(rest))
+    return result
+
+
+def _components(knl: lp.LoopKernel, insns: list[Any]) -> list[list[Any]]:
+    """*insns* (of one phase) in groups that share no dependency,
+    temporary or iname, in order."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        root = x
+        while parent.setdefault(root, root) != root:
+            root = parent[root]
+        while parent[x] != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def union(a: str, b: str) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[ra] = rb
+
+    ids = {i.id for i in insns}
+    temps = knl.temporary_variables
+    all_inames = frozenset(knl.inames)
+    # instructions that only compute private temporaries from inames
+    # (index computations shared by fused nests) are copied into each
+    # group that uses them
+    copied: dict[str, Any] = {}
+    copied_temps: dict[str, str] = {}
+    for insn in insns:
+        out = insn.assignee_var_names()
+        if (not any(d in ids for d in insn.depends_on) and out
+                and all(n in temps and temps[n].address_space
+                        != AddressSpace.GLOBAL for n in out)
+                and not (insn.read_dependency_names() - set(out)
+                         - all_inames)):
+            copied[insn.id] = insn
+            for n in out:
+                copied_temps[n] = insn.id
+    if len(set(copied_temps.values())) != len(copied) or any(
+            n in copied_temps for i in copied.values()
+            for n in i.read_dependency_names()):
+        copied = {}
+        copied_temps = {}
+    owner: dict[str, str] = {}
+    for insn in insns:
+        if insn.id in copied:
+            continue
+        find(insn.id)
+        for d in insn.depends_on:
+            if d in ids and d not in copied:
+                union(insn.id, d)
+        for n in _insn_names(insn):
+            if n in temps and n not in copied_temps:
+                o = owner.setdefault(n, insn.id)
+                union(insn.id, o)
+    groups: dict[str, list[Any]] = {}
+    for insn in insns:
+        if insn.id not in copied:
+            groups.setdefault(find(insn.id), []).append(insn)
+    if not copied:
+        return list(groups.values())
+    result = []
+    order = {insn.id: k for k, insn in enumerate(insns)}
+    for group in groups.values():
+        need = {copied_temps[n] for i in group for n in _insn_names(i)
+                if n in copied_temps}
+        need |= {d for i in group for d in i.depends_on if d in copied}
+        group = group + [copied[c] for c in need]
+        group.sort(key=lambda i: order[i.id])
+        result.append(group)
+    result.sort(key=lambda g: order[g[0].id])
+    return result
+
+
+
+# }}}
+
+# vim: foldmethod=marker

@@ -1,0 +1,497 @@
+"""The sub-units of a split kernel generated once each, built and launched.
+
+The sub-units of :mod:`pytato.target.loopy.run.split` with equal keys
+compute the same thing on other arrays, so :mod:`loopy` preprocesses,
+linearizes and generates code for one of them (:func:`compile_sub_units`),
+and the device kernels are built once. Distinct sub-units can be generated
+in worker processes
+(:data:`~pytato.target.loopy.run.split.SPLIT_WORKERS_ENV`). Results are
+kept in the program store (:mod:`pytato.target.loopy.run.program_store`)
+under the canonical key, so that programs sharing a kernel share its code.
+
+The host side (:class:`SplitKernelPlan`, a
+:class:`~pytato.target.loopy.run.launcher.KernelPlan`) launches the device
+kernels of the sub-units in order, each with its own arrays mapped onto
+the arguments of the sub-unit that was generated.
+
+.. autoclass:: CompiledSubUnit
+.. autofunction:: compile_sub_units
+.. autoclass:: SplitKernelPlan
+.. autoclass:: SplitExecutor
+.. autofunction:: make_split_executor
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import loopy as lp
+import numpy as np
+import pymbolic.primitives as prim
+import pyopencl as cl
+import pyopencl.array as cla
+from constantdict import constantdict
+from loopy.kernel import KernelState
+from loopy.kernel.array import get_strides
+from loopy.kernel.data import ArrayArg, ValueArg
+from loopy.kernel.function_interface import CallableKernel
+from loopy.schedule import CallKernel, get_insn_ids_for_block_at
+from loopy.schedule.tools import get_subkernel_arg_info
+from loopy.version import DATA_MODEL_VERSION
+from pymbolic.mapper.substitutor import SubstitutionMapper, make_subst_func
+
+from pytato.codegen import FewerCollections, PhaseTimer
+from pytato.diagnostic import UnsupportedByTargetError
+from pytato.target.loopy.run import program_store
+from pytato.target.loopy.run.executor import _program_kernels, _usable_cpus
+from pytato.target.loopy.run.instrumented import run_instrumented
+from pytato.target.loopy.run.launcher import KernelPlan, SubkernelInfo
+from pytato.target.loopy.run.preprocessing import (
+    _single_kernel,
+    generate_code,
+    preprocess_and_linearize,
+)
+from pytato.target.loopy.run.split import (
+    SPLIT_WORKERS_ENV,
+    SplitNotPossible,
+    SubUnit,
+    _KernelNeeded,
+    split_kernel,
+)
+
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+
+__all__ = [
+    "CompiledSubUnit",
+    "SplitExecutor",
+    "SplitKernelPlan",
+    "compile_sub_units",
+    "make_split_executor",
+]
+
+_logger = logging.getLogger("pytato.target.loopy")
+
+# {{{ code generation of the distinct sub-units
+
+@dataclass(frozen=True)
+class CompiledSubUnit:
+    """What the host needs of a generated sub-unit, in canonical names
+    (``n0``, ``n1``, ... by canonical position; see :class:`SubUnit`).
+
+    .. attribute:: code
+
+        Its OpenCL code.
+
+    .. attribute:: launches
+
+        Its device kernels in order: ``(name, argument names, group count,
+        work group size)``, names and expressions canonical.
+    """
+
+    code: str
+    launches: tuple[tuple[str, tuple[str, ...], tuple[Any, ...],
+                          tuple[Any, ...]], ...]
+
+
+def _compile_one(t_unit: lp.TranslationUnit,
+                 names: Sequence[str]) -> CompiledSubUnit:
+    """Preprocess, linearize and generate *t_unit* (one kernel), and
+    describe its launches in canonical names (*names* by position)."""
+    with FewerCollections():
+        lin = preprocess_and_linearize(t_unit)
+        code = generate_code(lin, cache=False).device_code()
+    knl = lin.default_entrypoint
+    canon = {n: f"n{k}" for k, n in enumerate(names)}
+    subst = SubstitutionMapper(make_subst_func(
+        {n: prim.Variable(c) for n, c in canon.items()}))
+    launches = []
+    sched = knl.linearization
+    assert sched is not None
+    for idx, item in enumerate(sched):
+        if not isinstance(item, CallKernel):
+            continue
+        ids = get_insn_ids_for_block_at(sched, idx)
+        if not ids:
+            continue
+        info = get_subkernel_arg_info(knl, item.kernel_name)
+        if info.passed_inames:
+            raise SplitNotPossible("loop indices passed from the host")
+        gsize, lsize = knl.get_grid_sizes_for_insn_ids_as_exprs(
+            ids, lin.callables_table)
+        passed = []
+        for n in info.passed_names:
+            if n not in canon:
+                raise SplitNotPossible(f"argument {n!r} of a device kernel "
+                                       "has no canonical name")
+            passed.append(canon[n])
+        launches.append((item.kernel_name, tuple(passed),
+                         tuple(subst(g) for g in gsize),
+                         tuple(subst(s) for s in lsize)))
+    if isinstance(lin.target, lp.PyOpenCLTarget) \
+            and getattr(lin.target, "limit_arg_size_nbytes", None) is not None:
+        raise SplitNotPossible("limit_arg_size_nbytes")
+    return CompiledSubUnit(code, tuple(launches))
+
+
+# a worker process: reads (sys.path, [(translation unit, names), ...])
+# pickled on stdin, writes the pickled list of CompiledSubUnit on stdout
+_WORKER = """
+import pickle, sys
+path, jobs = pickle.load(sys.stdin.buffer)
+sys.path[:0] = path
+from pytato.target.loopy.run.split_build import _compile_one
+result = [_compile_one(t_unit, names) for t_unit, names in jobs]
+sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+"""
+
+
+def _compile_in_processes(jobs: Sequence[tuple[lp.TranslationUnit,
+                                                Sequence[str]]],
+                          nworkers: int) -> list[CompiledSubUnit]:
+    """:func:`_compile_one` of each of *jobs* in *nworkers* new Python
+    processes (not forked: the calling process may hold an OpenCL
+    context), the jobs spread by instruction count."""
+    loads = [0] * nworkers
+    shares: list[list[int]] = [[] for _ in range(nworkers)]
+    for i in sorted(range(len(jobs)), key=lambda i: -len(
+            jobs[i][0].default_entrypoint.instructions)):
+        w = loads.index(min(loads))
+        shares[w].append(i)
+        loads[w] += len(jobs[i][0].default_entrypoint.instructions) + 1
+    procs = []
+    try:
+        for _share in shares:
+            proc = subprocess.Popen(
+                [sys.executable, "-c", _WORKER],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)
+            procs.append(proc)
+        for proc, share in zip(procs, shares, strict=True):
+            assert proc.stdin is not None
+            proc.stdin.write(program_store._dumps((list(sys.path),
+                                     [jobs[i] for i in share])))
+            proc.stdin.close()
+        result: list[CompiledSubUnit | None] = [None] * len(jobs)
+        for proc, share in zip(procs, shares, strict=True):
+            assert proc.stdout is not None and proc.stderr is not None
+            out = proc.stdout.read()
+            err = proc.stderr.read()
+            if proc.wait() != 0:
+                raise RuntimeError("code generation process failed: "
+                                   + err.decode(errors="replace")[-3000:])
+            for i, comp in zip(share, pickle.loads(out), strict=True):
+                result[i] = comp
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    assert all(r is not None for r in result)
+    return result  # type: ignore[return-value]
+
+
+def _workers(njobs: int) -> int:
+    env = os.environ.get(SPLIT_WORKERS_ENV, "").strip()
+    if env:
+        try:
+            return max(1, min(int(env), njobs))
+        except ValueError:
+            _logger.warning("%s=%r is not an integer; ignored",
+                            SPLIT_WORKERS_ENV, env)
+    return max(1, min(njobs, _usable_cpus()))
+
+
+def _sub_key(unit: SubUnit) -> str:
+    return hashlib.sha256(repr((
+        "pytato-sub-unit", program_store.STORE_VERSION,
+        program_store._source_digest(), DATA_MODEL_VERSION,
+        unit.key)).encode()).hexdigest()
+
+
+#: counts of the work done, for tests: sub-units generated by loopy
+STATS = {"generated": 0, "store_hits": 0}
+
+
+def compile_sub_units(t_unit: lp.TranslationUnit,
+                      units: Sequence[SubUnit]) -> dict[str, CompiledSubUnit]:
+    """The :class:`CompiledSubUnit` of each distinct key of *units*
+    (sub-units of the kernel of *t_unit*), from the program store where it
+    is there, else generated by :mod:`loopy`, in worker processes
+    (:data:`SPLIT_WORKERS_ENV`) where there are several to generate."""
+    distinct: dict[str, SubUnit] = {}
+    for u in units:
+        distinct.setdefault(u.key, u)
+    result: dict[str, CompiledSubUnit] = {}
+    use_store = program_store.store_enabled()
+    todo = []
+    for key, unit in distinct.items():
+        if use_store:
+            try:
+                stored = program_store.load(_sub_key(unit), "sub-unit")
+            except program_store.NotPersistentError:
+                use_store = False
+                stored = None
+            if stored is not None:
+                result[key] = stored
+                STATS["store_hits"] += 1
+                continue
+        if unit.kernel is None:
+            raise _KernelNeeded(key)
+        todo.append(unit)
+
+    def unit_t_unit(unit: SubUnit) -> lp.TranslationUnit:
+        assert unit.kernel is not None
+        name = unit.kernel.name
+        return t_unit.copy(
+            callables_table=constantdict({name: CallableKernel(unit.kernel)}),
+            entrypoints=frozenset({name}))
+
+    nworkers = _workers(len(todo))
+    with PhaseTimer(_logger, f"loopy on {len(todo)} distinct sub-units "
+                    f"({len(units)} in all, {nworkers} processes)"):
+        if nworkers <= 1:
+            compiled = [_compile_one(unit_t_unit(u), u.canonical_names)
+                        for u in todo]
+        else:
+            compiled = _compile_in_processes(
+                [(unit_t_unit(u), u.canonical_names) for u in todo],
+                nworkers)
+    STATS["generated"] += len(todo)
+    for unit, comp in zip(todo, compiled, strict=True):
+        result[unit.key] = comp
+        if use_store:
+            program_store.save(_sub_key(unit), "sub-unit", comp)
+    return result
+
+# }}}
+
+
+# {{{ host side
+
+class SplitKernelPlan(KernelPlan):
+    """The :class:`~pytato.target.loopy.run.launcher.KernelPlan` of a split
+    program: the device kernels of its sub-units in order, with the
+    program's arrays and value arguments in place of the canonical ones of
+    the generated sub-units."""
+
+    def __init__(self, executor: SplitExecutor) -> None:
+        knl = executor.t_unit[executor.entrypoint]
+        compiled = executor.compiled()
+        subkernels = []
+        for unit in executor.units:
+            comp = compiled[unit.key]
+            names = {f"n{k}": n for k, n in enumerate(unit.canonical_names)}
+            subst = SubstitutionMapper(make_subst_func(
+                {c: prim.Variable(n) for c, n in names.items()}))
+            for name, passed, gsize, lsize in comp.launches:
+                subkernels.append(SubkernelInfo(
+                    name, tuple(names[c] for c in passed),
+                    tuple(subst(g) for g in gsize),
+                    tuple(subst(s) for s in lsize)))
+        self.subkernels = tuple(subkernels)
+        self.value_args = {}
+        self.input_arrays = []
+        self.outputs = []
+        self._strides = {}
+        self._array_info = {}
+        for arg in knl.args:
+            if isinstance(arg, ValueArg):
+                self.value_args[arg.name] = np.dtype(arg.dtype.numpy_dtype)
+                continue
+            if not isinstance(arg, ArrayArg):
+                raise UnsupportedByTargetError(
+                    f"argument {arg.name!r} is not supported by the split path")
+            self._array_info[arg.name] = (arg.shape,
+                                          np.dtype(arg.dtype.numpy_dtype))
+            if arg.is_output:
+                self.outputs.append(arg.name)
+                self._strides[arg.name] = tuple(get_strides(arg))
+            else:
+                self.input_arrays.append(arg.name)
+        passed = {n for sk in self.subkernels for n in sk.arg_names}
+        dtypes = executor.temporary_dtypes()
+        self._temporaries = {
+            name: (tv.shape, dtypes[name])
+            for name, tv in knl.temporary_variables.items() if name in passed}
+        self.return_dict = bool(knl.options.return_dict)
+        self.no_numpy = bool(knl.options.no_numpy)
+        kernels = executor.cl_kernels()
+        self.cl_programs = {sk.name: kernels[sk.name].program
+                            for sk in self.subkernels}
+        self.cl_program = (self.cl_programs[self.subkernels[0].name]
+                           if self.subkernels else None)
+
+
+class SplitExecutor:
+    """An executor of a program whose kernel is split into sub-units (see
+    the module documentation), with the interface that
+    :mod:`pytato.target.loopy.run.instrumented` and
+    :mod:`pytato.target.loopy.run.programs` use of :mod:`loopy`'s
+    executors: call it as one (``executor(queue, **kwargs)``); its
+    :class:`SplitKernelPlan` is :meth:`kernel_plan`.
+
+    :arg units: the sub-units of the kernel (:func:`split_kernel`).
+    """
+
+    def __init__(self, context: cl.Context, t_unit: lp.TranslationUnit,
+                 entrypoint: str, units: Sequence[SubUnit],
+                 store_key: str | None = None) -> None:
+        self.context = context
+        self.t_unit = t_unit
+        self.entrypoint = entrypoint
+        self.units = tuple(units)
+        self.store_key = store_key
+        self._compiled: dict[str, CompiledSubUnit] | None = None
+        self._kernels: dict[str, cl.Kernel] | None = None
+        self._plan: SplitKernelPlan | None = None
+        self._dtypes: dict[str, np.dtype[Any]] | None = None
+
+    def arg_to_dtype(self, kwargs: Mapping[str, Any]) -> None:
+        """As :mod:`loopy`'s executors (argument types are the kernel's)."""
+        return None
+
+    def compiled(self) -> dict[str, CompiledSubUnit]:
+        """The generated sub-units by key (:func:`compile_sub_units`)."""
+        if self._compiled is None:
+            try:
+                self._compiled = compile_sub_units(self.t_unit, self.units)
+            except _KernelNeeded:
+                # sub-units from the store, not all of them there: split
+                with PhaseTimer(_logger, "kernel split into sub-units"):
+                    self.units = tuple(split_kernel(
+                        self.t_unit[self.entrypoint], _open_dtypes(
+                            self.t_unit, self.entrypoint)))
+                self._compiled = compile_sub_units(self.t_unit, self.units)
+        return self._compiled
+
+    def temporary_dtypes(self) -> dict[str, np.dtype[Any]]:
+        """The types of the kernel's temporaries (inferred where the
+        kernel leaves them open)."""
+        if self._dtypes is None:
+            knl = self.t_unit[self.entrypoint]
+            if any(tv.dtype is None
+                   for tv in knl.temporary_variables.values()):
+                with lp.CacheMode(False):
+                    knl = lp.infer_unknown_types(
+                        self.t_unit, expect_completion=False)[self.entrypoint]
+            self._dtypes = {
+                n: np.dtype(tv.dtype.numpy_dtype)
+                for n, tv in knl.temporary_variables.items()
+                if tv.dtype is not None}
+        return self._dtypes
+
+    def cl_kernels(self) -> dict[str, cl.Kernel]:
+        """The device kernels of the distinct sub-units, by name (the code
+        of each built as a program of its own, several at once)."""
+        if self._kernels is None:
+            codes = [c.code for c in self.compiled().values()]
+            options = self.t_unit[self.entrypoint].options.build_options
+
+            def build(code: str) -> cl.Program:
+                return cl.Program(self.context, code).build(options=options)
+
+            # one program per distinct sub-unit (its source is the same in
+            # every program that has it: pyopencl's binary cache finds
+            # it), built in threads (pyopencl releases the GIL)
+            with PhaseTimer(_logger, f"OpenCL build ({len(codes)} programs)"):
+                with ThreadPoolExecutor(
+                        max(1, min(len(codes), _usable_cpus())),
+                        thread_name_prefix="pytato-build") as pool:
+                    programs = list(pool.map(build, codes))
+            kernels: dict[str, cl.Kernel] = {}
+            for program in programs:
+                kernels.update(_program_kernels(program))
+            self._kernels = kernels
+        return self._kernels
+
+    def kernel_plan(self) -> SplitKernelPlan:
+        """The :class:`SplitKernelPlan` (built on first use)."""
+        if self._plan is None:
+            self._plan = SplitKernelPlan(self)
+            if self.store_key is not None and program_store.store_enabled():
+                program_store.save(self.store_key, "split-units", (
+                    [(u.key, u.canonical_names) for u in self.units],
+                    self.temporary_dtypes()))
+        return self._plan
+
+    def __call__(self, queue: cl.CommandQueue, *, allocator: Any = None,
+                 wait_for: Any = None, out_host: bool | None = None,
+                 **kwargs: Any) -> Any:
+        plan = self.kernel_plan()
+        for name in plan.input_arrays:
+            value = kwargs.get(name)
+            if isinstance(value, cla.Array) and (
+                    value.offset or not value.flags.c_contiguous):
+                # a plain copy for the kernel argument
+                kwargs[name] = cla.to_device(queue, value.get(queue=queue),
+                                             allocator=allocator)
+        return run_instrumented(self, queue, allocator=allocator,
+                                       wait_for=wait_for, out_host=out_host,
+                                       **kwargs)
+
+# }}}
+
+
+def _open_dtypes(t_unit: lp.TranslationUnit, entrypoint: str
+                 ) -> dict[str, Any] | None:
+    """The inferred types of the temporaries of *t_unit* whose type it
+    leaves open (None if there are none)."""
+    knl = t_unit[entrypoint]
+    if all(tv.dtype is not None for tv in knl.temporary_variables.values()):
+        return None
+    with PhaseTimer(_logger, "type inference before the split"), \
+            lp.CacheMode(False):
+        typed = lp.infer_unknown_types(t_unit, expect_completion=False)
+    return {n: tv.dtype for n, tv
+            in typed[entrypoint].temporary_variables.items()
+            if tv.dtype is not None}
+
+
+def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
+                        entrypoint: str, store_key: str | None = None
+                        ) -> SplitExecutor | None:
+    """A :class:`SplitExecutor` of *t_unit* if it can be split (a single,
+    scheduled, unpreprocessed kernel with global barriers), else None.
+    With the program's *store_key*, its sub-units (keys and names) are
+    taken from the program store if an earlier process saved them (their
+    kernels then are not built: their code is in the store too)."""
+    if _single_kernel(t_unit) != entrypoint \
+            or t_unit.state >= KernelState.PREPROCESSED:
+        return None
+    knl = t_unit[entrypoint]
+    if knl.options.write_code or knl.options.edit_code:
+        return None
+    if store_key is not None and program_store.store_enabled():
+        stored = program_store.load(store_key, "split-units")
+        if stored is not None:
+            keys, dtypes = stored
+            executor = SplitExecutor(
+                context, t_unit, entrypoint,
+                [SubUnit(None, key, tuple(names), ()) for key, names in keys],
+                store_key=store_key)
+            executor._dtypes = dtypes
+            _logger.info("program store hit for the %d sub-units", len(keys))
+            return executor
+    try:
+        with PhaseTimer(_logger, "kernel split into sub-units"):
+            units = split_kernel(knl, _open_dtypes(t_unit, entrypoint))
+    except SplitNotPossible as e:
+        _logger.info("kernel not split: %s", e)
+        return None
+    _logger.info("kernel split into %d sub-units, %d distinct", len(units),
+                 len({u.key for u in units}))
+    return SplitExecutor(context, t_unit, entrypoint, units,
+                         store_key=store_key)
+
+# vim: foldmethod=marker

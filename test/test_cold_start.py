@@ -1,0 +1,215 @@
+"""The split path of :mod:`pytato.target.loopy.run.split`: a program's
+kernel cut into its phases, each distinct one generated and built once
+(issue 20)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pytest
+from random_graphs import make_random_dag, make_random_graph
+
+import pytato as pt
+from pytato.target.loopy import PROGRAM_CACHE
+from pytato.target.loopy.run import program_store, split, split_build
+
+
+@pytest.fixture
+def split_on(monkeypatch):
+    """The split path on, the program store off, empty program cache."""
+    monkeypatch.setenv(split.SPLIT_ENV, "1")
+    monkeypatch.setenv(split.SPLIT_WORKERS_ENV, "1")
+    monkeypatch.setenv("PYTATO_NO_PROGRAM_STORE", "1")
+    PROGRAM_CACHE.clear()
+    yield
+    PROGRAM_CACHE.clear()
+
+
+def _dg_like(nfields: int, ngroups: int = 3, ndofs: int = 4
+             ) -> tuple[dict[str, pt.Array], dict[str, np.ndarray],
+                        dict[str, np.ndarray]]:
+    """The same operator (an einsum with a differentiation matrix, a flux
+    from a face reduction broadcast back) applied to *nfields* fields
+    over *ngroups* element groups: outputs, inputs and numpy results."""
+    rng = np.random.default_rng(7)
+    outputs = {}
+    inputs = {}
+    expected = {}
+    for g in range(ngroups):
+        nel = 5 + 2 * g
+        dmat = rng.standard_normal((ndofs, ndofs))
+        inputs[f"d{g}"] = dmat
+        d = pt.make_placeholder(f"d{g}", (ndofs, ndofs), np.float64)
+        for f in range(nfields):
+            name = f"u{f}_{g}"
+            u_np = rng.standard_normal((nel, ndofs))
+            inputs[name] = u_np
+            u = pt.make_placeholder(name, (nel, ndofs), np.float64)
+            du = pt.einsum("ij,ej->ei", d, u)
+            flux = 0.5 * (pt.sum(u, axis=1).reshape(nel, 1) - u)
+            outputs[f"r{f}_{g}"] = du + flux
+            du_np = np.einsum("ij,ej->ei", dmat, u_np)
+            expected[f"r{f}_{g}"] = du_np + 0.5 * (
+                u_np.sum(axis=1).reshape(nel, 1) - u_np)
+    return outputs, inputs, expected
+
+
+def _run(outputs, inputs, queue):
+    prog = pt.generate_loopy(outputs, cl_device=queue.device)
+    _, out = prog(queue, **inputs)
+    return prog, out
+
+
+def test_dg_like_distinct_kernels(ctx_factory, split_on):
+    """Five fields: no more distinct kernels than one field needs."""
+    queue = cl.CommandQueue(ctx_factory())
+    counts = {}
+    for nfields in (1, 5):
+        outputs, inputs, expected = _dg_like(nfields)
+        knl = pt.generate_loopy(outputs, cl_device=queue.device
+                                ).program.default_entrypoint
+        units = split.split_kernel(knl)
+        counts[nfields] = (len(units), len({u.key for u in units}))
+        before = split_build.STATS["generated"]
+        _, out = _run(outputs, inputs, queue)
+        assert split_build.STATS["generated"] - before == counts[nfields][1]
+        for name, ref in expected.items():
+            np.testing.assert_allclose(out[name], ref, rtol=1e-12, atol=1e-12)
+    # five fields: each field's nests in a sub-unit of their own, one
+    # distinct sub-unit per nest of one field (a phase of one field keeps
+    # its nests of the three groups in one device kernel)
+    outputs, _, _ = _dg_like(1)
+    knl = pt.generate_loopy(outputs, cl_device=queue.device
+                            ).program.default_entrypoint
+    phase = split._phases(knl)
+    nests = sum(
+        len(split._components(knl, [i for i in knl.instructions
+                                    if phase.get(i.id) == p]))
+        for p in set(phase.values()))
+    assert counts[5][1] == nests
+    assert counts[5][0] == 5 * nests
+
+
+def test_equal_sub_units_deduplicated(ctx_factory, split_on):
+    """The same expression on two inputs of equal shapes: one generation
+    per distinct sub-unit, fewer than the sub-units."""
+    queue = cl.CommandQueue(ctx_factory())
+    rng = np.random.default_rng(1)
+    outputs = {}
+    inputs = {}
+    for k in range(3):
+        x = pt.make_placeholder(f"x{k}", (7, 5), np.float64)
+        inputs[f"x{k}"] = rng.standard_normal((7, 5))
+        outputs[f"y{k}"] = x - pt.sum(x, axis=0)
+    before = split_build.STATS["generated"]
+    prog, out = _run(outputs, inputs, queue)
+    generated = split_build.STATS["generated"] - before
+    units = split.split_kernel(prog.program.default_entrypoint)
+    assert generated == len({u.key for u in units}) < len(units)
+    for k in range(3):
+        x = inputs[f"x{k}"]
+        np.testing.assert_allclose(out[f"y{k}"], x - x.sum(axis=0),
+                                   rtol=1e-13)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_random_graphs_unchanged(ctx_factory, split_on, seed):
+    queue = cl.CommandQueue(ctx_factory())
+    g = make_random_graph(seed)
+    _, out = _run(g.outputs, g.inputs_for(g.outputs), queue)
+    for name, ref in g.expected.items():
+        np.testing.assert_allclose(out[name], ref, rtol=1e-10, atol=1e-10)
+
+
+def _codes(outputs, queue, monkeypatch, workers):
+    monkeypatch.setenv(split.SPLIT_WORKERS_ENV, str(workers))
+    PROGRAM_CACHE.clear()
+    prog = pt.generate_loopy(outputs, cl_device=queue.device)
+    t_unit = prog.program
+    units = split.split_kernel(t_unit.default_entrypoint)
+    compiled = split_build.compile_sub_units(t_unit, units)
+    return {k: (c.code, c.launches) for k, c in compiled.items()}
+
+
+def test_parallel_equals_serial(ctx_factory, split_on, monkeypatch):
+    """Worker processes generate the same code as the calling process,
+    and the program's results equal the unsplit program's."""
+    queue = cl.CommandQueue(ctx_factory())
+    dag = make_random_dag(150)
+    serial = _codes(dag, queue, monkeypatch, 1)
+    parallel = _codes(dag, queue, monkeypatch, 2)
+    assert serial == parallel
+    assert len(serial) > 1
+
+    rng = np.random.default_rng(3)
+    inputs = {f"in{i}": rng.standard_normal((16, 16)) for i in range(4)}
+    PROGRAM_CACHE.clear()
+    _, out = _run(dag, inputs, queue)
+    monkeypatch.setenv(split.SPLIT_ENV, "0")
+    PROGRAM_CACHE.clear()
+    _, ref = _run(dag, inputs, queue)
+    assert set(out) == set(ref)
+    for name in ref:
+        np.testing.assert_allclose(out[name], ref[name], rtol=1e-12,
+                                   atol=1e-12)
+
+
+def test_sub_unit_store_hit_across_renamed_inputs(ctx_factory, split_on,
+                                                  monkeypatch, tmp_path):
+    """A second program with renamed inputs finds every sub-unit of the
+    first in the program store."""
+    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
+    monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE")
+    monkeypatch.setattr(program_store, "_STORE", [])
+    queue = cl.CommandQueue(ctx_factory())
+    rng = np.random.default_rng(2)
+    results = []
+    for name in ("x", "y"):
+        x = pt.make_placeholder(name, (6, 3), np.float64)
+        val = rng.standard_normal((6, 3))
+        outputs = {"out": 2 * x - pt.sum(x, axis=1).reshape(6, 1)}
+        hits = split_build.STATS["store_hits"]
+        generated = split_build.STATS["generated"]
+        PROGRAM_CACHE.clear()
+        _, out = _run(outputs, {name: val}, queue)
+        results.append((split_build.STATS["store_hits"] - hits,
+                        split_build.STATS["generated"] - generated))
+        np.testing.assert_allclose(
+            out["out"], 2 * val - val.sum(axis=1).reshape(6, 1), rtol=1e-13)
+    (hits_x, gen_x), (hits_y, gen_y) = results
+    assert gen_x > 0 and hits_x == 0
+    assert gen_y == 0 and hits_y == gen_x
+
+
+def test_split_not_possible_without_barriers(ctx_factory):
+    queue = cl.CommandQueue(ctx_factory())
+    x = pt.make_placeholder("x", (4,), np.float64)
+    knl = pt.generate_loopy(2 * x, cl_device=queue.device
+                            ).program.default_entrypoint
+    with pytest.raises(split.SplitNotPossible):
+        split.split_kernel(knl)
+
+
+def test_split_units_from_store(ctx_factory, split_on, monkeypatch, tmp_path,
+                                caplog):
+    """A program generated again (in-memory cache cleared) takes its
+    sub-units from the store: no split, no loopy, same results."""
+    import logging
+    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
+    monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE")
+    monkeypatch.setattr(program_store, "_STORE", [])
+    queue = cl.CommandQueue(ctx_factory())
+    g = make_random_graph(3)
+    inputs = g.inputs_for(g.outputs)
+    _run(g.outputs, inputs, queue)
+    PROGRAM_CACHE.clear()
+    generated = split_build.STATS["generated"]
+    with caplog.at_level(logging.INFO, logger="pytato.target.loopy"):
+        _, out = _run(g.outputs, inputs, queue)
+    assert split_build.STATS["generated"] == generated
+    assert any("sub-units" in r.getMessage() and "store hit" in r.getMessage()
+               for r in caplog.records)
+    assert not any("kernel split into" in r.getMessage()
+                   for r in caplog.records)
+    for name, ref in g.expected.items():
+        np.testing.assert_allclose(out[name], ref, rtol=1e-10, atol=1e-10)
