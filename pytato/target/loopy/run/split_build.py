@@ -144,24 +144,69 @@ def _compile_one(t_unit: lp.TranslationUnit,
     return CompiledSubUnit(code, tuple(launches))
 
 
-# a worker process: reads (sys.path, [(translation unit, names), ...])
-# pickled on stdin, writes the pickled list of CompiledSubUnit on stdout
+# a worker process: reads (sys.path, device, [(translation unit, names),
+# ...]) pickled on stdin (all of it before unpickling, which imports loopy
+# and pytato, so that the parent's writes to the workers do not wait for
+# each other's imports), writes the pickled list of CompiledSubUnit on
+# stdout; with a device (see _device_address), it also builds the code of
+# each sub-unit there, which puts the binary in pyopencl's on-disk cache
+# for the parent's build
 _WORKER = """
 import pickle, sys
-path, jobs = pickle.load(sys.stdin.buffer)
+data = sys.stdin.buffer.read()
+path, device, jobs = pickle.loads(data)
 sys.path[:0] = path
-from pytato.target.loopy.run.split_build import _compile_one
+from pytato.target.loopy.run.split_build import _compile_one, _build_in_worker
 result = [_compile_one(t_unit, names) for t_unit, names in jobs]
 sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+sys.stdout.buffer.flush()
+if device is not None:
+    _build_in_worker(device, [c.code for c in result])
 """
+
+#: Where a worker process finds the parent's device: platform name, device
+#: name, the index among the platform's devices of that name, and the
+#: build options.
+_DeviceAddress = tuple[str, str, int, "Sequence[str] | str | None"]
+
+
+def _device_address(device: cl.Device, options: Sequence[str] | str | None
+                    ) -> _DeviceAddress:
+    same = [d for d in device.platform.get_devices()
+            if d.name == device.name]
+    index = next((i for i, d in enumerate(same)
+                  if d.int_ptr == device.int_ptr), 0)
+    return (device.platform.name, device.name, index, options)
+
+
+def _build_in_worker(address: _DeviceAddress, codes: Sequence[str]) -> None:
+    """Build each of *codes* for the device at *address* (in a worker
+    process: pyopencl keeps the binaries on disk, where the parent's build
+    of the same sources finds them). Failures are left to the parent's
+    build, which reports them."""
+    platform_name, device_name, index, options = address
+    try:
+        (platform,) = [p for p in cl.get_platforms()
+                       if p.name == platform_name]
+        device = [d for d in platform.get_devices()
+                  if d.name == device_name][index]
+        context = cl.Context([device])
+        for code in codes:
+            cl.Program(context, code).build(options=options or [])
+    except Exception as e:  # the parent builds (and reports) anyway
+        _logger.debug("build in a worker process failed: %s", e)
 
 
 def _compile_in_processes(jobs: Sequence[tuple[lp.TranslationUnit,
                                                 Sequence[str]]],
-                          nworkers: int) -> list[CompiledSubUnit]:
+                          nworkers: int,
+                          device: _DeviceAddress | None = None
+                          ) -> list[CompiledSubUnit]:
     """:func:`_compile_one` of each of *jobs* in *nworkers* new Python
     processes (not forked: the calling process may hold an OpenCL
-    context), the jobs spread by instruction count."""
+    context), the jobs spread by instruction count. With a *device*, each
+    worker then builds the code it generated for it, which warms
+    pyopencl's binary cache for the parent's build."""
     loads = [0] * nworkers
     shares: list[list[int]] = [[] for _ in range(nworkers)]
     for i in sorted(range(len(jobs)), key=lambda i: -len(
@@ -169,34 +214,35 @@ def _compile_in_processes(jobs: Sequence[tuple[lp.TranslationUnit,
         w = loads.index(min(loads))
         shares[w].append(i)
         loads[w] += len(jobs[i][0].default_entrypoint.instructions) + 1
-    procs = []
+    shares = [share for share in shares if share]
+    procs = [subprocess.Popen([sys.executable, "-c", _WORKER],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+             for _ in shares]
+
+    def talk(k: int) -> tuple[bytes, bytes, int]:
+        # one thread a worker: no pipe of one worker waits for another's
+        proc = procs[k]
+        out, err = proc.communicate(program_store._dumps(
+            (list(sys.path), device, [jobs[i] for i in shares[k]])))
+        return out, err, proc.returncode
+
+    result: list[CompiledSubUnit | None] = [None] * len(jobs)
     try:
-        for _share in shares:
-            proc = subprocess.Popen(
-                [sys.executable, "-c", _WORKER],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE)
-            procs.append(proc)
-        for proc, share in zip(procs, shares, strict=True):
-            assert proc.stdin is not None
-            proc.stdin.write(program_store._dumps((list(sys.path),
-                                     [jobs[i] for i in share])))
-            proc.stdin.close()
-        result: list[CompiledSubUnit | None] = [None] * len(jobs)
-        for proc, share in zip(procs, shares, strict=True):
-            assert proc.stdout is not None and proc.stderr is not None
-            out = proc.stdout.read()
-            err = proc.stderr.read()
-            if proc.wait() != 0:
-                raise RuntimeError("code generation process failed: "
-                                   + err.decode(errors="replace")[-3000:])
-            for i, comp in zip(share, pickle.loads(out), strict=True):
-                result[i] = comp
+        with ThreadPoolExecutor(len(procs),
+                                thread_name_prefix="pytato-codegen") as pool:
+            answers = list(pool.map(talk, range(len(procs))))
     finally:
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+    for share, (out, err, rc) in zip(shares, answers, strict=True):
+        if rc != 0:
+            raise RuntimeError("code generation process failed: "
+                               + err.decode(errors="replace")[-3000:])
+        for i, comp in zip(share, pickle.loads(out), strict=True):
+            result[i] = comp
     assert all(r is not None for r in result)
     return result  # type: ignore[return-value]
 
@@ -224,11 +270,16 @@ STATS = {"generated": 0, "store_hits": 0}
 
 
 def compile_sub_units(t_unit: lp.TranslationUnit,
-                      units: Sequence[SubUnit]) -> dict[str, CompiledSubUnit]:
+                      units: Sequence[SubUnit],
+                      device: cl.Device | None = None
+                      ) -> dict[str, CompiledSubUnit]:
     """The :class:`CompiledSubUnit` of each distinct key of *units*
     (sub-units of the kernel of *t_unit*), from the program store where it
     is there, else generated by :mod:`loopy`, in worker processes
-    (:data:`SPLIT_WORKERS_ENV`) where there are several to generate."""
+    (:data:`~pytato.target.loopy.run.split.SPLIT_WORKERS_ENV`) where there
+    are several to generate. With a *device*, the workers also build the
+    code they generate for it (with the kernel's build options), so that
+    the caller's builds find the binaries in pyopencl's on-disk cache."""
     distinct: dict[str, SubUnit] = {}
     for u in units:
         distinct.setdefault(u.key, u)
@@ -264,9 +315,11 @@ def compile_sub_units(t_unit: lp.TranslationUnit,
             compiled = [_compile_one(unit_t_unit(u), u.canonical_names)
                         for u in todo]
         else:
+            address = None if device is None else _device_address(
+                device, t_unit.default_entrypoint.options.build_options)
             compiled = _compile_in_processes(
                 [(unit_t_unit(u), u.canonical_names) for u in todo],
-                nworkers)
+                nworkers, address)
     STATS["generated"] += len(todo)
     for unit, comp in zip(todo, compiled, strict=True):
         result[unit.key] = comp
@@ -365,15 +418,23 @@ class SplitExecutor:
         """The generated sub-units by key (:func:`compile_sub_units`)."""
         if self._compiled is None:
             try:
-                self._compiled = compile_sub_units(self.t_unit, self.units)
+                self._compiled = compile_sub_units(self.t_unit, self.units,
+                                                   self._build_device())
             except _KernelNeeded:
                 # sub-units from the store, not all of them there: split
                 with PhaseTimer(_logger, "kernel split into sub-units"):
                     self.units = tuple(split_kernel(
                         self.t_unit[self.entrypoint], _open_dtypes(
                             self.t_unit, self.entrypoint)))
-                self._compiled = compile_sub_units(self.t_unit, self.units)
+                self._compiled = compile_sub_units(self.t_unit, self.units,
+                                                   self._build_device())
         return self._compiled
+
+    def _build_device(self) -> cl.Device | None:
+        """The device that worker processes build the code for (the
+        context's, if it has one)."""
+        devices = self.context.devices
+        return devices[0] if len(devices) == 1 else None
 
     def temporary_dtypes(self) -> dict[str, np.dtype[Any]]:
         """The types of the kernel's temporaries (inferred where the
