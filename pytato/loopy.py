@@ -32,10 +32,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import islpy as isl
+import loopy as lp
 import numpy as np
 import pymbolic
 import pymbolic.primitives as prim
 from constantdict import constantdict
+from loopy.symbolic import aff_from_expr, pw_aff_to_expr
 from pymbolic.mapper.dependency import DependencyMapper
 from pytools.tag import Tag
 
@@ -229,9 +232,6 @@ def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
     :raises pytato.diagnostic.DTypeError: if a bound array's dtype differs
         from the argument's, or the dtype of an output cannot be inferred.
     """
-    # loopy is imported on first use (see pytato.target.loopy)
-    import loopy as lp
-
     if isinstance(translation_unit, lp.LoopKernel):
         translation_unit = lp.make_program(translation_unit).with_entrypoints(
             translation_unit.name)
@@ -345,9 +345,6 @@ def _with_inferred_dtypes(t_unit: Any, entrypoint: str,
     *entrypoint* known: those in *new_dtypes*, those of the other bound
     arguments of unknown dtype taken from their bindings, and the rest
     (outputs) inferred by :mod:`loopy`."""
-    # loopy is imported on first use (see pytato.target.loopy)
-    import loopy as lp
-
     knl = t_unit[entrypoint]
     new_dtypes = dict(new_dtypes)
     for arg in knl.args:
@@ -386,10 +383,6 @@ def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
         constraints contradict each other, or they do not determine a
         variable uniquely.
     """
-    # islpy and loopy are imported on first use (see pytato.target.loopy)
-    import islpy as isl
-    from loopy.symbolic import aff_from_expr, pw_aff_to_expr
-
 
     variables = list(variables)
     space = isl.Space.create_from_names(isl.DEFAULT_CONTEXT, set=variables,

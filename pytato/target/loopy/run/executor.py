@@ -61,22 +61,31 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
+import subprocess
+import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
+import loopy as lp
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
 from loopy.target.pyopencl_execution import (
     PyOpenCLExecutor,
     _KernelInfo,
     _Kernels,
 )
+from pymbolic import evaluate
 from pytools import memoize_method
 
 from pytato.codegen import FewerCollections, PhaseTimer
-
-
-if TYPE_CHECKING:
-    import loopy as lp
-    import pyopencl as cl
+from pytato.target.loopy.run import program_store
+from pytato.target.loopy.run.preprocessing import (
+    generate_code,
+    preprocess_and_linearize,
+)
 
 
 __all__ = [
@@ -127,14 +136,12 @@ class PhasedExecutor(PyOpenCLExecutor):
     def _uses_store(self, arg_to_dtype: Any) -> bool:
         if self.store_key is None or arg_to_dtype:
             return False
-        from pytato.target.loopy.run import program_store
         return program_store.store_enabled()
 
     @memoize_method
     def _stored(self) -> tuple[lp.TranslationUnit, str, Any] | None:
         """The linearized translation unit, device code and invoker in the
         program store, or None."""
-        from pytato.target.loopy.run import program_store
         assert self.store_key is not None
         with PhaseTimer(_logger, "program store lookup"):
             stored = program_store.load(self.store_key, "compiled")
@@ -149,7 +156,6 @@ class PhasedExecutor(PyOpenCLExecutor):
             # argument types given at call time: loopy's type inference
             return super().get_typed_and_scheduled_translation_unit_uncached(
                 arg_to_dtype)
-        from pytato.target.loopy.run.preprocessing import preprocess_and_linearize
         return preprocess_and_linearize(self.t_unit)
 
     @memoize_method
@@ -173,8 +179,6 @@ class PhasedExecutor(PyOpenCLExecutor):
 
     def _code_and_invoker(self, t_unit: lp.TranslationUnit,
                           arg_to_dtype: Any) -> tuple[str, Any]:
-        from pytato.target.loopy.run.preprocessing import generate_code
-
         use_store = self._uses_store(arg_to_dtype)
         if use_store:
             stored = self._stored()
@@ -189,7 +193,6 @@ class PhasedExecutor(PyOpenCLExecutor):
                            else self.get_invoker)
             invoker = get_invoker(t_unit, self.entrypoint, codegen_result)
         if use_store:
-            from pytato.target.loopy.run import program_store
             assert self.store_key is not None
             with PhaseTimer(_logger, "program store save"):
                 program_store.save(self.store_key, "compiled",
@@ -222,12 +225,6 @@ def _call_without_instructions(knl: lp.LoopKernel, queue: cl.CommandQueue,
                                kwargs: dict[str, Any]) -> Any:
     """What :mod:`loopy`'s invoker returns for the kernel *knl* that has no
     instructions, without launching it: new (unwritten) output arrays."""
-    import loopy as lp
-    import numpy as np
-    import pyopencl as cl
-    import pyopencl.array as cla
-    from pymbolic import evaluate
-
     values = {arg.name: kwargs[arg.name] for arg in knl.args
               if isinstance(arg, lp.ValueArg) and arg.name in kwargs}
     outputs = {}
@@ -258,15 +255,10 @@ def device_code(t_unit: lp.TranslationUnit,
     :func:`~pytato.target.loopy.run.preprocessing.preprocess_and_linearize`
     and :func:`~pytato.target.loopy.run.preprocessing.generate_code` (with
     fewer garbage collections)."""
-    from pytato.target.loopy.run import program_store
     if store_key is not None and program_store.store_enabled():
         stored = program_store.load(store_key, "compiled")
         if stored is not None:
             return stored[1]  # type: ignore[no-any-return]
-    from pytato.target.loopy.run.preprocessing import (
-        generate_code,
-        preprocess_and_linearize,
-    )
     with FewerCollections():
         return generate_code(  # type: ignore[no-any-return]
             preprocess_and_linearize(t_unit)).device_code()
@@ -278,7 +270,6 @@ def make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,
     translation units of a :class:`loopy.PyOpenCLTarget` with one
     entrypoint (using the program store under *store_key*, if given), else
     ``t_unit.executor(context)``."""
-    import loopy as lp
     if isinstance(t_unit.target, lp.PyOpenCLTarget) \
             and len(t_unit.entrypoints) == 1:
         (entrypoint,) = t_unit.entrypoints
@@ -483,7 +474,6 @@ def _partition(sizes: Sequence[int], nchunks: int) -> list[list[int]]:
 
 
 def _device_index(device: cl.Device) -> tuple[int, int]:
-    import pyopencl as cl
     platforms = cl.get_platforms()
     platform = platforms.index(device.platform)
     return platform, platforms[platform].get_devices().index(device)
@@ -503,11 +493,6 @@ sys.stdout.buffer.write(program.binaries[0])
 
 def _build_in_processes(context: cl.Context, sources: Sequence[str],
                         options: Any) -> list[cl.Program]:
-    import pickle
-    import subprocess
-    import sys
-
-    import pyopencl as cl
     (device,) = context.devices
     index = _device_index(device)
     procs = []
@@ -535,12 +520,11 @@ def _build_in_processes(context: cl.Context, sources: Sequence[str],
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    # loading a binary may compile too (NVIDIA's are PTX): in threads
-    from concurrent.futures import ThreadPoolExecutor
 
     def load(binary: bytes) -> cl.Program:
         return cl.Program(context, [device], [binary]).build(options=options)
 
+    # loading a binary may compile too (NVIDIA's are PTX): in threads
     with ThreadPoolExecutor(len(binaries),
                             thread_name_prefix="pytato-load") as pool:
         return list(pool.map(load, binaries))
@@ -571,8 +555,6 @@ def build_kernels(context: cl.Context, code: str,
         build, the whole source is built as one program (to report its
         errors as :mod:`loopy`'s build would).
     """
-    import pyopencl as cl
-
     split = split_device_code(code)
     if split is not None:
         shared, kernel_texts = split
@@ -596,7 +578,6 @@ def build_kernels(context: cl.Context, code: str,
     if parallel not in ("threads", "processes"):
         raise ValueError(f"parallel: expected 'threads' or 'processes', got "
                          f"{parallel!r}")
-    from concurrent.futures import ThreadPoolExecutor
     try:
         if parallel == "processes" and len(context.devices) == 1:
             programs = _build_in_processes(context, sources, options)
