@@ -52,6 +52,7 @@ Parallel builds
 .. autofunction:: build_kernels
 .. autofunction:: build_chunk_count
 .. autofunction:: split_device_code
+.. autofunction:: run_in_processes
 .. autodata:: BUILD_CHUNKS_ENV
 .. autodata:: BUILD_PARALLEL_ENV
 .. autodata:: MIN_CHUNK_BYTES
@@ -97,6 +98,7 @@ __all__ = [
     "build_kernels",
     "device_code",
     "make_executor",
+    "run_in_processes",
     "split_device_code",
 ]
 
@@ -491,35 +493,54 @@ sys.stdout.buffer.write(program.binaries[0])
 """
 
 
-def _build_in_processes(context: cl.Context, sources: Sequence[str],
-                        options: Any) -> list[cl.Program]:
-    (device,) = context.devices
-    index = _device_index(device)
+def run_in_processes(script: str, inputs: Sequence[bytes], what: str, *,
+                     error_chars: int = 2000) -> list[bytes]:
+    """Run the Python *script* (``python -c``) in a new process for each
+    of *inputs* (not forked: the calling process may hold an OpenCL
+    context), all at once, each reading its input on its standard input;
+    return what each wrote on its standard output.
+
+    :raises RuntimeError: naming *what* the processes do, with the last
+        *error_chars* characters of the standard error of the first failed
+        process (one that exited with an error or wrote nothing). The
+        processes left are killed.
+    """
     procs = []
     try:
-        for source in sources:
-            proc = subprocess.Popen(
-                [sys.executable, "-c", _BUILD_PROCESS],
+        for _ in inputs:  # all started before the first (blocking) write
+            procs.append(subprocess.Popen(
+                [sys.executable, "-c", script],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE)
-            procs.append(proc)
+                stderr=subprocess.PIPE))
+        for proc, data in zip(procs, inputs, strict=True):
             assert proc.stdin is not None
-            proc.stdin.write(pickle.dumps((*index, source, options)))
+            proc.stdin.write(data)
             proc.stdin.close()
-        binaries = []
+        outputs = []
         for proc in procs:
             assert proc.stdout is not None and proc.stderr is not None
-            binary = proc.stdout.read()
+            out = proc.stdout.read()
             err = proc.stderr.read()
-            if proc.wait() != 0 or not binary:
-                raise RuntimeError("build process failed: "
-                                   + err.decode(errors="replace")[-2000:])
-            binaries.append(binary)
+            if proc.wait() != 0 or not out:
+                raise RuntimeError(f"{what} process failed: "
+                                   + err.decode(errors="replace")[-error_chars:])
+            outputs.append(out)
     finally:
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+    return outputs
+
+
+def _build_in_processes(context: cl.Context, sources: Sequence[str],
+                        options: Any) -> list[cl.Program]:
+    (device,) = context.devices
+    index = _device_index(device)
+    binaries = run_in_processes(
+        _BUILD_PROCESS,
+        [pickle.dumps((*index, source, options)) for source in sources],
+        "build")
 
     def load(binary: bytes) -> cl.Program:
         return cl.Program(context, [device], [binary]).build(options=options)

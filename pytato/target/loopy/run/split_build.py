@@ -27,7 +27,6 @@ import hashlib
 import logging
 import os
 import pickle
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,7 +39,6 @@ import pyopencl as cl
 import pyopencl.array as cla
 from constantdict import constantdict
 from loopy.kernel import KernelState
-from loopy.kernel.array import get_strides
 from loopy.kernel.data import ArrayArg, ValueArg
 from loopy.kernel.function_interface import CallableKernel
 from loopy.schedule import CallKernel, get_insn_ids_for_block_at
@@ -51,7 +49,11 @@ from pymbolic.mapper.substitutor import SubstitutionMapper, make_subst_func
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.diagnostic import UnsupportedByTargetError
 from pytato.target.loopy.run import program_store
-from pytato.target.loopy.run.executor import _program_kernels, _usable_cpus
+from pytato.target.loopy.run.executor import (
+    _program_kernels,
+    _usable_cpus,
+    run_in_processes,
+)
 from pytato.target.loopy.run.instrumented import run_instrumented
 from pytato.target.loopy.run.launcher import KernelPlan, SubkernelInfo
 from pytato.target.loopy.run.preprocessing import (
@@ -169,34 +171,15 @@ def _compile_in_processes(jobs: Sequence[tuple[lp.TranslationUnit,
         w = loads.index(min(loads))
         shares[w].append(i)
         loads[w] += len(jobs[i][0].default_entrypoint.instructions) + 1
-    procs = []
-    try:
-        for _share in shares:
-            proc = subprocess.Popen(
-                [sys.executable, "-c", _WORKER],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE)
-            procs.append(proc)
-        for proc, share in zip(procs, shares, strict=True):
-            assert proc.stdin is not None
-            proc.stdin.write(program_store._dumps((list(sys.path),
-                                     [jobs[i] for i in share])))
-            proc.stdin.close()
-        result: list[CompiledSubUnit | None] = [None] * len(jobs)
-        for proc, share in zip(procs, shares, strict=True):
-            assert proc.stdout is not None and proc.stderr is not None
-            out = proc.stdout.read()
-            err = proc.stderr.read()
-            if proc.wait() != 0:
-                raise RuntimeError("code generation process failed: "
-                                   + err.decode(errors="replace")[-3000:])
-            for i, comp in zip(share, pickle.loads(out), strict=True):
-                result[i] = comp
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
+    outputs = run_in_processes(
+        _WORKER,
+        [program_store._dumps((list(sys.path), [jobs[i] for i in share]))
+         for share in shares],
+        "code generation", error_chars=3000)
+    result: list[CompiledSubUnit | None] = [None] * len(jobs)
+    for share, out in zip(shares, outputs, strict=True):
+        for i, comp in zip(share, pickle.loads(out), strict=True):
+            result[i] = comp
     assert all(r is not None for r in result)
     return result  # type: ignore[return-value]
 
@@ -312,13 +295,7 @@ class SplitKernelPlan(KernelPlan):
             if not isinstance(arg, ArrayArg):
                 raise UnsupportedByTargetError(
                     f"argument {arg.name!r} is not supported by the split path")
-            self._array_info[arg.name] = (arg.shape,
-                                          np.dtype(arg.dtype.numpy_dtype))
-            if arg.is_output:
-                self.outputs.append(arg.name)
-                self._strides[arg.name] = tuple(get_strides(arg))
-            else:
-                self.input_arrays.append(arg.name)
+            self._add_array_argument(arg)
         passed = {n for sk in self.subkernels for n in sk.arg_names}
         dtypes = executor.temporary_dtypes()
         self._temporaries = {
