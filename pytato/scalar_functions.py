@@ -100,7 +100,7 @@ class ScalarFunction:
     """
 
     name: str
-    loopy_callable: Any
+    loopy_callable: ScalarCallable | None
     numpy_impl: Callable[..., Any] | None = None
     jax_impl: Callable[..., Any] | None = None
 
@@ -145,7 +145,7 @@ class ScalarFunction:
 _REGISTRY: dict[str, ScalarFunction] = {}
 
 
-def register_scalar_function(name: str, loopy_callable: Any, *,
+def register_scalar_function(name: str, loopy_callable: ScalarCallable | None, *,
                              numpy_impl: Callable[..., Any] | None = None,
                              jax_impl: Callable[..., Any] | None = None
                              ) -> ScalarFunction:

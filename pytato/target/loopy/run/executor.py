@@ -534,7 +534,8 @@ def run_in_processes(script: str, inputs: Sequence[bytes], what: str, *,
 
 
 def _build_in_processes(context: cl.Context, sources: Sequence[str],
-                        options: Any) -> list[cl.Program]:
+                        options: str | Sequence[str] | None
+                        ) -> list[cl.Program]:
     (device,) = context.devices
     index = _device_index(device)
     binaries = run_in_processes(
@@ -552,7 +553,8 @@ def _build_in_processes(context: cl.Context, sources: Sequence[str],
 
 
 def build_kernels(context: cl.Context, code: str,
-                  options: Any = None, nchunks: int | None = None,
+                  options: str | Sequence[str] | None = None,
+                  nchunks: int | None = None,
                   parallel: str | None = None
                   ) -> dict[str, cl.Kernel]:
     """Build the OpenCL C source *code* on *context* with the build

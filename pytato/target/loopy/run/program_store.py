@@ -116,7 +116,7 @@ from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
 
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from pytato.array.base import GraphNode
 
@@ -241,7 +241,7 @@ def scheduled_key(base_key: str, **parameters: Any) -> str:
 
 # {{{ the store
 
-_STORE: list[Any] = []
+_STORE: list[WriteOncePersistentDict[tuple[str, str], bytes]] = []
 
 
 def store_enabled() -> bool:
@@ -251,7 +251,7 @@ def store_enabled() -> bool:
     return bool(lp.CACHING_ENABLED) and flag in ("", "0")
 
 
-def _store() -> Any:
+def _store() -> WriteOncePersistentDict[tuple[str, str], bytes]:
     if not _STORE:
         store = WriteOncePersistentDict(
             f"pytato-program-store-v{STORE_VERSION}",
@@ -271,13 +271,13 @@ and of :mod:`loopy`'s on-disk caches, set when the store is first used
 (:mod:`pytools` sets 64 MB per persistent dictionary)."""
 
 
-def _set_sqlite_cache(pdict: Any, kib: int) -> None:
+def _set_sqlite_cache(pdict: object, kib: int) -> None:
     conn = getattr(pdict, "conn", None)
     if conn is not None:
         conn.execute(f"PRAGMA cache_size = -{int(kib)}")
 
 
-def _persistent_dicts() -> list[Any]:
+def _persistent_dicts() -> list[object]:
     return [*getattr(loopy.tools, "caches", ()), *_STORE]
 
 
@@ -311,7 +311,8 @@ def release_cache_memory() -> None:
 # }}}
 
 
-def _rebuild_kernel(cls: type, attributes: dict[str, Any]) -> Any:
+def _rebuild_kernel(cls: type[LoopKernel], attributes: dict[str, object]
+                    ) -> LoopKernel:
     """A :class:`loopy.LoopKernel` from its attributes, as
     :meth:`loopy.LoopKernel.__setstate__` restores it (without a stored
     persistent hash: it is computed if it is ever needed)."""
@@ -322,14 +323,16 @@ def _rebuild_kernel(cls: type, attributes: dict[str, Any]) -> Any:
     return kernel
 
 
-def _reduce_kernel(kernel: Any) -> tuple[Any, ...]:
+def _reduce_kernel(kernel: LoopKernel) -> tuple[
+        Callable[[type[LoopKernel], dict[str, object]], LoopKernel],
+        tuple[type[LoopKernel], dict[str, object]]]:
     return (_rebuild_kernel, (type(kernel), {
         f.name: getattr(kernel, f.name)
         for f in dataclasses.fields(kernel)
         if hasattr(kernel, f.name) and not f.name.startswith("_")}))
 
 
-def _dumps(value: Any) -> bytes:
+def _dumps(value: object) -> bytes:
     r"""*value* pickled, with :class:`loopy.LoopKernel`\ s pickled by their
     attributes. (:mod:`loopy`'s own pickling of a kernel computes its
     persistent hash first, for its caches, which look kernels up by hash:
@@ -356,7 +359,7 @@ def load(key: str, part: str) -> Any:
         return None
 
 
-def save(key: str, part: str, value: Any) -> None:
+def save(key: str, part: str, value: object) -> None:
     """Store *value* as the *part* of the program under *key* (if it is not
     there yet). Failures (e.g. a read-only folder) are logged, not
     raised: the store only saves time."""
