@@ -53,6 +53,7 @@ Parallel builds
 .. autofunction:: build_chunk_count
 .. autofunction:: split_device_code
 .. autofunction:: run_in_processes
+.. autofunction:: count_from_env
 .. autodata:: BUILD_CHUNKS_ENV
 .. autodata:: BUILD_PARALLEL_ENV
 .. autodata:: MIN_CHUNK_BYTES
@@ -96,6 +97,7 @@ __all__ = [
     "PhasedExecutor",
     "build_chunk_count",
     "build_kernels",
+    "count_from_env",
     "device_code",
     "make_executor",
     "run_in_processes",
@@ -433,6 +435,18 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def count_from_env(name: str, most: int) -> int | None:
+    """The integer value of the environment variable *name*, between 1 and
+    *most*, or None if it is unset (or not an integer: logged)."""
+    env = os.environ.get(name, "").strip()
+    if env:
+        try:
+            return max(1, min(int(env), most))
+        except ValueError:
+            _logger.warning("%s=%r is not an integer; ignored", name, env)
+    return None
+
+
 def build_chunk_count(kernel_sizes: Sequence[int]) -> int:
     """The number of programs to build kernels of source sizes
     *kernel_sizes* (bytes) as: one per :data:`MIN_CHUNK_BYTES` of kernel
@@ -443,13 +457,9 @@ def build_chunk_count(kernel_sizes: Sequence[int]) -> int:
     nkernels = len(kernel_sizes)
     if nkernels <= 1:
         return 1
-    env = os.environ.get(BUILD_CHUNKS_ENV, "").strip()
-    if env:
-        try:
-            return max(1, min(int(env), nkernels))
-        except ValueError:
-            _logger.warning("%s=%r is not an integer; ignored",
-                            BUILD_CHUNKS_ENV, env)
+    from_env = count_from_env(BUILD_CHUNKS_ENV, nkernels)
+    if from_env is not None:
+        return from_env
     return max(1, min(nkernels, _usable_cpus(),
                       sum(kernel_sizes) // MIN_CHUNK_BYTES))
 

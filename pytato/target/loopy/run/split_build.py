@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import pickle
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -52,6 +51,7 @@ from pytato.target.loopy.run import program_store
 from pytato.target.loopy.run.executor import (
     _program_kernels,
     _usable_cpus,
+    count_from_env,
     run_in_processes,
 )
 from pytato.target.loopy.run.instrumented import run_instrumented
@@ -185,13 +185,9 @@ def _compile_in_processes(jobs: Sequence[tuple[lp.TranslationUnit,
 
 
 def _workers(njobs: int) -> int:
-    env = os.environ.get(SPLIT_WORKERS_ENV, "").strip()
-    if env:
-        try:
-            return max(1, min(int(env), njobs))
-        except ValueError:
-            _logger.warning("%s=%r is not an integer; ignored",
-                            SPLIT_WORKERS_ENV, env)
+    from_env = count_from_env(SPLIT_WORKERS_ENV, njobs)
+    if from_env is not None:
+        return from_env
     return max(1, min(njobs, _usable_cpus()))
 
 
