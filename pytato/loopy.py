@@ -129,7 +129,7 @@ class LoopyCall(DataclassGraphNode, AbstractResultWithNamedArrays):
     .. autoattribute:: inout_names
     """
 
-    translation_unit: Any
+    translation_unit: lp.TranslationUnit
     bindings: Mapping[str, Any]
     entrypoint: str
     tags: frozenset[Tag] = frozenset()
@@ -214,7 +214,8 @@ class LoopyCallResult(NamedArray):
 # }}}
 
 
-def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
+def call_loopy(translation_unit: lp.TranslationUnit | lp.LoopKernel,
+               bindings: Mapping[str, Any],
                entrypoint: str | None = None) -> LoopyCall:
     """Call the loopy kernel *entrypoint* of *translation_unit* (a
     :class:`loopy.TranslationUnit`, or a :class:`loopy.LoopKernel`) with
@@ -338,9 +339,9 @@ def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
     return LoopyCall(t_unit, bindings, entrypoint)
 
 
-def _with_inferred_dtypes(t_unit: Any, entrypoint: str,
+def _with_inferred_dtypes(t_unit: lp.TranslationUnit, entrypoint: str,
                           bindings: Mapping[str, Any],
-                          new_dtypes: Mapping[str, Any]) -> Any:
+                          new_dtypes: Mapping[str, Any]) -> lp.TranslationUnit:
     """*t_unit* with the dtypes of the arguments of its kernel
     *entrypoint* known: those in *new_dtypes*, those of the other bound
     arguments of unknown dtype taken from their bindings, and the rest
@@ -426,8 +427,9 @@ def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
     return result
 
 
-def extend_bindings_with_shape_inference(knl: Any, bindings: Mapping[str, Any]
-                                         ) -> constantdict[str, Any]:
+def extend_bindings_with_shape_inference(
+        knl: lp.LoopKernel | lp.TranslationUnit, bindings: Mapping[str, Any]
+        ) -> constantdict[str, Any]:
     """*bindings* (of the arguments of the loopy kernel *knl*, or of the
     entrypoint of a translation unit) extended by
     the integer value arguments of *knl* that the shapes of its array
