@@ -18,13 +18,19 @@ parameters in the body are parameters too; :func:`trace_call` binds them
 to the caller's size parameters of the same name. Inputs that the traced
 function captures from the enclosing scope (placeholders, data wrappers)
 become extra parameters ``_pt_capture_<k>`` bound to the captured arrays,
-so that the body is the same for every call site.
+so that the body is the same for every call site. The copy of the body
+with those inputs replaced is a graph transform: graph transforms build on
+the nodes defined here, so this module does not import them;
+:mod:`pytato.transform` installs it (:func:`install_input_replacer`), as
+:mod:`pytato.frontend` attaches :class:`~pytato.array.base.Array`'s
+methods.
 
 .. autoclass:: ReturnType
 .. autoclass:: FunctionDefinition
 .. autoclass:: Call
 .. autoclass:: NamedCallResult
 .. autofunction:: trace_call
+.. autofunction:: install_input_replacer
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import enum
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeAlias
 
 import numpy as np
 import pymbolic
@@ -70,7 +76,7 @@ from pytato.tags import FunctionIdentifier  # re-exported, as upstream
 
 __all__ = [
     "Call", "FunctionDefinition", "FunctionIdentifier", "NamedCallResult",
-    "ReturnType", "trace_call",
+    "ReturnType", "install_input_replacer", "trace_call",
 ]
 
 
@@ -442,6 +448,22 @@ def _gather_returns(f_name: str, result: object
         "functions must return an array, or a tuple or dict of arrays")
 
 
+InputReplacer: TypeAlias = Callable[
+    [Mapping[str, Array], Mapping[InputArgumentBase, Array]], dict[str, Array]]
+"""Copies graphs (the values of a mapping) with some of their inputs
+replaced (the keys of the second mapping, by its values)."""
+
+_INPUT_REPLACER: list[InputReplacer] = []
+
+
+def install_input_replacer(replacer: InputReplacer) -> None:
+    """Make *replacer* the copy that :func:`trace_call` makes of a traced
+    body to turn the inputs it captures into parameters. Called once, by
+    :mod:`pytato.transform` (with
+    :func:`pytato.transform.calls.replace_inputs`) when it is imported."""
+    _INPUT_REPLACER[:] = [replacer]
+
+
 class _CaptureLifter:
     """Replaces inputs of a traced body that are not parameters by fresh
     parameter placeholders ``_pt_capture_<k>``."""
@@ -466,20 +488,9 @@ class _CaptureLifter:
                     node.shape, node.dtype, name, axes=node.axes)
         if not replacements:
             return returns
-        # not at module level: pytato.transform builds on the call nodes
-        # defined here; tracing (trace_call, at its reference path in
-        # this module) is the one user of a transform in this module
-        from pytato.transform.mappers import CopyMapper
-
-        class _Replacer(CopyMapper):
-            def map_placeholder(self, expr: Placeholder) -> Array:
-                return replacements.get(expr, expr)
-
-            def map_data_wrapper(self, expr: DataWrapper) -> Array:
-                return replacements.get(expr, expr)
-
-        replacer = _Replacer()
-        return {k: replacer(v) for k, v in returns.items()}
+        # installed by pytato.transform, which importing pytato imports
+        (replace,) = _INPUT_REPLACER
+        return replace(returns, replacements)
 
 
 def trace_call(f: Callable[..., Any], *args: Any,

@@ -32,10 +32,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import islpy as isl
+import loopy as lp
 import numpy as np
 import pymbolic
 import pymbolic.primitives as prim
 from constantdict import constantdict
+from loopy.symbolic import aff_from_expr, pw_aff_to_expr
 from pymbolic.mapper.dependency import DependencyMapper
 from pytools.tag import Tag
 
@@ -126,7 +129,7 @@ class LoopyCall(DataclassGraphNode, AbstractResultWithNamedArrays):
     .. autoattribute:: inout_names
     """
 
-    translation_unit: Any
+    translation_unit: lp.TranslationUnit
     bindings: Mapping[str, Any]
     entrypoint: str
     tags: frozenset[Tag] = frozenset()
@@ -211,7 +214,8 @@ class LoopyCallResult(NamedArray):
 # }}}
 
 
-def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
+def call_loopy(translation_unit: lp.TranslationUnit | lp.LoopKernel,
+               bindings: Mapping[str, Any],
                entrypoint: str | None = None) -> LoopyCall:
     """Call the loopy kernel *entrypoint* of *translation_unit* (a
     :class:`loopy.TranslationUnit`, or a :class:`loopy.LoopKernel`) with
@@ -229,9 +233,6 @@ def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
     :raises pytato.diagnostic.DTypeError: if a bound array's dtype differs
         from the argument's, or the dtype of an output cannot be inferred.
     """
-    # loopy is imported on first use (see pytato.target.loopy)
-    import loopy as lp
-
     if isinstance(translation_unit, lp.LoopKernel):
         translation_unit = lp.make_program(translation_unit).with_entrypoints(
             translation_unit.name)
@@ -338,16 +339,13 @@ def call_loopy(translation_unit: Any, bindings: Mapping[str, Any],
     return LoopyCall(t_unit, bindings, entrypoint)
 
 
-def _with_inferred_dtypes(t_unit: Any, entrypoint: str,
+def _with_inferred_dtypes(t_unit: lp.TranslationUnit, entrypoint: str,
                           bindings: Mapping[str, Any],
-                          new_dtypes: Mapping[str, Any]) -> Any:
+                          new_dtypes: Mapping[str, Any]) -> lp.TranslationUnit:
     """*t_unit* with the dtypes of the arguments of its kernel
     *entrypoint* known: those in *new_dtypes*, those of the other bound
     arguments of unknown dtype taken from their bindings, and the rest
     (outputs) inferred by :mod:`loopy`."""
-    # loopy is imported on first use (see pytato.target.loopy)
-    import loopy as lp
-
     knl = t_unit[entrypoint]
     new_dtypes = dict(new_dtypes)
     for arg in knl.args:
@@ -386,10 +384,6 @@ def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
         constraints contradict each other, or they do not determine a
         variable uniquely.
     """
-    # islpy and loopy are imported on first use (see pytato.target.loopy)
-    import islpy as isl
-    from loopy.symbolic import aff_from_expr, pw_aff_to_expr
-
 
     variables = list(variables)
     space = isl.Space.create_from_names(isl.DEFAULT_CONTEXT, set=variables,
@@ -433,8 +427,9 @@ def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
     return result
 
 
-def extend_bindings_with_shape_inference(knl: Any, bindings: Mapping[str, Any]
-                                         ) -> constantdict[str, Any]:
+def extend_bindings_with_shape_inference(
+        knl: lp.LoopKernel | lp.TranslationUnit, bindings: Mapping[str, Any]
+        ) -> constantdict[str, Any]:
     """*bindings* (of the arguments of the loopy kernel *knl*, or of the
     entrypoint of a translation unit) extended by
     the integer value arguments of *knl* that the shapes of its array

@@ -54,6 +54,8 @@ from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
+from loopy.kernel.function_interface import ScalarCallable
+from loopy.types import NumpyType
 
 from pytato.array.base import Array
 from pytato.diagnostic import (
@@ -98,7 +100,7 @@ class ScalarFunction:
     """
 
     name: str
-    loopy_callable: Any
+    loopy_callable: ScalarCallable | None
     numpy_impl: Callable[..., Any] | None = None
     jax_impl: Callable[..., Any] | None = None
 
@@ -129,8 +131,6 @@ class ScalarFunction:
                 raise fail(f"{type(e).__name__}: {e}") from e
             return np.asarray(out).dtype
 
-        # loopy is imported on first use (see pytato.target.loopy)
-        from loopy.types import NumpyType
         try:
             new, _ = self.loopy_callable.with_types(
                 {i: NumpyType(dt) for i, dt in enumerate(arg_dtypes)}, None)
@@ -145,7 +145,7 @@ class ScalarFunction:
 _REGISTRY: dict[str, ScalarFunction] = {}
 
 
-def register_scalar_function(name: str, loopy_callable: Any, *,
+def register_scalar_function(name: str, loopy_callable: ScalarCallable | None, *,
                              numpy_impl: Callable[..., Any] | None = None,
                              jax_impl: Callable[..., Any] | None = None
                              ) -> ScalarFunction:
@@ -163,8 +163,6 @@ def register_scalar_function(name: str, loopy_callable: Any, *,
     if not isinstance(name, str) or not name.isidentifier():
         raise InvalidArgumentError(f"'name' must be an identifier, got {name!r}")
     if loopy_callable is not None:
-        # loopy is imported on first use (see pytato.target.loopy)
-        from loopy.kernel.function_interface import ScalarCallable
         if not isinstance(loopy_callable, ScalarCallable):
             raise InvalidArgumentTypeError(
                 "'loopy_callable' must be a loopy.ScalarCallable, "

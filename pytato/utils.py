@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pymbolic.primitives as prim
+from loopy.symbolic import pwaff_from_expr
 from pytools import UniqueNameGenerator
 
 from pytato.array.base import Array, ShapeComponent, ShapeType
@@ -212,8 +213,6 @@ class ShapeToISLExpressionMapper:
 
     def __call__(self, expr: ShapeComponent) -> isl.PwAff:
         """The affine function of the shape component *expr*."""
-        # loopy is imported on first use (see pytato.target.loopy)
-        from loopy.symbolic import pwaff_from_expr
         return pwaff_from_expr(self.space, shape_component_to_expr(expr), ())
 
 # }}}

@@ -213,3 +213,58 @@ def test_split_units_from_store(ctx_factory, split_on, monkeypatch, tmp_path,
                    for r in caplog.records)
     for name, ref in g.expected.items():
         np.testing.assert_allclose(out[name], ref, rtol=1e-10, atol=1e-10)
+
+
+class _FakeDevice:
+    def __init__(self, device_type: int) -> None:
+        self.type = device_type
+
+
+def test_split_default_by_device_type(monkeypatch):
+    """Unset, the split path is on for devices that are not CPUs only;
+    :data:`~pytato.target.loopy.run.split.SPLIT_ENV` overrides."""
+    monkeypatch.delenv(split.SPLIT_ENV, raising=False)
+    gpu = _FakeDevice(cl.device_type.GPU)
+    cpu = _FakeDevice(cl.device_type.CPU)
+    assert split.split_enabled([gpu])
+    assert not split.split_enabled([cpu])
+    assert not split.split_enabled([gpu, cpu])
+    assert not split.split_enabled([])
+    monkeypatch.setenv(split.SPLIT_ENV, "1")
+    assert split.split_enabled([cpu])
+    monkeypatch.setenv(split.SPLIT_ENV, "0")
+    assert not split.split_enabled([gpu])
+
+
+def test_default_on_cpu_is_one_kernel(ctx_factory, monkeypatch):
+    """On the CPU device of the tests, programs keep their single kernel by
+    default (loopy's executor, not the split one)."""
+    monkeypatch.delenv(split.SPLIT_ENV, raising=False)
+    queue = cl.CommandQueue(ctx_factory())
+    if not queue.device.type & cl.device_type.CPU:
+        pytest.skip("not a CPU device")
+    outputs, inputs, expected = _dg_like(2)
+    prog, out = _run(outputs, inputs, queue)
+    for name, ref in expected.items():
+        np.testing.assert_allclose(out[name], ref, rtol=1e-12)
+    assert not any(isinstance(exe, split_build.SplitExecutor)
+                   for exe in prog._executor_cache.values())
+
+
+def test_packed_arguments_not_split(ctx_factory, split_on):
+    """A target that packs arguments (``limit_arg_size_nbytes``) keeps the
+    single kernel: the split path falls back instead of failing."""
+    import loopy as lp
+
+    queue = cl.CommandQueue(ctx_factory())
+    outputs, inputs, expected = _dg_like(2)
+
+    class ArgSizeLimitingTarget(pt.target.loopy.LoopyPyOpenCLTarget):
+        def get_loopy_target(self) -> lp.PyOpenCLTarget:
+            return lp.PyOpenCLTarget(limit_arg_size_nbytes=4096)
+
+    prog = pt.generate_loopy(outputs, cl_device=queue.device,
+                             target=ArgSizeLimitingTarget())
+    _, out = prog(queue, **inputs)
+    for name, ref in expected.items():
+        np.testing.assert_allclose(out[name], ref, rtol=1e-12)

@@ -75,3 +75,134 @@ assert callable(SparseMatrix.to_dense)
 """
     subprocess.run([sys.executable, "-c", code], check=True,
                    cwd=PYTATO.parent)
+
+
+# {{{ packages import each other one way
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PYTATO.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _package_of(module: str) -> str:
+    """The package *module* belongs to for cycles: ``pytato.X`` for the
+    modules of a subpackage ``pytato/X/``, each stage (and each module
+    shared by the stages) of the loopy backend on its own, the other
+    targets each on its own, and a top-level module itself."""
+    parts = module.split(".")
+    if module.startswith("pytato.target."):
+        return ".".join(parts[:4 if parts[2] == "loopy" else 3])
+    if len(parts) >= 2 and (PYTATO / parts[1]).is_dir():
+        return ".".join(parts[:2])
+    return module
+
+
+def _package_graph() -> dict[str, dict[str, list[str]]]:
+    """For each package, the packages it imports at run time (anywhere but
+    under ``if TYPE_CHECKING:``, in functions too), each with the modules
+    that import it."""
+    modules = {_module_name(p): p for p in PYTATO.rglob("*.py")}
+    graph: dict[str, dict[str, list[str]]] = {}
+    for module, path in modules.items():
+        src = _package_of(module)
+        edges = graph.setdefault(src, {})
+        for name in _runtime_imports(path):
+            if name in modules and _package_of(name) != src:
+                edges.setdefault(_package_of(name), []).append(module)
+    return graph
+
+
+def _reachable(graph: dict[str, dict[str, list[str]]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = list(graph.get(start, ()))
+    while todo:
+        pkg = todo.pop()
+        if pkg not in seen:
+            seen.add(pkg)
+            todo.extend(graph.get(pkg, ()))
+    return seen
+
+
+def test_no_import_cycle_between_packages() -> None:
+    graph = _package_graph()
+    assert {"pytato", "pytato.function", "pytato.transform",
+            "pytato.target.loopy", "pytato.target.loopy.lower",
+            "pytato.target.loopy.run"} <= set(graph)
+    cycles = sorted(
+        f"{a} -> {b} (in {', '.join(sorted(set(importers)))})"
+        for a, edges in graph.items()
+        for b, importers in edges.items()
+        if a in _reachable(graph, b))
+    assert not cycles, "\n".join(cycles)
+
+
+@pytest.mark.parametrize(("package", "forbidden"), [
+    # the stages of the loopy backend: lower, then schedule, then run
+    ("pytato.target.loopy.lower", ("pytato.target.loopy.schedule",
+                                   "pytato.target.loopy.run",
+                                   "pytato.target.loopy")),
+    ("pytato.target.loopy.schedule", ("pytato.target.loopy.run",
+                                      "pytato.target.loopy")),
+    ("pytato.target.loopy.run", ("pytato.target.loopy",)),
+    # the modules the stages share import none of them
+    *[(f"pytato.target.loopy.{shared}", ("pytato.target.loopy.lower",
+                                        "pytato.target.loopy.schedule",
+                                        "pytato.target.loopy.run",
+                                        "pytato.target.loopy"))
+      for shared in ("device", "loopy_walk", "loopy_memos")],
+    # the launchers know nothing of pytato's graphs nor of the backend
+    ("pytato.launchers", ("pytato.target", "pytato.array", "pytato")),
+])
+def test_loopy_stages_import_one_way(package: str,
+                                     forbidden: tuple[str, ...]) -> None:
+    edges = _package_graph()[package]
+    assert not {f: edges[f] for f in forbidden if f in edges}
+
+# }}}
+
+
+# {{{ imports in functions
+
+def _function_imports(path: Path) -> list[tuple[int, ast.Import | ast.ImportFrom]]:
+    tree = ast.parse(path.read_text())
+    type_checking: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            type_checking.update(id(sub) for sub in ast.walk(node))
+    found: dict[int, tuple[int, ast.Import | ast.ImportFrom]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for sub in ast.walk(node):
+                if (isinstance(sub, (ast.Import, ast.ImportFrom))
+                        and id(sub) not in type_checking):
+                    found[id(sub)] = (sub.lineno, sub)
+    return sorted(found.values(), key=lambda item: item[0])
+
+
+def test_function_imports_are_lazy_on_purpose() -> None:
+    """Imports inside functions are of optional dependencies (or for a
+    measured laziness), never of pytato's own modules, and each says why in
+    a comment (on its line or in the comment block just above it)."""
+    offenders = []
+    for path in sorted(PYTATO.rglob("*.py")):
+        lines = path.read_text().splitlines()
+        for lineno, node in _function_imports(path):
+            module = (node.module or "" if isinstance(node, ast.ImportFrom)
+                      else node.names[0].name)
+            where = f"{path.relative_to(PYTATO.parent)}:{lineno}"
+            if module == "pytato" or module.startswith("pytato."):
+                offenders.append(f"{where}: imports pytato's {module}")
+                continue
+            above = lineno - 2
+            while above >= 0 and (not lines[above].strip()
+                                  or lines[above].lstrip().startswith(
+                                      ("import ", "from "))):
+                above -= 1  # the block of imports this one belongs to
+            if "#" not in lines[lineno - 1] and not (
+                    above >= 0 and lines[above].lstrip().startswith("#")):
+                offenders.append(f"{where}: no comment says why")
+    assert not offenders, "\n".join(offenders)
+
+# }}}

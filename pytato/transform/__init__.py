@@ -17,6 +17,8 @@ module: :mod:`pytato.transform.dead_code`, :mod:`pytato.transform.deduplicate`,
 from __future__ import annotations
 
 from pytato.equality import EqualityComparer
+from pytato.function import install_input_replacer as _install_input_replacer
+from pytato.transform.calls import replace_inputs as _replace_inputs
 from pytato.transform.dead_code import DeadCodeEliminator, eliminate_dead_code
 from pytato.transform.deduplicate import (
     DataWrapperDeduplicator,
@@ -72,6 +74,13 @@ from pytato.transform.mappers import (
 from pytato.transform.materialize import materialize_with_mpms
 from pytato.transform.precompute import precompute_subexpressions
 from pytato.transform.unify_axes import AxisEquivalenceCollector, unify_axes_tags
+
+
+# The copy of a traced body with its captured inputs replaced (see
+# :func:`pytato.function.install_input_replacer`): installed here, once, so
+# that pytato.function, on whose nodes the transforms build, never imports
+# them.
+_install_input_replacer(_replace_inputs)
 
 
 __all__ = [

@@ -9,6 +9,7 @@ kernels; inlined and called forms compute the same values.
 .. autofunction:: inline_calls
 .. autofunction:: tag_all_calls_to_be_inlined
 .. autofunction:: inline_call_result
+.. autofunction:: replace_inputs
 .. autoclass:: CallInliner
 .. autoclass:: Inliner
 .. autoclass:: InlineMarker
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING
 from pytools.tag import UniqueTag
 
 from pytato.array.base import Array, Axis, _unique_family
-from pytato.array.inputs import InputArgumentBase, Placeholder, SizeParam
+from pytato.array.inputs import DataWrapper, InputArgumentBase, Placeholder, SizeParam
 from pytato.array.results import DictOfNamedArrays
 from pytato.function import Call, FunctionDefinition, NamedCallResult
 from pytato.tags import InlineCallTag
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CallInliner", "InlineMarker", "Inliner", "PlaceholderSubstitutor",
-    "inline_call_result", "inline_calls",
+    "inline_call_result", "inline_calls", "replace_inputs",
     "tag_all_calls_to_be_inlined",
 ]
 
@@ -205,3 +206,31 @@ def tag_all_calls_to_be_inlined(expr: ArrayOrNamesOrDictTc
     """Tag every call in the graph of *expr* (and in the bodies of called
     functions) with :class:`~pytato.tags.InlineCallTag`."""
     return _apply(InlineMarker(), expr)
+
+
+class _InputReplacer(CopyMapper):
+    """Replaces the placeholders and data wrappers that are keys of
+    *replacements* by their values."""
+
+    def __init__(self, replacements: Mapping[InputArgumentBase, Array]) -> None:
+        super().__init__()
+        self.replacements = replacements
+
+    def map_placeholder(self, expr: Placeholder) -> Array:
+        return self.replacements.get(expr, expr)
+
+    def map_data_wrapper(self, expr: DataWrapper) -> Array:
+        return self.replacements.get(expr, expr)
+
+
+def replace_inputs(returns: Mapping[str, Array],
+                   replacements: Mapping[InputArgumentBase, Array]
+                   ) -> dict[str, Array]:
+    """The arrays *returns* with the inputs (placeholders and data
+    wrappers) that are keys of *replacements* replaced by their values:
+    what :func:`pytato.function.trace_call` makes of a traced body to turn
+    the inputs it captures into parameters (installed by
+    :mod:`pytato.transform`, see
+    :func:`pytato.function.install_input_replacer`)."""
+    replacer = _InputReplacer(replacements)
+    return {k: replacer(v) for k, v in returns.items()}

@@ -34,6 +34,7 @@ from pytato.codegen import (
 from pytato.diagnostic import CannotBeLoweredToLoopyError
 from pytato.tags import ImplStored, ImplSubstitution, Named, PrefixNamed, Tag
 from pytato.target.loopy._moved import install as _install_moved_modules
+from pytato.target.loopy.device import DeviceInfo
 
 # calls, loopy calls, foreign functions and sparse products lower through
 # the extended mapper of pytato.target.loopy.lower.calls
@@ -49,10 +50,7 @@ from pytato.target.loopy.run.programs import (
     LoopyPyOpenCLTarget,
     LoopyTarget,
 )
-from pytato.target.loopy.schedule.default import (
-    DeviceInfo,
-    default_schedule as schedule_unit,
-)
+from pytato.target.loopy.schedule.default import default_schedule as schedule_unit
 from pytato.transform.mappers import UnsupportedNodeError
 
 

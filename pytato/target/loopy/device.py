@@ -15,11 +15,8 @@ device that is not at hand). Shared by the stages: it imports none of them.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-
-if TYPE_CHECKING:
-    import pyopencl as cl
+import pyopencl as cl
 
 
 __all__ = ["ITEM_LOCAL_MEMORY_BUDGET", "ITEM_LOCAL_MEMORY_RESERVE", "DeviceInfo"]
@@ -98,8 +95,6 @@ class DeviceInfo:
     @classmethod
     def from_cl_device(cls, device: cl.Device) -> DeviceInfo:
         """The description of a :class:`pyopencl.Device`."""
-        # imported on use: a description written by hand needs no OpenCL
-        import pyopencl as cl
         kind = "gpu" if device.type & cl.device_type.GPU else "cpu"
         return cls(kind=kind, compute_units=int(device.max_compute_units),
                    max_work_group_size=int(device.max_work_group_size),

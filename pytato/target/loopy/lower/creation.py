@@ -31,6 +31,20 @@ import loopy as lp
 from constantdict import constantdict
 
 
+try:
+    # loopy internals: where another loopy version lacks them, the kernel
+    # is made by loopy.make_kernel
+    from loopy.kernel import LoopKernel, _get_inames_from_domains
+    from loopy.kernel.creation import apply_default_order_to_args, parse_domains
+    from loopy.kernel.data import Iname
+    from loopy.kernel.tools import get_outer_params
+    from loopy.translation_unit import make_program
+except ImportError:  # pragma: no cover
+    _HAVE_LOOPY_INTERNALS = False
+else:
+    _HAVE_LOOPY_INTERNALS = True
+
+
 __all__ = ["make_translation_unit"]
 
 
@@ -47,18 +61,7 @@ def make_translation_unit(domains: Sequence[str],
     *instructions* are :class:`loopy.Assignment` objects (and
     :class:`loopy.SubstitutionRule` objects) with explicit loops, all
     arguments and temporaries in *kernel_data* have shapes and types."""
-    # loopy internals, imported here: where another loopy version lacks
-    # them, the kernel is made by loopy.make_kernel
-    try:
-        from loopy.kernel import LoopKernel, _get_inames_from_domains
-        from loopy.kernel.creation import (
-            apply_default_order_to_args,
-            parse_domains,
-        )
-        from loopy.kernel.data import Iname
-        from loopy.kernel.tools import get_outer_params
-        from loopy.translation_unit import make_program
-    except ImportError:     # pragma: no cover (another loopy version)
+    if not _HAVE_LOOPY_INTERNALS:  # pragma: no cover (another loopy version)
         return _with_make_kernel(domains, instructions, kernel_data,
                                  name=name, target=target, options=options,
                                  assumptions=assumptions)

@@ -68,7 +68,7 @@ from pytato.diagnostic import (
     NameClashError,
     ShapeMismatchError,
 )
-from pytato.tags import ForceValueArgTag, Named, PrefixNamed
+from pytato.tags import ForceValueArgTag, ImplSubstitution, Named, PrefixNamed
 from pytato.target.loopy.loopy_memos import trim_loopy_memos
 from pytato.target.loopy.loopy_walk import UncachedLoopyWalkMapper
 from pytato.target.loopy.lower import creation
@@ -380,10 +380,6 @@ class CodeGenMapper(CachedMapper):
         return SizeParamResult(expr.name)
 
     def map_index_lambda(self, expr: IndexLambda) -> ImplementedResult:
-        # imported on use: ImplSubstitution is defined by the package
-        # pytato.target.loopy, which imports the stages
-        from pytato.target.loopy import ImplSubstitution
-
         s = self.state
         for c in expr.shape:
             if isinstance(c, Array):

@@ -33,6 +33,7 @@ from typing import Any
 
 import loopy as lp
 import numpy as np
+import pyopencl.array as cla
 from pymbolic import evaluate
 from pymbolic.mapper.dependency import DependencyMapper
 
@@ -360,11 +361,6 @@ def _init_cached_array_types() -> None:
     """Array types whose checks :meth:`ArgumentSpec.process` caches (their
     shape, dtype and strides determine the outcome)."""
     _CACHED_ARRAY_TYPES.add(np.ndarray)
-    try:
-        # the checks of numpy arguments work without pyopencl
-        import pyopencl.array as cla
-    except ImportError:  # pragma: no cover
-        return
     _CACHED_ARRAY_TYPES.add(cla.Array)
 
 

@@ -52,6 +52,8 @@ Parallel builds
 .. autofunction:: build_kernels
 .. autofunction:: build_chunk_count
 .. autofunction:: split_device_code
+.. autofunction:: run_in_processes
+.. autofunction:: count_from_env
 .. autodata:: BUILD_CHUNKS_ENV
 .. autodata:: BUILD_PARALLEL_ENV
 .. autodata:: MIN_CHUNK_BYTES
@@ -61,22 +63,31 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
+import subprocess
+import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
+import loopy as lp
+import numpy as np
+import pyopencl as cl
+import pyopencl.array as cla
 from loopy.target.pyopencl_execution import (
     PyOpenCLExecutor,
     _KernelInfo,
     _Kernels,
 )
+from pymbolic import evaluate
 from pytools import memoize_method
 
 from pytato.codegen import FewerCollections, PhaseTimer
-
-
-if TYPE_CHECKING:
-    import loopy as lp
-    import pyopencl as cl
+from pytato.target.loopy.run import program_store
+from pytato.target.loopy.run.preprocessing import (
+    generate_code,
+    preprocess_and_linearize,
+)
 
 
 __all__ = [
@@ -86,8 +97,10 @@ __all__ = [
     "PhasedExecutor",
     "build_chunk_count",
     "build_kernels",
+    "count_from_env",
     "device_code",
     "make_executor",
+    "run_in_processes",
     "split_device_code",
 ]
 
@@ -127,14 +140,12 @@ class PhasedExecutor(PyOpenCLExecutor):
     def _uses_store(self, arg_to_dtype: Any) -> bool:
         if self.store_key is None or arg_to_dtype:
             return False
-        from pytato.target.loopy.run import program_store
         return program_store.store_enabled()
 
     @memoize_method
     def _stored(self) -> tuple[lp.TranslationUnit, str, Any] | None:
         """The linearized translation unit, device code and invoker in the
         program store, or None."""
-        from pytato.target.loopy.run import program_store
         assert self.store_key is not None
         with PhaseTimer(_logger, "program store lookup"):
             stored = program_store.load(self.store_key, "compiled")
@@ -149,7 +160,6 @@ class PhasedExecutor(PyOpenCLExecutor):
             # argument types given at call time: loopy's type inference
             return super().get_typed_and_scheduled_translation_unit_uncached(
                 arg_to_dtype)
-        from pytato.target.loopy.run.preprocessing import preprocess_and_linearize
         return preprocess_and_linearize(self.t_unit)
 
     @memoize_method
@@ -173,8 +183,6 @@ class PhasedExecutor(PyOpenCLExecutor):
 
     def _code_and_invoker(self, t_unit: lp.TranslationUnit,
                           arg_to_dtype: Any) -> tuple[str, Any]:
-        from pytato.target.loopy.run.preprocessing import generate_code
-
         use_store = self._uses_store(arg_to_dtype)
         if use_store:
             stored = self._stored()
@@ -189,7 +197,6 @@ class PhasedExecutor(PyOpenCLExecutor):
                            else self.get_invoker)
             invoker = get_invoker(t_unit, self.entrypoint, codegen_result)
         if use_store:
-            from pytato.target.loopy.run import program_store
             assert self.store_key is not None
             with PhaseTimer(_logger, "program store save"):
                 program_store.save(self.store_key, "compiled",
@@ -222,12 +229,6 @@ def _call_without_instructions(knl: lp.LoopKernel, queue: cl.CommandQueue,
                                kwargs: dict[str, Any]) -> Any:
     """What :mod:`loopy`'s invoker returns for the kernel *knl* that has no
     instructions, without launching it: new (unwritten) output arrays."""
-    import loopy as lp
-    import numpy as np
-    import pyopencl as cl
-    import pyopencl.array as cla
-    from pymbolic import evaluate
-
     values = {arg.name: kwargs[arg.name] for arg in knl.args
               if isinstance(arg, lp.ValueArg) and arg.name in kwargs}
     outputs = {}
@@ -258,15 +259,10 @@ def device_code(t_unit: lp.TranslationUnit,
     :func:`~pytato.target.loopy.run.preprocessing.preprocess_and_linearize`
     and :func:`~pytato.target.loopy.run.preprocessing.generate_code` (with
     fewer garbage collections)."""
-    from pytato.target.loopy.run import program_store
     if store_key is not None and program_store.store_enabled():
         stored = program_store.load(store_key, "compiled")
         if stored is not None:
             return stored[1]  # type: ignore[no-any-return]
-    from pytato.target.loopy.run.preprocessing import (
-        generate_code,
-        preprocess_and_linearize,
-    )
     with FewerCollections():
         return generate_code(  # type: ignore[no-any-return]
             preprocess_and_linearize(t_unit)).device_code()
@@ -278,7 +274,6 @@ def make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,
     translation units of a :class:`loopy.PyOpenCLTarget` with one
     entrypoint (using the program store under *store_key*, if given), else
     ``t_unit.executor(context)``."""
-    import loopy as lp
     if isinstance(t_unit.target, lp.PyOpenCLTarget) \
             and len(t_unit.entrypoints) == 1:
         (entrypoint,) = t_unit.entrypoints
@@ -440,6 +435,18 @@ def _usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+def count_from_env(name: str, most: int) -> int | None:
+    """The integer value of the environment variable *name*, between 1 and
+    *most*, or None if it is unset (or not an integer: logged)."""
+    env = os.environ.get(name, "").strip()
+    if env:
+        try:
+            return max(1, min(int(env), most))
+        except ValueError:
+            _logger.warning("%s=%r is not an integer; ignored", name, env)
+    return None
+
+
 def build_chunk_count(kernel_sizes: Sequence[int]) -> int:
     """The number of programs to build kernels of source sizes
     *kernel_sizes* (bytes) as: one per :data:`MIN_CHUNK_BYTES` of kernel
@@ -450,13 +457,9 @@ def build_chunk_count(kernel_sizes: Sequence[int]) -> int:
     nkernels = len(kernel_sizes)
     if nkernels <= 1:
         return 1
-    env = os.environ.get(BUILD_CHUNKS_ENV, "").strip()
-    if env:
-        try:
-            return max(1, min(int(env), nkernels))
-        except ValueError:
-            _logger.warning("%s=%r is not an integer; ignored",
-                            BUILD_CHUNKS_ENV, env)
+    from_env = count_from_env(BUILD_CHUNKS_ENV, nkernels)
+    if from_env is not None:
+        return from_env
     return max(1, min(nkernels, _usable_cpus(),
                       sum(kernel_sizes) // MIN_CHUNK_BYTES))
 
@@ -483,7 +486,6 @@ def _partition(sizes: Sequence[int], nchunks: int) -> list[list[int]]:
 
 
 def _device_index(device: cl.Device) -> tuple[int, int]:
-    import pyopencl as cl
     platforms = cl.get_platforms()
     platform = platforms.index(device.platform)
     return platform, platforms[platform].get_devices().index(device)
@@ -501,53 +503,70 @@ sys.stdout.buffer.write(program.binaries[0])
 """
 
 
-def _build_in_processes(context: cl.Context, sources: Sequence[str],
-                        options: Any) -> list[cl.Program]:
-    import pickle
-    import subprocess
-    import sys
+def run_in_processes(script: str, inputs: Sequence[bytes], what: str, *,
+                     error_chars: int = 2000) -> list[bytes]:
+    """Run the Python *script* (``python -c``) in a new process for each
+    of *inputs* (not forked: the calling process may hold an OpenCL
+    context), all at once, each reading its input on its standard input;
+    return what each wrote on its standard output.
 
-    import pyopencl as cl
-    (device,) = context.devices
-    index = _device_index(device)
-    procs = []
+    :raises RuntimeError: naming *what* the processes do, with the last
+        *error_chars* characters of the standard error of the first failed
+        process (one that exited with an error or wrote nothing). The
+        processes left are killed.
+    """
+    procs = [subprocess.Popen([sys.executable, "-c", script],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+             for _ in inputs]
+
+    def talk(k: int) -> tuple[bytes, bytes, int]:
+        # a thread a process: a write to one never waits for another
+        # process to read (a process that unpickles its input imports
+        # modules as it reads), nor a full pipe for the parent's read
+        out, err = procs[k].communicate(inputs[k])
+        return out, err, procs[k].returncode
+
     try:
-        for source in sources:
-            proc = subprocess.Popen(
-                [sys.executable, "-c", _BUILD_PROCESS],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE)
-            procs.append(proc)
-            assert proc.stdin is not None
-            proc.stdin.write(pickle.dumps((*index, source, options)))
-            proc.stdin.close()
-        binaries = []
-        for proc in procs:
-            assert proc.stdout is not None and proc.stderr is not None
-            binary = proc.stdout.read()
-            err = proc.stderr.read()
-            if proc.wait() != 0 or not binary:
-                raise RuntimeError("build process failed: "
-                                   + err.decode(errors="replace")[-2000:])
-            binaries.append(binary)
+        with ThreadPoolExecutor(max(1, len(procs)),
+                                thread_name_prefix="pytato-process") as pool:
+            answers = list(pool.map(talk, range(len(procs))))
     finally:
         for proc in procs:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    # loading a binary may compile too (NVIDIA's are PTX): in threads
-    from concurrent.futures import ThreadPoolExecutor
+    outputs = []
+    for out, err, returncode in answers:
+        if returncode != 0 or not out:
+            raise RuntimeError(f"{what} process failed: "
+                               + err.decode(errors="replace")[-error_chars:])
+        outputs.append(out)
+    return outputs
+
+
+def _build_in_processes(context: cl.Context, sources: Sequence[str],
+                        options: str | Sequence[str] | None
+                        ) -> list[cl.Program]:
+    (device,) = context.devices
+    index = _device_index(device)
+    binaries = run_in_processes(
+        _BUILD_PROCESS,
+        [pickle.dumps((*index, source, options)) for source in sources],
+        "build")
 
     def load(binary: bytes) -> cl.Program:
         return cl.Program(context, [device], [binary]).build(options=options)
 
+    # loading a binary may compile too (NVIDIA's are PTX): in threads
     with ThreadPoolExecutor(len(binaries),
                             thread_name_prefix="pytato-load") as pool:
         return list(pool.map(load, binaries))
 
 
 def build_kernels(context: cl.Context, code: str,
-                  options: Any = None, nchunks: int | None = None,
+                  options: str | Sequence[str] | None = None,
+                  nchunks: int | None = None,
                   parallel: str | None = None
                   ) -> dict[str, cl.Kernel]:
     """Build the OpenCL C source *code* on *context* with the build
@@ -571,8 +590,6 @@ def build_kernels(context: cl.Context, code: str,
         build, the whole source is built as one program (to report its
         errors as :mod:`loopy`'s build would).
     """
-    import pyopencl as cl
-
     split = split_device_code(code)
     if split is not None:
         shared, kernel_texts = split
@@ -596,7 +613,6 @@ def build_kernels(context: cl.Context, code: str,
     if parallel not in ("threads", "processes"):
         raise ValueError(f"parallel: expected 'threads' or 'processes', got "
                          f"{parallel!r}")
-    from concurrent.futures import ThreadPoolExecutor
     try:
         if parallel == "processes" and len(context.devices) == 1:
             programs = _build_in_processes(context, sources, options)

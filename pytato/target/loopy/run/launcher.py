@@ -245,13 +245,7 @@ class KernelPlan:
                 raise UnsupportedByTargetError(
                     f"argument {arg.name!r} ({type(arg).__name__}) is not "
                     "supported by launchers")
-            self._array_info[arg.name] = (arg.shape,
-                                          np.dtype(arg.dtype.numpy_dtype))
-            if arg.is_output:
-                self.outputs.append(arg.name)
-                self._strides[arg.name] = tuple(get_strides(arg))
-            else:
-                self.input_arrays.append(arg.name)
+            self._add_array_argument(arg)
         passed = {n for sk in self.subkernels for n in sk.arg_names}
         self._temporaries: dict[str, tuple[Any, np.dtype[Any]]] = {}
         for name, tv in knl.temporary_variables.items():
@@ -275,6 +269,17 @@ class KernelPlan:
         self.cl_program: cl.Program | None = (
             self.cl_programs[self.subkernels[0].name] if self.subkernels
             else None)
+
+    def _add_array_argument(self, arg: lp.ArrayArg) -> None:
+        """Record the array argument *arg*: its shape and dtype, and its
+        strides if it is an output."""
+        self._array_info[arg.name] = (arg.shape,
+                                      np.dtype(arg.dtype.numpy_dtype))
+        if arg.is_output:
+            self.outputs.append(arg.name)
+            self._strides[arg.name] = tuple(get_strides(arg))
+        else:
+            self.input_arrays.append(arg.name)
 
     def new_kernel(self, name: str) -> cl.Kernel:
         """A new instance of the kernel *name* (with arguments of its own)."""

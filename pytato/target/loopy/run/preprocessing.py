@@ -47,6 +47,33 @@ from __future__ import annotations
 from typing import Any
 
 import loopy as lp
+from constantdict import constantdict
+from loopy.kernel import KernelState
+
+
+try:
+    # loopy's steps, called one by one below (internal names of loopy
+    # 2025.2); with another loopy without them, loopy's own entry points
+    from loopy.check import pre_codegen_checks
+    from loopy.codegen import (
+        TranslationUnitCodeGenerationResult,
+        code_gen_cache,
+        generate_code_for_a_single_kernel,
+    )
+    from loopy.kernel.creation import apply_single_writer_dependency_heuristic
+    from loopy.preprocess import (
+        _preprocess_single_kernel,
+        filter_reachable_callables,
+        infer_arg_descr,
+    )
+    from loopy.transform.realize_reduction import realize_reduction
+    from loopy.transform.subst import expand_subst
+    from loopy.translation_unit import resolve_callables
+    from loopy.type_inference import infer_unknown_types
+except ImportError:  # pragma: no cover
+    _HAVE_LOOPY_STEPS = False
+else:
+    _HAVE_LOOPY_STEPS = True
 
 
 __all__ = ["generate_code", "preprocess_and_linearize", "preprocess_program"]
@@ -67,26 +94,12 @@ def preprocess_program(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
     its on-disk cache and, for a unit with a single kernel (its
     entrypoint), without the inlining of kernels with global barriers (see
     the module documentation)."""
-    from constantdict import constantdict
-    from loopy.kernel import KernelState
-
     if t_unit.state >= KernelState.PREPROCESSED:
         return t_unit
     name = _single_kernel(t_unit)
     if name is None:
         return lp.preprocess_program(t_unit)
-    try:
-        from loopy.kernel.creation import apply_single_writer_dependency_heuristic
-        from loopy.preprocess import (
-            _preprocess_single_kernel,
-            filter_reachable_callables,
-            infer_arg_descr,
-        )
-        from loopy.transform.realize_reduction import realize_reduction
-        from loopy.transform.subst import expand_subst
-        from loopy.translation_unit import resolve_callables
-        from loopy.type_inference import infer_unknown_types
-    except ImportError:  # pragma: no cover (another loopy version)
+    if not _HAVE_LOOPY_STEPS:  # pragma: no cover (another loopy version)
         return lp.preprocess_program(t_unit)
 
     # loopy's steps, in loopy's order
@@ -110,8 +123,6 @@ def preprocess_and_linearize(t_unit: lp.TranslationUnit
     """*t_unit* preprocessed (:func:`preprocess_program`) and linearized
     (:func:`loopy.linearize`, with its checks), without :mod:`loopy`'s
     on-disk caches of the two steps."""
-    from loopy.kernel import KernelState
-
     t_unit = preprocess_program(t_unit)
     if t_unit.state < KernelState.LINEARIZED:
         with lp.CacheMode(False):
@@ -128,23 +139,13 @@ def generate_code(t_unit: lp.TranslationUnit, *, cache: bool = True) -> Any:
     :arg cache: whether to use :mod:`loopy`'s on-disk cache of generated
         code (if :mod:`loopy`'s caching is on): False where the caller
         keeps the result itself (the program store)."""
-    from loopy.kernel import KernelState
-
     name = _single_kernel(t_unit)
     if name is None or t_unit.state < KernelState.LINEARIZED:
         if not cache:
             with lp.CacheMode(False):
                 return lp.generate_code_v2(t_unit)
         return lp.generate_code_v2(t_unit)
-    try:
-        from loopy.check import pre_codegen_checks
-        from loopy.codegen import (
-            TranslationUnitCodeGenerationResult,
-            code_gen_cache,
-            generate_code_for_a_single_kernel,
-        )
-        from loopy.type_inference import infer_unknown_types
-    except ImportError:  # pragma: no cover
+    if not _HAVE_LOOPY_STEPS:  # pragma: no cover (another loopy version)
         return lp.generate_code_v2(t_unit)
 
     caching = cache and lp.CACHING_ENABLED

@@ -92,19 +92,31 @@ on disk again, or regenerated). Setting ``LOOPY_NO_CACHE=1`` and
 
 from __future__ import annotations
 
+import copyreg
 import dataclasses
+import hashlib
+import importlib
+import io
 import logging
 import os
+import pickle
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytools.persistent_dict import KeyBuilder
+import loopy as lp
+import loopy.tools
+from loopy.kernel import LoopKernel
+from loopy.kernel.tools import SetOperationCacheManager
+from loopy.version import DATA_MODEL_VERSION
+from pytools.persistent_dict import KeyBuilder, WriteOncePersistentDict
 
 from pytato.analysis.graph_key import NotPersistentError, _Encoder, graph_key
 from pytato.target.loopy.loopy_memos import LOOPY_MEMO_LIMIT, trim_loopy_memos
+from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
 
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     from pytato.array.base import GraphNode
 
@@ -134,13 +146,11 @@ def _source_digest() -> str:
         without its source files): without it, results of other code
         could be found."""
     if not _SOURCE_DIGEST:
-        import hashlib
-        from pathlib import Path
-
-        import pytato
         digest = hashlib.sha256()
         try:
-            root = Path(pytato.__file__).resolve().parent
+            # the folder of the package pytato (this module is
+            # pytato/target/loopy/run/program_store.py)
+            root = Path(__file__).resolve().parents[3]
             paths = sorted(root.rglob("*.py"))
             if not paths:
                 raise OSError(f"no source files in {root}")
@@ -182,7 +192,6 @@ TUNING_MODULES = (
 
 
 def _tuning_constants() -> tuple[tuple[str, Any], ...]:
-    import importlib
     simple = (int, float, str, bool, tuple, frozenset)
     return tuple(
         (f"{module}.{name}", value)
@@ -203,10 +212,6 @@ def program_key(roots: Iterable[GraphNode], *,
     :raises NotPersistentError: if the graph or a parameter has no
         persistent hash.
     """
-    import hashlib
-
-    from loopy.version import DATA_MODEL_VERSION
-
     encode = _Encoder()
     text = encode(("pytato-program", STORE_VERSION, _source_digest(),
                    DATA_MODEL_VERSION, _tuning_constants(), graph_key(roots, order),
@@ -225,8 +230,6 @@ def scheduled_key(base_key: str, **parameters: Any) -> str:
     :class:`~pytato.target.loopy.BoundPyOpenCLProgram`) store their
     scheduled unit and compiled code under it: a key per device, computed
     without hashing the graph again."""
-    import hashlib
-
     encode = _Encoder()
     text = encode(("pytato-scheduled-program", STORE_VERSION, base_key,
                    tuple((name, parameters[name])
@@ -238,20 +241,18 @@ def scheduled_key(base_key: str, **parameters: Any) -> str:
 
 # {{{ the store
 
-_STORE: list[Any] = []
+_STORE: list[WriteOncePersistentDict[tuple[str, str], bytes]] = []
 
 
 def store_enabled() -> bool:
     """Whether programs are looked up in and saved to the store (see the
     module documentation)."""
-    import loopy as lp
     flag = os.environ.get("PYTATO_NO_PROGRAM_STORE", "")
     return bool(lp.CACHING_ENABLED) and flag in ("", "0")
 
 
-def _store() -> Any:
+def _store() -> WriteOncePersistentDict[tuple[str, str], bytes]:
     if not _STORE:
-        from pytools.persistent_dict import WriteOncePersistentDict
         store = WriteOncePersistentDict(
             f"pytato-program-store-v{STORE_VERSION}",
             key_builder=KeyBuilder(),
@@ -270,14 +271,13 @@ and of :mod:`loopy`'s on-disk caches, set when the store is first used
 (:mod:`pytools` sets 64 MB per persistent dictionary)."""
 
 
-def _set_sqlite_cache(pdict: Any, kib: int) -> None:
+def _set_sqlite_cache(pdict: object, kib: int) -> None:
     conn = getattr(pdict, "conn", None)
     if conn is not None:
         conn.execute(f"PRAGMA cache_size = -{int(kib)}")
 
 
-def _persistent_dicts() -> list[Any]:
-    import loopy.tools
+def _persistent_dicts() -> list[object]:
     return [*getattr(loopy.tools, "caches", ()), *_STORE]
 
 
@@ -298,9 +298,6 @@ def release_cache_memory() -> None:
     caches (``PRAGMA shrink_memory``). Programs already generated keep
     working; later generations find results on disk or regenerate
     them."""
-    import loopy as lp
-
-    from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
     PROGRAM_CACHE.clear()
     lp.clear_in_mem_caches()
     for pdict in _STORE:
@@ -314,11 +311,11 @@ def release_cache_memory() -> None:
 # }}}
 
 
-def _rebuild_kernel(cls: type, attributes: dict[str, Any]) -> Any:
+def _rebuild_kernel(cls: type[LoopKernel], attributes: dict[str, object]
+                    ) -> LoopKernel:
     """A :class:`loopy.LoopKernel` from its attributes, as
     :meth:`loopy.LoopKernel.__setstate__` restores it (without a stored
     persistent hash: it is computed if it is ever needed)."""
-    from loopy.kernel.tools import SetOperationCacheManager
     kernel = object.__new__(cls)
     for name, value in attributes.items():
         object.__setattr__(kernel, name, value)
@@ -326,25 +323,21 @@ def _rebuild_kernel(cls: type, attributes: dict[str, Any]) -> Any:
     return kernel
 
 
-def _reduce_kernel(kernel: Any) -> tuple[Any, ...]:
+def _reduce_kernel(kernel: LoopKernel) -> tuple[
+        Callable[[type[LoopKernel], dict[str, object]], LoopKernel],
+        tuple[type[LoopKernel], dict[str, object]]]:
     return (_rebuild_kernel, (type(kernel), {
         f.name: getattr(kernel, f.name)
         for f in dataclasses.fields(kernel)
         if hasattr(kernel, f.name) and not f.name.startswith("_")}))
 
 
-def _dumps(value: Any) -> bytes:
+def _dumps(value: object) -> bytes:
     r"""*value* pickled, with :class:`loopy.LoopKernel`\ s pickled by their
     attributes. (:mod:`loopy`'s own pickling of a kernel computes its
     persistent hash first, for its caches, which look kernels up by hash:
     2.7 s of the 10 000-node DAG's 3 s of pickling. The store looks
     programs up by graph, not by kernel.)"""
-    import copyreg
-    import io
-    import pickle
-
-    from loopy.kernel import LoopKernel
-
     buf = io.BytesIO()
     pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = {**copyreg.dispatch_table,  # type: ignore[misc]
@@ -356,7 +349,6 @@ def _dumps(value: Any) -> bytes:
 def load(key: str, part: str) -> Any:
     """The *part* (e.g. ``"unit"``) of the program stored under *key*, or
     None if there is none (or it cannot be read)."""
-    import pickle
     try:
         return pickle.loads(_store()[key, part])
     except KeyError:
@@ -367,7 +359,7 @@ def load(key: str, part: str) -> Any:
         return None
 
 
-def save(key: str, part: str, value: Any) -> None:
+def save(key: str, part: str, value: object) -> None:
     """Store *value* as the *part* of the program under *key* (if it is not
     there yet). Failures (e.g. a read-only folder) are logged, not
     raised: the store only saves time."""

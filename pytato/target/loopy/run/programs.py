@@ -157,7 +157,7 @@ def _make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,
     (:func:`~pytato.target.loopy.run.split_build.make_split_executor`)
     where :func:`~pytato.target.loopy.run.split.split_enabled` and the
     kernel can be split."""
-    if split_enabled() and len(t_unit.entrypoints) == 1 \
+    if split_enabled(context.devices) and len(t_unit.entrypoints) == 1 \
             and isinstance(t_unit.target, lp.PyOpenCLTarget):
         (entrypoint,) = t_unit.entrypoints
         executor = make_split_executor(t_unit, context, entrypoint,

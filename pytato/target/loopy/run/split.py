@@ -21,7 +21,8 @@ and is keyed by a hash of it: sub-units with equal keys compute the same
 thing on other arrays, so they need one code generation and one device
 build (:mod:`pytato.target.loopy.run.split_build`).
 
-This path is off by default: set :data:`SPLIT_ENV` to ``1`` to use it.
+This path is taken by default on devices that are not CPUs
+(:func:`split_enabled`, :data:`SPLIT_ENV`).
 
 .. autodata:: SPLIT_ENV
 .. autodata:: SPLIT_WORKERS_ENV
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 import islpy as isl
 import numpy as np
 import pymbolic.primitives as prim
+import pyopencl as cl
 from constantdict import constantdict
 from loopy.kernel.data import AddressSpace, ArrayArg, ValueArg
 from loopy.kernel.instruction import BarrierInstruction
@@ -63,9 +65,9 @@ __all__ = [
     "split_kernel",
 ]
 
-#: Environment variable switching the split path on (``1``): programs
-#: whose kernel has global barriers are generated as one :mod:`loopy`
-#: kernel per phase, each distinct one once (see the module documentation).
+#: Environment variable choosing the split path: ``1`` on for every
+#: device, ``0`` off; unset, it is on for devices that are not CPUs (see
+#: :func:`split_enabled`).
 SPLIT_ENV = "PYTATO_SPLIT_KERNELS"
 
 #: Environment variable giving the number of worker processes generating
@@ -74,9 +76,24 @@ SPLIT_ENV = "PYTATO_SPLIT_KERNELS"
 SPLIT_WORKERS_ENV = "PYTATO_SPLIT_WORKERS"
 
 
-def split_enabled() -> bool:
-    """Whether :data:`SPLIT_ENV` switches the split path on."""
-    return os.environ.get(SPLIT_ENV, "").strip() not in ("", "0")
+def split_enabled(devices: Sequence[cl.Device] = ()) -> bool:
+    """Whether programs on *devices* take the split path: as
+    :data:`SPLIT_ENV` says, else when none of *devices* is a CPU.
+
+    On GPUs the split path cuts the first call of the 10 000-node random
+    DAG of ``benchmarks/bench_codegen.py`` on the H100 machine from 47 s
+    to 19 s: :mod:`loopy` runs on the distinct sub-units in worker
+    processes, which also build their code (NVIDIA's compiler takes 19 s
+    over the program's kernels in threads of one process). With PoCL on a
+    2-core CPU it is slower (62 s against 35 s under load: PoCL compiles
+    each of the many programs' kernels at their first launch, one after
+    the other), so CPUs keep the single kernel (``benchmarks/README.md``
+    has the figures)."""
+    flag = os.environ.get(SPLIT_ENV, "").strip()
+    if flag:
+        return flag != "0"
+    return bool(devices) and not any(
+        d.type & cl.device_type.CPU for d in devices)
 
 
 # {{{ splitting
@@ -366,6 +383,9 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None
             names |= _insn_names(insn)
         dom_ids = sorted({k for n in names for k in domains_of.get(n, ())})
         domains = [knl.domains[k] for k in dom_ids]
+        if not domains:  # instructions outside loops: a 0-dimensional one
+            domains = [isl.BasicSet.universe(isl.Space.set_alloc(
+                knl.domains[0].get_ctx(), 0, 0))]
         inames = {n for k in dom_ids for n in dom_names[k]}
         written = {w for insn in insns for w in insn.assignee_var_names()}
         shared = {n for n in names if n in knl.temporary_variables
@@ -373,6 +393,18 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None
         arg_names = shared | {n for n in names if n in _arg_dict(knl)}
         temp_names = {n for n in names
                       if n in knl.temporary_variables and n not in shared}
+        # the value arguments the sub-unit needs: those of its
+        # instructions, and the parameters of its domains and of the
+        # shapes of its arrays
+        if value_args:
+            dep_text = " ".join([
+                *(str(d) for d in domains),
+                *(repr(getattr(_arg_dict(knl)[n], "shape", ()))
+                  for n in arg_names if n in _arg_dict(knl)),
+                *(repr(knl.temporary_variables[n].shape)
+                  for n in shared | temp_names)])
+            words = set(_IDENT.findall(dep_text)) | names
+            arg_names |= {a.name for a in value_args if a.name in words}
         key, order = _canonical(knl, insns, domains,
                                 inames | temp_names | arg_names,
                                 arg_names, written, dtypes)
@@ -393,14 +425,7 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None
                                      is_input=arg.name not in written))
         temps = {n: knl.temporary_variables[n] for n in sorted(names)
                  if n in knl.temporary_variables and n not in shared}
-        # the value arguments the sub-unit may need (its domains'
-        # parameters, shapes and expressions)
-        if value_args:
-            dep_text = " ".join([*(str(d) for d in domains),
-                                 *(repr(a.shape) for a in args),
-                                 *(repr(t.shape) for t in temps.values())])
-            words = set(_IDENT.findall(dep_text)) | names
-            args.extend(a for a in value_args if a.name in words)
+        args.extend(a for a in value_args if a.name in arg_names)
         ids = {i.id for i in insns}
         new_insns = [i.copy(depends_on=frozenset(d for d in i.depends_on
                                                  if d in ids))

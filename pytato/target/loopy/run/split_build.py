@@ -16,6 +16,7 @@ the arguments of the sub-unit that was generated.
 
 .. autoclass:: CompiledSubUnit
 .. autofunction:: compile_sub_units
+.. autodata:: MIN_INSTRUCTIONS_PER_WORKER
 .. autoclass:: SplitKernelPlan
 .. autoclass:: SplitExecutor
 .. autofunction:: make_split_executor
@@ -25,9 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import pickle
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,7 +39,6 @@ import pyopencl as cl
 import pyopencl.array as cla
 from constantdict import constantdict
 from loopy.kernel import KernelState
-from loopy.kernel.array import get_strides
 from loopy.kernel.data import ArrayArg, ValueArg
 from loopy.kernel.function_interface import CallableKernel
 from loopy.schedule import CallKernel, get_insn_ids_for_block_at
@@ -51,7 +49,13 @@ from pymbolic.mapper.substitutor import SubstitutionMapper, make_subst_func
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.diagnostic import UnsupportedByTargetError
 from pytato.target.loopy.run import program_store
-from pytato.target.loopy.run.executor import _program_kernels, _usable_cpus
+from pytato.target.loopy.run.executor import (
+    _device_index,
+    _program_kernels,
+    _usable_cpus,
+    count_from_env,
+    run_in_processes,
+)
 from pytato.target.loopy.run.instrumented import run_instrumented
 from pytato.target.loopy.run.launcher import KernelPlan, SubkernelInfo
 from pytato.target.loopy.run.preprocessing import (
@@ -148,7 +152,7 @@ def _compile_one(t_unit: lp.TranslationUnit,
 # ...]) pickled on stdin (all of it before unpickling, which imports loopy
 # and pytato, so that the parent's writes to the workers do not wait for
 # each other's imports), writes the pickled list of CompiledSubUnit on
-# stdout; with a device (see _device_address), it also builds the code of
+# stdout; with a device (see _device_address), it then builds the code of
 # each sub-unit there, which puts the binary in pyopencl's on-disk cache
 # for the parent's build
 _WORKER = """
@@ -164,19 +168,16 @@ if device is not None:
     _build_in_worker(device, [c.code for c in result])
 """
 
-#: Where a worker process finds the parent's device: platform name, device
-#: name, the index among the platform's devices of that name, and the
-#: build options.
-_DeviceAddress = tuple[str, str, int, "Sequence[str] | str | None"]
+#: Where a worker process finds the parent's device: the numbers of its
+#: platform and of the device (see
+#: :func:`~pytato.target.loopy.run.executor._device_index`), and the build
+#: options.
+_DeviceAddress = tuple[int, int, "Sequence[str] | str | None"]
 
 
 def _device_address(device: cl.Device, options: Sequence[str] | str | None
                     ) -> _DeviceAddress:
-    same = [d for d in device.platform.get_devices()
-            if d.name == device.name]
-    index = next((i for i, d in enumerate(same)
-                  if d.int_ptr == device.int_ptr), 0)
-    return (device.platform.name, device.name, index, options)
+    return (*_device_index(device), options)
 
 
 def _build_in_worker(address: _DeviceAddress, codes: Sequence[str]) -> None:
@@ -184,16 +185,12 @@ def _build_in_worker(address: _DeviceAddress, codes: Sequence[str]) -> None:
     process: pyopencl keeps the binaries on disk, where the parent's build
     of the same sources finds them). Failures are left to the parent's
     build, which reports them."""
-    platform_name, device_name, index, options = address
+    platform, device, options = address
     try:
-        (platform,) = [p for p in cl.get_platforms()
-                       if p.name == platform_name]
-        device = [d for d in platform.get_devices()
-                  if d.name == device_name][index]
-        context = cl.Context([device])
+        context = cl.Context([cl.get_platforms()[platform].get_devices()[device]])
         for code in codes:
-            cl.Program(context, code).build(options=options or [])
-    except Exception as e:  # the parent builds (and reports) anyway
+            cl.Program(context, code).build(options=options)
+    except cl.Error as e:  # the parent builds (and reports) anyway
         _logger.debug("build in a worker process failed: %s", e)
 
 
@@ -215,47 +212,37 @@ def _compile_in_processes(jobs: Sequence[tuple[lp.TranslationUnit,
         shares[w].append(i)
         loads[w] += len(jobs[i][0].default_entrypoint.instructions) + 1
     shares = [share for share in shares if share]
-    procs = [subprocess.Popen([sys.executable, "-c", _WORKER],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE)
-             for _ in shares]
-
-    def talk(k: int) -> tuple[bytes, bytes, int]:
-        # one thread a worker: no pipe of one worker waits for another's
-        proc = procs[k]
-        out, err = proc.communicate(program_store._dumps(
-            (list(sys.path), device, [jobs[i] for i in shares[k]])))
-        return out, err, proc.returncode
-
+    outputs = run_in_processes(
+        _WORKER,
+        [program_store._dumps((list(sys.path), device,
+                               [jobs[i] for i in share]))
+         for share in shares],
+        "code generation", error_chars=3000)
     result: list[CompiledSubUnit | None] = [None] * len(jobs)
-    try:
-        with ThreadPoolExecutor(len(procs),
-                                thread_name_prefix="pytato-codegen") as pool:
-            answers = list(pool.map(talk, range(len(procs))))
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-    for share, (out, err, rc) in zip(shares, answers, strict=True):
-        if rc != 0:
-            raise RuntimeError("code generation process failed: "
-                               + err.decode(errors="replace")[-3000:])
+    for share, out in zip(shares, outputs, strict=True):
         for i, comp in zip(share, pickle.loads(out), strict=True):
             result[i] = comp
     assert all(r is not None for r in result)
     return result  # type: ignore[return-value]
 
 
-def _workers(njobs: int) -> int:
-    env = os.environ.get(SPLIT_WORKERS_ENV, "").strip()
-    if env:
-        try:
-            return max(1, min(int(env), njobs))
-        except ValueError:
-            _logger.warning("%s=%r is not an integer; ignored",
-                            SPLIT_WORKERS_ENV, env)
-    return max(1, min(njobs, _usable_cpus()))
+#: Instructions to generate per worker process, at least: a process
+#: costs about a second to start and import loopy and pytato, and loopy
+#: takes about 5 ms an instruction, so smaller programs are generated in
+#: the calling process.
+MIN_INSTRUCTIONS_PER_WORKER = 200
+
+
+def _workers(sizes: Sequence[int]) -> int:
+    """The number of worker processes for sub-units of *sizes*
+    instructions (:data:`~pytato.target.loopy.run.split.SPLIT_WORKERS_ENV`,
+    else one per :data:`MIN_INSTRUCTIONS_PER_WORKER` instructions, at most
+    one per usable CPU)."""
+    from_env = count_from_env(SPLIT_WORKERS_ENV, len(sizes))
+    if from_env is not None:
+        return from_env
+    return max(1, min(len(sizes), _usable_cpus(),
+                      sum(sizes) // MIN_INSTRUCTIONS_PER_WORKER))
 
 
 def _sub_key(unit: SubUnit) -> str:
@@ -308,7 +295,7 @@ def compile_sub_units(t_unit: lp.TranslationUnit,
             callables_table=constantdict({name: CallableKernel(unit.kernel)}),
             entrypoints=frozenset({name}))
 
-    nworkers = _workers(len(todo))
+    nworkers = _workers([len(u.instructions) for u in todo])
     with PhaseTimer(_logger, f"loopy on {len(todo)} distinct sub-units "
                     f"({len(units)} in all, {nworkers} processes)"):
         if nworkers <= 1:
@@ -365,13 +352,7 @@ class SplitKernelPlan(KernelPlan):
             if not isinstance(arg, ArrayArg):
                 raise UnsupportedByTargetError(
                     f"argument {arg.name!r} is not supported by the split path")
-            self._array_info[arg.name] = (arg.shape,
-                                          np.dtype(arg.dtype.numpy_dtype))
-            if arg.is_output:
-                self.outputs.append(arg.name)
-                self._strides[arg.name] = tuple(get_strides(arg))
-            else:
-                self.input_arrays.append(arg.name)
+            self._add_array_argument(arg)
         passed = {n for sk in self.subkernels for n in sk.arg_names}
         dtypes = executor.temporary_dtypes()
         self._temporaries = {
@@ -529,6 +510,9 @@ def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
     kernels then are not built: their code is in the store too)."""
     if _single_kernel(t_unit) != entrypoint \
             or t_unit.state >= KernelState.PREPROCESSED:
+        return None
+    if getattr(t_unit.target, "limit_arg_size_nbytes", None) is not None:
+        # arguments packed by loopy's host code: not in the split's plan
         return None
     knl = t_unit[entrypoint]
     if knl.options.write_code or knl.options.edit_code:

@@ -29,23 +29,10 @@ accumulators, and the global barriers between dependent nests.
 
 from __future__ import annotations
 
-from typing import Any
-
 # importable from the package as from the module
 # ``pytato.target.loopy.schedule`` that this package replaced
 from pytato.target.loopy.device import DeviceInfo
+from pytato.target.loopy.schedule.default import default_schedule
 
 
-__all__ = ["DeviceInfo"]
-
-
-def __getattr__(name: str) -> Any:
-    # The entry point, importable from the package as from the module that
-    # this package replaced; imported on use (laziness): the policy imports
-    # every module of the stage and the lowering, which importing one of
-    # them (e.g. :mod:`~pytato.target.loopy.schedule.tiling`) needs not.
-    if name == "default_schedule":
-        from pytato.target.loopy.schedule.default import default_schedule
-        return default_schedule
-    raise AttributeError(
-        f"module 'pytato.target.loopy.schedule' has no attribute {name!r}")
+__all__ = ["DeviceInfo", "default_schedule"]

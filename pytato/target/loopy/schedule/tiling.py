@@ -163,7 +163,7 @@ from loopy.symbolic import (
 from pymbolic.mapper.substitutor import make_subst_func
 from pymbolic.typing import ArithmeticExpression, Expression
 
-from pytato.target.loopy import device
+import pytato.target.loopy.device as device
 from pytato.target.loopy.schedule import tiling_plan
 from pytato.target.loopy.schedule.analysis import _prod
 from pytato.target.loopy.schedule.tiling_plan import (
