@@ -64,6 +64,7 @@ from __future__ import annotations
 import logging
 import os
 import pickle
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -322,6 +323,10 @@ def _skip_literal(code: str, i: int) -> int:
     raise ValueError("unterminated literal")
 
 
+#: The characters where :func:`_top_level_items` has something to do
+_SPECIAL_CHARS = re.compile(r"[\n#/\"'{}();]")
+
+
 def _top_level_items(code: str) -> list[str]:
     """The top-level items of the C source *code*, in order: preprocessor
     directives (with their continuation lines), declarations (up to their
@@ -336,7 +341,6 @@ def _top_level_items(code: str) -> list[str]:
     n = len(code)
     i = start = 0
     depth = paren = 0
-    line_start = True
 
     def flush(end: int) -> None:
         nonlocal start
@@ -344,16 +348,19 @@ def _top_level_items(code: str) -> list[str]:
             items.append(code[start:end])
         start = end
 
-    while i < n:
+    while True:
+        # jump to the next character that matters (the others are text)
+        m = _SPECIAL_CHARS.search(code, i)
+        if m is None:
+            break
+        i = m.start()
         c = code[i]
         if c == "\n":
-            line_start = True
             i += 1
             continue
-        if c in " \t\r\f\v":
-            i += 1
-            continue
-        if c == "#" and line_start and depth == 0 and paren == 0:
+        if c == "#" and depth == 0 and paren == 0 \
+                and not code[code.rfind("\n", 0, i) + 1:i].strip(" \t\r\f\v"):
+            # a directive: the first thing on its line
             if code[start:i].lstrip().startswith(_KERNEL_HEADS):
                 raise ValueError("directive inside a kernel's header")
             flush(i)
@@ -370,7 +377,6 @@ def _top_level_items(code: str) -> list[str]:
             flush(end)
             i = end
             continue
-        line_start = False
         if code.startswith("//", i):
             end = code.find("\n", i)
             i = n if end < 0 else end
