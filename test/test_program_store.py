@@ -174,6 +174,35 @@ def test_program_from_store(store, queue, caplog):
         np.testing.assert_array_equal(result[name], expected[name])
 
 
+def test_store_hit_skips_preprocessing(store, queue, caplog):
+    """A graph without data is found in the store under the key of the
+    user's graph, before it is preprocessed; a graph with data is found
+    under the key of the preprocessed graph (with its data bound anew)."""
+    x = pt.make_placeholder("x", (6, 3), np.float64)
+    data = np.arange(18.0).reshape(6, 3)
+    graphs = {"no data": {"out": pt.sin(x) * 2 + x.T.T},
+              "data": {"out": pt.sin(x) * 2 + pt.make_data_wrapper(data)}}
+    xv = np.random.default_rng(3).random((6, 3))
+    for label, g in graphs.items():
+        first = pt.generate_loopy(g, cl_device=queue.device)
+        _, expected = first(queue, x=xv)
+        PROGRAM_CACHE.clear()
+        with caplog.at_level(logging.INFO, logger="pytato"):
+            caplog.clear()
+            second = pt.generate_loopy(g, cl_device=queue.device)
+            _, result = second(queue, x=xv)
+        messages = _messages(caplog)
+        assert "program store hit for '_pt_kernel'" in messages
+        preprocessed = any(m.startswith("transform (preprocess)")
+                           for m in messages)
+        assert preprocessed == (label == "data"), label
+        assert second.store_key == first.store_key
+        assert set(second.bound_arguments) == set(first.bound_arguments)
+        np.testing.assert_array_equal(result["out"], expected["out"])
+        ref = np.sin(xv) * 2 + (data if label == "data" else xv)
+        np.testing.assert_allclose(result["out"], ref, rtol=1e-14)
+
+
 @pytest.mark.parametrize("seed", range(8))
 def test_random_graphs_from_store(store, queue, seed):
     """Programs from the store (graph and compiled program) compute what

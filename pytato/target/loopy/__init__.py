@@ -240,6 +240,35 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
     """The program of :func:`generate_loopy` (after its argument checks and
     its in-memory cache): from the program store, or lowered, scheduled
     and saved there."""
+    device = cl_device or getattr(target, "device", None)
+    # no device known: keep the lowered unit, scheduled for each device at
+    # the program's first call there (see BoundPyOpenCLProgram)
+    deferred = (default_schedule and device is None
+                and isinstance(target, LoopyPyOpenCLTarget))
+    key_parameters = {
+        "is_dict": is_dict, "target": target, "options": options,
+        "function_name": function_name,
+        "array_tag_t_to_not_propagate": array_tag_t_to_not_propagate,
+        "axis_tag_t_to_not_propagate": axis_tag_t_to_not_propagate,
+        "default_schedule": default_schedule and not deferred,
+        "device": device}
+    t_unit = None
+    # the key of the user's graph: a graph without data (whose values
+    # have no persistent hash) is found in the store before it is
+    # preprocessed (preprocessing is a function of the graph, and binds
+    # only data)
+    with PhaseTimer(logger, "program store lookup"):
+        user_outputs = normalize_outputs(result)
+        store_key = _program_store_key(
+            user_outputs, topological_order([user_outputs]),
+            graph="user", **key_parameters)
+        if store_key is not None:
+            t_unit = program_store.load(store_key, "unit")
+    if t_unit is not None:
+        logger.info("program store hit for '%s'", function_name)
+        return BoundPyOpenCLProgram(
+            program=t_unit, bound_arguments={}, target=target,
+            store_key=store_key, schedule_per_device=deferred)
     try:
         with PhaseTimer(logger, "transform (preprocess)"):
             prep = preprocess(result)
@@ -247,24 +276,14 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
         raise CannotBeLoweredToLoopyError(str(e)) from e
     order = topological_order([prep.outputs])
     nnodes = len(order)
-    device = cl_device or getattr(target, "device", None)
-    # no device known: keep the lowered unit, scheduled for each device at
-    # the program's first call there (see BoundPyOpenCLProgram)
-    deferred = (default_schedule and device is None
-                and isinstance(target, LoopyPyOpenCLTarget))
-    t_unit = None
-    with PhaseTimer(logger, "program store lookup", f"{nnodes} nodes"):
-        store_key = _program_store_key(
-            prep.outputs, order, is_dict=is_dict, target=target, options=options,
-            function_name=function_name,
-            array_tag_t_to_not_propagate=array_tag_t_to_not_propagate,
-            axis_tag_t_to_not_propagate=axis_tag_t_to_not_propagate,
-            default_schedule=default_schedule and not deferred,
-            device=device)
-        if store_key is not None:
-            t_unit = program_store.load(store_key, "unit")
-    if t_unit is not None:
-        logger.info("program store hit for '%s'", function_name)
+    if store_key is None:  # a graph with data: the preprocessed graph's key
+        with PhaseTimer(logger, "program store lookup", f"{nnodes} nodes"):
+            store_key = _program_store_key(
+                prep.outputs, order, graph="preprocessed", **key_parameters)
+            if store_key is not None:
+                t_unit = program_store.load(store_key, "unit")
+        if t_unit is not None:
+            logger.info("program store hit for '%s'", function_name)
     if t_unit is None:
         with PhaseTimer(logger, "lowering", f"{nnodes} nodes"):
             t_unit = build_translation_unit(
@@ -294,7 +313,8 @@ def _program_store_key(outputs: DictOfNamedArrays, order: list[GraphNode], *,
                        device: cl.Device | DeviceInfo | None,
                        default_schedule: bool,
                        **parameters: Any) -> str | None:
-    """The key of the program for the preprocessed *outputs* in the
+    """The key of the program for *outputs* (the user's graph, or the
+    preprocessed one: the *graph* parameter says which) in the
     persistent store (:mod:`pytato.target.loopy.run.program_store`), or None
     if it is not used: the store is off, the target is not a
     :class:`LoopyPyOpenCLTarget`, or the graph or a parameter has no
