@@ -18,7 +18,7 @@ import pytato as pt
 from pytato.codegen import preprocess
 from pytato.tags import Tag
 from pytato.target.loopy import PROGRAM_CACHE
-from pytato.target.loopy.run import program_store
+from pytato.target.loopy.run import program_store, split
 
 
 @pytest.fixture
@@ -27,6 +27,9 @@ def store(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
     monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE", raising=False)
     monkeypatch.setattr(program_store, "_STORE", [])
+    # the single kernel's path (loopy's code stored whole), which the split
+    # path of GPUs replaces (tested in test_cold_start.py)
+    monkeypatch.setenv(split.SPLIT_ENV, "0")
     PROGRAM_CACHE.clear()
     yield tmp_path
     PROGRAM_CACHE.clear()
