@@ -157,12 +157,69 @@ def test_lanes_only_for_long_reductions_on_cpus():
     graph = {"a": pt.sum(long_x, axis=1), "b": pt.sum(short_x, axis=1)}
     _, code = _lane_code(graph, CPU)
     assert CPU.accumulator_lanes == 4
-    # the long sum keeps 4 accumulators, the short one a scalar
-    assert code.count("[4];") == 1, code
+    assert CPU.accumulator_lane_blocks == 4
+    # the long sum keeps 4 blocks of 4 accumulators, the short one a scalar
+    assert _declared_sizes(code) == [16], code
     assert "acc__pt_sum_r;" in code or "acc__pt_sum_r_0;" in code, code
     _, gpu_code = _lane_code(graph, GPU)
     assert GPU.accumulator_lanes == 1
-    assert "[4];" not in gpu_code
+    assert GPU.accumulator_lane_blocks == 1
+    assert _declared_sizes(gpu_code) == []
+
+
+def _declared_sizes(code):
+    """The sizes of the private arrays declared in *code*."""
+    import re
+    return [int(n) for n in re.findall(r"^\s*\w+ \w+\[(\d+)\];$", code,
+                                        re.MULTILINE)]
+
+
+@pytest.mark.parametrize(("op", "dtype", "cols", "accumulators"), [
+    ("sum", np.float64, 256, 16), ("sum", np.float64, 260, 4),
+    ("sum", np.float32, 1024, 16), ("max", np.float32, 512, 16),
+    ("min", np.float64, 260, 4), ("prod", np.float64, 64, 16),
+    ("sum", np.complex128, 256, 4), ("sum", np.int32, 256, 4),
+    ("max", np.int64, 256, 1), ("any", np.bool_, 256, 4)])
+def test_lane_blocks(queue, op, dtype, cols, accumulators):
+    """Floating-point reductions whose steps cover their extent exactly
+    keep :attr:`DeviceInfo.accumulator_lane_blocks` blocks of lanes on a
+    CPU, each block a loop over its lanes (the blocks unrolled); other
+    extents and types keep one block (unrolled lanes for complex numbers,
+    integers and booleans; integer max/min are loopy's); results against
+    numpy, with NaNs for max/min."""
+    pt_op = {"sum": pt.sum, "prod": pt.prod, "max": pt.amax, "min": pt.amin,
+             "any": pt.any}[op]
+    np_op = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
+             "any": np.any}[op]
+    x = pt.make_placeholder("x", (40, cols), dtype)
+    prg, code = _lane_code({"r": pt_op(x, axis=1)}, CPU)
+    # (the extremum of floats: accumulators, NaNs and values)
+    assert set(_declared_sizes(code)) == (
+        {accumulators} if accumulators > 1 else set()), code
+    if accumulators == 16:
+        # 4 loops over the 4 lanes of a block in each step
+        assert code.count("_lane <= 3; ++") == 4, code
+    rng = np.random.default_rng(4)
+    kind = np.dtype(dtype).kind
+    if kind == "b":
+        xa = rng.random((40, cols)) < 0.01
+    elif kind == "i":
+        xa = rng.integers(-9, 9, (40, cols)).astype(dtype)
+    else:
+        xa = (rng.random((40, cols)) * 0.2 + 0.95).astype(dtype)
+        if kind == "c":
+            xa = xa + 1j * xa[::-1]
+        if op in ("max", "min"):
+            xa[3, 7] = np.nan
+            xa[5, cols - 1] = np.nan
+    _, res = prg(queue, x=xa)
+    if kind in "fc":
+        rtol = 1e-4 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(res["r"], np_op(xa, axis=1), rtol=rtol)
+    else:
+        np.testing.assert_array_equal(res["r"], np_op(xa, axis=1))
+    _, gpu_code = _lane_code({"r": pt_op(x, axis=1)}, GPU)
+    assert _declared_sizes(gpu_code) == []
 
 
 def test_lanes_use_loopys_fast_scheduler(recwarn):

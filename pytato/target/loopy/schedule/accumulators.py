@@ -54,6 +54,7 @@ the kernel.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import islpy as isl
@@ -169,7 +170,8 @@ class _Realizer(_LoopyIdentityMapper):
         lanes = self.lanes.split(
             expr.inames[-1], self.names,
             tuple(i for i in expr.inames[:-1]
-                  if not self.kernel.iname_tags(i)))
+                  if not self.kernel.iname_tags(i)),
+            blocks=self.lanes.blocks if _is_float(acc_dtype) else 1)
         if lanes is not None:
             return self._interleaved(expr, op, acc, acc_dtype, neutral,
                                      init_id, update_id, lanes)
@@ -190,18 +192,26 @@ class _Realizer(_LoopyIdentityMapper):
     def _interleaved(self, expr: LoopyReduction,
                      op: ScalarReductionOperation, acc: prim.Variable,
                      acc_dtype: LoopyType, neutral: Expression, init_id: str,
-                     update_id: str, lanes: tuple[str, str, str, str]
+                     update_id: str, lanes: _LaneInames
                      ) -> Expression:
-        """*expr* reduced into :attr:`_Lanes.lanes` accumulators (see the
-        module documentation): the init, update and combine instructions;
-        the result is the first accumulator."""
+        """*expr* reduced into :attr:`_Lanes.lanes` accumulators (times
+        the blocks of *lanes*; see the module documentation): the init,
+        update and combine instructions; the result is the first
+        accumulator."""
 
-        k = self.lanes.lanes
-        lane0, lane, step, rest = lanes
+        lane0, lane, step, rest = lanes.lane0, lanes.lane, lanes.step, \
+            lanes.rest
+        k = self.lanes.lanes * lanes.blocks
         table = self.t_unit.callables_table
         target = self.kernel.target
         iname = expr.inames[-1]
-        flat = k * prim.Variable(step) + prim.Variable(lane)
+        # the accumulator of an update: its lane, in its block
+        q: prim.ArithmeticExpression = prim.Variable(lane)
+        loop_inames = {step, lane}
+        if lanes.block is not None:
+            q = self.lanes.lanes * prim.Variable(lanes.block) + q
+            loop_inames.add(lanes.block)
+        flat = k * prim.Variable(step) + q
         body = SubstitutionMapper(make_subst_func({iname: flat}))(expr.expr)
         combine, _ = op([acc_dtype], acc[0], acc[prim.Variable(rest)],
                         callables_table=table, target=target)
@@ -209,7 +219,7 @@ class _Realizer(_LoopyIdentityMapper):
             acc.name, acc_dtype, shape=(k,),
             address_space=lp.AddressSpace.PRIVATE)
         within = self.insn.within_inames
-        loop = within | frozenset(expr.inames[:-1]) | {step, lane}
+        loop = within | frozenset(expr.inames[:-1]) | loop_inames
         preds = self.insn.predicates
         combine_id = self.ids(f"{self.insn.id}_{acc.name}_combine")
         self.new_insns.append(lp.Assignment(
@@ -231,10 +241,10 @@ class _Realizer(_LoopyIdentityMapper):
             self.lanes.keep_loop(lane)
         extremum = _float_extremum(op, acc_dtype)
         if extremum is None:
-            update, _ = op([acc_dtype], acc[prim.Variable(lane)], body,
+            update, _ = op([acc_dtype], acc[q], body,
                            callables_table=table, target=target)
             self.new_insns.append(lp.Assignment(
-                acc[prim.Variable(lane)], update, id=update_id,
+                acc[q], update, id=update_id,
                 within_inames=loop,
                 depends_on=self.insn.depends_on | {init_id},
                 predicates=preds))
@@ -260,7 +270,7 @@ class _Realizer(_LoopyIdentityMapper):
         nan_update_id = self.ids(f"{self.insn.id}_{nan.name}_update")
         nan_combine_id = self.ids(f"{self.insn.id}_{nan.name}_combine")
         result_id = self.ids(f"{self.insn.id}_{acc.name}_result")
-        q, r = prim.Variable(lane), prim.Variable(rest)
+        r = prim.Variable(rest)
         self.new_insns.append(lp.Assignment(
             nan[prim.Variable(lane0)], 0, id=nan_init_id,
             within_inames=within | {lane0},
@@ -320,14 +330,38 @@ def _float_extremum(op: ScalarReductionOperation, dtype: LoopyType
     return op._cmp
 
 
+def _is_float(dtype: LoopyType) -> bool:
+    return getattr(dtype, "numpy_dtype", None) is not None \
+        and dtype.numpy_dtype.kind == "f"
+
+
+@dataclass(frozen=True)
+class _LaneInames:
+    """The inames replacing a reduction iname ``j`` split into lanes:
+    ``j = K*step + lanes*block + lane`` (``K = lanes*blocks``; no *block*
+    where *blocks* is 1), *lane0* and *rest* those of the accumulators'
+    init (``[0, K)``) and combination (``[1, K)``)."""
+
+    lane0: str
+    lane: str
+    step: str
+    rest: str
+    block: str | None
+    blocks: int
+
+
 class _Lanes:
     """Which reductions of a kernel get interleaved accumulators, and the
     kernel's domains and inames for them."""
 
     def __init__(self, kernel: lp.LoopKernel, lanes: int,
-                 min_extent: int, uses: dict[str, int]) -> None:
+                 min_extent: int, uses: dict[str, int],
+                 blocks: int = 1) -> None:
         self.kernel = kernel
         self.lanes = lanes
+        #: blocks of lanes of floating-point reductions whose steps cover
+        #: their extent exactly
+        self.blocks = blocks
         self.min_extent = min_extent
         #: how many instructions use each iname (loops and reductions)
         self.uses = uses
@@ -340,13 +374,13 @@ class _Lanes:
         self.priorities: list[tuple[str, str]] = []
 
     def split(self, iname: str, names: Callable[[str], str],
-              outer: tuple[str, ...] = ()
-              ) -> tuple[str, str, str, str] | None:
-        """The new inames (the lane of the init, the lane and the step of
-        the update, the lane of the combination) replacing the reduction
-        iname *iname*, with their domains recorded, or None where *iname*
-        keeps one accumulator: a short or shared iname, or one whose domain
-        holds other inames."""
+              outer: tuple[str, ...] = (), blocks: int = 1
+              ) -> _LaneInames | None:
+        """The new inames replacing the reduction iname *iname*, with
+        their domains recorded, or None where *iname* keeps one
+        accumulator: a short or shared iname, or one whose domain holds
+        other inames. *blocks* blocks of lanes where the steps cover the
+        constant extent exactly, else one."""
         kernel = self.kernel
         if self.lanes < 2 or self.uses.get(iname, 0) != 1:
             return None
@@ -364,21 +398,31 @@ class _Lanes:
             length = None
         if length is not None and length < self.min_extent:
             return None
-        k = self.lanes
+        lanes = self.lanes
+        if blocks > 1 and (length is None or length % (lanes * blocks)):
+            blocks = 1
+        k = lanes * blocks
         lane0, lane, step, rest = (
             names(f"{iname}_lane0"), names(f"{iname}_lane"),
             names(f"{iname}_step"), names(f"{iname}_lanes"))
+        block = names(f"{iname}_block") if blocks > 1 else None
         if dom.get_tuple_name():
             dom = dom.set_tuple_name(None)
         space = ", ".join(params)
-        ma = isl.MultiAff(f"[{space}] -> {{ [{lane}, {step}] -> "
-                          f"[{k}*{step} + {lane}] }}")
+        dims = [lane, step] if block is None else [lane, block, step]
+        flat = f"{k}*{step} + {lane}" if block is None \
+            else f"{k}*{step} + {lanes}*{block} + {lane}"
+        ma = isl.MultiAff(f"[{space}] -> {{ [{', '.join(dims)}] -> "
+                          f"[{flat}] }}")
         joint = dom.align_params(ma.get_space().params()) \
             .preimage_multi_aff(ma)
-        joint = joint.set_dim_name(isl.dim_type.set, 0, lane) \
-            .set_dim_name(isl.dim_type.set, 1, step)
-        box = isl.BasicSet(f"[{space}] -> {{ [{lane}, {step}] : "
-                           f"0 <= {lane} < {k} and {step} >= 0 }}")
+        for i, name in enumerate(dims):
+            joint = joint.set_dim_name(isl.dim_type.set, i, name)
+        block_range = "" if block is None \
+            else f" and 0 <= {block} < {blocks}"
+        box = isl.BasicSet(f"[{space}] -> {{ [{', '.join(dims)}] : "
+                           f"0 <= {lane} < {lanes}{block_range} "
+                           f"and {step} >= 0 }}")
         joint = (joint & box.align_params(joint.get_space().params())) \
             .remove_redundancies()
         self.new_domains.append(joint)
@@ -390,10 +434,15 @@ class _Lanes:
         self.unrolled.extend((lane0, lane, rest))
         if length is not None and length % k == 0:
             self.boxes.add(lane)
-        # the lanes inside the steps, inside the reduction's other inames
-        # (its order: the innermost iname is the contiguous one)
-        self.priorities.append((*outer, step, lane))
-        return lane0, lane, step, rest
+        # the lanes inside the blocks inside the steps, inside the
+        # reduction's other inames (its order: the innermost iname is the
+        # contiguous one)
+        if block is None:
+            self.priorities.append((*outer, step, lane))
+        else:
+            self.unrolled.append(block)
+            self.priorities.append((*outer, step, block, lane))
+        return _LaneInames(lane0, lane, step, rest, block, blocks)
 
     def keep_loop(self, lane: str) -> None:
         """Leave the lane iname *lane* a loop (not unrolled)."""
@@ -420,6 +469,7 @@ def realize_sequential_reductions(t_unit: lp.TranslationUnit,
                                   insn_ids: frozenset[str] | None = None,
                                   *, lanes: int = 1,
                                   min_lane_extent: int = 64,
+                                  lane_blocks: int = 1,
                                   ) -> tuple[lp.TranslationUnit,
                                              dict[str, list[str]]]:
     """Rewrite the sequential reductions of *t_unit*'s entrypoint kernel
@@ -431,6 +481,9 @@ def realize_sequential_reductions(t_unit: lp.TranslationUnit,
         (1: one accumulator each).
     :arg min_lane_extent: the least constant extent of the innermost
         reduction iname for which *lanes* accumulators are used.
+    :arg lane_blocks: the number of blocks of *lanes* accumulators of
+        floating-point reductions whose steps cover their constant extent
+        exactly (each block a loop over its lanes, the blocks unrolled).
     :returns: the new translation unit, and for each rewritten instruction
         the ids of the instructions added for it (they run in the same
         loop nest and before it).
@@ -454,7 +507,7 @@ def realize_sequential_reductions(t_unit: lp.TranslationUnit,
                 uses[name] = uses.get(name, 0) + 1
             if red_inames.get(insn.id):
                 counter(insn.expression)
-    lane_plan = _Lanes(kernel, lanes, min_lane_extent, uses)
+    lane_plan = _Lanes(kernel, lanes, min_lane_extent, uses, lane_blocks)
     for insn in kernel.instructions:
         if (not isinstance(insn, lp.Assignment)
                 or (insn_ids is not None and insn.id not in insn_ids)

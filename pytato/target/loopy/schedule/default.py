@@ -753,7 +753,8 @@ def default_schedule(t_unit: lp.TranslationUnit,
         t_unit.with_kernel(kernel),
         None if ours == len(nests) else frozenset(
             i for ids in nests[:ours] for i in ids),
-        lanes=info.accumulator_lanes, min_lane_extent=MIN_LANE_EXTENT)
+        lanes=info.accumulator_lanes, min_lane_extent=MIN_LANE_EXTENT,
+        lane_blocks=info.accumulator_lane_blocks)
     kernel = realized.default_entrypoint
     for ids in nests[:ours]:
         ids.extend(a for iid in list(ids) for a in added.get(iid, ()))
