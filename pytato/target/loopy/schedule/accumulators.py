@@ -40,7 +40,19 @@ for the previous result; the compilers of OpenCL CPU devices (PoCL)
 vectorize across work-items, so a loop inside a work-item stays scalar,
 and ``k`` independent chains keep ``k`` updates in flight. Lanes past the
 end (fewer than ``k`` elements) keep the neutral element. The order of
-the sum changes, as it does in numpy's own (pairwise) summation. Reductions are left to
+the sum changes, as it does in numpy's own (pairwise) summation.
+
+With *lane_blocks* ``b > 1`` (the default schedule asks for
+:attr:`~pytato.target.loopy.device.DeviceInfo.accumulator_lane_blocks`: 4
+on CPUs), floating-point reductions whose steps cover a constant extent
+exactly keep ``b*k`` accumulators in ``b`` blocks: ``j = b*k*s + k*u +
+q``, the blocks ``u`` unrolled, each a loop over its lanes ``q``. A
+compiler turns each block's loop into one vector register, so ``b``
+vector updates are in flight where one block's updates each wait for the
+previous one (``k*b`` lanes in a single loop kept their accumulators in
+memory on PoCL).
+
+Reductions are left to
 :mod:`loopy` when they run in parallel (a reduction iname carries a tag),
 contain another reduction, sit in a branch of a conditional expression
 or inside a substitution rule, need a

@@ -88,7 +88,10 @@ loops: one assignment computing all elements of a stored array, as
   (:func:`~pytato.target.loopy.schedule.accumulators.realize_sequential_reductions`);
   on CPUs, those over at least :data:`MIN_LANE_EXTENT` elements (or a
   symbolic number) keep :attr:`~pytato.target.loopy.device.DeviceInfo.accumulator_lanes`
-  interleaved accumulators.
+  interleaved accumulators (floating-point ones over a constant extent
+  that their steps cover exactly,
+  :attr:`~pytato.target.loopy.device.DeviceInfo.accumulator_lane_blocks`
+  blocks of them).
 
 Instructions with an iname that carries any other tag (metadata from
 axis tags, by which a user transformation may look the iname up) keep
