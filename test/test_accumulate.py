@@ -179,7 +179,9 @@ def _declared_sizes(code):
     ("sum", np.float32, 1024, 16), ("max", np.float32, 512, 16),
     ("min", np.float64, 260, 4), ("prod", np.float64, 64, 16),
     ("sum", np.complex128, 256, 4), ("sum", np.int32, 256, 4),
-    ("max", np.int64, 256, 1), ("any", np.bool_, 256, 4)])
+    ("max", np.int64, 256, 1), ("any", np.bool_, 256, 4),
+    ("all", np.bool_, 256, 4), ("any", np.float64, 256, 4),
+    ("all", np.float32, 259, 4)])
 def test_lane_blocks(queue, op, dtype, cols, accumulators):
     """Floating-point reductions whose steps cover their extent exactly
     keep :attr:`DeviceInfo.accumulator_lane_blocks` blocks of lanes on a
@@ -188,9 +190,9 @@ def test_lane_blocks(queue, op, dtype, cols, accumulators):
     integers and booleans; integer max/min are loopy's); results against
     numpy, with NaNs for max/min."""
     pt_op = {"sum": pt.sum, "prod": pt.prod, "max": pt.amax, "min": pt.amin,
-             "any": pt.any}[op]
+             "any": pt.any, "all": pt.all}[op]
     np_op = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
-             "any": np.any}[op]
+             "any": np.any, "all": np.all}[op]
     x = pt.make_placeholder("x", (40, cols), dtype)
     prg, code = _lane_code({"r": pt_op(x, axis=1)}, CPU)
     # (the extremum of floats: accumulators, NaNs and values)
@@ -199,10 +201,20 @@ def test_lane_blocks(queue, op, dtype, cols, accumulators):
     if accumulators == 16:
         # 4 loops over the 4 lanes of a block in each step
         assert code.count("_lane <= 3; ++") == 4, code
+    if op in ("any", "all"):
+        # a bitwise update (no short-circuit), in a loop over the lanes
+        # where the steps cover the extent
+        assert (" | (" if op == "any" else " & (") in code, code
+        assert ("_lane <= 3; ++" in code) == (cols % 4 == 0), code
     rng = np.random.default_rng(4)
     kind = np.dtype(dtype).kind
-    if kind == "b":
-        xa = rng.random((40, cols)) < 0.01
+    if op in ("any", "all"):
+        # mostly false for any, mostly true for all; some rows all one value
+        p = 0.99 if op == "all" else 0.01
+        xa = (rng.random((40, cols)) < p)
+        xa[:10] = op == "all"
+        xa[10:15] = op != "all"
+        xa = (xa * (rng.random((40, cols)) + 0.5)).astype(dtype)
     elif kind == "i":
         xa = rng.integers(-9, 9, (40, cols)).astype(dtype)
     else:
@@ -213,7 +225,7 @@ def test_lane_blocks(queue, op, dtype, cols, accumulators):
             xa[3, 7] = np.nan
             xa[5, cols - 1] = np.nan
     _, res = prg(queue, x=xa)
-    if kind in "fc":
+    if kind in "fc" and op not in ("any", "all"):
         rtol = 1e-4 if dtype == np.float32 else 1e-12
         np.testing.assert_allclose(res["r"], np_op(xa, axis=1), rtol=rtol)
     else:
