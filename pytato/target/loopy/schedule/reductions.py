@@ -73,13 +73,15 @@ import islpy as isl
 import loopy as lp
 import pymbolic.primitives as prim
 from loopy.kernel.data import Iname
-from loopy.library.reduction import ScalarReductionOperation
+from loopy.library.reduction import ReductionOperation, ScalarReductionOperation
 from loopy.symbolic import (
     IdentityMapper as LoopyIdentityMapper,
     Reduction as LoopyReduction,
     SubstitutionMapper,
     WalkMapper,
 )
+from loopy.target import TargetBase
+from loopy.translation_unit import CallablesTable
 from loopy.types import LoopyType
 from pymbolic.mapper.substitutor import make_subst_func
 from pymbolic.typing import ArithmeticExpression, Expression
@@ -801,8 +803,8 @@ def split_reduction_parts(kernel: lp.LoopKernel, insn_id: str, *,
 
 # {{{ column reductions by blocks of whole rows (CPUs)
 
-def row_block_operations(operation: Any, dtype: LoopyType,
-                         callables_table: Any, target: Any
+def row_block_operations(operation: ReductionOperation, dtype: LoopyType,
+                         callables_table: CallablesTable, target: TargetBase
                          ) -> tuple[LoopyType, Expression] | None:
     """The accumulator type and neutral element of the reduction operation
     *operation* over elements of type *dtype*, for
@@ -827,7 +829,8 @@ def row_block_operations(operation: Any, dtype: LoopyType,
 
 def split_reduction_row_blocks(kernel: lp.LoopKernel, insn_id: str, *,
                                num_blocks: int, dtype: LoopyType,
-                               callables_table: Any, group_size: int,
+                               callables_table: CallablesTable,
+                               group_size: int,
                                iname: str | None = None) -> lp.LoopKernel:
     """Compute the reduction of the instruction *insn_id* along a strided
     axis, with outputs along the contiguous one (``sum(x, axis=0)``), the
