@@ -62,6 +62,12 @@ each added into a row of accumulators, as numpy does
 
 .. autofunction:: split_reduction_row_blocks
 .. autofunction:: row_block_operations
+
+On CPUs, a reduction along the contiguous axis with many outputs (row
+sums, a matvec) may reduce several consecutive outputs side by side in
+each work-item (:func:`split_reduction_row_tiles`).
+
+.. autofunction:: split_reduction_row_tiles
 """
 
 from __future__ import annotations
@@ -72,7 +78,7 @@ from typing import Any
 import islpy as isl
 import loopy as lp
 import pymbolic.primitives as prim
-from loopy.kernel.data import Iname
+from loopy.kernel.data import Iname, UnrollTag
 from loopy.library.reduction import ReductionOperation, ScalarReductionOperation
 from loopy.symbolic import (
     IdentityMapper as LoopyIdentityMapper,
@@ -97,6 +103,7 @@ __all__ = [
     "split_reduction_columns",
     "split_reduction_parts",
     "split_reduction_row_blocks",
+    "split_reduction_row_tiles",
     "split_reduction_two_stage",
 ]
 
@@ -1004,5 +1011,136 @@ def split_reduction_row_blocks(kernel: lp.LoopKernel, insn_id: str, *,
         kernel = lp.prioritize_loops(kernel, (r_t, *dup_upd))
     kernel = lp.tag_inames(kernel, {r_b: "g.0"})
     return _tag_outputs(kernel, list(out_inames), group_size, "g.1")
+
+# }}}
+
+
+# {{{ rows reduced side by side in a work-item (CPUs)
+
+def split_reduction_row_tiles(kernel: lp.LoopKernel, insn_id: str, *,
+                              rows: int, lanes: int, group_size: int,
+                              dtype: LoopyType,
+                              callables_table: CallablesTable
+                              ) -> lp.LoopKernel:
+    """Compute the reduction of the instruction *insn_id*, one output iname
+    ``i`` of constant extent (a multiple of *rows*) and one reduction iname
+    ``j`` along the contiguous axis (row sums, a matvec), with each
+    work-item reducing *rows* consecutive outputs side by side, for CPUs:
+    ``i = rows*o + r``, ``o`` mapped onto ``g.0``/``l.0`` by groups of
+    *group_size*; ``j = lanes*s + q``, each output ``r`` with its own
+    *lanes* accumulators ``acc_r[q]``, all updated in one loop over
+    ``q`` (which a CPU compiler vectorizes) inside the loop over the steps
+    ``s``. Operands that do not depend on ``i`` (the vector of a matvec)
+    are read once for the *rows* outputs, and the *rows* chains of vector
+    updates are independent.
+
+    :arg dtype: the type of the reduced expression.
+    :returns: the new kernel: instructions ``<insn_id>_r<r>_init``,
+        ``..._update``, ``..._combine`` and ``..._store`` for each ``r``;
+        the store of the last output of each work-item keeps the id
+        *insn_id* and depends on the other stores.
+    """
+    if rows < 1 or lanes < 1 or group_size < 1:
+        raise ValueError("rows, lanes and group_size must be positive")
+    insn, _, out_inames, red = _the_reduction(kernel, insn_id)
+    if len(out_inames) != 1 or len(red.inames) != 1:
+        raise ValueError(f"instruction '{insn_id}': one output iname and one "
+                         "reduction iname expected")
+    (out_iname,), (red_iname,) = out_inames, red.inames
+    n_out, n_red = box_extent(kernel, out_iname), box_extent(kernel, red_iname)
+    if n_out is None or n_red is None or n_out % rows or n_red % lanes:
+        raise ValueError(f"instruction '{insn_id}': the extents must be "
+                         f"constant multiples of rows ({rows}) and lanes "
+                         f"({lanes})")
+    ops = row_block_operations(red.operation, dtype, callables_table,
+                               kernel.target)
+    if ops is None:
+        raise ValueError(f"instruction '{insn_id}': the reduction "
+                         f"operation '{red.operation}' needs a callable")
+    acc_dtype, neutral = ops
+    if any(red_iname in i.within_inames or red_iname in i.reduction_inames()
+           or out_iname in i.within_inames
+           for i in kernel.instructions if i.id != insn_id):
+        raise ValueError(f"instruction '{insn_id}': its inames are shared")
+
+    vng = kernel.get_var_name_generator()
+    ing = kernel.get_instruction_id_generator()
+    o = vng(f"{out_iname}_tile")
+    step, lane, lane0, rest = (vng(f"{red_iname}_step"),
+                               vng(f"{red_iname}_lane"),
+                               vng(f"{red_iname}_lane0"),
+                               vng(f"{red_iname}_lanes"))
+    flat = lanes * prim.Variable(step) + prim.Variable(lane)
+    q = prim.Variable(lane)
+    new_insns: list[lp.InstructionBase] = []
+    temps = dict(kernel.temporary_variables)
+    stores = []
+    for r in range(rows):
+        row = rows * prim.Variable(o) + r
+        acc = prim.Variable(vng(f"acc_{red_iname}_r{r}"))
+        temps[acc.name] = lp.TemporaryVariable(
+            acc.name, acc_dtype, shape=(lanes,),
+            address_space=lp.AddressSpace.PRIVATE)
+        body = SubstitutionMapper(make_subst_func(
+            {red_iname: flat, out_iname: row}))(red.expr)
+        update, _ = red.operation([acc_dtype], acc[q], body,
+                                  callables_table=callables_table,
+                                  target=kernel.target)
+        combine, _ = red.operation([acc_dtype], acc[0],
+                                   acc[prim.Variable(rest)],
+                                   callables_table=callables_table,
+                                   target=kernel.target)
+        base = f"{insn_id}_r{r}"
+        init_id, update_id = ing(f"{base}_init"), ing(f"{base}_update")
+        combine_id = ing(f"{base}_combine")
+        store_id = insn_id if r == rows - 1 else ing(f"{base}_store")
+        new_insns.append(lp.Assignment(
+            acc[prim.Variable(lane0)], neutral, id=init_id,
+            within_inames=frozenset({o, lane0}), depends_on=frozenset()))
+        new_insns.append(lp.Assignment(
+            acc[q], update, id=update_id,
+            within_inames=frozenset({o, step, lane}),
+            depends_on=insn.depends_on | {init_id}))
+        new_insns.append(lp.Assignment(
+            acc[0], combine, id=combine_id,
+            within_inames=frozenset({o, rest}),
+            depends_on=frozenset({update_id})))
+        result = _ReplaceReduction(red, acc[0])(insn.expression)
+        result = SubstitutionMapper(make_subst_func({out_iname: row}))(
+            result)
+        assignee = SubstitutionMapper(make_subst_func({out_iname: row}))(
+            insn.assignee)
+        deps = frozenset({combine_id})
+        if r == rows - 1:
+            deps = deps | frozenset(stores)
+        new_insns.append(insn.copy(
+            id=store_id, assignee=assignee, expression=result,
+            within_inames=frozenset({o}), depends_on=deps))
+        stores.append(store_id)
+
+    # (box_extent: both inames have a box domain of their own)
+    homes = {kernel.get_home_domain_index(out_iname),
+             kernel.get_home_domain_index(red_iname)}
+    domains = [d for k, d in enumerate(kernel.domains) if k not in homes]
+    domains += [
+        isl.BasicSet(f"{{ [{o}] : 0 <= {o} < {n_out // rows} }}"),
+        isl.BasicSet(f"{{ [{step}, {lane}] : 0 <= {step} < {n_red // lanes} "
+                     f"and 0 <= {lane} < {lanes} }}"),
+        isl.BasicSet(f"{{ [{lane0}] : 0 <= {lane0} < {lanes} }}"),
+        isl.BasicSet(f"{{ [{rest}] : 1 <= {rest} < {lanes} }}")]
+    unrolled = frozenset({UnrollTag()})
+    inames = {k: v for k, v in kernel.inames.items()
+              if k not in (out_iname, red_iname)}
+    inames.update({o: Iname(o, frozenset()), step: Iname(step, frozenset()),
+                   lane: Iname(lane, frozenset()),
+                   lane0: Iname(lane0, unrolled),
+                   rest: Iname(rest, unrolled)})
+    kernel = kernel.copy(
+        instructions=[i for i in kernel.instructions if i.id != insn_id]
+        + new_insns,
+        domains=domains, inames=inames, temporary_variables=temps,
+        loop_priority=kernel.loop_priority | frozenset({(step, lane)}))
+    return lp.split_iname(kernel, o, group_size, outer_tag="g.0",
+                          inner_tag="l.0")
 
 # }}}
