@@ -351,13 +351,13 @@ def test_lanes_left_alone_for_shared_reduction_inames(queue):
     ("sum", np.float64), ("sum", np.float32), ("prod", np.float64),
     ("max", np.float64), ("sum", np.int64), ("sum", np.complex128)])
 def test_row_tiles(queue, op, dtype):
-    """On a CPU, reductions along the contiguous axis (row sums, a matvec)
-    of floating-point sums and products with a multiple of CPU_TILE_ROWS
-    outputs reduce that many outputs side by side in each work-item (one
-    set of accumulators each, all updated in one loop over the lanes);
-    other operations and types, other extents and GPUs keep one output per
-    work-item; results against numpy, with arithmetic around the
-    reduction."""
+    """On a CPU, reductions along the contiguous axis with an operand
+    shared by the outputs (a matvec) of floating-point sums and products
+    with a multiple of CPU_TILE_ROWS outputs reduce that many outputs side
+    by side in each work-item (one set of accumulators each, all updated
+    in one loop over the lanes); row sums, other operations and types,
+    other extents and GPUs keep one output per work-item; results against
+    numpy, with arithmetic around the reduction."""
     from pytato.target.loopy.schedule.default import CPU_TILE_ROWS
     pt_op = {"sum": pt.sum, "prod": pt.prod, "max": pt.amax}[op]
     np_op = {"sum": np.sum, "prod": np.prod, "max": np.max}[op]
@@ -366,7 +366,8 @@ def test_row_tiles(queue, op, dtype):
     x = pt.make_placeholder("x", (rows, 256), dtype)
     y = pt.make_placeholder("y", (rows + 1, 256), dtype)
     v = pt.make_placeholder("v", (256,), dtype)
-    graph = {"tiled": 2 * pt_op(x * v, axis=1) + 1, "odd": pt_op(y, axis=1)}
+    graph = {"tiled": 2 * pt_op(x * v, axis=1) + 1, "odd": pt_op(y * v, axis=1),
+             "rows": pt_op(x, axis=1)}
     if op == "sum":
         graph["matvec"] = x @ v
     prg, code = _lane_code(graph, CPU)
@@ -374,8 +375,9 @@ def test_row_tiles(queue, op, dtype):
     import re
     tiles = re.findall(rf"^\s*\w+ acc_\w*_r{CPU_TILE_ROWS - 1}\[4\];$", code,
                        re.MULTILINE)
-    # the tiled reduction and the matvec; not the odd number of rows
-    assert len(tiles) == (len(graph) - 1 if tiled else 0), code
+    # the tiled reduction and the matvec; not the odd number of rows, nor
+    # the row sums (no operand shared by the outputs)
+    assert len(tiles) == (len(graph) - 2 if tiled else 0), code
 
     def data(shape):
         a = rng.random(shape) * 0.2 + 0.95
@@ -389,7 +391,7 @@ def test_row_tiles(queue, op, dtype):
     xa, ya, va = data((rows, 256)), data((rows + 1, 256)), data(256)
     _, res = prg(queue, x=xa, y=ya, v=va)
     expected = {"tiled": 2 * np_op(xa * va, axis=1) + 1,
-                "odd": np_op(ya, axis=1)}
+                "odd": np_op(ya * va, axis=1), "rows": np_op(xa, axis=1)}
     if op == "sum":
         expected["matvec"] = xa @ va
     rtol = 1e-4 if dtype == np.float32 else 1e-12
