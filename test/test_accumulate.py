@@ -152,17 +152,88 @@ def _lane_code(graph, info):
 
 def test_lanes_only_for_long_reductions_on_cpus():
     from pytato.target.loopy.schedule.default import MIN_LANE_EXTENT
-    long_x = pt.make_placeholder("x", (300, 4 * MIN_LANE_EXTENT), np.float64)
-    short_x = pt.make_placeholder("y", (300, MIN_LANE_EXTENT - 1), np.float64)
+    # (301 rows: not reduced CPU_TILE_ROWS at a time by a work-item)
+    long_x = pt.make_placeholder("x", (301, 4 * MIN_LANE_EXTENT), np.float64)
+    short_x = pt.make_placeholder("y", (301, MIN_LANE_EXTENT - 1), np.float64)
     graph = {"a": pt.sum(long_x, axis=1), "b": pt.sum(short_x, axis=1)}
     _, code = _lane_code(graph, CPU)
     assert CPU.accumulator_lanes == 4
-    # the long sum keeps 4 accumulators, the short one a scalar
-    assert code.count("[4];") == 1, code
+    assert CPU.accumulator_lane_blocks == 4
+    # the long sum keeps 4 blocks of 4 accumulators, the short one a scalar
+    assert _declared_sizes(code) == [16], code
     assert "acc__pt_sum_r;" in code or "acc__pt_sum_r_0;" in code, code
     _, gpu_code = _lane_code(graph, GPU)
     assert GPU.accumulator_lanes == 1
-    assert "[4];" not in gpu_code
+    assert GPU.accumulator_lane_blocks == 1
+    assert _declared_sizes(gpu_code) == []
+
+
+def _declared_sizes(code):
+    """The sizes of the private arrays declared in *code*."""
+    import re
+    return [int(n) for n in re.findall(r"^\s*\w+ \w+\[(\d+)\];$", code,
+                                        re.MULTILINE)]
+
+
+@pytest.mark.parametrize(("op", "dtype", "cols", "accumulators"), [
+    ("sum", np.float64, 256, 16), ("sum", np.float64, 260, 4),
+    ("sum", np.float32, 1024, 16), ("max", np.float32, 512, 16),
+    ("min", np.float64, 260, 4), ("prod", np.float64, 64, 16),
+    ("sum", np.complex128, 256, 4), ("sum", np.int32, 256, 4),
+    ("max", np.int64, 256, 1), ("any", np.bool_, 256, 4),
+    ("all", np.bool_, 256, 4), ("any", np.float64, 256, 4),
+    ("all", np.float32, 259, 4)])
+def test_lane_blocks(queue, op, dtype, cols, accumulators):
+    """Floating-point reductions whose steps cover their extent exactly
+    keep :attr:`DeviceInfo.accumulator_lane_blocks` blocks of lanes on a
+    CPU, each block a loop over its lanes (the blocks unrolled); other
+    extents and types keep one block (unrolled lanes for complex numbers,
+    integers and booleans; integer max/min are loopy's); results against
+    numpy, with NaNs for max/min."""
+    pt_op = {"sum": pt.sum, "prod": pt.prod, "max": pt.amax, "min": pt.amin,
+             "any": pt.any, "all": pt.all}[op]
+    np_op = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min,
+             "any": np.any, "all": np.all}[op]
+    # (41 rows: not reduced CPU_TILE_ROWS at a time by a work-item)
+    x = pt.make_placeholder("x", (41, cols), dtype)
+    prg, code = _lane_code({"r": pt_op(x, axis=1)}, CPU)
+    # (the extremum of floats: accumulators, NaNs and values)
+    assert set(_declared_sizes(code)) == (
+        {accumulators} if accumulators > 1 else set()), code
+    if accumulators == 16:
+        # 4 loops over the 4 lanes of a block in each step
+        assert code.count("_lane <= 3; ++") == 4, code
+    if op in ("any", "all"):
+        # a bitwise update (no short-circuit), in a loop over the lanes
+        # where the steps cover the extent
+        assert (" | (" if op == "any" else " & (") in code, code
+        assert ("_lane <= 3; ++" in code) == (cols % 4 == 0), code
+    rng = np.random.default_rng(4)
+    kind = np.dtype(dtype).kind
+    if op in ("any", "all"):
+        # mostly false for any, mostly true for all; some rows all one value
+        p = 0.99 if op == "all" else 0.01
+        xa = (rng.random((41, cols)) < p)
+        xa[:10] = op == "all"
+        xa[10:15] = op != "all"
+        xa = (xa * (rng.random((41, cols)) + 0.5)).astype(dtype)
+    elif kind == "i":
+        xa = rng.integers(-9, 9, (41, cols)).astype(dtype)
+    else:
+        xa = (rng.random((41, cols)) * 0.2 + 0.95).astype(dtype)
+        if kind == "c":
+            xa = xa + 1j * xa[::-1]
+        if op in ("max", "min"):
+            xa[3, 7] = np.nan
+            xa[5, cols - 1] = np.nan
+    _, res = prg(queue, x=xa)
+    if kind in "fc" and op not in ("any", "all"):
+        rtol = 1e-4 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(res["r"], np_op(xa, axis=1), rtol=rtol)
+    else:
+        np.testing.assert_array_equal(res["r"], np_op(xa, axis=1))
+    _, gpu_code = _lane_code({"r": pt_op(x, axis=1)}, GPU)
+    assert _declared_sizes(gpu_code) == []
 
 
 def test_lanes_use_loopys_fast_scheduler(recwarn):
@@ -274,3 +345,78 @@ def test_lanes_left_alone_for_shared_reduction_inames(queue):
     np.testing.assert_allclose(out3, a.sum(axis=1))
 
 # }}}
+
+
+@pytest.mark.parametrize(("op", "dtype"), [
+    ("sum", np.float64), ("sum", np.float32), ("prod", np.float64),
+    ("max", np.float64), ("sum", np.int64), ("sum", np.complex128)])
+def test_row_tiles(queue, op, dtype):
+    """On a CPU, reductions along the contiguous axis with an operand
+    shared by the outputs (a matvec) of floating-point sums and products
+    with a multiple of CPU_TILE_ROWS outputs reduce that many outputs side
+    by side in each work-item (one set of accumulators each, all updated
+    in one loop over the lanes); row sums, other operations and types,
+    other extents and GPUs keep one output per work-item; results against
+    numpy, with arithmetic around the reduction."""
+    from pytato.target.loopy.schedule.default import CPU_TILE_ROWS
+    pt_op = {"sum": pt.sum, "prod": pt.prod, "max": pt.amax}[op]
+    np_op = {"sum": np.sum, "prod": np.prod, "max": np.max}[op]
+    rng = np.random.default_rng(5)
+    rows = 8 * CPU_TILE_ROWS
+    x = pt.make_placeholder("x", (rows, 256), dtype)
+    y = pt.make_placeholder("y", (rows + 1, 256), dtype)
+    v = pt.make_placeholder("v", (256,), dtype)
+    graph = {"tiled": 2 * pt_op(x * v, axis=1) + 1, "odd": pt_op(y * v, axis=1),
+             "rows": pt_op(x, axis=1)}
+    if op == "sum":
+        graph["matvec"] = x @ v
+    prg, code = _lane_code(graph, CPU)
+    tiled = op in ("sum", "prod") and np.dtype(dtype).kind == "f"
+    import re
+    tiles = re.findall(rf"^\s*\w+ acc_\w*_r{CPU_TILE_ROWS - 1}\[4\];$", code,
+                       re.MULTILINE)
+    # the tiled reduction and the matvec; not the odd number of rows, nor
+    # the row sums (no operand shared by the outputs)
+    assert len(tiles) == (len(graph) - 2 if tiled else 0), code
+
+    def data(shape):
+        a = rng.random(shape) * 0.2 + 0.95
+        if np.dtype(dtype).kind == "i":
+            a = rng.integers(-9, 9, shape)
+        a = a.astype(dtype)
+        if np.dtype(dtype).kind == "c":
+            a = a + 1j * a
+        return a
+
+    xa, ya, va = data((rows, 256)), data((rows + 1, 256)), data(256)
+    _, res = prg(queue, x=xa, y=ya, v=va)
+    expected = {"tiled": 2 * np_op(xa * va, axis=1) + 1,
+                "odd": np_op(ya * va, axis=1), "rows": np_op(xa, axis=1)}
+    if op == "sum":
+        expected["matvec"] = xa @ va
+    rtol = 1e-4 if dtype == np.float32 else 1e-12
+    for name, ref in expected.items():
+        np.testing.assert_allclose(res[name], ref, rtol=rtol, err_msg=name)
+    _, gpu_code = _lane_code(graph, GPU)
+    assert "_r_r0" not in gpu_code
+
+
+def test_split_reduction_row_tiles_errors():
+    from pytato.target.loopy.schedule.reductions import (
+        split_reduction_row_tiles,
+    )
+    x = pt.make_placeholder("x", (6, 64), np.float64)
+    with lp.CacheMode(False):
+        prg = pt.generate_loopy(pt.sum(x, axis=1), default_schedule=False)
+    t_unit = prg.program
+    knl = t_unit.default_entrypoint
+    (insn,) = [i for i in knl.instructions if i.reduction_inames()]
+    kwargs = {"lanes": 4, "group_size": 8,
+              "dtype": lp.types.to_loopy_type(np.float64),
+              "callables_table": t_unit.callables_table}
+    with pytest.raises(ValueError, match="constant multiples"):
+        split_reduction_row_tiles(knl, insn.id, rows=4, **kwargs)
+    with pytest.raises(ValueError, match="positive"):
+        split_reduction_row_tiles(knl, insn.id, rows=0, **kwargs)
+    new = split_reduction_row_tiles(knl, insn.id, rows=3, **kwargs)
+    assert {i.id for i in new.instructions} >= {insn.id}

@@ -226,6 +226,128 @@ def test_nan_propagates_through_parts(queue):
         assert np.isnan(res["max"]) and np.isnan(res["min"])
 
 
+# reductions along strided axes whose outputs run along the contiguous
+# one, with a divisor of the rows giving blocks of at least 16 rows (the
+# CPU schedule: blocks of whole rows)
+_BLOCK_SHAPES = [((256, 40), 0), ((32, 16, 24), (0, 1)), ((256, 4, 6), 0)]
+
+
+def _row_block_barriers(prg):
+    return sum(i.id.endswith("_row_blocks_barrier")
+               for i in prg.program.default_entrypoint.instructions)
+
+
+@pytest.mark.parametrize(("op", "dtype"), _CASES)
+def test_cpu_column_reductions_by_row_blocks(queue, op, dtype):
+    """Column reductions on a CPU: each block of rows added into a row of
+    accumulators, then the blocks' rows reduced; every op and dtype
+    against numpy, with the path taken wherever the operation needs no
+    callable of the target (integer max/min keep the chunks of
+    columns)."""
+    rng = np.random.default_rng(11)
+    pt_op, np_op = _OPS[op]
+    graph, inputs, expected = {}, {}, {}
+    for k, (shape, axis) in enumerate(_BLOCK_SHAPES):
+        x = pt.make_placeholder(f"x{k}", shape, dtype)
+        inputs[f"x{k}"] = _data(rng, dtype, shape, op)
+        graph[f"r{k}"] = pt_op(x, axis=axis)
+        expected[f"r{k}"] = np_op(inputs[f"x{k}"], axis=axis)
+    with lp.CacheMode(False):
+        prg = pt.generate_loopy(graph, cl_device=SCHEDULES["cpu"])
+    needs_callable = op in ("amax", "amin") and dtype == "int32"
+    assert _row_block_barriers(prg) == (0 if needs_callable
+                                        else len(_BLOCK_SHAPES))
+    _, res = prg(queue, **inputs)
+    for out, ref in expected.items():
+        _compare(res[out], ref, dtype)
+
+
+def test_row_blocks_expressions_and_nans(queue):
+    """The reduced expression and the arithmetic around the reduction are
+    evaluated in the stages; NaNs propagate through amax/amin; the GPU
+    schedule does not take the path."""
+    rng = np.random.default_rng(12)
+    x = pt.make_placeholder("x", (512, 33), np.float64)
+    y = pt.make_placeholder("y", (512, 33), np.float64)
+    graph = {"dot": 2 * pt.sum(x * pt.sin(y), axis=0) + 1,
+             "max": pt.amax(x, axis=0), "min": pt.amin(x - y, axis=0)}
+    xa, ya = rng.random((512, 33)), rng.random((512, 33))
+    xa[300, 5] = np.nan
+    xa[7, 20] = np.nan
+    for name, info in SCHEDULES.items():
+        with lp.CacheMode(False):
+            prg = pt.generate_loopy(graph, cl_device=info)
+        assert _row_block_barriers(prg) == (3 if name == "cpu" else 0)
+        _, res = prg(queue, x=xa, y=ya)
+        np.testing.assert_allclose(res["dot"], 2 * (xa * np.sin(ya)).sum(0)
+                                   + 1, rtol=1e-12)
+        np.testing.assert_array_equal(res["max"], xa.max(0))
+        np.testing.assert_array_equal(res["min"], (xa - ya).min(0))
+
+
+def test_row_blocks_empty_symbolic_and_targets(queue):
+    """Empty outputs, symbolic extents and rows without a fit divisor keep
+    the other paths and their results; the column sums of the user-path
+    benchmark (4096 x 4096) take the blocks on a CPU of any number of
+    compute units."""
+    rng = np.random.default_rng(13)
+    n = pt.make_size_param("n")
+    m = pt.make_size_param("m")
+    shapes = {"empty_out": (256, 0), "empty_rows": (0, 24),
+              "prime_rows": (257, 24), "sym_rows": (n, 24),
+              "sym_cols": (256, m)}
+    graph = {f"s_{k}": pt.sum(pt.make_placeholder(k, s, np.float64), axis=0)
+             for k, s in shapes.items()}
+    with lp.CacheMode(False):
+        prg = pt.generate_loopy(graph, cl_device=SCHEDULES["cpu"])
+    assert _row_block_barriers(prg) == 0
+    inputs = {"empty_out": rng.random((256, 0)),
+              "empty_rows": rng.random((0, 24)),
+              "prime_rows": rng.random((257, 24)),
+              "sym_rows": rng.random((300, 24)),
+              "sym_cols": rng.random((256, 17))}
+    _, res = prg(queue, **inputs)
+    for k, xa in inputs.items():
+        np.testing.assert_allclose(res[f"s_{k}"], xa.sum(0), rtol=1e-12)
+    big = pt.sum(pt.make_placeholder("a", (4096, 4096), np.float64), axis=0)
+    for units in (1, 2, 8, 64):
+        info = DeviceInfo(kind="cpu", compute_units=units,
+                          max_work_group_size=1024)
+        with lp.CacheMode(False):
+            assert _row_block_barriers(
+                pt.generate_loopy(big, cl_device=info)) == 1
+
+
+def test_split_reduction_row_blocks(queue):
+    from pytato.target.loopy.schedule.reductions import (
+        split_reduction_row_blocks,
+    )
+    x = pt.make_placeholder("x", (48, 10), np.float64)
+    prg = _lowered(pt.sum(x, axis=0) * 3)
+    t_unit = prg.program
+    knl = t_unit.default_entrypoint
+    (insn,) = [i for i in knl.instructions if i.reduction_inames()]
+    dtype = lp.types.to_loopy_type(np.float64)
+    xa = np.random.default_rng(9).random((48, 10))
+    for blocks in (1, 3, 48):
+        new = split_reduction_row_blocks(
+            knl, insn.id, num_blocks=blocks, dtype=dtype,
+            callables_table=t_unit.callables_table, group_size=4)
+        _, (res,) = prg.copy(program=t_unit.with_kernel(new))(queue, x=xa)
+        np.testing.assert_allclose(res, 3 * xa.sum(axis=0), rtol=1e-12)
+    with pytest.raises(ValueError, match="multiple of num_blocks"):
+        split_reduction_row_blocks(
+            knl, insn.id, num_blocks=5, dtype=dtype,
+            callables_table=t_unit.callables_table, group_size=4)
+    full = _lowered(pt.sum(x)).program
+    (finsn,) = [i for i in full.default_entrypoint.instructions
+                if i.reduction_inames()]
+    with pytest.raises(ValueError, match="no output inames"):
+        split_reduction_row_blocks(
+            full.default_entrypoint, finsn.id, num_blocks=2, dtype=dtype,
+            callables_table=full.callables_table, group_size=4)
+
+
 # {{{ the transformations
 
 def _lowered(graph):
@@ -322,7 +444,10 @@ def test_column_chunks_without_guard(queue, rows, chunks):
     of rows is the reduction's innermost iname, and long runs get
     interleaved accumulators on CPUs."""
     from pytato.target.loopy.run.executor import device_code
-    from pytato.target.loopy.schedule.default import CPU_COLUMN_RUN
+    from pytato.target.loopy.schedule.default import (
+        CPU_COLUMN_RUN,
+        CPU_ROW_ACCUMULATOR_BYTES,
+    )
     from pytato.target.loopy.schedule.reductions import split_reduction_columns
     x = pt.make_placeholder("x", (rows, 24), np.float64)
     prg = _lowered(pt.sum(x, axis=0))
@@ -335,12 +460,28 @@ def test_column_chunks_without_guard(queue, rows, chunks):
     xa = np.random.default_rng(8).random((rows, 24))
     _, (res,) = prg.copy(program=prg.program.with_kernel(new))(queue, x=xa)
     np.testing.assert_allclose(res, xa.sum(axis=0), rtol=1e-12)
-    # the CPU schedule: runs of CPU_COLUMN_RUN rows, with 4 accumulators
-    # where they cover the rows exactly
+    # the CPU schedule: blocks of whole rows for the sum (the rows have a
+    # divisor near the blocks wanted, of at least MIN_BLOCK_ROWS rows);
+    # the max of integers (whose update needs a callable) and rows wider
+    # than CPU_ROW_ACCUMULATOR_BYTES in runs of CPU_COLUMN_RUN rows, with
+    # 4 accumulators where they cover the rows exactly (code only)
+    xi = pt.make_placeholder("xi", (rows, 24), np.int64)
     with lp.CacheMode(False):
-        scheduled = pt.generate_loopy(pt.sum(x, axis=0),
-                                      cl_device=SCHEDULES["cpu"])
-    code = device_code(scheduled.program)
+        scheduled = pt.generate_loopy(
+            {"s": pt.sum(x, axis=0), "m": pt.amax(xi, axis=0)},
+            cl_device=SCHEDULES["cpu"])
+    ids = [i.id for i in scheduled.program.default_entrypoint.instructions]
+    assert [i for i in ids if i.endswith("_row_blocks_barrier")] == [
+        "_pt_insn_s_row_blocks_barrier"], ids
+    wide = pt.make_placeholder(
+        "w", (rows, CPU_ROW_ACCUMULATOR_BYTES // 8 + 8), np.float64)
+    with lp.CacheMode(False):
+        chunks = pt.generate_loopy(pt.sum(wide, axis=0),
+                                   cl_device=SCHEDULES["cpu"])
+    code = device_code(chunks.program)
+    assert _row_block_barriers(chunks) == 0
     assert ("[4];" in code) == (rows % CPU_COLUMN_RUN == 0), code
-    _, (res,) = scheduled(queue, x=xa)
-    np.testing.assert_allclose(res, xa.sum(axis=0), rtol=1e-12)
+    xia = np.random.default_rng(8).integers(-99, 99, (rows, 24))
+    _, res = scheduled(queue, x=xa, xi=xia)
+    np.testing.assert_allclose(res["s"], xa.sum(axis=0), rtol=1e-12)
+    np.testing.assert_array_equal(res["m"], xia.max(axis=0))

@@ -40,7 +40,19 @@ for the previous result; the compilers of OpenCL CPU devices (PoCL)
 vectorize across work-items, so a loop inside a work-item stays scalar,
 and ``k`` independent chains keep ``k`` updates in flight. Lanes past the
 end (fewer than ``k`` elements) keep the neutral element. The order of
-the sum changes, as it does in numpy's own (pairwise) summation. Reductions are left to
+the sum changes, as it does in numpy's own (pairwise) summation.
+
+With *lane_blocks* ``b > 1`` (the default schedule asks for
+:attr:`~pytato.target.loopy.device.DeviceInfo.accumulator_lane_blocks`: 4
+on CPUs), floating-point reductions whose steps cover a constant extent
+exactly keep ``b*k`` accumulators in ``b`` blocks: ``j = b*k*s + k*u +
+q``, the blocks ``u`` unrolled, each a loop over its lanes ``q``. A
+compiler turns each block's loop into one vector register, so ``b``
+vector updates are in flight where one block's updates each wait for the
+previous one (``k*b`` lanes in a single loop kept their accumulators in
+memory on PoCL).
+
+Reductions are left to
 :mod:`loopy` when they run in parallel (a reduction iname carries a tag),
 contain another reduction, sit in a branch of a conditional expression
 or inside a substitution rule, need a
@@ -54,13 +66,18 @@ the kernel.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import islpy as isl
 import loopy as lp
 import pymbolic.primitives as prim
 from loopy.kernel.data import Iname, UnrollTag
-from loopy.library.reduction import ScalarReductionOperation
+from loopy.library.reduction import (
+    AllReductionOperation,
+    AnyReductionOperation,
+    ScalarReductionOperation,
+)
 from loopy.symbolic import (
     IdentityMapper as _LoopyIdentityMapper,
     Reduction as LoopyReduction,
@@ -169,7 +186,8 @@ class _Realizer(_LoopyIdentityMapper):
         lanes = self.lanes.split(
             expr.inames[-1], self.names,
             tuple(i for i in expr.inames[:-1]
-                  if not self.kernel.iname_tags(i)))
+                  if not self.kernel.iname_tags(i)),
+            blocks=self.lanes.blocks if _is_float(acc_dtype) else 1)
         if lanes is not None:
             return self._interleaved(expr, op, acc, acc_dtype, neutral,
                                      init_id, update_id, lanes)
@@ -190,18 +208,26 @@ class _Realizer(_LoopyIdentityMapper):
     def _interleaved(self, expr: LoopyReduction,
                      op: ScalarReductionOperation, acc: prim.Variable,
                      acc_dtype: LoopyType, neutral: Expression, init_id: str,
-                     update_id: str, lanes: tuple[str, str, str, str]
+                     update_id: str, lanes: _LaneInames
                      ) -> Expression:
-        """*expr* reduced into :attr:`_Lanes.lanes` accumulators (see the
-        module documentation): the init, update and combine instructions;
-        the result is the first accumulator."""
+        """*expr* reduced into :attr:`_Lanes.lanes` accumulators (times
+        the blocks of *lanes*; see the module documentation): the init,
+        update and combine instructions; the result is the first
+        accumulator."""
 
-        k = self.lanes.lanes
-        lane0, lane, step, rest = lanes
+        lane0, lane, step, rest = lanes.lane0, lanes.lane, lanes.step, \
+            lanes.rest
+        k = self.lanes.lanes * lanes.blocks
         table = self.t_unit.callables_table
         target = self.kernel.target
         iname = expr.inames[-1]
-        flat = k * prim.Variable(step) + prim.Variable(lane)
+        # the accumulator of an update: its lane, in its block
+        q: prim.ArithmeticExpression = prim.Variable(lane)
+        loop_inames = {step, lane}
+        if lanes.block is not None:
+            q = self.lanes.lanes * prim.Variable(lanes.block) + q
+            loop_inames.add(lanes.block)
+        flat = k * prim.Variable(step) + q
         body = SubstitutionMapper(make_subst_func({iname: flat}))(expr.expr)
         combine, _ = op([acc_dtype], acc[0], acc[prim.Variable(rest)],
                         callables_table=table, target=target)
@@ -209,32 +235,43 @@ class _Realizer(_LoopyIdentityMapper):
             acc.name, acc_dtype, shape=(k,),
             address_space=lp.AddressSpace.PRIVATE)
         within = self.insn.within_inames
-        loop = within | frozenset(expr.inames[:-1]) | {step, lane}
+        loop = within | frozenset(expr.inames[:-1]) | loop_inames
         preds = self.insn.predicates
         combine_id = self.ids(f"{self.insn.id}_{acc.name}_combine")
         self.new_insns.append(lp.Assignment(
             acc[prim.Variable(lane0)], neutral, id=init_id,
             within_inames=within | {lane0},
             depends_on=frozenset(), predicates=preds))
-        if lane in self.lanes.boxes \
-                and getattr(acc_dtype, "numpy_dtype", None) is not None \
-                and acc_dtype.numpy_dtype.kind == "f":
+        bitwise = _bitwise_logic(op)
+        if lane in self.lanes.boxes and (bitwise is not None or (
+                getattr(acc_dtype, "numpy_dtype", None) is not None
+                and acc_dtype.numpy_dtype.kind == "f")):
             # the lanes of the update of floats a loop, which device
             # compilers vectorize (unrolled, PoCL kept them scalar: on 2
             # cores, the 4096 x 4096 matvec 5.6 -> 3.2 ms and row sums 5.5
             # -> 3.7 ms in interleaved runs; the amax of 2**24 doubles 13.1
             # -> 4.3 ms with the update below; but `any` of 2**24 booleans,
-            # whose update is a short-circuit ||, 3.0 -> 14 ms: other types
+            # whose update was a short-circuit ||, 3.0 -> 14 ms: any/all
+            # are updated with a bitwise operation instead, other types
             # keep unrolled lanes); where the steps do not cover the extent
             # exactly, loopy's code generation fails on a loop whose bounds
             # depend on the step: unrolled there
             self.lanes.keep_loop(lane)
         extremum = _float_extremum(op, acc_dtype)
         if extremum is None:
-            update, _ = op([acc_dtype], acc[prim.Variable(lane)], body,
-                           callables_table=table, target=target)
+            if bitwise is not None:
+                # any/all: acc | (v != 0), acc & (v != 0), without the
+                # short-circuit of || and && (whose conditional loads kept
+                # the lanes scalar: on PoCL, 2 cores, any(x > 2) of 2**24
+                # doubles in hand-written kernels, interleaved at load 3.7:
+                # 5.4 ms unrolled with ||, 3.5 ms in a loop with |; numpy
+                # 4.7 ms)
+                update: Expression = bitwise((acc[q], _truth(body)))
+            else:
+                update, _ = op([acc_dtype], acc[q], body,
+                               callables_table=table, target=target)
             self.new_insns.append(lp.Assignment(
-                acc[prim.Variable(lane)], update, id=update_id,
+                acc[q], update, id=update_id,
                 within_inames=loop,
                 depends_on=self.insn.depends_on | {init_id},
                 predicates=preds))
@@ -260,7 +297,7 @@ class _Realizer(_LoopyIdentityMapper):
         nan_update_id = self.ids(f"{self.insn.id}_{nan.name}_update")
         nan_combine_id = self.ids(f"{self.insn.id}_{nan.name}_combine")
         result_id = self.ids(f"{self.insn.id}_{acc.name}_result")
-        q, r = prim.Variable(lane), prim.Variable(rest)
+        r = prim.Variable(rest)
         self.new_insns.append(lp.Assignment(
             nan[prim.Variable(lane0)], 0, id=nan_init_id,
             within_inames=within | {lane0},
@@ -320,14 +357,59 @@ def _float_extremum(op: ScalarReductionOperation, dtype: LoopyType
     return op._cmp
 
 
+def _bitwise_logic(op: ScalarReductionOperation
+                   ) -> type[prim.BitwiseOr] | type[prim.BitwiseAnd] | None:
+    """The bitwise operation that updates the accumulators of the
+    reduction operation *op* in lanes (see :meth:`_Realizer._interleaved`):
+    or for any, and for all; None for other operations."""
+    if isinstance(op, AnyReductionOperation):
+        return prim.BitwiseOr
+    if isinstance(op, AllReductionOperation):
+        return prim.BitwiseAnd
+    return None
+
+
+def _truth(expr: Expression) -> Expression:
+    """*expr* as 0 or 1: itself where it is a comparison or a logical
+    operation, else ``expr != 0``."""
+    if isinstance(expr, (prim.Comparison, prim.LogicalAnd, prim.LogicalOr,
+                         prim.LogicalNot)):
+        return expr
+    return prim.Comparison(expr, "!=", 0)
+
+
+def _is_float(dtype: LoopyType) -> bool:
+    return getattr(dtype, "numpy_dtype", None) is not None \
+        and dtype.numpy_dtype.kind == "f"
+
+
+@dataclass(frozen=True)
+class _LaneInames:
+    """The inames replacing a reduction iname ``j`` split into lanes:
+    ``j = K*step + lanes*block + lane`` (``K = lanes*blocks``; no *block*
+    where *blocks* is 1), *lane0* and *rest* those of the accumulators'
+    init (``[0, K)``) and combination (``[1, K)``)."""
+
+    lane0: str
+    lane: str
+    step: str
+    rest: str
+    block: str | None
+    blocks: int
+
+
 class _Lanes:
     """Which reductions of a kernel get interleaved accumulators, and the
     kernel's domains and inames for them."""
 
     def __init__(self, kernel: lp.LoopKernel, lanes: int,
-                 min_extent: int, uses: dict[str, int]) -> None:
+                 min_extent: int, uses: dict[str, int],
+                 blocks: int = 1) -> None:
         self.kernel = kernel
         self.lanes = lanes
+        #: blocks of lanes of floating-point reductions whose steps cover
+        #: their extent exactly
+        self.blocks = blocks
         self.min_extent = min_extent
         #: how many instructions use each iname (loops and reductions)
         self.uses = uses
@@ -340,13 +422,13 @@ class _Lanes:
         self.priorities: list[tuple[str, str]] = []
 
     def split(self, iname: str, names: Callable[[str], str],
-              outer: tuple[str, ...] = ()
-              ) -> tuple[str, str, str, str] | None:
-        """The new inames (the lane of the init, the lane and the step of
-        the update, the lane of the combination) replacing the reduction
-        iname *iname*, with their domains recorded, or None where *iname*
-        keeps one accumulator: a short or shared iname, or one whose domain
-        holds other inames."""
+              outer: tuple[str, ...] = (), blocks: int = 1
+              ) -> _LaneInames | None:
+        """The new inames replacing the reduction iname *iname*, with
+        their domains recorded, or None where *iname* keeps one
+        accumulator: a short or shared iname, or one whose domain holds
+        other inames. *blocks* blocks of lanes where the steps cover the
+        constant extent exactly, else one."""
         kernel = self.kernel
         if self.lanes < 2 or self.uses.get(iname, 0) != 1:
             return None
@@ -364,21 +446,31 @@ class _Lanes:
             length = None
         if length is not None and length < self.min_extent:
             return None
-        k = self.lanes
+        lanes = self.lanes
+        if blocks > 1 and (length is None or length % (lanes * blocks)):
+            blocks = 1
+        k = lanes * blocks
         lane0, lane, step, rest = (
             names(f"{iname}_lane0"), names(f"{iname}_lane"),
             names(f"{iname}_step"), names(f"{iname}_lanes"))
+        block = names(f"{iname}_block") if blocks > 1 else None
         if dom.get_tuple_name():
             dom = dom.set_tuple_name(None)
         space = ", ".join(params)
-        ma = isl.MultiAff(f"[{space}] -> {{ [{lane}, {step}] -> "
-                          f"[{k}*{step} + {lane}] }}")
+        dims = [lane, step] if block is None else [lane, block, step]
+        flat = f"{k}*{step} + {lane}" if block is None \
+            else f"{k}*{step} + {lanes}*{block} + {lane}"
+        ma = isl.MultiAff(f"[{space}] -> {{ [{', '.join(dims)}] -> "
+                          f"[{flat}] }}")
         joint = dom.align_params(ma.get_space().params()) \
             .preimage_multi_aff(ma)
-        joint = joint.set_dim_name(isl.dim_type.set, 0, lane) \
-            .set_dim_name(isl.dim_type.set, 1, step)
-        box = isl.BasicSet(f"[{space}] -> {{ [{lane}, {step}] : "
-                           f"0 <= {lane} < {k} and {step} >= 0 }}")
+        for i, name in enumerate(dims):
+            joint = joint.set_dim_name(isl.dim_type.set, i, name)
+        block_range = "" if block is None \
+            else f" and 0 <= {block} < {blocks}"
+        box = isl.BasicSet(f"[{space}] -> {{ [{', '.join(dims)}] : "
+                           f"0 <= {lane} < {lanes}{block_range} "
+                           f"and {step} >= 0 }}")
         joint = (joint & box.align_params(joint.get_space().params())) \
             .remove_redundancies()
         self.new_domains.append(joint)
@@ -390,10 +482,15 @@ class _Lanes:
         self.unrolled.extend((lane0, lane, rest))
         if length is not None and length % k == 0:
             self.boxes.add(lane)
-        # the lanes inside the steps, inside the reduction's other inames
-        # (its order: the innermost iname is the contiguous one)
-        self.priorities.append((*outer, step, lane))
-        return lane0, lane, step, rest
+        # the lanes inside the blocks inside the steps, inside the
+        # reduction's other inames (its order: the innermost iname is the
+        # contiguous one)
+        if block is None:
+            self.priorities.append((*outer, step, lane))
+        else:
+            self.unrolled.append(block)
+            self.priorities.append((*outer, step, block, lane))
+        return _LaneInames(lane0, lane, step, rest, block, blocks)
 
     def keep_loop(self, lane: str) -> None:
         """Leave the lane iname *lane* a loop (not unrolled)."""
@@ -420,6 +517,7 @@ def realize_sequential_reductions(t_unit: lp.TranslationUnit,
                                   insn_ids: frozenset[str] | None = None,
                                   *, lanes: int = 1,
                                   min_lane_extent: int = 64,
+                                  lane_blocks: int = 1,
                                   ) -> tuple[lp.TranslationUnit,
                                              dict[str, list[str]]]:
     """Rewrite the sequential reductions of *t_unit*'s entrypoint kernel
@@ -431,6 +529,9 @@ def realize_sequential_reductions(t_unit: lp.TranslationUnit,
         (1: one accumulator each).
     :arg min_lane_extent: the least constant extent of the innermost
         reduction iname for which *lanes* accumulators are used.
+    :arg lane_blocks: the number of blocks of *lanes* accumulators of
+        floating-point reductions whose steps cover their constant extent
+        exactly (each block a loop over its lanes, the blocks unrolled).
     :returns: the new translation unit, and for each rewritten instruction
         the ids of the instructions added for it (they run in the same
         loop nest and before it).
@@ -454,7 +555,7 @@ def realize_sequential_reductions(t_unit: lp.TranslationUnit,
                 uses[name] = uses.get(name, 0) + 1
             if red_inames.get(insn.id):
                 counter(insn.expression)
-    lane_plan = _Lanes(kernel, lanes, min_lane_extent, uses)
+    lane_plan = _Lanes(kernel, lanes, min_lane_extent, uses, lane_blocks)
     for insn in kernel.instructions:
         if (not isinstance(insn, lp.Assignment)
                 or (insn_ids is not None and insn.id not in insn_ids)

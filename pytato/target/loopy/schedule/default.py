@@ -59,8 +59,12 @@ loops: one assignment computing all elements of a stored array, as
   tree-reduced in local memory) where the extents are multiples of the
   group's, else in chunks of rows summed per output by a second kernel
   (:func:`~pytato.target.loopy.schedule.reductions.split_reduction_columns`); on a
-  CPU always in chunks (runs of :data:`CPU_COLUMN_RUN` rows per chunk);
-  several strided
+  CPU by blocks of whole rows, each block adding its rows into a row of
+  accumulators as numpy does, then a second kernel reducing the blocks'
+  rows (:func:`~pytato.target.loopy.schedule.reductions.split_reduction_row_blocks`,
+  about :data:`CPU_ROW_BLOCKS` blocks per compute unit), where the rows
+  have a fit divisor and the operation needs no callable, else in chunks
+  (runs of :data:`CPU_COLUMN_RUN` rows per chunk); several strided
   reduction axes are flattened into one first. Other reductions are
   loops inside each work-item.
 * **Small reductions (GPU).** An einsum-like nest (one instruction, one sum
@@ -84,7 +88,10 @@ loops: one assignment computing all elements of a stored array, as
   (:func:`~pytato.target.loopy.schedule.accumulators.realize_sequential_reductions`);
   on CPUs, those over at least :data:`MIN_LANE_EXTENT` elements (or a
   symbolic number) keep :attr:`~pytato.target.loopy.device.DeviceInfo.accumulator_lanes`
-  interleaved accumulators.
+  interleaved accumulators (floating-point ones over a constant extent
+  that their steps cover exactly,
+  :attr:`~pytato.target.loopy.device.DeviceInfo.accumulator_lane_blocks`
+  blocks of them).
 
 Instructions with an iname that carries any other tag (metadata from
 axis tags, by which a user transformation may look the iname up) keep
@@ -139,6 +146,10 @@ Work-group sizes come from a :class:`~pytato.target.loopy.device.DeviceInfo`:
 .. autodata:: MIN_LANE_EXTENT
 .. autodata:: MIN_PART_ELEMENTS
 .. autodata:: CPU_COLUMN_RUN
+.. autodata:: CPU_ROW_BLOCKS
+.. autodata:: MIN_BLOCK_ROWS
+.. autodata:: CPU_ROW_ACCUMULATOR_BYTES
+.. autodata:: CPU_TILE_ROWS
 .. autofunction:: default_schedule
 """
 
@@ -150,10 +161,16 @@ from typing import TYPE_CHECKING, Any
 
 import islpy as isl
 import loopy as lp
+import pymbolic.primitives as prim
 from loopy.symbolic import (
     Reduction as LoopyReduction,
     UncachedIdentityMapper as LoopyIdentityMapperBase,
+    WalkMapper as LoopyWalkMapper,
+    get_dependencies,
 )
+from loopy.translation_unit import CallablesTable
+from loopy.type_inference import TypeReader
+from loopy.types import LoopyType
 from pymbolic.typing import Expression
 
 from pytato.target.loopy.device import DeviceInfo
@@ -182,8 +199,11 @@ from pytato.target.loopy.schedule.outputs import (
 from pytato.target.loopy.schedule.reductions import (
     _tag_outputs,
     flatten_reduction_inames,
+    row_block_operations,
     split_reduction_columns,
     split_reduction_parts,
+    split_reduction_row_blocks,
+    split_reduction_row_tiles,
     split_reduction_two_stage,
 )
 from pytato.target.loopy.schedule.tiling import apply_tilings
@@ -230,6 +250,36 @@ COLUMN_TREE_COLUMNS = 32
 #: rows and one accumulator, 8.7 ms with runs of 16 rows and 4
 #: accumulators; numpy 4.7 ms).
 CPU_COLUMN_RUN = 64
+
+#: Blocks of rows per compute unit of a column reduction on a CPU
+#: (:func:`~pytato.target.loopy.schedule.reductions.split_reduction_row_blocks`):
+#: enough blocks for the threads of the device to balance their work
+#: (PoCL, 2 cores, ``sum(x, axis=0)`` of 4096 x 4096 doubles, hand-written
+#: kernels, best of 10 in 5 interleaved rounds at load 1.3: 2 blocks in
+#: all 2.9 ms, 16 3.0 ms, 32 3.3 ms; one block 4.8 ms; numpy 5.2 ms).
+CPU_ROW_BLOCKS = 8
+
+#: The least number of rows of a block of
+#: :data:`CPU_ROW_BLOCKS`: each block writes and reads back a row of
+#: partial results, which should stay small next to its rows.
+MIN_BLOCK_ROWS = 16
+
+#: The most bytes of the row of accumulators of a block of rows
+#: (:data:`CPU_ROW_BLOCKS`): such a row is read and written for each row
+#: of the block and should stay in a core's cache (256 KiB, the smallest
+#: per-core L2 of x86-64 CPUs of the last decade); wider reductions keep
+#: the chunks of columns.
+CPU_ROW_ACCUMULATOR_BYTES = 256 * 1024
+
+#: Outputs reduced side by side by each work-item of a reduction along the
+#: contiguous axis on a CPU (row sums, a matvec:
+#: :func:`~pytato.target.loopy.schedule.reductions.split_reduction_row_tiles`):
+#: the operands that do not depend on the output (the vector of a matvec)
+#: are read once for all of them. Hand-written 4096 x 4096 matvec kernels
+#: on PoCL (one thread, interleaved, load 4.5): one row per work-item 4.01
+#: ms, 2 rows 3.74-4.52 ms, 4 rows 3.28-3.34 ms; numpy's BLAS on one
+#: thread 3.57-3.93 ms.
+CPU_TILE_ROWS = 4
 COLUMN_TREE_ROWS = 16
 
 
@@ -324,9 +374,143 @@ def _reduce_across_items(kernel: lp.LoopKernel, insn: lp.Assignment,
         kernel.silenced_warnings | {f"write_race({insn.id})"}))
 
 
+def _row_blocks(kernel: lp.LoopKernel, insn_id: str, r_len: int,
+                n_out: int, info: DeviceInfo,
+                callables_table: CallablesTable | None
+                ) -> lp.LoopKernel | None:
+    """The column reduction of the instruction *insn_id* (one reduction
+    iname of constant extent *r_len*, *n_out* outputs) by blocks of whole
+    rows on a CPU
+    (:func:`~pytato.target.loopy.schedule.reductions.split_reduction_row_blocks`):
+    about :data:`CPU_ROW_BLOCKS` blocks per compute unit (a divisor of
+    *r_len*, of at least :data:`MIN_BLOCK_ROWS` rows each: fewer blocks on
+    CPUs of many units), where the row of
+    accumulators takes at most :data:`CPU_ROW_ACCUMULATOR_BYTES`; else None
+    (the chunks of columns)."""
+    if callables_table is None:
+        return None
+    coll = _ReductionCollector()
+    coll(kernel.id_to_insn[insn_id].expression)
+    if len(coll.reductions) != 1 or len(coll.reductions[0].inames) != 1:
+        return None
+    red = coll.reductions[0]
+    try:
+        dtype = TypeReader(kernel, callables_table)(red.expr)
+    except Exception:
+        return None
+    if isinstance(dtype, (list, tuple)):
+        dtype = dtype[0] if len(dtype) == 1 else None
+    if not isinstance(dtype, LoopyType):
+        return None
+    ops = row_block_operations(red.operation, dtype, callables_table,
+                               kernel.target)
+    if ops is None:
+        return None
+    numpy_dtype = getattr(ops[0], "numpy_dtype", None)
+    if numpy_dtype is None \
+            or n_out * numpy_dtype.itemsize > CPU_ROW_ACCUMULATOR_BYTES:
+        return None
+    blocks = _num_parts(r_len, min(CPU_ROW_BLOCKS * info.compute_units,
+                                   r_len // MIN_BLOCK_ROWS), 1)
+    if blocks is None or r_len // blocks < MIN_BLOCK_ROWS:
+        return None
+    return split_reduction_row_blocks(
+        kernel, insn_id, num_blocks=blocks, dtype=dtype,
+        callables_table=callables_table, group_size=info.group_size)
+
+
+def _reduced_dtype(kernel: lp.LoopKernel, red: LoopyReduction,
+                   callables_table: CallablesTable) -> LoopyType | None:
+    """The type of the expression reduced by *red* (None where it cannot
+    be read off the kernel)."""
+    try:
+        dtype = TypeReader(kernel, callables_table)(red.expr)
+    except Exception:
+        return None
+    if isinstance(dtype, (list, tuple)):
+        dtype = dtype[0] if len(dtype) == 1 else None
+    return dtype if isinstance(dtype, LoopyType) else None
+
+
+class _SharedOperand(LoopyWalkMapper):
+    """Finds whether an expression reads an array at an index that depends
+    on the iname *red* but not on the iname *out*."""
+
+    def __init__(self, out: str, red: str) -> None:
+        super().__init__()
+        self.out, self.red = out, red
+        self.found = False
+
+    def map_subscript(self, expr: prim.Subscript, *args: Any) -> None:
+        deps = get_dependencies(expr.index)
+        if self.red in deps and self.out not in deps:
+            self.found = True
+        super().map_subscript(expr, *args)
+
+
+def _has_shared_operand(expr: Expression, out: str, red: str) -> bool:
+    """Whether *expr* reads an operand shared by all outputs along the
+    reduction (the vector of a matvec)."""
+    finder = _SharedOperand(out, red)
+    finder(expr)
+    return finder.found
+
+
+def _row_tiles(kernel: lp.LoopKernel, insns: list[lp.Assignment],
+               coll: _ReductionCollector, out_inames: list[str],
+               lengths: list[int | None], info: DeviceInfo,
+               callables_table: CallablesTable | None
+               ) -> lp.LoopKernel | None:
+    """On a CPU, the reduction of *insns* along the contiguous axis with
+    one output axis and an operand shared by all outputs (a matvec) with
+    :data:`CPU_TILE_ROWS` outputs reduced side by side in each work-item
+    (:func:`~pytato.target.loopy.schedule.reductions.split_reduction_row_tiles`),
+    where the extents are constant multiples of them and of
+    :attr:`~pytato.target.loopy.device.DeviceInfo.accumulator_lanes`, the
+    reduction is long (:data:`MIN_LANE_EXTENT`), and is a floating-point
+    sum or product; else None."""
+    if callables_table is None or len(insns) != 1 \
+            or len(coll.reductions) != 1 or len(out_inames) != 1:
+        return None
+    red = coll.reductions[0]
+    if len(red.inames) != 1 or red.inames[0] not in coll.contiguous \
+            or out_inames[0] in coll.contiguous:
+        return None
+    if not isinstance(red.operation, (lp.library.reduction.SumReductionOperation,
+                                      lp.library.reduction.ProductReductionOperation)):
+        return None
+    lanes = info.accumulator_lanes
+    n_out = lengths[0]
+    n_red = box_extent(kernel, red.inames[0])
+    if n_out is None or n_red is None or n_red < MIN_LANE_EXTENT \
+            or n_out % CPU_TILE_ROWS or n_red % lanes or lanes < 2 \
+            or box_extent(kernel, out_inames[0]) is None:
+        return None
+    if not _has_shared_operand(red.expr, out_inames[0], red.inames[0]):
+        # (row sums: each output reads its own row only; 4 rows at once
+        # were 5-15 % slower on one thread of PoCL)
+        return None
+    dtype = _reduced_dtype(kernel, red, callables_table)
+    if dtype is None or getattr(dtype, "numpy_dtype", None) is None \
+            or dtype.numpy_dtype.kind != "f":
+        return None
+    if row_block_operations(red.operation, dtype, callables_table,
+                            kernel.target) is None:
+        return None
+    try:
+        return split_reduction_row_tiles(
+            kernel, insns[0].id, rows=CPU_TILE_ROWS, lanes=lanes,
+            group_size=info.group_size, dtype=dtype,
+            callables_table=callables_table)
+    except ValueError:
+        # (shared inames)
+        return None
+
+
 def _column_reduction(kernel: lp.LoopKernel, insns: list[lp.Assignment],
                       coll: _ReductionCollector, out_inames: list[str],
-                      n_out: int | None, info: DeviceInfo
+                      n_out: int | None, info: DeviceInfo,
+                      callables_table: CallablesTable | None = None
                       ) -> lp.LoopKernel | None:
     """The kernel with the reduction of *insns* computed by column (rows
     reduced side by side) if it reduces along a strided axis (e.g.
@@ -340,9 +524,10 @@ def _column_reduction(kernel: lp.LoopKernel, insns: list[lp.Assignment],
     chunk of the reduction axis is reduced by its own work-items,
     consecutive work-items handling consecutive outputs, with enough
     chunks to give about eight groups' worth of work-items per compute
-    unit; a second kernel reduces the chunks). On a CPU always in two,
-    with runs of :data:`CPU_COLUMN_RUN` rows per chunk (a work-item walking
-    a whole strided column was 5 to 9 times slower than numpy). A
+    unit; a second kernel reduces the chunks). On a CPU in two, by
+    blocks of whole rows (:func:`_row_blocks`) where it can, else with runs
+    of :data:`CPU_COLUMN_RUN` rows per chunk (a work-item walking a whole
+    strided column was 5 to 9 times slower than numpy). A
     reduction over several strided axes (``sum(x, axis=(0, 1))`` of a 3-D
     array) is first made one over all their rows
     (:func:`~pytato.target.loopy.schedule.reductions.flatten_reduction_inames`)."""
@@ -378,6 +563,10 @@ def _column_reduction(kernel: lp.LoopKernel, insns: list[lp.Assignment],
     else:
         if r_len < 64:
             return None
+        blocks = _row_blocks(kernel, insn.id, r_len, n_out, info,
+                             callables_table)
+        if blocks is not None:
+            return blocks
         chunks = -(-r_len // CPU_COLUMN_RUN)
     return split_reduction_columns(kernel, insn.id, num_chunks=chunks,
                                    group_size=info.group_size, iname=col)
@@ -473,7 +662,8 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[lp.Assignment],
                     allow_join: bool = True,
                     batch: list[_OutputPlan] | None = None,
                     level: int = 0,
-                    tilings: list[TilingPlan] | None = None
+                    tilings: list[TilingPlan] | None = None,
+                    callables_table: CallablesTable | None = None
                     ) -> lp.LoopKernel:
     """Schedule the loop nest *out_inames* shared by the instructions
     *insns* (one instruction, or several fused by
@@ -514,7 +704,8 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[lp.Assignment],
             tilings.append(tiling)
             return kernel
 
-    columns = _column_reduction(kernel, insns, coll, out_inames, n_out, info)
+    columns = _column_reduction(kernel, insns, coll, out_inames, n_out, info,
+                                callables_table)
     if columns is not None:
         return columns
 
@@ -549,6 +740,12 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[lp.Assignment],
                 out_inames and out_inames[-1] in coll.contiguous)
             if large and affine and (few_outputs or coalesced):
                 red_iname = cand
+
+    if red_iname is None and not info.is_gpu:
+        tiles = _row_tiles(kernel, insns, coll, out_inames, lengths, info,
+                           callables_table)
+        if tiles is not None:
+            return tiles
 
     if red_iname is None:
         if not out_inames:
@@ -650,7 +847,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
         kernel = _schedule_group(
             kernel, [kernel.id_to_insn[i] for i in ids],
             out_inames, info, value_args, allow_join, batch, level[unit],
-            tilings)
+            tilings, t_unit.callables_table)
         if kernel is not old:
             # instructions added for this nest (stages of a reduction) run
             # between the same global barriers as the nest (most nests
@@ -668,7 +865,8 @@ def default_schedule(t_unit: lp.TranslationUnit,
         t_unit.with_kernel(kernel),
         None if ours == len(nests) else frozenset(
             i for ids in nests[:ours] for i in ids),
-        lanes=info.accumulator_lanes, min_lane_extent=MIN_LANE_EXTENT)
+        lanes=info.accumulator_lanes, min_lane_extent=MIN_LANE_EXTENT,
+        lane_blocks=info.accumulator_lane_blocks)
     kernel = realized.default_entrypoint
     for ids in nests[:ours]:
         ids.extend(a for iid in list(ids) for a in added.get(iid, ()))
