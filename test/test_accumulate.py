@@ -151,7 +151,7 @@ def _lane_code(graph, info):
 
 
 def test_lanes_only_for_long_reductions_on_cpus():
-    from pytato.target.loopy.schedule.default import MIN_LANE_EXTENT
+    from pytato.target.loopy.schedule.reduction_plans import MIN_LANE_EXTENT
     # (301 rows: not reduced CPU_TILE_ROWS at a time by a work-item)
     long_x = pt.make_placeholder("x", (301, 4 * MIN_LANE_EXTENT), np.float64)
     short_x = pt.make_placeholder("y", (301, MIN_LANE_EXTENT - 1), np.float64)
@@ -358,7 +358,7 @@ def test_row_tiles(queue, op, dtype):
     in one loop over the lanes); row sums, other operations and types,
     other extents and GPUs keep one output per work-item; results against
     numpy, with arithmetic around the reduction."""
-    from pytato.target.loopy.schedule.default import CPU_TILE_ROWS
+    from pytato.target.loopy.schedule.reduction_plans import CPU_TILE_ROWS
     pt_op = {"sum": pt.sum, "prod": pt.prod, "max": pt.amax}[op]
     np_op = {"sum": np.sum, "prod": np.prod, "max": np.max}[op]
     rng = np.random.default_rng(5)
@@ -402,7 +402,7 @@ def test_row_tiles(queue, op, dtype):
 
 
 def test_split_reduction_row_tiles_errors():
-    from pytato.target.loopy.schedule.reductions import (
+    from pytato.target.loopy.schedule.cpu_reductions import (
         split_reduction_row_tiles,
     )
     x = pt.make_placeholder("x", (6, 64), np.float64)

@@ -2,7 +2,7 @@
 ``vdot``, matvec, column sums) under the CPU and the GPU schedules, run on
 the OpenCL test device against numpy; and the transformations behind them
 (:func:`~pytato.target.loopy.schedule.reductions.flatten_reduction_inames`,
-:func:`~pytato.target.loopy.schedule.reductions.split_reduction_parts`)."""
+:func:`~pytato.target.loopy.schedule.cpu_reductions.split_reduction_parts`)."""
 
 from __future__ import annotations
 
@@ -319,7 +319,7 @@ def test_row_blocks_empty_symbolic_and_targets(queue):
 
 
 def test_split_reduction_row_blocks(queue):
-    from pytato.target.loopy.schedule.reductions import (
+    from pytato.target.loopy.schedule.cpu_reductions import (
         split_reduction_row_blocks,
     )
     x = pt.make_placeholder("x", (48, 10), np.float64)
@@ -387,7 +387,7 @@ def test_flatten_refuses_symbolic_extents():
 
 
 def test_split_reduction_parts(queue):
-    from pytato.target.loopy.schedule.reductions import split_reduction_parts
+    from pytato.target.loopy.schedule.cpu_reductions import split_reduction_parts
     x = pt.make_placeholder("x", (12, 30), np.float64)
     prg = _lowered(pt.amax(x) + 1)
     knl = prg.program.default_entrypoint
@@ -444,7 +444,7 @@ def test_column_chunks_without_guard(queue, rows, chunks):
     of rows is the reduction's innermost iname, and long runs get
     interleaved accumulators on CPUs."""
     from pytato.target.loopy.run.executor import device_code
-    from pytato.target.loopy.schedule.default import (
+    from pytato.target.loopy.schedule.reduction_plans import (
         CPU_COLUMN_RUN,
         CPU_ROW_ACCUMULATOR_BYTES,
     )

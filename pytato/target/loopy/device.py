@@ -253,7 +253,7 @@ class DeviceInfo:
     @property
     def few_outputs(self) -> int:
         """Reductions with fewer outputs than this (and at least
-        :data:`~pytato.target.loopy.schedule.default.MIN_PART_ELEMENTS`
+        :data:`~pytato.target.loopy.schedule.reduction_plans.MIN_PART_ELEMENTS`
         elements per part) are shared among all
         groups like full reductions: the compute units on a GPU (with
         fewer, one group per output leaves units idle), 4 per compute unit

@@ -185,6 +185,8 @@ TUNING_MODULES = (
     "pytato.target.loopy.schedule.default",
     "pytato.target.loopy.schedule.outputs",
     "pytato.target.loopy.schedule.reductions",
+    "pytato.target.loopy.schedule.reduction_plans",
+    "pytato.target.loopy.schedule.cpu_reductions",
     "pytato.target.loopy.schedule.accumulators",
     "pytato.target.loopy.schedule.tiling_plan",
     "pytato.target.loopy.run.cl_target",
