@@ -171,6 +171,21 @@ def row_block_operations(operation: ReductionOperation, dtype: LoopyType,
     return acc_dtype, neutral
 
 
+def _operations(kernel: lp.LoopKernel, insn_id: str, red: LoopyReduction,
+                dtype: LoopyType, callables_table: CallablesTable
+                ) -> tuple[LoopyType, Expression]:
+    """:func:`row_block_operations` of the reduction *red* of *insn_id*.
+
+    :raises ValueError: if the operation needs a callable.
+    """
+    ops = row_block_operations(red.operation, dtype, callables_table,
+                               kernel.target)
+    if ops is None:
+        raise ValueError(f"instruction '{insn_id}': the reduction "
+                         f"operation '{red.operation}' needs a callable")
+    return ops
+
+
 def split_reduction_row_blocks(kernel: lp.LoopKernel, insn_id: str, *,
                                num_blocks: int, dtype: LoopyType,
                                callables_table: CallablesTable,
@@ -235,12 +250,8 @@ def split_reduction_row_blocks(kernel: lp.LoopKernel, insn_id: str, *,
     if n is None or n % num_blocks:
         raise ValueError(f"the extent of '{iname}' must be a constant "
                          f"multiple of num_blocks ({num_blocks})")
-    ops = row_block_operations(red.operation, dtype, callables_table,
-                               kernel.target)
-    if ops is None:
-        raise ValueError(f"instruction '{insn_id}': the reduction "
-                         f"operation '{red.operation}' needs a callable")
-    acc_dtype, neutral = ops
+    acc_dtype, neutral = _operations(kernel, insn_id, red, dtype,
+                                     callables_table)
     m = n // num_blocks
 
     vng = kernel.get_var_name_generator()
@@ -389,12 +400,8 @@ def split_reduction_row_tiles(kernel: lp.LoopKernel, insn_id: str, *,
         raise ValueError(f"instruction '{insn_id}': the extents must be "
                          f"constant multiples of rows ({rows}) and lanes "
                          f"({lanes})")
-    ops = row_block_operations(red.operation, dtype, callables_table,
-                               kernel.target)
-    if ops is None:
-        raise ValueError(f"instruction '{insn_id}': the reduction "
-                         f"operation '{red.operation}' needs a callable")
-    acc_dtype, neutral = ops
+    acc_dtype, neutral = _operations(kernel, insn_id, red, dtype,
+                                     callables_table)
     if any(red_iname in i.within_inames or red_iname in i.reduction_inames()
            or out_iname in i.within_inames
            for i in kernel.instructions if i.id != insn_id):
