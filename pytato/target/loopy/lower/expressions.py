@@ -235,27 +235,12 @@ def _call(name: str, *args: Expression) -> prim.Call:
     return prim.Call(prim.Variable(name), args)
 
 
-def _complex_function(name: str, z: Expression, dtype: np.dtype[Any]
-                      ) -> Expression:
-    """Complex functions OpenCL lacks, in terms of ``log`` and ``sqrt``
-    (numpy's branch cuts)."""
-    i = dtype.type(1j)
-    one = dtype.type(1)
-    if name == "log10":
-        return prim.Product((_call("log", z),
-                             np.empty(0, dtype).real.dtype.type(1 / np.log(10))))
-    if name == "arcsin":
-        return prim.Product((-i, _call("log", prim.Sum((
-            prim.Product((i, z)),
-            _call("sqrt", prim.Sum((one, prim.Product((-1, z, z))))))))))
-    if name == "arccos":
-        return prim.Product((-i, _call("log", prim.Sum((
-            z, prim.Product((i, _call("sqrt", prim.Sum((
-                one, prim.Product((-1, z, z))))))))))))
-    assert name == "arctan"
-    return prim.Product((dtype.type(0.5j), prim.Sum((
-        _call("log", prim.Sum((one, prim.Product((-i, z))))),
-        prim.Product((-1, _call("log", prim.Sum((one, prim.Product((i, z)))))))))))
+#: ``pytato.c99`` functions of one complex argument that the target
+#: computes with numpy's special values, as ``_pt_c<name>``
+#: (:mod:`pytato.target.loopy.run.cl_complex`).
+_COMPLEX_FUNCTIONS = frozenset({
+    "sqrt", "exp", "log", "log10", "sin", "cos", "tan", "arcsin", "arccos",
+    "arctan", "sinh", "cosh", "tanh", "sign", "reciprocal"})
 
 
 def _complex_parts(x: Expression) -> tuple[Expression, Expression]:
@@ -318,38 +303,19 @@ def _integer_power(base: Expression, exponent: Expression,
 
 def _complex_power(base: Expression, exponent: Expression,
                    dtype: np.dtype[Any]) -> Expression:
-    """numpy's complex power: ``z**0`` is 1, ``0**w`` is 0 for
-    ``real(w) > 0`` and NaN otherwise, small integral exponents multiply
-    (as numpy does, for exponents in (-100, 100)), the rest ``exp(w
-    log(z))``."""
-    if isinstance(exponent, (int, float, complex, np.number)):
-        w = complex(exponent)
-        if w.imag == 0 and w.real == int(w.real) and abs(w.real) < 100:
-            n = int(w.real)
-            if n == 0:
-                return dtype.type(1)
-            result: Expression | None = None
-            square = base
-            k = abs(n)
-            while k:
-                if k & 1:
-                    result = square if result is None else prim.Product(
-                        (result, square))
-                k >>= 1
-                if k:
-                    square = prim.Product((square, square))
-            return prim.Quotient(dtype.type(1), result) if n < 0 else result
-    (br, bi), (er, ei) = _complex_parts(base), _complex_parts(exponent)
-    zero = np.empty(0, dtype).real.dtype.type(0)
-    general = prim.Power(base, exponent)
-    at_zero = prim.If(prim.Comparison(er, ">", zero), dtype.type(0),
-                      dtype.type(complex(np.nan, np.nan)))
-    return prim.If(
-        prim.LogicalAnd((prim.Comparison(er, "==", zero),
-                         prim.Comparison(ei, "==", zero))), dtype.type(1),
-        prim.If(prim.LogicalAnd((prim.Comparison(br, "==", zero),
-                                 prim.Comparison(bi, "==", zero))),
-                at_zero, general))
+    """numpy's complex power (``npy_cpow``), in the target's ``_pt_cpow``:
+    ``z**0`` is 1, ``0**w`` is 0 for ``real(w) > 0`` and NaN otherwise,
+    integral exponents in (-100, 100) multiply, the rest is ``exp(w
+    log(z))``. (A constant exponent 0 gives 1 here; other constant
+    exponents go through the zero test too, as in numpy.)"""
+    if isinstance(exponent, (int, float, complex, np.number)) \
+            and complex(exponent) == 0:
+        return dtype.type(1)
+    # Python scalars (weakly typed, as numpy treats them) in the result's
+    # dtype: loopy would type them as 64-bit values
+    base, exponent = (dtype.type(x) if isinstance(x, (int, float, complex))
+                      else x for x in (base, exponent))
+    return _call("_pt_cpow", base, exponent)
 
 
 def _complex_quotient(num: Expression, den: Expression) -> Expression:
@@ -465,10 +431,9 @@ class ScalarToLoopyMapper(IdentityMapper):
             raise self._unknown(f"call to unknown function '{fn}'")
         name = fn.name[len("pytato.c99."):]
         args = tuple(self._operand(p) for p in expr.parameters)
-        if name in ("log10", "arcsin", "arccos", "arctan") and len(args) == 1:
-            dtype = self._dtype(expr.parameters[0])
-            if _is_complex(dtype):
-                return _complex_function(name, args[0], np.dtype(dtype))
+        if name in _COMPLEX_FUNCTIONS and len(args) == 1 \
+                and _is_complex(self._dtype(expr.parameters[0])):
+            return _call(f"_pt_c{name}", *args)
         if name in ("abs", "absolute") and len(args) == 1:
             dtype = self._dtype(expr.parameters[0])
             if isinstance(dtype, np.dtype) and dtype.kind == "i":

@@ -53,6 +53,8 @@ from pymbolic.mapper.stringifier import (
     PREC_NONE,
 )
 
+from pytato.target.loopy.run.cl_complex import COMPLEX_FUNCTIONS, ComplexFunction
+
 
 __all__ = ["GPU_MAX_RESTRICT_ARGUMENTS", "MAX_RESTRICT_ARGUMENTS",
            "PytatoPyOpenCLTarget"]
@@ -216,6 +218,8 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
         callables = dict(super().known_callables)
         callables["_pt_complex"] = _ComplexFromParts(name="_pt_complex")
         callables["_pt_narrow_int"] = _NarrowIntConversion(name="_pt_narrow_int")
+        for name in COMPLEX_FUNCTIONS:
+            callables[f"_pt_c{name}"] = ComplexFunction(name=f"_pt_c{name}")
         return callables
 
     def _pointer(self, var: Any, is_written: bool) -> Any:
