@@ -396,6 +396,63 @@ def test_complex_functions_finite_accuracy(queue, dtype):
 # }}}
 
 
+# {{{ float -> integer conversions out of range
+
+_CAST_VALUES = [np.nan, np.inf, -np.inf, -0.0, -1.0, -1.5, -0.5, 0.5, 255.7,
+                256.0, 300.0, -129.0, 127.9, 65539.0, -2.0**31, 2.0**31,
+                -2.0**31 - 0.5, -2.0**31 - 1, 2.0**31 - 0.5, 2.0**32 + 5,
+                2.0**32 - 0.5, -2.0**63, 2.0**63, 2.0**64, 2.0**63 + 2.0**40,
+                1e30, -1e30, 3e9, -3e9, 1e-300]
+
+_INT_DTYPES = [np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
+               np.int64, np.uint64, np.bool_]
+
+
+def _numpy_casts(x, dtype):
+    """numpy's conversion of each element (its scalar loop: for values
+    outside the target type's range, numpy's vectorized loops over long
+    contiguous arrays may differ, e.g. to uint32)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.array([x[i:i + 1].astype(dtype)[0] for i in range(len(x))],
+                        dtype)
+
+
+@pytest.mark.parametrize("src", [np.float32, np.float64])
+def test_float_to_integer_out_of_range(queue, src):
+    """astype of NaN, infinities, negative values to unsigned types and
+    values out of range: numpy's x86-64 results (issue 21), also for the
+    real part of complex numbers and for computed operands."""
+    x = np.array(_CAST_VALUES, src)
+    c = (x + 1j * np.float32(2)).astype(np.result_type(src, np.complex64))
+    xp = pt.make_placeholder("x", x.shape, x.dtype)
+    cp = pt.make_placeholder("c", c.shape, c.dtype)
+    outs = {}
+    for dt in _INT_DTYPES:
+        name = np.dtype(dt).name
+        outs[f"x_{name}"] = xp.astype(dt)
+        outs[f"c_{name}"] = cp.astype(dt)
+        # a computed operand, and one holding a reduction
+        outs[f"e_{name}"] = (2 * xp).astype(dt)
+        outs[f"r_{name}"] = pt.sum(xp.reshape(-1, 1), axis=1).astype(dt)
+    _, got = pt.generate_loopy(outs)(queue, x=x, c=c)
+    for dt in _INT_DTYPES:
+        name = np.dtype(dt).name
+        with np.errstate(all="ignore"):
+            refs = {"x": _numpy_casts(x, dt),
+                    "c": _numpy_casts(c, dt),
+                    "e": _numpy_casts(2 * x, dt),
+                    "r": _numpy_casts(x, dt)}
+        for k, ref in refs.items():
+            g = got[f"{k}_{name}"]
+            assert g.dtype == ref.dtype
+            bad = np.flatnonzero(g != ref)
+            assert not bad.size, (k, name, [(x[i], g[i], ref[i]) for i in bad])
+
+
+# }}}
+
+
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint16])
 def test_integer_division_by_zero(queue, dtype):
     info = np.iinfo(dtype)

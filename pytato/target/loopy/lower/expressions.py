@@ -512,10 +512,16 @@ class ScalarToLoopyMapper(IdentityMapper):
                 return prim.LogicalOr((prim.Comparison(re, "!=", 0),
                                        prim.Comparison(im, "!=", 0)))
             return prim.Comparison(inner, "!=", 0)
-        if dtype.kind != "c" and _is_complex(self._dtype(expr.inner_expr)):
+        source = self._dtype(expr.inner_expr)
+        if dtype.kind != "c" and _is_complex(source):
             # numpy's astype of complex to real types drops the imaginary
             # part (C has no conversion of OpenCL's complex structs)
             inner = _complex_parts(inner)[0]
+        if dtype.kind in "iu" and _is_inexact(source):
+            # OpenCL leaves conversions of NaN, infinities and values out
+            # of range undefined: the target's function gives numpy's
+            # x86-64 results
+            return _call(f"_pt_float_to_{dtype.name}", inner)
         return LoopyTypeCast(dtype, inner)
 
     def map_constant(self, expr: Expression) -> Expression:

@@ -130,6 +130,66 @@ class _NarrowIntConversion(lp.ScalarCallable):
                 clbl_inf_ctx)
 
 
+_INT_C_TYPES = {"int8": "char", "uint8": "uchar", "int16": "short",
+                "uint16": "ushort", "int32": "int", "uint32": "uint",
+                "int64": "long", "uint64": "ulong"}
+
+_FLOAT_TO_INT_BASE = r"""
+    /* x86-64's conversions (cvttss2si, cvttsd2si): truncation, or the
+       smallest integer for NaN, infinities and values out of range */
+    static inline int _pt_{src}_to_int_x86({src} x)
+    {{ return (x {lo32} && x < 0x1p31{f}) ? (int) x : INT_MIN; }}
+    static inline long _pt_{src}_to_long_x86({src} x)
+    {{ return (x >= -0x1p63{f} && x < 0x1p63{f}) ? (long) x : LONG_MIN; }}
+    """
+
+_FLOAT_TO_INT_BODY = {
+    # narrow types: through int, wrapped (C's conversion to char and short
+    # keeps the low bits in OpenCL compilers; uchar and ushort by C's rule)
+    **{dst: "return ({dst}) _pt_{src}_to_int_x86(x);"
+       for dst in ("char", "uchar", "short", "ushort")},
+    "int": "return _pt_{src}_to_int_x86(x);",
+    "uint": "return (uint) _pt_{src}_to_long_x86(x);",
+    "long": "return _pt_{src}_to_long_x86(x);",
+    # gcc's conversion to unsigned 64-bit integers
+    "ulong": "return x >= 0x1p63{f} ? (ulong) _pt_{src}_to_long_x86(x - 0x1p63{f}) "
+             "^ 0x8000000000000000UL : (ulong) _pt_{src}_to_long_x86(x);",
+}
+
+
+class _FloatToInt(lp.ScalarCallable):
+    """``_pt_float_to_<int dtype>(x)``: the floating point *x* converted to
+    the integer dtype as numpy converts it on x86-64 (OpenCL leaves
+    conversions of NaN, infinities and values out of range undefined): see
+    :ref:`numerical-semantics`."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        dt = arg_id_to_dtype.get(0)
+        if dt is None:
+            return self, clbl_inf_ctx
+        src = dt.numpy_dtype
+        if src not in (np.float32, np.float64):
+            raise lp.LoopyError(f"{self.name}: unexpected dtype {src}")
+        dst = np.dtype(self.name[len("_pt_float_to_"):])
+        return (self.copy(
+            name_in_target=f"_pt_{src.name}_to_{_INT_C_TYPES[dst.name]}",
+            arg_id_to_dtype={0: dt, -1: NumpyType(dst)}), clbl_inf_ctx)
+
+    def generate_preambles(self, target: Any) -> Any:
+        src_c = {"float32": "float", "float64": "double"}[
+            self.arg_id_to_dtype[0].numpy_dtype.name]
+        dst_c = _INT_C_TYPES[self.arg_id_to_dtype[-1].numpy_dtype.name]
+        # -2**31 - 1 is a double; no float lies between it and -2**31
+        lo32 = "> -0x1p31 - 1.0" if src_c == "double" else ">= -0x1p31f"
+        f = "f" if src_c == "float" else ""  # no double in float code
+        yield (f"45_pytato_{src_c}_to_int",
+               _FLOAT_TO_INT_BASE.format(src=src_c, lo32=lo32, f=f))
+        body = _FLOAT_TO_INT_BODY[dst_c].format(src=src_c, dst=dst_c, f=f)
+        yield (f"46_pytato_{src_c}_to_{dst_c}",
+               f"static inline {dst_c} {self.name_in_target}({src_c} x)"
+               f" {{ {body} }}\n")
+
+
 def _calls_on_complex(callables_table: Any) -> bool:
     """Whether a function of the translation unit takes or returns a
     complex value."""
@@ -218,6 +278,9 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
         callables = dict(super().known_callables)
         callables["_pt_complex"] = _ComplexFromParts(name="_pt_complex")
         callables["_pt_narrow_int"] = _NarrowIntConversion(name="_pt_narrow_int")
+        for dtype in _INT_C_TYPES:
+            callables[f"_pt_float_to_{dtype}"] = _FloatToInt(
+                name=f"_pt_float_to_{dtype}")
         for name in COMPLEX_FUNCTIONS:
             callables[f"_pt_c{name}"] = ComplexFunction(name=f"_pt_c{name}")
         return callables
