@@ -30,6 +30,8 @@ callable, and each call brings the definitions it needs as preambles.
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import Any
 
 import loopy as lp
@@ -47,11 +49,6 @@ __all__ = ["COMPLEX_FUNCTIONS", "ComplexFunction"]
 # constructor, SFX: the suffix of the function names, K_*: constants).
 
 _COMMON = r"""
-/* no contraction to fused multiply-adds, which C compilers (numpy's) do
-   not make either: a*c - b*d fused gives finite results where numpy's
-   products overflow */
-#pragma OPENCL FP_CONTRACT OFF
-
 static inline CPLX _pt_cmul_SFX(CPLX a, CPLX b)
 {
     /* numpy's product (no recovery of infinities) */
@@ -498,9 +495,6 @@ static inline CPLX _pt_cpow_SFX(CPLX a, CPLX b)
     /* the C library's cpow: exp(b log(a)), with C99's product */
     return _pt_cexp_SFX(_pt_cmul_annexg_SFX(b, _pt_clog_SFX(a)));
 }
-
-/* back to OpenCL's default for the code that follows */
-#pragma OPENCL FP_CONTRACT ON
 """
 
 _TYPES = {
@@ -529,6 +523,45 @@ def _source(dtype: np.dtype[Any]) -> str:
         src = src.replace(name, f"({consts[name]})")
     return (src.replace("REAL", real).replace("CPLX", cplx)
             .replace("CNEW", cnew).replace("_SFX", "_" + sfx))
+
+
+_FUNCTION_START = re.compile(r"^static inline \w+ (_pt_\w+)\(", re.MULTILINE)
+
+
+@functools.cache
+def _definitions(dtype: np.dtype[Any]) -> dict[str, tuple[int, str,
+                                                            frozenset[str]]]:
+    """The functions of the source for *dtype*, by C name: their position
+    in the source (each after those it calls), their definition and the
+    names of the functions they call."""
+    src = _source(dtype)
+    starts = [m.start() for m in _FUNCTION_START.finditer(src)]
+    names = [m.group(1) for m in _FUNCTION_START.finditer(src)]
+    result = {}
+    for i, (start, name) in enumerate(zip(starts, names, strict=True)):
+        code = src[start:starts[i + 1] if i + 1 < len(starts) else len(src)]
+        calls = frozenset(n for n in names
+                          if n != name and re.search(rf"\b{n}\(", code))
+        # no contraction to fused multiply-adds, which numpy's C compiler
+        # does not make either (a*c - b*d fused is finite where numpy's
+        # products overflow); back to OpenCL's default after
+        result[name] = (i, "#pragma OPENCL FP_CONTRACT OFF\n" + code.strip()
+                        + "\n#pragma OPENCL FP_CONTRACT ON\n", calls)
+    return result
+
+
+def _preambles(dtype: np.dtype[Any], name: str) -> list[tuple[str, str]]:
+    """The preambles defining the C function *name* for *dtype* and those
+    it calls, tagged in the order of the source."""
+    defs = _definitions(dtype)
+    needed, todo = set(), [name]
+    while todo:
+        n = todo.pop()
+        if n not in needed:
+            needed.add(n)
+            todo.extend(defs[n][2])
+    return [(f"45_pytato_complex_{defs[n][0]:02d}_{n}", defs[n][1])
+            for n in sorted(needed, key=lambda n: defs[n][0])]
 
 # }}}
 
@@ -565,8 +598,6 @@ class ComplexFunction(lp.ScalarCallable):
                 clbl_inf_ctx)
 
     def generate_preambles(self, target: Any) -> Any:
-        dtype = self.arg_id_to_dtype[-1].numpy_dtype
-        # every function of a type in one preamble (the tag is shared by
-        # all the calls of that type): they call each other
-        yield (f"45_pytato_complex_functions_{_TYPES[dtype][3]}",
-               _source(dtype))
+        # the function and those it calls, each once per program (by tag)
+        yield from _preambles(self.arg_id_to_dtype[-1].numpy_dtype,
+                              self.name_in_target)
