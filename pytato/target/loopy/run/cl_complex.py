@@ -186,10 +186,16 @@ static inline CPLX _pt_clog_SFX(CPLX z)
         re = log(hypot(x * (REAL)0.5, y * (REAL)0.5)) + K_LN2;
     else if (big >= (REAL)0.5 && big <= (REAL)2 && small < (REAL)1.5
              && (big - 1) * (big + 1) + small * small <= (REAL)0.5
-             && (big - 1) * (big + 1) + small * small >= (REAL)-0.5)
-        /* near the unit circle: log1p keeps the relative accuracy */
-        re = (REAL)0.5 * log1p((big - 1) * (big + 1) + small * small);
-    else
+             && (big - 1) * (big + 1) + small * small >= (REAL)-0.5) {
+        /* near the unit circle: log1p of x*x + y*y - 1, computed from
+           exact products and sums (Dekker, Knuth) so that its relative
+           accuracy, and the real part's, is kept */
+        REAL px = big * big, ex = fma(big, big, -px);
+        REAL py = small * small, ey = fma(small, small, -py);
+        REAL a = px - 1, ab = a - px, ea = (px - (a - ab)) + (-1 - ab);
+        REAL t = a + py, tb = t - a, et = (a - (t - tb)) + (py - tb);
+        re = (REAL)0.5 * log1p(t + (et + ea + ex + ey));
+    } else
         re = log(hypot(x, y));
     return CNEW(re, atan2(y, x));
 }
@@ -537,7 +543,7 @@ def _definitions(dtype: np.dtype[Any]) -> dict[str, tuple[int, str,
     src = _source(dtype)
     starts = [m.start() for m in _FUNCTION_START.finditer(src)]
     names = [m.group(1) for m in _FUNCTION_START.finditer(src)]
-    result = {}
+    result: dict[str, tuple[int, str, frozenset[str]]] = {}
     for i, (start, name) in enumerate(zip(starts, names, strict=True)):
         code = src[start:starts[i + 1] if i + 1 < len(starts) else len(src)]
         calls = frozenset(n for n in names
@@ -554,7 +560,8 @@ def _preambles(dtype: np.dtype[Any], name: str) -> list[tuple[str, str]]:
     """The preambles defining the C function *name* for *dtype* and those
     it calls, tagged in the order of the source."""
     defs = _definitions(dtype)
-    needed, todo = set(), [name]
+    needed: set[str] = set()
+    todo = [name]
     while todo:
         n = todo.pop()
         if n not in needed:
