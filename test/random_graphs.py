@@ -477,8 +477,17 @@ class _TypedBuilder(_Builder):
               if not (a.dtype.kind == "c" and k in "f")]
         dt = self.choice(to)
         if a.dtype.kind in "fc" and np.dtype(dt).kind in "iu":
-            # float -> int: scaled, to reach values out of range
-            scale = self.choice([1.0, 200.0, 1e5, 1e10])
+            # float -> int of inputs (computed values may differ from
+            # numpy's by a rounding, which truncation or wrap-around turns
+            # into a difference of integers), scaled exactly to reach
+            # values out of range
+            p = self.pick(lambda p: isinstance(p[0], (pt.Placeholder,
+                                                      pt.DataWrapper))
+                          and p[1].dtype.kind in "fc")
+            if p is None:
+                return None
+            x, a = p
+            scale = self.choice([1.0, 256.0, 2.0**20, 2.0**40])
             x, a = x * scale, a * scale
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -532,6 +541,10 @@ class _TypedBuilder(_Builder):
         x, a = self.pick()  # type: ignore[misc]
         y, b = self.pick()  # type: ignore[misc]
         if a.ndim + b.ndim > 4:
+            return None
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            # numpy's einsum factors some sums (",ab->" is a times the sum
+            # of b): with infinities, its NaNs depend on that order
             return None
         return self._random_einsum(x, a, y, b)
 

@@ -792,3 +792,47 @@ def test_floor_division_at_type_limits(queue, dtype):
     _assert_same(got["r"], a % b)
     _assert_same(got["q3"], a // dtype(3))
     _assert_same(got["qm2"], a // dtype(-2))
+
+
+def test_sum_of_booleans_is_logical_or(queue):
+    """numpy's ``bool + bool`` is a logical or: stored as 1, not 2 (found
+    by the widened differential test: ``-6 | (b + b)`` gave -6)."""
+    b = np.array([True, True, False, True])
+    c = np.array([True, False, False, True])
+    bp = pt.make_placeholder("b", b.shape, b.dtype)
+    cp = pt.make_placeholder("c", c.shape, c.dtype)
+    outs = {"s": bp + cp, "s2": bp + bp, "o": np.int32(-6) | (bp + bp),
+            "v": (bp + cp).astype(np.int8) * 3, "w": pt.sum(bp + cp)}
+    _, got = pt.generate_loopy(outs)(queue, b=b, c=c)
+    refs = {"s": b + c, "s2": b + b, "o": np.int32(-6) | (b + b),
+            "v": (b + c).astype(np.int8) * 3, "w": np.sum(b + c)}
+    for k, ref in refs.items():
+        assert got[k].dtype == ref.dtype, k
+        np.testing.assert_array_equal(got[k], ref, err_msg=k)
+    # the stored booleans are 0 or 1
+    assert set(got["s2"].view(np.uint8).tolist()) <= {0, 1}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.complex64,
+                                   np.complex128])
+def test_einsum_signs_of_zero(queue, dtype):
+    """numpy's einsum of several operands adds each product to a zero, so
+    a product -0.0 is +0.0 (a single operand is a view: -0.0 stays)."""
+    a = np.array([-0.5, 0.0, -0.0, 1.0])
+    c = np.array([0.0, -1.0, 1.0, -0.0])
+    if np.dtype(dtype).kind == "c":
+        a = a + 1j * np.array([0.0, -0.0, 1.0, -1.0])
+        c = c + 1j * np.array([-0.0, 0.0, 0.0, 1.0])
+    a, c = a.astype(dtype), c.astype(dtype)
+    ap = pt.make_placeholder("a", a.shape, a.dtype)
+    cp = pt.make_placeholder("c", c.shape, c.dtype)
+    specs = {"e": ("i,i->i", ap, cp), "o": ("i,j->ij", ap, cp),
+             "s": ("i,i->", ap, cp), "one": ("i->i", ap)}
+    outs = {k: pt.einsum(spec, *ops) for k, (spec, *ops) in specs.items()}
+    outs["m"] = ap * cp
+    _, got = pt.generate_loopy(outs)(queue, a=a, c=c)
+    refs = {k: np.einsum(spec, *(a if o is ap else c for o in ops))
+            for k, (spec, *ops) in specs.items()}
+    refs["m"] = a * c
+    for k, ref in refs.items():
+        _assert_same(got[k], ref)

@@ -470,6 +470,14 @@ class ScalarToLoopyMapper(IdentityMapper):
                                    prim.Comparison(im, "!=", 0)))
         return self.rec(expr)
 
+    def map_sum(self, expr: prim.Sum) -> Expression:
+        dtype = self._dtype(expr)
+        if isinstance(dtype, np.dtype) and dtype.kind == "b":
+            # numpy's sum of booleans is their logical or (C's would store
+            # True + True as 2 in a bool array)
+            return prim.LogicalOr(tuple(self._truth(c) for c in expr.children))
+        return super().map_sum(expr)
+
     def map_logical_not(self, expr: prim.LogicalNot) -> Expression:
         return prim.LogicalNot(self._truth(expr.child))
 
