@@ -263,11 +263,14 @@ def _opaque_divisor(den: Expression) -> Expression:
 
 
 def _guard_integer_division(den: Expression, result: Expression,
-                            by_minus_one: Expression) -> Expression:
+                            by_minus_one: Expression, signed: bool = True,
+                            zero: Expression = 0) -> Expression:
     """Integer ``//`` or ``%`` defined for every divisor: numpy's 0 for a
     zero divisor, and the quotient ``-num`` (remainder 0) for -1, which C
     leaves undefined for the smallest integer (x86 traps). A constant
-    divisor other than 0 and -1 needs no guard."""
+    divisor other than 0 and -1 needs no guard. An unsigned divisor is
+    never -1 (C would convert -1 to the largest value: ``1 // 2**32-1`` in
+    ``uint32`` gave ``2**32-1``)."""
     if isinstance(den, (int, np.integer)) and not isinstance(den, bool):
         if int(den) == 0:
             # user operands are numpy scalars (dividing by them is defined);
@@ -278,7 +281,11 @@ def _guard_integer_division(den: Expression, result: Expression,
         if int(den) == -1:
             return by_minus_one
         return result
-    return prim.If(prim.Comparison(den, "==", 0), 0,
+    # (a *zero* of the result's dtype: with a Python 0, loopy typed the
+    # result of uint64 operands float64, losing precision)
+    if not signed:
+        return prim.If(prim.Comparison(den, "==", 0), zero, result)
+    return prim.If(prim.Comparison(den, "==", 0), zero,
                    prim.If(prim.Comparison(den, "==", -1), by_minus_one,
                            result))
 
@@ -537,6 +544,14 @@ class ScalarToLoopyMapper(IdentityMapper):
             return int(expr)
         return expr
 
+    def _signed(self, expr: Expression) -> bool:
+        dtype = self._dtype(expr)
+        return not (isinstance(dtype, np.dtype) and dtype.kind == "u")
+
+    def _zero(self, expr: Expression) -> Expression:
+        dtype = self._dtype(expr)
+        return dtype.type(0) if isinstance(dtype, np.dtype) else 0
+
     def map_floor_div(self, expr: prim.FloorDiv) -> Expression:
         num, den = self._operand(expr.numerator), self._operand(expr.denominator)
         if _is_inexact(self._dtype(expr)):
@@ -544,9 +559,14 @@ class ScalarToLoopyMapper(IdentityMapper):
         simple = simplify_floor_div(num, den, self.state.index_ranges)
         if simple is not None:
             return simple
+        if get_reduction_inames(num) or get_reduction_inames(den):
+            # the guard repeats its operands: loopy would realize a
+            # reduction in each copy (and fail to type them)
+            return _call("_pt_int_floordiv", num, den)
         return _guard_integer_division(
             den, prim.FloorDiv(num, _opaque_divisor(den)),
-            prim.Product((-1, num)))
+            prim.Product((-1, num)), signed=self._signed(expr),
+            zero=self._zero(expr))
 
     def map_remainder(self, expr: prim.Remainder) -> Expression:
         num, den = self._operand(expr.numerator), self._operand(expr.denominator)
@@ -566,8 +586,11 @@ class ScalarToLoopyMapper(IdentityMapper):
         simple = simplify_remainder(num, den, self.state.index_ranges)
         if simple is not None:
             return simple
+        if get_reduction_inames(num) or get_reduction_inames(den):
+            return _call("_pt_int_remainder", num, den)
         return _guard_integer_division(
-            den, prim.Remainder(num, _opaque_divisor(den)), 0)
+            den, prim.Remainder(num, _opaque_divisor(den)), self._zero(expr),
+            signed=self._signed(expr), zero=self._zero(expr))
 
     def map_quotient(self, expr: prim.Quotient) -> Expression:
         num, den = self._operand(expr.numerator), self._operand(expr.denominator)

@@ -190,6 +190,55 @@ class _FloatToInt(lp.ScalarCallable):
                f" {{ {body} }}\n")
 
 
+_GUARDED_DIVISION = {
+    # numpy's integer // and % for every divisor (0 for a zero divisor, a
+    # wrapped negation for -1), as functions: for operands holding a
+    # reduction, which the lowering cannot repeat in conditions
+    "floordiv": """
+        if (b == 0) return 0;
+        if ({signed} && b == ({ctype}) -1) return ({ctype}) -({utype}) a;
+        {ctype} q = a / b;
+        if ({signed} && a - q * b != 0 && ((a < 0) != (b < 0))) q = q - 1;
+        return q;""",
+    "remainder": """
+        if (b == 0 || ({signed} && b == ({ctype}) -1)) return 0;
+        {ctype} r = a % b;
+        if ({signed} && r != 0 && ((r < 0) != (b < 0))) r = r + b;
+        return r;""",
+}
+
+
+class _GuardedIntegerDivision(lp.ScalarCallable):
+    """``_pt_int_floordiv(a, b)`` and ``_pt_int_remainder(a, b)``: numpy's
+    integer ``//`` and ``%`` of *a* and *b* for every divisor."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        dtypes = [arg_id_to_dtype.get(k) for k in (0, 1)]
+        if any(dt is None for dt in dtypes):
+            return self, clbl_inf_ctx
+        dtype = np.result_type(*(dt.numpy_dtype for dt in dtypes))
+        if dtype.kind == "b":
+            dtype = np.dtype(np.int8)
+        if dtype.name not in _INT_C_TYPES:
+            raise lp.LoopyError(f"{self.name}: unexpected dtype {dtype}")
+        op = self.name[len("_pt_int_"):]
+        nt = NumpyType(dtype)
+        return (self.copy(name_in_target=f"_pt_{op}_{dtype.name}",
+                          arg_id_to_dtype={0: nt, 1: nt, -1: nt}),
+                clbl_inf_ctx)
+
+    def generate_preambles(self, target: Any) -> Any:
+        dtype = self.arg_id_to_dtype[-1].numpy_dtype
+        ctype = _INT_C_TYPES[dtype.name]
+        utype = _INT_C_TYPES["u" + dtype.name.lstrip("u")]
+        op = self.name[len("_pt_int_"):]
+        body = _GUARDED_DIVISION[op].format(
+            ctype=ctype, utype=utype, signed=int(dtype.kind == "i"))
+        yield (f"46_pytato_{op}_{ctype}",
+               f"static inline {ctype} {self.name_in_target}({ctype} a, "
+               f"{ctype} b)\n{{{body}\n}}\n")
+
+
 def _calls_on_complex(callables_table: Any) -> bool:
     """Whether a function of the translation unit takes or returns a
     complex value."""
@@ -278,6 +327,9 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
         callables = dict(super().known_callables)
         callables["_pt_complex"] = _ComplexFromParts(name="_pt_complex")
         callables["_pt_narrow_int"] = _NarrowIntConversion(name="_pt_narrow_int")
+        for op in _GUARDED_DIVISION:
+            callables[f"_pt_int_{op}"] = _GuardedIntegerDivision(
+                name=f"_pt_int_{op}")
         for dtype in _INT_C_TYPES:
             callables[f"_pt_float_to_{dtype}"] = _FloatToInt(
                 name=f"_pt_float_to_{dtype}")
