@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import string
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -375,11 +376,24 @@ class _TypedBuilder(_Builder):
         elif dtype.kind == "i":
             v = self.rng.integers(-6, 7, size=shape)
         else:
-            v = self.rng.uniform(-1, 1, size=shape)
+            v = self.special(self.rng.uniform(-1, 1, size=shape))
             if dtype.kind == "c":
-                v = v + 1j * self.rng.uniform(-1, 1, size=shape)
+                v = v + 1j * self.special(self.rng.uniform(-1, 1, size=shape))
         # 0-d: an array, not a numpy scalar (whose ** differs)
         return np.asarray(v).astype(dtype)
+
+    #: special values put in floating point inputs (in each part of
+    #: complex ones)
+    SPECIAL_VALUES = (0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0)
+
+    def special(self, v: np.ndarray) -> np.ndarray:
+        """*v* with about a fifth of its entries replaced by special
+        values (in half of the arrays)."""
+        if self.rng.random() < 0.5:
+            return v
+        where = self.rng.random(v.shape) < 0.2
+        picks = self.rng.choice(np.array(self.SPECIAL_VALUES), size=v.shape)
+        return np.where(where, picks, v)
 
     def random_shape(self, ndim: int) -> tuple[int, ...]:
         return tuple(int(self.choice([0, 1, 1, 2, 3, 4, 4])) for _ in range(ndim))
@@ -390,12 +404,23 @@ class _TypedBuilder(_Builder):
         names = {"b": ["logical_not", "invert", "abs", "square"],
                  "i": ["negative", "abs", "invert", "square"],
                  "u": ["negative", "invert", "square"],
-                 "f": ["negative", "abs", "sin", "square"],
-                 "c": ["negative", "conj", "square", "abs", "real", "imag"]}[kind]
+                 "f": ["negative", "abs", "sin", "square", "sqrt", "exp",
+                       "log", "tanh", "reciprocal", "sign"],
+                 "c": ["negative", "conj", "square", "abs", "real", "imag",
+                       *self.COMPLEX_FUNCTIONS]}[kind]
         name = self.choice(names)
         if name == "invert":
             return ~x, ~a
-        return getattr(pt, name)(x), getattr(np, name)(a)
+        if name == "reciprocal" and kind == "c" and self.rng.random() < 0.5:
+            return x ** -1, a ** -1
+        with np.errstate(all="ignore"):
+            return getattr(pt, name)(x), getattr(np, name)(a)
+
+    #: the complex elementary functions (numpy's special values, see
+    #: :ref:`numerical-semantics`)
+    COMPLEX_FUNCTIONS = ("sqrt", "exp", "log", "log10", "sin", "cos", "tan",
+                         "arcsin", "arccos", "arctan", "sinh", "cosh", "tanh",
+                         "sign", "reciprocal")
 
     def op_binary(self) -> Pair | None:
         x, a, y, b = self.pick_broadcastable_pair()
@@ -411,7 +436,7 @@ class _TypedBuilder(_Builder):
         if kinds <= {"i", "u"} or kinds == {"b", "i"}:
             names += ["floor_divide", "remainder"]
         if "c" in kinds:
-            names.append("true_divide")
+            names += ["true_divide", "power"]
         name = self.choice(names)
         with np.errstate(all="ignore"):
             ref = getattr(np, name)(a, b)
@@ -428,8 +453,10 @@ class _TypedBuilder(_Builder):
                 else (x ** 2, a ** 2)
         if kind == "c":
             c = complex(self.rng.uniform(-1, 1), self.rng.uniform(-1, 1))
-            return (x * c, a * c) if self.rng.random() < 0.5 \
-                else (x ** 2.0, a ** 2.0)
+            e = self.choice([2.0, 2, 3, -2, 0.5, 1.5, c])
+            with np.errstate(all="ignore"):
+                return (x * c, a * c) if self.rng.random() < 0.5 \
+                    else (x ** e, a ** e)
         return x * 0.5 - 1, a * 0.5 - 1
 
     def op_where(self) -> Pair | None:
@@ -439,14 +466,32 @@ class _TypedBuilder(_Builder):
 
     def op_astype(self) -> Pair | None:
         x, a = self.pick()  # type: ignore[misc]
-        kinds = {"b": [np.bool_], "i": [np.int8, np.int32, np.int64],
-                 "u": [np.uint8], "f": [np.float32, np.float64],
+        # float -> integer conversions of NaN, infinities and values out
+        # of range are numpy's x86-64 ones (not uint32, where numpy's
+        # vectorized loops differ from its scalar loop)
+        kinds = {"b": [np.bool_], "i": [np.int8, np.int16, np.int32, np.int64],
+                 "u": [np.uint8, np.uint16, np.uint64],
+                 "f": [np.float32, np.float64],
                  "c": [np.complex64, np.complex128]}
         to = [t for k, ts in kinds.items() for t in ts
-              if not (a.dtype.kind in "fc" and k in "iu")  # float->int: UB
-              and not (a.dtype.kind == "c" and k in "f")]
+              if not (a.dtype.kind == "c" and k in "f")]
         dt = self.choice(to)
-        return x.astype(dt), a.astype(dt)
+        if a.dtype.kind in "fc" and np.dtype(dt).kind in "iu":
+            # float -> int of inputs (computed values may differ from
+            # numpy's by a rounding, which truncation or wrap-around turns
+            # into a difference of integers), scaled exactly to reach
+            # values out of range
+            p = self.pick(lambda p: isinstance(p[0], (pt.Placeholder,
+                                                      pt.DataWrapper))
+                          and p[1].dtype.kind in "fc")
+            if p is None:
+                return None
+            x, a = p
+            scale = self.choice([1.0, 256.0, 2.0**20, 2.0**40])
+            x, a = x * scale, a * scale
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return x.astype(dt), a.astype(dt)
 
     def op_reduce(self) -> Pair | None:
         p = self.pick(lambda p: p[1].ndim >= 1)
@@ -496,6 +541,10 @@ class _TypedBuilder(_Builder):
         x, a = self.pick()  # type: ignore[misc]
         y, b = self.pick()  # type: ignore[misc]
         if a.ndim + b.ndim > 4:
+            return None
+        if not (np.isfinite(a).all() and np.isfinite(b).all()):
+            # numpy's einsum factors some sums (",ab->" is a times the sum
+            # of b): with infinities, its NaNs depend on that order
             return None
         return self._random_einsum(x, a, y, b)
 

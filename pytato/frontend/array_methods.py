@@ -166,12 +166,18 @@ _power = _binary("power")
 
 
 def __pow__(self: Array, other: Any) -> Any:
-    # numpy's ``**`` computes ``b ** 2`` as ``square(b)``: int8 for booleans
-    if self.dtype.kind == "b" and type(other) is int and other == 2:
+    # numpy's ``**`` computes ``b ** 2`` as ``square(b)``: int8 for booleans,
+    # and for complex numbers the product z*z (whose signs of zeros differ
+    # from power(z, 2)'s)
+    if self.dtype.kind in "bfc" and type(other) is int and other == 2:
         return pt_math.square(self)
     # and ``x ** 0.5`` as ``sqrt(x)`` (they differ at -0.0 and infinities)
     if self.dtype.kind in "fc" and type(other) is float and other == 0.5:
         return pt_math.sqrt(self)
+    # and ``x ** -1`` as ``reciprocal(x)`` (for complex x they differ at
+    # infinities: numpy's power multiplies by 1 first)
+    if self.dtype.kind in "fc" and type(other) is int and other == -1:
+        return pt_math.reciprocal(self)
     return _power(self, other)
 
 # }}}

@@ -291,8 +291,8 @@ def sign(x: Any) -> Any:
     def make(a: Any) -> Any:
         zero, one = dtype.type(0), dtype.type(1)
         if dtype.kind == "c":
-            return prim.If(prim.Comparison(a, "==", zero), zero,
-                           prim.Quotient(a, c99_call("abs", a)))
+            # numpy's z/abs(z), with its values at zeros and infinities
+            return c99_call("sign", a)
         rest = zero
         if dtype.kind == "f":
             rest = prim.If(prim.Comparison(a, "==", zero), zero, a)
@@ -326,8 +326,15 @@ def reciprocal(x: Any) -> Any:
     if isinstance(x, Array) and dtype.kind not in "fc":
         raise DTypeError(f"reciprocal: 'x' must have a floating point or "
                          f"complex dtype, got {dtype}")
-    return elementwise(np.reciprocal, [x],
-                       lambda a: prim.Quotient(dtype.type(1), a),
+    if dtype.kind == "c":
+        # numpy's algorithm, whose special values differ from 1/x's
+        # (reciprocal(0j) is nan+nanj)
+        def make(a: Any) -> Any:
+            return c99_call("reciprocal", a)
+    else:
+        def make(a: Any) -> Any:
+            return prim.Quotient(dtype.type(1), a)
+    return elementwise(np.reciprocal, [x], make,
                        argnames=["x"], what="reciprocal")
 
 # }}}

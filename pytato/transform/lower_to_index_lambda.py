@@ -207,6 +207,10 @@ class _ToIndexLambda(Mapper):
             inner = prim.LogicalAnd(tuple(factors)) if boolean \
                 else _product(factors)
         if not redn_axes:
+            if len(factors) > 1 and expr.dtype.kind in "fc":
+                # numpy's einsum of several operands adds each product to
+                # a zero, also without a sum: a product -0.0 is +0.0
+                inner = prim.Sum((expr.dtype.type(0), inner))
             return self._finish(expr, inner, b)
         bounds = {redn_name[ax]: (0, b.size(expr.reduction_axis_length(ax)))
                   for ax in redn_axes}

@@ -4,27 +4,40 @@ generation, :mod:`pytato.target.loopy.run.program_store` when releasing
 cache memory). Imports no stage.
 
 .. autodata:: LOOPY_MEMO_LIMIT
+.. autodata:: GENERATED_SOURCE_LIMIT
 .. autofunction:: trim_loopy_memos
 """
 
 from __future__ import annotations
 
+import linecache
+
 from loopy import symbolic as _loopy_symbolic
 
 
-__all__ = ["LOOPY_MEMO_LIMIT", "trim_loopy_memos"]
+__all__ = ["GENERATED_SOURCE_LIMIT", "LOOPY_MEMO_LIMIT", "trim_loopy_memos"]
 
 
 LOOPY_MEMO_LIMIT = 2048
 """The most entries kept in :mod:`loopy`'s global memo of expression
 dependencies (see :func:`trim_loopy_memos`)."""
 
+GENERATED_SOURCE_LIMIT = 256
+"""The most sources of generated Python code (:mod:`loopy`'s invokers,
+compiled by :mod:`pytools`) kept in :mod:`linecache` (see
+:func:`trim_loopy_memos`)."""
+
+#: the prefix of the :mod:`linecache` names of :mod:`pytools`' generated code
+_GENERATED_PREFIX = "<generated: '"
+
 
 def trim_loopy_memos(limit: int | None = None) -> None:
     """Clear :mod:`loopy`'s global, never cleared memo of the dependencies
     of expressions (one entry per instruction expression it analyzed) when
     it holds more than *limit* (default: :data:`LOOPY_MEMO_LIMIT`)
-    entries. A pure cache: clearing it only costs recomputation."""
+    entries. A pure cache: clearing it only costs recomputation. Also drop
+    the oldest sources of generated Python code from :mod:`linecache`
+    beyond :data:`GENERATED_SOURCE_LIMIT` (beyond *limit*, if smaller)."""
     if limit is None:
         limit = LOOPY_MEMO_LIMIT
     fn = getattr(_loopy_symbolic, "_get_dependencies_and_reduction_inames",
@@ -33,3 +46,13 @@ def trim_loopy_memos(limit: int | None = None) -> None:
     memo = getattr(getattr(fn, "__wrapped__", fn), "_memoize_dic", None)
     if memo is not None and len(memo) > limit:
         memo.clear()
+    # pytools puts the source of each piece of generated Python code (the
+    # invoker of every program) in linecache, for tracebacks, and never
+    # removes it: about 33 KB per program run. The oldest go, beyond
+    # GENERATED_SOURCE_LIMIT (their tracebacks then show no source lines).
+    source_limit = GENERATED_SOURCE_LIMIT if limit == LOOPY_MEMO_LIMIT \
+        else min(limit, GENERATED_SOURCE_LIMIT)
+    generated = [name for name in linecache.cache
+                 if isinstance(name, str) and name.startswith(_GENERATED_PREFIX)]
+    for name in generated[:max(len(generated) - source_limit, 0)]:
+        linecache.cache.pop(name, None)

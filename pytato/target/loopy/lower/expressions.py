@@ -235,27 +235,12 @@ def _call(name: str, *args: Expression) -> prim.Call:
     return prim.Call(prim.Variable(name), args)
 
 
-def _complex_function(name: str, z: Expression, dtype: np.dtype[Any]
-                      ) -> Expression:
-    """Complex functions OpenCL lacks, in terms of ``log`` and ``sqrt``
-    (numpy's branch cuts)."""
-    i = dtype.type(1j)
-    one = dtype.type(1)
-    if name == "log10":
-        return prim.Product((_call("log", z),
-                             np.empty(0, dtype).real.dtype.type(1 / np.log(10))))
-    if name == "arcsin":
-        return prim.Product((-i, _call("log", prim.Sum((
-            prim.Product((i, z)),
-            _call("sqrt", prim.Sum((one, prim.Product((-1, z, z))))))))))
-    if name == "arccos":
-        return prim.Product((-i, _call("log", prim.Sum((
-            z, prim.Product((i, _call("sqrt", prim.Sum((
-                one, prim.Product((-1, z, z))))))))))))
-    assert name == "arctan"
-    return prim.Product((dtype.type(0.5j), prim.Sum((
-        _call("log", prim.Sum((one, prim.Product((-i, z))))),
-        prim.Product((-1, _call("log", prim.Sum((one, prim.Product((i, z)))))))))))
+#: ``pytato.c99`` functions of one complex argument that the target
+#: computes with numpy's special values, as ``_pt_c<name>``
+#: (:mod:`pytato.target.loopy.run.cl_complex`).
+_COMPLEX_FUNCTIONS = frozenset({
+    "sqrt", "exp", "log", "log10", "sin", "cos", "tan", "arcsin", "arccos",
+    "arctan", "sinh", "cosh", "tanh", "sign", "reciprocal"})
 
 
 def _complex_parts(x: Expression) -> tuple[Expression, Expression]:
@@ -278,11 +263,14 @@ def _opaque_divisor(den: Expression) -> Expression:
 
 
 def _guard_integer_division(den: Expression, result: Expression,
-                            by_minus_one: Expression) -> Expression:
+                            by_minus_one: Expression, signed: bool = True,
+                            zero: Expression = 0) -> Expression:
     """Integer ``//`` or ``%`` defined for every divisor: numpy's 0 for a
     zero divisor, and the quotient ``-num`` (remainder 0) for -1, which C
     leaves undefined for the smallest integer (x86 traps). A constant
-    divisor other than 0 and -1 needs no guard."""
+    divisor other than 0 and -1 needs no guard. An unsigned divisor is
+    never -1 (C would convert -1 to the largest value: ``1 // 2**32-1`` in
+    ``uint32`` gave ``2**32-1``)."""
     if isinstance(den, (int, np.integer)) and not isinstance(den, bool):
         if int(den) == 0:
             # user operands are numpy scalars (dividing by them is defined);
@@ -293,7 +281,11 @@ def _guard_integer_division(den: Expression, result: Expression,
         if int(den) == -1:
             return by_minus_one
         return result
-    return prim.If(prim.Comparison(den, "==", 0), 0,
+    # (a *zero* of the result's dtype: with a Python 0, loopy typed the
+    # result of uint64 operands float64, losing precision)
+    if not signed:
+        return prim.If(prim.Comparison(den, "==", 0), zero, result)
+    return prim.If(prim.Comparison(den, "==", 0), zero,
                    prim.If(prim.Comparison(den, "==", -1), by_minus_one,
                            result))
 
@@ -318,38 +310,19 @@ def _integer_power(base: Expression, exponent: Expression,
 
 def _complex_power(base: Expression, exponent: Expression,
                    dtype: np.dtype[Any]) -> Expression:
-    """numpy's complex power: ``z**0`` is 1, ``0**w`` is 0 for
-    ``real(w) > 0`` and NaN otherwise, small integral exponents multiply
-    (as numpy does, for exponents in (-100, 100)), the rest ``exp(w
-    log(z))``."""
-    if isinstance(exponent, (int, float, complex, np.number)):
-        w = complex(exponent)
-        if w.imag == 0 and w.real == int(w.real) and abs(w.real) < 100:
-            n = int(w.real)
-            if n == 0:
-                return dtype.type(1)
-            result: Expression | None = None
-            square = base
-            k = abs(n)
-            while k:
-                if k & 1:
-                    result = square if result is None else prim.Product(
-                        (result, square))
-                k >>= 1
-                if k:
-                    square = prim.Product((square, square))
-            return prim.Quotient(dtype.type(1), result) if n < 0 else result
-    (br, bi), (er, ei) = _complex_parts(base), _complex_parts(exponent)
-    zero = np.empty(0, dtype).real.dtype.type(0)
-    general = prim.Power(base, exponent)
-    at_zero = prim.If(prim.Comparison(er, ">", zero), dtype.type(0),
-                      dtype.type(complex(np.nan, np.nan)))
-    return prim.If(
-        prim.LogicalAnd((prim.Comparison(er, "==", zero),
-                         prim.Comparison(ei, "==", zero))), dtype.type(1),
-        prim.If(prim.LogicalAnd((prim.Comparison(br, "==", zero),
-                                 prim.Comparison(bi, "==", zero))),
-                at_zero, general))
+    """numpy's complex power (``npy_cpow``), in the target's ``_pt_cpow``:
+    ``z**0`` is 1, ``0**w`` is 0 for ``real(w) > 0`` and NaN otherwise,
+    integral exponents in (-100, 100) multiply, the rest is ``exp(w
+    log(z))``. (A constant exponent 0 gives 1 here; other constant
+    exponents go through the zero test too, as in numpy.)"""
+    if isinstance(exponent, (int, float, complex, np.number)) \
+            and complex(exponent) == 0:
+        return dtype.type(1)
+    # Python scalars (weakly typed, as numpy treats them) in the result's
+    # dtype: loopy would type them as 64-bit values
+    base, exponent = (dtype.type(x) if isinstance(x, (int, float, complex))
+                      else x for x in (base, exponent))
+    return _call("_pt_cpow", base, exponent)
 
 
 def _complex_quotient(num: Expression, den: Expression) -> Expression:
@@ -465,10 +438,9 @@ class ScalarToLoopyMapper(IdentityMapper):
             raise self._unknown(f"call to unknown function '{fn}'")
         name = fn.name[len("pytato.c99."):]
         args = tuple(self._operand(p) for p in expr.parameters)
-        if name in ("log10", "arcsin", "arccos", "arctan") and len(args) == 1:
-            dtype = self._dtype(expr.parameters[0])
-            if _is_complex(dtype):
-                return _complex_function(name, args[0], np.dtype(dtype))
+        if name in _COMPLEX_FUNCTIONS and len(args) == 1 \
+                and _is_complex(self._dtype(expr.parameters[0])):
+            return _call(f"_pt_c{name}", *args)
         if name in ("abs", "absolute") and len(args) == 1:
             dtype = self._dtype(expr.parameters[0])
             if isinstance(dtype, np.dtype) and dtype.kind == "i":
@@ -504,6 +476,14 @@ class ScalarToLoopyMapper(IdentityMapper):
             return prim.LogicalOr((prim.Comparison(re, "!=", 0),
                                    prim.Comparison(im, "!=", 0)))
         return self.rec(expr)
+
+    def map_sum(self, expr: prim.Sum) -> Expression:
+        dtype = self._dtype(expr)
+        if isinstance(dtype, np.dtype) and dtype.kind == "b":
+            # numpy's sum of booleans is their logical or (C's would store
+            # True + True as 2 in a bool array)
+            return prim.LogicalOr(tuple(self._truth(c) for c in expr.children))
+        return super().map_sum(expr)
 
     def map_logical_not(self, expr: prim.LogicalNot) -> Expression:
         return prim.LogicalNot(self._truth(expr.child))
@@ -547,16 +527,30 @@ class ScalarToLoopyMapper(IdentityMapper):
                 return prim.LogicalOr((prim.Comparison(re, "!=", 0),
                                        prim.Comparison(im, "!=", 0)))
             return prim.Comparison(inner, "!=", 0)
-        if dtype.kind != "c" and _is_complex(self._dtype(expr.inner_expr)):
+        source = self._dtype(expr.inner_expr)
+        if dtype.kind != "c" and _is_complex(source):
             # numpy's astype of complex to real types drops the imaginary
             # part (C has no conversion of OpenCL's complex structs)
             inner = _complex_parts(inner)[0]
+        if dtype.kind in "iu" and _is_inexact(source):
+            # OpenCL leaves conversions of NaN, infinities and values out
+            # of range undefined: the target's function gives numpy's
+            # x86-64 results
+            return _call(f"_pt_float_to_{dtype.name}", inner)
         return LoopyTypeCast(dtype, inner)
 
     def map_constant(self, expr: Expression) -> Expression:
         if isinstance(expr, (bool, np.bool_)):
             return int(expr)
         return expr
+
+    def _signed(self, expr: Expression) -> bool:
+        dtype = self._dtype(expr)
+        return not (isinstance(dtype, np.dtype) and dtype.kind == "u")
+
+    def _zero(self, expr: Expression) -> Expression:
+        dtype = self._dtype(expr)
+        return dtype.type(0) if isinstance(dtype, np.dtype) else 0
 
     def map_floor_div(self, expr: prim.FloorDiv) -> Expression:
         num, den = self._operand(expr.numerator), self._operand(expr.denominator)
@@ -565,9 +559,14 @@ class ScalarToLoopyMapper(IdentityMapper):
         simple = simplify_floor_div(num, den, self.state.index_ranges)
         if simple is not None:
             return simple
+        if get_reduction_inames(num) or get_reduction_inames(den):
+            # the guard repeats its operands: loopy would realize a
+            # reduction in each copy (and fail to type them)
+            return _call("_pt_int_floordiv", num, den)
         return _guard_integer_division(
             den, prim.FloorDiv(num, _opaque_divisor(den)),
-            prim.Product((-1, num)))
+            prim.Product((-1, num)), signed=self._signed(expr),
+            zero=self._zero(expr))
 
     def map_remainder(self, expr: prim.Remainder) -> Expression:
         num, den = self._operand(expr.numerator), self._operand(expr.denominator)
@@ -587,8 +586,11 @@ class ScalarToLoopyMapper(IdentityMapper):
         simple = simplify_remainder(num, den, self.state.index_ranges)
         if simple is not None:
             return simple
+        if get_reduction_inames(num) or get_reduction_inames(den):
+            return _call("_pt_int_remainder", num, den)
         return _guard_integer_division(
-            den, prim.Remainder(num, _opaque_divisor(den)), 0)
+            den, prim.Remainder(num, _opaque_divisor(den)), self._zero(expr),
+            signed=self._signed(expr), zero=self._zero(expr))
 
     def map_quotient(self, expr: prim.Quotient) -> Expression:
         num, den = self._operand(expr.numerator), self._operand(expr.denominator)

@@ -53,6 +53,8 @@ from pymbolic.mapper.stringifier import (
     PREC_NONE,
 )
 
+from pytato.target.loopy.run.cl_complex import COMPLEX_FUNCTIONS, ComplexFunction
+
 
 __all__ = ["GPU_MAX_RESTRICT_ARGUMENTS", "MAX_RESTRICT_ARGUMENTS",
            "PytatoPyOpenCLTarget"]
@@ -126,6 +128,115 @@ class _NarrowIntConversion(lp.ScalarCallable):
         return (self.copy(name_in_target=name,
                           arg_id_to_dtype={0: dt, -1: result}),
                 clbl_inf_ctx)
+
+
+_INT_C_TYPES = {"int8": "char", "uint8": "uchar", "int16": "short",
+                "uint16": "ushort", "int32": "int", "uint32": "uint",
+                "int64": "long", "uint64": "ulong"}
+
+_FLOAT_TO_INT_BASE = r"""
+    /* x86-64's conversions (cvttss2si, cvttsd2si): truncation, or the
+       smallest integer for NaN, infinities and values out of range */
+    static inline int _pt_{src}_to_int_x86({src} x)
+    {{ return (x {lo32} && x < 0x1p31{f}) ? (int) x : INT_MIN; }}
+    static inline long _pt_{src}_to_long_x86({src} x)
+    {{ return (x >= -0x1p63{f} && x < 0x1p63{f}) ? (long) x : LONG_MIN; }}
+    """
+
+_FLOAT_TO_INT_BODY = {
+    # narrow types: through int, wrapped (C's conversion to char and short
+    # keeps the low bits in OpenCL compilers; uchar and ushort by C's rule)
+    **{dst: "return ({dst}) _pt_{src}_to_int_x86(x);"
+       for dst in ("char", "uchar", "short", "ushort")},
+    "int": "return _pt_{src}_to_int_x86(x);",
+    "uint": "return (uint) _pt_{src}_to_long_x86(x);",
+    "long": "return _pt_{src}_to_long_x86(x);",
+    # gcc's conversion to unsigned 64-bit integers
+    "ulong": "return x >= 0x1p63{f} ? (ulong) _pt_{src}_to_long_x86(x - 0x1p63{f}) "
+             "^ 0x8000000000000000UL : (ulong) _pt_{src}_to_long_x86(x);",
+}
+
+
+class _FloatToInt(lp.ScalarCallable):
+    """``_pt_float_to_<int dtype>(x)``: the floating point *x* converted to
+    the integer dtype as numpy converts it on x86-64 (OpenCL leaves
+    conversions of NaN, infinities and values out of range undefined): see
+    :ref:`numerical-semantics`."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        dt = arg_id_to_dtype.get(0)
+        if dt is None:
+            return self, clbl_inf_ctx
+        src = dt.numpy_dtype
+        if src not in (np.float32, np.float64):
+            raise lp.LoopyError(f"{self.name}: unexpected dtype {src}")
+        dst = np.dtype(self.name[len("_pt_float_to_"):])
+        return (self.copy(
+            name_in_target=f"_pt_{src.name}_to_{_INT_C_TYPES[dst.name]}",
+            arg_id_to_dtype={0: dt, -1: NumpyType(dst)}), clbl_inf_ctx)
+
+    def generate_preambles(self, target: Any) -> Any:
+        src_c = {"float32": "float", "float64": "double"}[
+            self.arg_id_to_dtype[0].numpy_dtype.name]
+        dst_c = _INT_C_TYPES[self.arg_id_to_dtype[-1].numpy_dtype.name]
+        # -2**31 - 1 is a double; no float lies between it and -2**31
+        lo32 = "> -0x1p31 - 1.0" if src_c == "double" else ">= -0x1p31f"
+        f = "f" if src_c == "float" else ""  # no double in float code
+        yield (f"45_pytato_{src_c}_to_int",
+               _FLOAT_TO_INT_BASE.format(src=src_c, lo32=lo32, f=f))
+        body = _FLOAT_TO_INT_BODY[dst_c].format(src=src_c, dst=dst_c, f=f)
+        yield (f"46_pytato_{src_c}_to_{dst_c}",
+               f"static inline {dst_c} {self.name_in_target}({src_c} x)"
+               f" {{ {body} }}\n")
+
+
+_GUARDED_DIVISION = {
+    # numpy's integer // and % for every divisor (0 for a zero divisor, a
+    # wrapped negation for -1), as functions: for operands holding a
+    # reduction, which the lowering cannot repeat in conditions
+    "floordiv": """
+        if (b == 0) return 0;
+        if ({signed} && b == ({ctype}) -1) return ({ctype}) -({utype}) a;
+        {ctype} q = a / b;
+        if ({signed} && a - q * b != 0 && ((a < 0) != (b < 0))) q = q - 1;
+        return q;""",
+    "remainder": """
+        if (b == 0 || ({signed} && b == ({ctype}) -1)) return 0;
+        {ctype} r = a % b;
+        if ({signed} && r != 0 && ((r < 0) != (b < 0))) r = r + b;
+        return r;""",
+}
+
+
+class _GuardedIntegerDivision(lp.ScalarCallable):
+    """``_pt_int_floordiv(a, b)`` and ``_pt_int_remainder(a, b)``: numpy's
+    integer ``//`` and ``%`` of *a* and *b* for every divisor."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        dtypes = [arg_id_to_dtype.get(k) for k in (0, 1)]
+        if any(dt is None for dt in dtypes):
+            return self, clbl_inf_ctx
+        dtype = np.result_type(*(dt.numpy_dtype for dt in dtypes))
+        if dtype.kind == "b":
+            dtype = np.dtype(np.int8)
+        if dtype.name not in _INT_C_TYPES:
+            raise lp.LoopyError(f"{self.name}: unexpected dtype {dtype}")
+        op = self.name[len("_pt_int_"):]
+        nt = NumpyType(dtype)
+        return (self.copy(name_in_target=f"_pt_{op}_{dtype.name}",
+                          arg_id_to_dtype={0: nt, 1: nt, -1: nt}),
+                clbl_inf_ctx)
+
+    def generate_preambles(self, target: Any) -> Any:
+        dtype = self.arg_id_to_dtype[-1].numpy_dtype
+        ctype = _INT_C_TYPES[dtype.name]
+        utype = _INT_C_TYPES["u" + dtype.name.lstrip("u")]
+        op = self.name[len("_pt_int_"):]
+        body = _GUARDED_DIVISION[op].format(
+            ctype=ctype, utype=utype, signed=int(dtype.kind == "i"))
+        yield (f"46_pytato_{op}_{ctype}",
+               f"static inline {ctype} {self.name_in_target}({ctype} a, "
+               f"{ctype} b)\n{{{body}\n}}\n")
 
 
 def _calls_on_complex(callables_table: Any) -> bool:
@@ -216,6 +327,14 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
         callables = dict(super().known_callables)
         callables["_pt_complex"] = _ComplexFromParts(name="_pt_complex")
         callables["_pt_narrow_int"] = _NarrowIntConversion(name="_pt_narrow_int")
+        for op in _GUARDED_DIVISION:
+            callables[f"_pt_int_{op}"] = _GuardedIntegerDivision(
+                name=f"_pt_int_{op}")
+        for dtype in _INT_C_TYPES:
+            callables[f"_pt_float_to_{dtype}"] = _FloatToInt(
+                name=f"_pt_float_to_{dtype}")
+        for name in COMPLEX_FUNCTIONS:
+            callables[f"_pt_c{name}"] = ComplexFunction(name=f"_pt_c{name}")
         return callables
 
     def _pointer(self, var: Any, is_written: bool) -> Any:

@@ -72,7 +72,11 @@ grows a process's memory through caches, each bounded or boundable:
   :mod:`loopy` never clears:
   :func:`~pytato.target.loopy.loopy_memos.trim_loopy_memos` (called at each
   code generation) clears it past
-  :data:`~pytato.target.loopy.loopy_memos.LOOPY_MEMO_LIMIT` entries.
+  :data:`~pytato.target.loopy.loopy_memos.LOOPY_MEMO_LIMIT` entries;
+* the sources of generated Python code (the invokers of programs) that
+  :mod:`pytools` keeps in :mod:`linecache`, about 33 KB per program run:
+  :func:`~pytato.target.loopy.loopy_memos.trim_loopy_memos` keeps the
+  latest :data:`~pytato.target.loopy.loopy_memos.GENERATED_SOURCE_LIMIT`.
 
 :func:`release_cache_memory` empties all of them (results are then found
 on disk again, or regenerated). Setting ``LOOPY_NO_CACHE=1`` and
