@@ -427,6 +427,10 @@ static inline CPLX _pt_carctanh_SFX(CPLX z)
 static inline CPLX _pt_carctan_SFX(CPLX z)
 {
     /* atan(z) = -i atanh(iz) */
+    if (isnan(z.imag) && isinf(z.real))
+        /* the sign of the zero is that of the NaN given (atanh would see
+           its negation, whose sign some devices do not flip) */
+        return CNEW(copysign(K_PI_2, z.real), copysign((REAL)0, z.imag));
     CPLX r = _pt_carctanh_SFX(CNEW(-z.imag, z.real));
     return CNEW(r.imag, -r.real);
 }
