@@ -80,15 +80,16 @@ def split_enabled(devices: Sequence[cl.Device] = ()) -> bool:
     """Whether programs on *devices* take the split path: as
     :data:`SPLIT_ENV` says, else when none of *devices* is a CPU.
 
-    On GPUs the split path cuts the first call of the 10 000-node random
-    DAG of ``benchmarks/bench_codegen.py`` on the H100 machine from 47 s
-    to 19 s: :mod:`loopy` runs on the distinct sub-units in worker
-    processes, which also build their code (NVIDIA's compiler takes 19 s
-    over the program's kernels in threads of one process). With PoCL on a
-    2-core CPU it is slower (62 s against 35 s under load: PoCL compiles
-    each of the many programs' kernels at their first launch, one after
-    the other), so CPUs keep the single kernel (``benchmarks/README.md``
-    has the figures)."""
+    On GPUs the split path cuts a fresh process's time to the first
+    result of the 10 000-node random DAG of ``benchmarks/bench_codegen.py``
+    on the H100 machine from 43-63 s to 19-21 s: :mod:`loopy` runs on the
+    distinct sub-units in worker processes, which also build their code
+    (NVIDIA's compiler took 19 s over the program's kernels in threads of
+    one process). With PoCL on a 2-core CPU it gains little cold (27 s
+    against 29-31 s) and loses warm (a first call from the store of 1.4 s
+    against 0.4 s: PoCL compiles each program's kernels at their first
+    launch), so CPUs keep the single kernel (``benchmarks/README.md`` has
+    the figures)."""
     flag = os.environ.get(SPLIT_ENV, "").strip()
     if flag:
         return flag != "0"
