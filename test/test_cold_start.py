@@ -268,3 +268,46 @@ def test_packed_arguments_not_split(ctx_factory, split_on):
     _, out = prog(queue, **inputs)
     for name, ref in expected.items():
         np.testing.assert_allclose(out[name], ref, rtol=1e-12)
+
+
+def test_early_workers_stopped(ctx_factory, split_on, monkeypatch):
+    """Worker processes started before the split are used for the code
+    generation, and stopped when it is done, or when the kernel cannot be
+    split, or when the executor is dropped unused."""
+    import gc
+
+    monkeypatch.setenv(split.SPLIT_WORKERS_ENV, "2")
+    ctx = ctx_factory()
+    queue = cl.CommandQueue(ctx)
+    rg = make_random_graph(3)
+    prog = pt.generate_loopy(rg.outputs, cl_device=queue.device)
+    t_unit = prog.program
+    (entrypoint,) = t_unit.entrypoints
+
+    started = []
+    real_start = split_build._start_workers
+
+    def recording_start(count):
+        procs = real_start(count)
+        started.extend(procs)
+        return procs
+
+    monkeypatch.setattr(split_build, "_start_workers", recording_start)
+    monkeypatch.setattr(split_build, "MIN_INSTRUCTIONS_PER_WORKER", 1)
+    exe = split_build.make_split_executor(t_unit, ctx, entrypoint)
+    if exe is None:
+        pytest.skip("graph not split")
+    assert len(started) == 2
+    assert all(p.poll() is None for p in started)  # waiting for work
+    _, out = exe(queue, **rg.inputs, **prog.bound_arguments)
+    for name, ref in rg.expected.items():
+        np.testing.assert_allclose(out[name], ref, rtol=1e-10, atol=1e-12)
+    assert all(p.poll() is not None for p in started)
+
+    started.clear()
+    exe = split_build.make_split_executor(t_unit, ctx, entrypoint)
+    assert len(started) == 2
+    del exe
+    gc.collect()
+    for p in started:
+        p.wait(timeout=30)

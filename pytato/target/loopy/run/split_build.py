@@ -25,9 +25,12 @@ the arguments of the sub-unit that was generated.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import pickle
+import subprocess
 import sys
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -55,6 +58,8 @@ from pytato.target.loopy.run.executor import (
     _usable_cpus,
     count_from_env,
     run_in_processes,
+    start_processes,
+    stop_processes,
 )
 from pytato.target.loopy.run.instrumented import run_instrumented
 from pytato.target.loopy.run.launcher import KernelPlan, SubkernelInfo
@@ -148,25 +153,32 @@ def _compile_one(t_unit: lp.TranslationUnit,
     return CompiledSubUnit(code, tuple(launches))
 
 
-# a worker process: reads (sys.path, device, [(translation unit, names),
-# ...]) pickled on stdin (all of it before unpickling, which imports loopy
-# and pytato, so that the parent's writes to the workers do not wait for
-# each other's imports), writes the pickled list of CompiledSubUnit on
-# stdout; with a device (see _device_address), it then builds the code of
-# each sub-unit there, which puts the binary in pyopencl's on-disk cache
-# for the parent's build
+# a worker process: its argument is the parent's sys.path (JSON); it
+# imports pytato's code generation first (so that workers started early,
+# see _Workers, import while the parent splits the kernel), then reads
+# (device, [(translation unit, names), ...]) pickled on stdin, all of it
+# before unpickling, writes the pickled list of CompiledSubUnit on stdout;
+# with a device (see _device_address), it then builds the code of each
+# sub-unit there, which puts the binary in pyopencl's on-disk cache for
+# the parent's build
 _WORKER = """
-import pickle, sys
-data = sys.stdin.buffer.read()
-path, device, jobs = pickle.loads(data)
-sys.path[:0] = path
+import json, pickle, sys
+sys.path[:0] = json.loads(sys.argv[1])
 from pytato.target.loopy.run.split_build import _compile_one, _build_in_worker
+data = sys.stdin.buffer.read()
+device, jobs = pickle.loads(data)
 result = [_compile_one(t_unit, names) for t_unit, names in jobs]
 sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
 sys.stdout.buffer.flush()
 if device is not None:
     _build_in_worker(device, [c.code for c in result])
 """
+
+
+def _start_workers(count: int) -> list[subprocess.Popen[bytes]]:
+    """*count* worker processes (:data:`_WORKER`), started."""
+    return start_processes(_WORKER, count, [json.dumps(sys.path)])
+
 
 #: Where a worker process finds the parent's device: the numbers of its
 #: platform and of the device (see
@@ -197,13 +209,16 @@ def _build_in_worker(address: _DeviceAddress, codes: Sequence[str]) -> None:
 def _compile_in_processes(jobs: Sequence[tuple[lp.TranslationUnit,
                                                 Sequence[str]]],
                           nworkers: int,
-                          device: _DeviceAddress | None = None
+                          device: _DeviceAddress | None = None,
+                          workers: Sequence[subprocess.Popen[bytes]] = ()
                           ) -> list[CompiledSubUnit]:
     """:func:`_compile_one` of each of *jobs* in *nworkers* new Python
     processes (not forked: the calling process may hold an OpenCL
-    context), the jobs spread by instruction count. With a *device*, each
-    worker then builds the code it generated for it, which warms
-    pyopencl's binary cache for the parent's build."""
+    context), the jobs spread by instruction count; the processes of
+    *workers* (started by :func:`_start_workers`) first, new ones if
+    there are fewer. With a *device*, each worker then builds the code it
+    generated for it, which warms pyopencl's binary cache for the
+    parent's build."""
     loads = [0] * nworkers
     shares: list[list[int]] = [[] for _ in range(nworkers)]
     for i in sorted(range(len(jobs)), key=lambda i: -len(
@@ -212,12 +227,14 @@ def _compile_in_processes(jobs: Sequence[tuple[lp.TranslationUnit,
         shares[w].append(i)
         loads[w] += len(jobs[i][0].default_entrypoint.instructions) + 1
     shares = [share for share in shares if share]
+    procs = list(workers)
+    if len(procs) < len(shares):
+        procs += _start_workers(len(shares) - len(procs))
     outputs = run_in_processes(
         _WORKER,
-        [program_store._dumps((list(sys.path), device,
-                               [jobs[i] for i in share]))
+        [program_store._dumps((device, [jobs[i] for i in share]))
          for share in shares],
-        "code generation", error_chars=3000)
+        "code generation", error_chars=3000, processes=procs)
     result: list[CompiledSubUnit | None] = [None] * len(jobs)
     for share, out in zip(shares, outputs, strict=True):
         for i, comp in zip(share, pickle.loads(out), strict=True):
@@ -245,6 +262,15 @@ def _workers(sizes: Sequence[int]) -> int:
                       sum(sizes) // MIN_INSTRUCTIONS_PER_WORKER))
 
 
+def _early_workers(knl: lp.LoopKernel) -> list[subprocess.Popen[bytes]]:
+    """Worker processes started before *knl* is split, so that they import
+    pytato while it is (as many as :func:`_workers` would give if all of
+    its instructions were to be generated; none below two)."""
+    n = _workers([1] * len(knl.instructions)) if len(knl.instructions) \
+        else 0
+    return _start_workers(n) if n >= 2 else []
+
+
 def _sub_key(unit: SubUnit) -> str:
     return hashlib.sha256(repr((
         "pytato-sub-unit", program_store.STORE_VERSION,
@@ -258,7 +284,8 @@ STATS = {"generated": 0, "store_hits": 0}
 
 def compile_sub_units(t_unit: lp.TranslationUnit,
                       units: Sequence[SubUnit],
-                      device: cl.Device | None = None
+                      device: cl.Device | None = None,
+                      workers: Sequence[subprocess.Popen[bytes]] = ()
                       ) -> dict[str, CompiledSubUnit]:
     """The :class:`CompiledSubUnit` of each distinct key of *units*
     (sub-units of the kernel of *t_unit*), from the program store where it
@@ -266,7 +293,19 @@ def compile_sub_units(t_unit: lp.TranslationUnit,
     (:data:`~pytato.target.loopy.run.split.SPLIT_WORKERS_ENV`) where there
     are several to generate. With a *device*, the workers also build the
     code they generate for it (with the kernel's build options), so that
-    the caller's builds find the binaries in pyopencl's on-disk cache."""
+    the caller's builds find the binaries in pyopencl's on-disk cache.
+    *workers* are worker processes started earlier (:func:`_start_workers`),
+    used first; they are stopped when done or not needed."""
+    try:
+        return _compile_sub_units(t_unit, units, device, workers)
+    finally:
+        stop_processes(workers)
+
+
+def _compile_sub_units(t_unit: lp.TranslationUnit, units: Sequence[SubUnit],
+                       device: cl.Device | None,
+                       workers: Sequence[subprocess.Popen[bytes]]
+                       ) -> dict[str, CompiledSubUnit]:
     distinct: dict[str, SubUnit] = {}
     for u in units:
         distinct.setdefault(u.key, u)
@@ -306,7 +345,7 @@ def compile_sub_units(t_unit: lp.TranslationUnit,
                 device, t_unit.default_entrypoint.options.build_options)
             compiled = _compile_in_processes(
                 [(unit_t_unit(u), u.canonical_names) for u in todo],
-                nworkers, address)
+                nworkers, address, workers)
     STATS["generated"] += len(todo)
     for unit, comp in zip(todo, compiled, strict=True):
         result[unit.key] = comp
@@ -380,12 +419,17 @@ class SplitExecutor:
 
     def __init__(self, context: cl.Context, t_unit: lp.TranslationUnit,
                  entrypoint: str, units: Sequence[SubUnit],
-                 store_key: str | None = None) -> None:
+                 store_key: str | None = None,
+                 workers: Sequence[subprocess.Popen[bytes]] = ()) -> None:
         self.context = context
         self.t_unit = t_unit
         self.entrypoint = entrypoint
         self.units = tuple(units)
         self.store_key = store_key
+        # worker processes started early (see _early_workers), for the
+        # first code generation; stopped if the executor goes unused
+        self._workers = list(workers)
+        weakref.finalize(self, stop_processes, self._workers)
         self._compiled: dict[str, CompiledSubUnit] | None = None
         self._kernels: dict[str, cl.Kernel] | None = None
         self._plan: SplitKernelPlan | None = None
@@ -398,9 +442,11 @@ class SplitExecutor:
     def compiled(self) -> dict[str, CompiledSubUnit]:
         """The generated sub-units by key (:func:`compile_sub_units`)."""
         if self._compiled is None:
+            workers, self._workers[:] = list(self._workers), []
             try:
                 self._compiled = compile_sub_units(self.t_unit, self.units,
-                                                   self._build_device())
+                                                   self._build_device(),
+                                                   workers)
             except _KernelNeeded:
                 # sub-units from the store, not all of them there: split
                 with PhaseTimer(_logger, "kernel split into sub-units"):
@@ -528,15 +574,21 @@ def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
             executor._dtypes = dtypes
             _logger.info("program store hit for the %d sub-units", len(keys))
             return executor
+    # workers import pytato while the kernel is split
+    workers = _early_workers(knl)
     try:
         with PhaseTimer(_logger, "kernel split into sub-units"):
             units = split_kernel(knl, _open_dtypes(t_unit, entrypoint))
     except SplitNotPossible as e:
+        stop_processes(workers)
         _logger.info("kernel not split: %s", e)
         return None
+    except BaseException:
+        stop_processes(workers)
+        raise
     _logger.info("kernel split into %d sub-units, %d distinct", len(units),
                  len({u.key for u in units}))
     return SplitExecutor(context, t_unit, entrypoint, units,
-                         store_key=store_key)
+                         store_key=store_key, workers=workers)
 
 # vim: foldmethod=marker
