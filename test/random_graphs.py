@@ -226,6 +226,8 @@ class _Builder:
         idx: list[Any] = []
         for n in a.shape:
             kind = self.choice(["full", "range", "reverse", "step", "int"])
+            if n == 0 and kind in ("range", "int"):
+                kind = "full"  # an empty axis has no element to pick
             if kind == "full":
                 idx.append(slice(None))
             elif kind == "range":
