@@ -43,6 +43,7 @@ from pymbolic.typing import Expression
 from pytato.target.loopy.schedule.analysis import box_extent
 from pytato.target.loopy.schedule.reductions import (
     _chosen_iname,
+    _reduction_with_outputs,
     _ReplaceReduction,
     _stage_names,
     _steps_of,
@@ -236,12 +237,10 @@ def split_reduction_row_blocks(kernel: lp.LoopKernel, insn_id: str, *,
     """
     if num_blocks < 1 or group_size < 1:
         raise ValueError("num_blocks and group_size must be positive")
-    insn, out_name, out_inames, red = _the_reduction(kernel, insn_id)
-    if not out_inames:
-        raise ValueError(f"instruction '{insn_id}' has no output inames "
-                         "(use split_reduction_parts)")
-    if kernel.get_inames_domain(frozenset(out_inames)).is_empty():
+    found = _reduction_with_outputs(kernel, insn_id, "split_reduction_parts")
+    if found is None:
         return kernel
+    insn, out_name, out_inames, red = found
     iname = _chosen_iname(red, iname, default=0)
     if len(red.inames) != 1:
         raise ValueError(f"instruction '{insn_id}': the reduction must have "

@@ -147,6 +147,23 @@ def _the_reduction(kernel: lp.LoopKernel, insn_id: str
     return insn, out_name, out_inames, coll.reductions[0]
 
 
+def _reduction_with_outputs(kernel: lp.LoopKernel, insn_id: str,
+                            instead: str
+                            ) -> tuple[lp.Assignment, str, list[str],
+                                       LoopyReduction] | None:
+    """:func:`_the_reduction` of *insn_id*, which must have output inames
+    (else the error names the transform to use *instead*); None if its
+    output domain is empty: nothing to compute (and :mod:`loopy` cannot
+    map an empty loop onto the grid)."""
+    insn, out_name, out_inames, red = _the_reduction(kernel, insn_id)
+    if not out_inames:
+        raise ValueError(f"instruction '{insn_id}' has no output inames "
+                         f"(use {instead})")
+    if kernel.get_inames_domain(frozenset(out_inames)).is_empty():
+        return None
+    return insn, out_name, out_inames, red
+
+
 def _chosen_iname(red: LoopyReduction, iname: str | None, default: int
                   ) -> str:
     """*iname* (an iname of *red*, checked), or by default the iname of
@@ -564,13 +581,11 @@ def split_reduction_columns(kernel: lp.LoopKernel, insn_id: str, *,
     """
     if num_chunks < 1 or group_size < 1:
         raise ValueError("num_chunks and group_size must be positive")
-    insn, out_name, out_inames, red = _the_reduction(kernel, insn_id)
-    if not out_inames:
-        raise ValueError(f"instruction '{insn_id}' has no output inames "
-                         "(use split_reduction_two_stage)")
-    if kernel.get_inames_domain(frozenset(out_inames)).is_empty():
-        # no outputs (loopy cannot map an empty loop onto the grid)
+    found = _reduction_with_outputs(kernel, insn_id,
+                                    "split_reduction_two_stage")
+    if found is None:
         return kernel
+    insn, out_name, out_inames, red = found
     iname = _chosen_iname(red, iname, default=0)
     if run is None:
         length = _constant_length(kernel, iname)
