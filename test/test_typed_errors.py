@@ -16,6 +16,7 @@ from pytato.diagnostic import (
     InvalidArgumentTypeError,
     InvalidIndexError,
     InvalidKeyError,
+    NameClashError,
     PytatoError,
     ScalarOverflowError,
     TagTypeError,
@@ -191,3 +192,31 @@ def test_invalid_key_error_message() -> None:
     assert str(err) == "output 'z' does not exist"    # not KeyError's repr
 
 # }}}
+
+
+@pytest.mark.parametrize("name", ["sin", "exp", "atan2", "fabs"])
+def test_array_named_like_a_called_function(ctx_factory, name) -> None:
+    """An input or output named like an OpenCL C function that the kernel
+    calls would hide the function in the device code: a
+    :class:`NameClashError` names it when the code is generated (at the
+    first call, or by ``get_code``), before any OpenCL compiler sees it;
+    arrays named like functions the kernel does not call keep working."""
+    import pyopencl as cl
+    queue = cl.CommandQueue(ctx_factory())
+    xv = np.arange(4.0)
+    x = pt.make_placeholder("x", (4,), np.float64)
+    called = {"sin": pt.sin(x), "exp": pt.exp(x), "atan2": pt.arctan2(x, x),
+              "fabs": pt.abs(x)}[name]
+    prog = pt.generate_loopy({name: called})
+    with pytest.raises(NameClashError, match=f"'{name}'.*OpenCL C function"):
+        prog(queue, x=xv)
+    with pytest.raises(NameClashError, match=f"'{name}'.*OpenCL C function"):
+        prog.get_code()
+    y = pt.make_placeholder(name, (4,), np.float64)
+    with pytest.raises(NameClashError, match=f"'{name}'"):
+        pt.generate_loopy({"out": called + y})(queue, x=xv, **{name: xv})
+    # not called: fine
+    _, out = pt.generate_loopy({"out": 2 * y})(queue, **{name: xv})
+    np.testing.assert_array_equal(out["out"], 2 * xv)
+    _, out = pt.generate_loopy({name: 2 * x})(queue, x=xv)
+    np.testing.assert_array_equal(out[name], 2 * xv)

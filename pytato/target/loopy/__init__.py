@@ -43,6 +43,7 @@ from pytato.target.loopy.lower.calls import (
 )
 from pytato.target.loopy.lower.index_checks import IndexCheckedProgram, index_checks
 from pytato.target.loopy.run import program_store
+from pytato.target.loopy.run.cl_math import out_of_line_math_enabled
 from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
 from pytato.target.loopy.run.programs import (
     BoundPyOpenCLExecutable,
@@ -187,7 +188,9 @@ def generate_loopy(
         cache_key: Any = (normalize_outputs(result), is_dict, target,
                           _options_key(options), function_name,
                           frozenset(array_tag_t_to_not_propagate),
-                          frozenset(axis_tag_t_to_not_propagate), default_schedule)
+                          frozenset(axis_tag_t_to_not_propagate), default_schedule,
+                          # (the loopy target's switch, from the environment)
+                          out_of_line_math_enabled())
         hash(cache_key)
     except TypeError:
         cache_key = None

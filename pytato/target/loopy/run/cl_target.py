@@ -54,6 +54,7 @@ from pymbolic.mapper.stringifier import (
 )
 
 from pytato.target.loopy.run.cl_complex import COMPLEX_FUNCTIONS, ComplexFunction
+from pytato.target.loopy.run.cl_math import OUT_OF_LINE_FUNCTIONS, MathFunction
 
 
 __all__ = ["GPU_MAX_RESTRICT_ARGUMENTS", "MAX_RESTRICT_ARGUMENTS",
@@ -335,6 +336,8 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
                 name=f"_pt_float_to_{dtype}")
         for name in COMPLEX_FUNCTIONS:
             callables[f"_pt_c{name}"] = ComplexFunction(name=f"_pt_c{name}")
+        for name in OUT_OF_LINE_FUNCTIONS:
+            callables[name] = MathFunction(name=name)
         return callables
 
     def _pointer(self, var: Any, is_written: bool) -> Any:
@@ -360,18 +363,24 @@ class PytatoPyOpenCLTarget(lp.PyOpenCLTarget):
     ``restrict`` (see the module documentation); otherwise the same code.
     The target of :class:`~pytato.target.loopy.LoopyPyOpenCLTarget`
     (which passes :data:`GPU_MAX_RESTRICT_ARGUMENTS` for GPUs).
+    With *out_of_line_math*, real calls of the transcendental functions go
+    through ``noinline`` wrappers (:mod:`pytato.target.loopy.run.cl_math`).
 
     .. attribute:: max_restrict_arguments
+    .. attribute:: out_of_line_math
     """
 
-    hash_fields = (*lp.PyOpenCLTarget.hash_fields, "max_restrict_arguments")
+    hash_fields = (*lp.PyOpenCLTarget.hash_fields, "max_restrict_arguments",
+                   "out_of_line_math")
     comparison_fields = (*lp.PyOpenCLTarget.comparison_fields,
-                         "max_restrict_arguments")
+                         "max_restrict_arguments", "out_of_line_math")
 
     def __init__(self, *, max_restrict_arguments: int = MAX_RESTRICT_ARGUMENTS,
+                 out_of_line_math: bool = False,
                  **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.max_restrict_arguments = int(max_restrict_arguments)
+        self.out_of_line_math = bool(out_of_line_math)
 
     def get_device_ast_builder(self) -> _CASTBuilder:
         return _CASTBuilder(self)

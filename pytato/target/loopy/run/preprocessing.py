@@ -44,11 +44,14 @@ linearized unit); the test suite checks that the code is the same.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import loopy as lp
 from constantdict import constantdict
 from loopy.kernel import KernelState
+
+from pytato.diagnostic import NameClashError
 
 
 try:
@@ -140,20 +143,22 @@ def generate_code(t_unit: lp.TranslationUnit, *, cache: bool = True) -> Any:
         code (if :mod:`loopy`'s caching is on): False where the caller
         keeps the result itself (the program store)."""
     name = _single_kernel(t_unit)
-    if name is None or t_unit.state < KernelState.LINEARIZED:
-        if not cache:
-            with lp.CacheMode(False):
-                return lp.generate_code_v2(t_unit)
-        return lp.generate_code_v2(t_unit)
-    if not _HAVE_LOOPY_STEPS:  # pragma: no cover (another loopy version)
-        return lp.generate_code_v2(t_unit)
+    if name is None or t_unit.state < KernelState.LINEARIZED \
+            or not _HAVE_LOOPY_STEPS:
+        with lp.CacheMode(lp.CACHING_ENABLED and cache):
+            result = lp.generate_code_v2(t_unit)
+        check_called_names(t_unit, result.device_code())
+        return result
 
     caching = cache and lp.CACHING_ENABLED
     if caching:
         try:
-            return code_gen_cache[t_unit]
+            result = code_gen_cache[t_unit]
         except KeyError:
             pass
+        else:
+            check_called_names(t_unit, result.device_code())
+            return result
     typed = infer_unknown_types(t_unit, expect_completion=True)
     pre_codegen_checks(typed)
     cgr = generate_code_for_a_single_kernel(
@@ -169,6 +174,43 @@ def generate_code(t_unit: lp.TranslationUnit, *, cache: bool = True) -> Any:
         host_programs={name: cgr.host_program},
         device_programs=[first.copy(ast=collection([first.ast])), *rest],
         device_preambles=preambles)
+    check_called_names(t_unit, result.device_code())
     if caching:
         code_gen_cache.store_if_not_present(t_unit, result)
     return result
+
+
+def check_called_names(t_unit: lp.TranslationUnit, code: str) -> None:
+    """Refuse device *code* that calls a function named like an argument or
+    temporary of *t_unit*'s kernels (an input ``sin`` of a kernel calling
+    ``sin(...)``, an output ``abs`` of one calling ``abs``): the variable
+    would hide the function there, and the OpenCL compiler would fail.
+
+    :raises pytato.diagnostic.NameClashError: naming the array and the
+        function.
+    """
+    names = set()
+    for clbl in t_unit.callables_table.values():
+        if isinstance(clbl, lp.CallableKernel):
+            knl = clbl.subkernel
+            names.update(knl.arg_dict, knl.temporary_variables)
+    # function-like macros (lid(N), gid(N)) expand before any name is seen
+    names -= set(re.findall(r"#define\s+(\w+)\(", code))
+    # the kernels, after the preambles' functions (whose bodies do not see
+    # the kernels' arguments)
+    start = code.find("__kernel")
+    if not names or start < 0:
+        return
+    pattern = re.compile(r"(?<![\w.])(" + "|".join(
+        re.escape(n) for n in sorted(names, key=len, reverse=True))
+        + r")\s*\(")
+    # (without comments: loopy's barriers say what they are for, "/* for
+    # x_local (insn) */")
+    kernels = re.sub(r"/\*.*?\*/|//[^\n]*", " ", code[start:], flags=re.DOTALL)
+    match = pattern.search(kernels)
+    if match is not None:
+        name = match.group(1)
+        raise NameClashError(
+            f"array name {name!r} is the name of an OpenCL C function that "
+            f"the generated code calls ({name}(...)), where the argument "
+            "would hide it; choose another name")

@@ -100,6 +100,7 @@ from pytato.launchers import LauncherStatistics
 from pytato.target import BoundProgram, Target
 from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.run.arguments import ArgumentSpec
+from pytato.target.loopy.run.cl_math import out_of_line_math_enabled
 from pytato.target.loopy.run.cl_target import (
     GPU_MAX_RESTRICT_ARGUMENTS,
     MAX_RESTRICT_ARGUMENTS,
@@ -210,7 +211,8 @@ class LoopyPyOpenCLTarget(LoopyTarget):
                if isinstance(self.device, cl.Device)
                else bool(getattr(self.device, "is_gpu", False)))
         return PytatoPyOpenCLTarget(max_restrict_arguments=(
-            GPU_MAX_RESTRICT_ARGUMENTS if gpu else MAX_RESTRICT_ARGUMENTS))
+            GPU_MAX_RESTRICT_ARGUMENTS if gpu else MAX_RESTRICT_ARGUMENTS),
+            out_of_line_math=out_of_line_math_enabled())
 
     def bind_program(self, program: lp.TranslationUnit,
                      bound_arguments: Mapping[str, Any]) -> BoundPyOpenCLProgram:
