@@ -21,6 +21,18 @@ and is keyed by a hash of it: sub-units with equal keys compute the same
 thing on other arrays, so they need one code generation and one device
 build (:mod:`pytato.target.loopy.run.split_build`).
 
+In its canonical form, a sub-unit's *sizes* are value arguments: the
+extents of its loops over work groups, the guards of a loop nest fused
+with longer ones and the outermost size of its global arrays become
+arguments named after their values
+(:func:`hoisted_name`), which the host side passes at launch
+(:class:`~pytato.target.loopy.run.split_build.SplitKernelPlan`), so that
+the same operator on element groups of other sizes is one sub-unit. What
+the schedule chose stays constant: work-group sizes, sequential loop
+bounds (reductions, unrolled or vectorized loops), strides, and the
+constants of index expressions (the divisions of a flattened index); if
+the schedule chose them from the size, the sub-units stay distinct.
+
 This path is taken by default on devices that are not CPUs
 (:func:`split_enabled`, :data:`SPLIT_ENV`).
 
@@ -30,6 +42,9 @@ This path is taken by default on devices that are not CPUs
 .. autoclass:: SubUnit
 .. autoexception:: SplitNotPossible
 .. autofunction:: split_kernel
+.. autodata:: HOISTED_PREFIX
+.. autofunction:: hoisted_name
+.. autofunction:: hoisted_value
 """
 
 from __future__ import annotations
@@ -210,21 +225,58 @@ def _constraints(dom: Any) -> list[tuple[bool, dict[str, int], int]]:
     return result
 
 
+def _joint_bound(cons: list[tuple[bool, dict[str, int], int]],
+                 group: frozenset[str], local: frozenset[str]
+                 ) -> list[tuple[bool, dict[str, int], int]]:
+    """The constraints *cons* of a domain, with the bound ``g <= K - 1``
+    of a box ``0 <= g <= K - 1, 0 <= l <= W - 1`` (``g`` a work-group
+    iname, ``l`` a work-item one: a loop of ``K W`` iterations split into
+    work groups, as loopy leaves it when ``W`` divides the extent) written
+    ``W g + l <= K W - 1`` (the same set), the form loopy gives the other
+    extents."""
+    if len(cons) != 4 or any(eq for eq, _, _ in cons):
+        return cons
+    names = {n for _, c, _ in cons for n in c}
+    if len(names) != 2 or len(names & group) != 1 or len(names & local) != 1:
+        return cons
+    (g,) = names & group
+    (loc,) = names & local
+    forms = {(tuple(sorted(c.items())), k): i for i, (_, c, k) in enumerate(cons)}
+    upper = [(i, k) for (c, k), i in forms.items() if c == ((g, -1),)]
+    width = [k + 1 for (c, k) in forms if c == ((loc, -1),)]
+    if (((((g, 1),), 0) not in forms) or (((loc, 1),), 0) not in forms
+            or len(upper) != 1 or len(width) != 1):
+        return cons
+    (i, k), (w,) = upper[0], width
+    result = list(cons)
+    result[i] = (False, {g: -w, loc: -1}, (k + 1) * w - 1)
+    return result
+
+
 def _hoist(knl: lp.LoopKernel, insns: Sequence[Any],
            domains: Sequence[Any], arrays: Iterable[str]) -> _Hoisted:
     """The sizes of the sub-unit of *knl* with *insns*, *domains* and the
     global arrays *arrays* (arguments and global temporaries) hoisted into
     value arguments where that is free (see the module documentation):
 
+    * a box ``0 <= g <= K - 1, 0 <= l <= W - 1`` of a work-group iname
+      ``g`` and a work-item iname ``l`` is written with ``W g + l <= K W -
+      1`` (:func:`_joint_bound`), as loopy writes the extents that ``W``
+      does not divide;
     * a predicate ``e < N`` of every instruction in a domain of work-group
       inames that writes more than private temporaries (the guard of a
       loop nest fused with longer ones, see
       :mod:`pytato.target.loopy.schedule.outputs`) tightens the domain's
-      bound ``e <= M`` to ``e <= min(M, N - 1)`` and is dropped;
+      bound ``e <= M`` to ``e <= min(M, N - 1)`` and is dropped (the
+      other instructions there write private temporaries only; ``e``
+      names only work-group and work-item inames, so a work item runs
+      all of its iterations or none; not in sub-units with barriers or
+      local temporaries);
     * the bound ``e <= N - 1`` of a linear combination ``e`` of work-group
-      and work-item inames (naming one of the first) becomes ``e <=
-      P - 1`` and a remaining predicate ``e < N`` becomes ``e < P``, with
-      ``P`` the value argument :func:`hoisted_name` of ``N``;
+      and work-item inames (naming one of the first, with negative
+      coefficients) becomes ``e <= P - 1`` and a remaining predicate ``e <
+      N`` becomes ``e < P``, with ``P`` the value argument
+      :func:`hoisted_name` of ``N`` (``N >= 1``);
     * the size of the outermost axis of a global array with constant
       strides (the one that no stride depends on) becomes ``P``.
 
@@ -256,7 +308,7 @@ def _hoist(knl: lp.LoopKernel, insns: Sequence[Any],
         if not dnames & group:
             new_domains.append(dom)
             continue
-        cons = _constraints(dom)
+        cons = _joint_bound(_constraints(dom), group, local)
         if may_tighten:
             inside = [i for i in insns if i.within_inames & dnames]
             writers = [i for i in inside if not private_only(i)]
@@ -585,6 +637,9 @@ def split_kernel(knl: lp.LoopKernel,
 
     :arg dtypes: the types of the temporaries whose type *knl* leaves
         open (needed for those shared by phases).
+    :arg hoist: whether the sizes of the sub-units are hoisted into value
+        arguments (see the module documentation; off: each sub-unit keeps
+        its constants, as before issue 20's item 1).
     :raises SplitNotPossible: if *knl* has no global barriers, or if a
         phase needs something the split cannot give it (a temporary that
         is not global used in two phases, nested domains, substitution
@@ -712,11 +767,19 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         new_insns = [i.copy(depends_on=frozenset(d for d in i.depends_on
                                                  if d in ids))
                      for i in hoisted.insns]
+        # loopy's check of the array accesses cannot relate a hoisted
+        # shape to the constant bounds of the loops indexing the array
+        # (the accesses are those of the unsplit kernel, with the constant
+        # shapes): off where shapes are hoisted
+        options = (knl.options.copy(
+            enforce_array_accesses_within_bounds="no_check")
+            if shapes else knl.options)
         sub = knl.copy(
             name="_pt_sub", domains=hoisted.domains, instructions=new_insns,
             args=args, temporary_variables=constantdict(temps),
             inames=constantdict({n: knl.inames[n] for n in sorted(inames)
-                                 if n in knl.inames}))
+                                 if n in knl.inames}),
+            options=options)
         return SubUnit(sub.copy(name=f"_pt_k{key[:16]}"), key, order, insns)
 
     # each phase's independent nests (connected by dependencies,
