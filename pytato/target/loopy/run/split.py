@@ -38,6 +38,7 @@ This path is taken by default on devices that are not CPUs
 
 .. autodata:: SPLIT_ENV
 .. autodata:: SPLIT_WORKERS_ENV
+.. autodata:: SPLIT_HOIST_ENV
 .. autofunction:: split_enabled
 .. autoclass:: SubUnit
 .. autoexception:: SplitNotPossible
@@ -79,10 +80,14 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "HOISTED_PREFIX",
     "SPLIT_ENV",
+    "SPLIT_HOIST_ENV",
     "SPLIT_WORKERS_ENV",
     "SplitNotPossible",
     "SubUnit",
+    "hoisted_name",
+    "hoisted_value",
     "split_enabled",
     "split_kernel",
 ]
@@ -91,6 +96,11 @@ __all__ = [
 #: device, ``0`` off; unset, it is on for devices that are not CPUs (see
 #: :func:`split_enabled`).
 SPLIT_ENV = "PYTATO_SPLIT_KERNELS"
+
+#: Environment variable switching off the sizes hoisted into value
+#: arguments (``0``; see :func:`split_kernel`), for comparisons: the
+#: sub-units then keep their constants.
+SPLIT_HOIST_ENV = "PYTATO_SPLIT_HOIST"
 
 #: Environment variable giving the number of worker processes generating
 #: the distinct sub-units (default: the usable CPUs; ``1``: in the calling
@@ -631,7 +641,7 @@ def _canonical(knl: lp.LoopKernel, insns: Sequence[Any],
 
 def split_kernel(knl: lp.LoopKernel,
                  dtypes: Mapping[str, Any] | None = None,
-                 hoist: bool = True) -> list[SubUnit]:
+                 hoist: bool | None = None) -> list[SubUnit]:
     """Cut the scheduled, unpreprocessed kernel *knl* into its phases (see
     the module documentation), in order.
 
@@ -639,7 +649,7 @@ def split_kernel(knl: lp.LoopKernel,
         open (needed for those shared by phases).
     :arg hoist: whether the sizes of the sub-units are hoisted into value
         arguments (see the module documentation; off: each sub-unit keeps
-        its constants, as before issue 20's item 1).
+        its constants); None: unless :data:`SPLIT_HOIST_ENV` is ``0``.
     :raises SplitNotPossible: if *knl* has no global barriers, or if a
         phase needs something the split cannot give it (a temporary that
         is not global used in two phases, nested domains, substitution
@@ -656,6 +666,8 @@ def split_kernel(knl: lp.LoopKernel,
         raise SplitNotPossible("nested domains")
     _NAMES.clear()
     try:
+        if hoist is None:
+            hoist = os.environ.get(SPLIT_HOIST_ENV, "").strip() != "0"
         return _split(knl, dtypes, hoist)
     finally:
         _NAMES.clear()
@@ -768,12 +780,13 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
                                                  if d in ids))
                      for i in hoisted.insns]
         # loopy's check of the array accesses cannot relate a hoisted
-        # shape to the constant bounds of the loops indexing the array
-        # (the accesses are those of the unsplit kernel, with the constant
-        # shapes): off where shapes are hoisted
+        # shape to the constant bounds of the loops indexing the array, or
+        # a hoisted loop bound to a constant shape (the accesses are those
+        # of the unsplit kernel, with the constants): off where sizes are
+        # hoisted
         options = (knl.options.copy(
             enforce_array_accesses_within_bounds="no_check")
-            if shapes else knl.options)
+            if hoisted.params else knl.options)
         sub = knl.copy(
             name="_pt_sub", domains=hoisted.domains, instructions=new_insns,
             args=args, temporary_variables=constantdict(temps),
