@@ -466,4 +466,25 @@ def test_hoisted_parallel_equals_serial(ctx_factory, split_on, monkeypatch):
     assert serial == parallel
     assert all(split.HOISTED_PREFIX in code for code, _ in serial.values())
 
+
+
+
+def test_hoisting_switched_off(ctx_factory, split_on, monkeypatch):
+    """``PYTATO_SPLIT_HOIST=0``: the sub-units keep their constants (the
+    groups do not share them), the results are the same."""
+    monkeypatch.setenv(split.SPLIT_HOIST_ENV, "0")
+    queue = cl.CommandQueue(ctx_factory())
+    outputs, inputs, expected = _dg_like(2, nels=(40, 80))
+    knl = pt.generate_loopy(outputs, cl_device=queue.device
+                            ).program.default_entrypoint
+    units = split.split_kernel(knl)
+    assert not any(split.hoisted_value(n) is not None
+                   for u in units for n in u.canonical_names)
+    assert ({u.key for u in units}
+            == {u.key for u in split.split_kernel(knl, hoist=False)}
+            != {u.key for u in split.split_kernel(knl, hoist=True)})
+    _, out = _run(outputs, inputs, queue)
+    for name, ref in expected.items():
+        np.testing.assert_allclose(out[name], ref, rtol=1e-12, atol=1e-12)
+
 # }}}
