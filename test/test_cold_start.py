@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array
 import pytest
 from random_graphs import make_random_dag, make_random_graph
 
@@ -397,10 +398,15 @@ def test_hoisted_groups_edge_sizes(ctx_factory, split_on, nels):
     single kernel's."""
     queue = cl.CommandQueue(ctx_factory())
     outputs, inputs, expected = _dg_like(2, nels=nels)
-    _, out = _run(outputs, inputs, queue)
+    prog, out = _run(outputs, inputs, queue)
+    # again, with device arrays (the fast path of repeated calls)
+    dev = {k: cl.array.to_device(queue, v) for k, v in inputs.items()}
+    _, again = prog(queue, **dev)
     for name, ref in expected.items():
         assert out[name].shape == ref.shape
         np.testing.assert_allclose(out[name], ref, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(again[name].get(), ref, rtol=1e-12,
+                                   atol=1e-12)
 
 
 def test_hoisted_with_symbolic_sizes(ctx_factory, split_on):
