@@ -295,6 +295,8 @@ def _hoist(knl: lp.LoopKernel, insns: Sequence[Any],
     """
     group, local = _parallel_inames(knl)
     parallel = group | local
+    # (values the index type holds)
+    limit = int(np.iinfo(knl.index_dtype.numpy_dtype).max)
     temps = knl.temporary_variables
     insns = list(insns)
     params: set[str] = set()
@@ -345,7 +347,7 @@ def _hoist(knl: lp.LoopKernel, insns: Sequence[Any],
         space = dom.get_space()
         hoisted_cons = []
         for eq, ccoefs, const in cons:
-            if (not eq and const >= 0 and ccoefs
+            if (not eq and 0 <= const < limit and ccoefs
                     and set(ccoefs) <= parallel and set(ccoefs) & group
                     and all(v < 0 for v in ccoefs.values())):
                 name = hoisted_name(const + 1)
@@ -353,19 +355,23 @@ def _hoist(knl: lp.LoopKernel, insns: Sequence[Any],
                 ccoefs = {**ccoefs, name: 1}
                 const = -1
             hoisted_cons.append((eq, ccoefs, const))
-        new_params = sorted({n for _, c, _ in hoisted_cons for n in c}
-                            - set(dom.get_var_names(isl.dim_type.param))
-                            - dnames)
+        # a canonical order of the constraints and of the new parameters
+        # (not that of the hoisted values)
+        hoisted_cons.sort(key=lambda c: (c[0], sorted(
+            ("" if hoisted_value(n) is not None else n, v)
+            for n, v in c[1].items()), c[2]))
+        old_params = set(dom.get_var_names(isl.dim_type.param)) | dnames
+        new_params: list[str] = []
+        for _, ccoefs, _ in hoisted_cons:
+            new_params.extend(n for n in sorted(ccoefs)
+                              if n not in old_params and n not in new_params)
         if new_params:
             nparam = space.dim(isl.dim_type.param)
             space = space.add_dims(isl.dim_type.param, len(new_params))
             for k, name in enumerate(new_params):
                 space = space.set_dim_name(isl.dim_type.param, nparam + k, name)
         new_dom = isl.BasicSet.universe(space)
-        # a canonical order of the constraints
-        for eq, ccoefs, const in sorted(
-                hoisted_cons, key=lambda c: (c[0], sorted(c[1].items()),
-                                             c[2])):
+        for eq, ccoefs, const in hoisted_cons:
             make = (isl.Constraint.eq_from_names if eq
                     else isl.Constraint.ineq_from_names)
             new_dom = new_dom.add_constraint(make(space, {**ccoefs, 1: const}))
@@ -374,7 +380,7 @@ def _hoist(knl: lp.LoopKernel, insns: Sequence[Any],
     # the remaining predicates bounding work-group inames
     def hoist_pred(pred: Any) -> Any:
         bound = _size_bound(pred, group, parallel)
-        if bound is None or pred.operator != "<":
+        if bound is None or pred.operator != "<" or bound[1] > limit:
             return pred
         name = hoisted_name(bound[1])
         params.add(name)
@@ -403,7 +409,8 @@ def _hoist(knl: lp.LoopKernel, insns: Sequence[Any],
         outer = [k for k in range(len(sizes)) if all(
             strides[k] >= strides[j] * sizes[j]  # type: ignore[operator]
             for j in range(len(sizes)) if j != k)]
-        if len(outer) != 1 or sizes[outer[0]] < 1:  # type: ignore[operator]
+        if len(outer) != 1 or not (
+                1 <= sizes[outer[0]] <= limit):  # type: ignore[operator]
             continue
         k = outer[0]
         pname = hoisted_name(sizes[k])  # type: ignore[arg-type]
