@@ -282,9 +282,9 @@ def _hoist(knl: lp.LoopKernel, insns: Sequence[Any],
       names only work-group and work-item inames, so a work item runs
       all of its iterations or none; not in sub-units with barriers or
       local temporaries);
-    * the bound ``e <= N - 1`` of a linear combination ``e`` of work-group
-      and work-item inames (naming one of the first, with negative
-      coefficients) becomes ``e <= P - 1`` and a remaining predicate ``e <
+    * the bound ``e <= N - 1`` of a linear combination ``e`` with positive
+      coefficients of work-group and work-item inames (naming one of the
+      first) becomes ``e <= P - 1`` and a remaining predicate ``e <
       N`` becomes ``e < P``, with ``P`` the value argument
       :func:`hoisted_name` of ``N`` (``N >= 1``);
     * the size of the outermost axis of a global array with constant
