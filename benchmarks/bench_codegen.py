@@ -5,6 +5,7 @@ Usage::
 
     python benchmarks/bench_codegen.py [--quick] [--json PATH] [--warm-caches]
         [--process-nodes N] [--processes-only] [--build-nodes N]
+        [--split-counts] [--dg-run NFIELDS [--dg-elements N,N,...]]
 
 For random DAGs of 100 / 1 000 / 10 000 nodes (``--quick``: 100 / 1 000)
 it reports the time of the pytato transforms (preprocess), the lowering to
@@ -27,6 +28,13 @@ process (loopy's and pyopencl's on-disk caches) generating and first
 running a DAG of ``--process-nodes`` nodes (1 000 by default; the time
 until the program exists, from the start of the process, and of its
 first call).
+
+``--split-counts`` only counts the sub-units of the split path
+(:mod:`pytato.target.loopy.run.split`) and the distinct ones, with sizes
+hoisted into value arguments and without; ``--dg-run NFIELDS`` only runs
+the DG-like graph (:func:`make_dg_like`; groups of ``--dg-elements``
+elements) on the device: first call, kernel and wall time per call
+(``PYTATO_SPLIT_KERNELS`` and ``PYTATO_SPLIT_HOIST`` choose the path).
 
 ``--build-nodes N`` only measures the device build of the N-node DAG
 (for the device of the context): its code is generated, then built as one
@@ -357,7 +365,8 @@ def make_dg_like(nfields: int, ngroups: int = 3, ndofs: int = 10
 def bench_split_counts(ctx: Any) -> list[dict[str, Any]]:
     """Sub-units (device kernels of the split path,
     :mod:`pytato.target.loopy.run.split`) and distinct ones of the random
-    DAGs and of the DG-like graphs of 1 and 5 fields (no code generated)."""
+    DAGs and of the DG-like graphs of 1 and 5 fields (no code generated),
+    with sizes hoisted into value arguments (the default) and without."""
     from pytato.target.loopy.run import split
 
     graphs = [(f"random DAG {n}", make_random_dag(n))
@@ -370,13 +379,83 @@ def bench_split_counts(ctx: Any) -> list[dict[str, Any]]:
         knl = prog.program.default_entrypoint
         t0 = time.perf_counter()
         units = split.split_kernel(knl)
+        split_s = time.perf_counter() - t0
+        plain = split.split_kernel(knl, hoist=False)
         rows.append({"graph": label,
                      "instructions": len(knl.instructions),
                      "sub_units": len(units),
                      "distinct": len({u.key for u in units}),
-                     "split_s": time.perf_counter() - t0})
+                     # sub-units with sizes hoisted into value arguments
+                     "hoisted": sum(
+                         any(split.hoisted_value(n) is not None
+                             for n in u.canonical_names) for u in units),
+                     "sub_units_unhoisted": len(plain),
+                     "distinct_unhoisted": len({u.key for u in plain}),
+                     "split_s": split_s})
         print(json.dumps(rows[-1]))
     return rows
+
+
+def bench_dg_run(ctx: Any, nfields: int, nels: list[int], runs: int = 20,
+                 ndofs: int = 10) -> dict[str, Any]:
+    """The DG-like graph of *nfields* fields on groups of *nels* elements
+    (:func:`make_dg_like`'s operator), run as it is on this device: the
+    first call (``generate_loopy`` included), then the best of *runs*
+    calls with device arrays: the kernel time (from a marker before the
+    call to the end of its event, on a profiling queue) and the wall time
+    (the call and ``queue.finish()``); results checked against numpy."""
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    rng = np.random.default_rng(0)
+    outputs = {}
+    inputs = {}
+    for g, nel in enumerate(nels):
+        d = pt.make_placeholder(f"diff{g}", (ndofs, ndofs), np.float64)
+        inputs[f"diff{g}"] = rng.standard_normal((ndofs, ndofs))
+        for f in range(nfields):
+            u = pt.make_placeholder(f"u{f}_{g}", (nel, ndofs), np.float64)
+            inputs[f"u{f}_{g}"] = rng.standard_normal((nel, ndofs))
+            flux = 0.5 * (pt.sum(u, axis=1).reshape(nel, 1) - u)
+            outputs[f"rhs{f}_{g}"] = pt.einsum("ij,ej->ei", d, u) + flux
+    queue = cl.CommandQueue(ctx)
+    prof = cl.CommandQueue(
+        ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    t0 = time.perf_counter()
+    prog = pt.generate_loopy(outputs, cl_device=ctx.devices[0])
+    dev = {k: cla.to_device(queue, v) for k, v in inputs.items()}
+    _, out = prog(queue, **dev)
+    queue.finish()
+    first = time.perf_counter() - t0
+    for g in range(len(nels)):
+        d = inputs[f"diff{g}"]
+        for f in range(nfields):
+            u = inputs[f"u{f}_{g}"]
+            ref = np.einsum("ij,ej->ei", d, u) + 0.5 * (
+                u.sum(axis=1).reshape(-1, 1) - u)
+            np.testing.assert_allclose(out[f"rhs{f}_{g}"].get(), ref,
+                                       rtol=1e-12, atol=1e-12)
+    walls = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        prog(queue, **dev)
+        queue.finish()
+        walls.append(time.perf_counter() - t)
+    pdev = {k: cla.to_device(prof, v) for k, v in inputs.items()}
+    kernel = []
+    for _ in range(runs):
+        marker = cl.enqueue_marker(prof)
+        evt, _ = prog(prof, **pdev)
+        prof.finish()
+        kernel.append((evt.profile.end - marker.profile.start) * 1e-9)
+    plans = [exe.kernel_plan() for exe in prog._executor_cache.values()
+             if hasattr(exe, "kernel_plan")]
+    res = {"nfields": nfields, "nels": nels,
+           "device_kernels": (len(plans[0].subkernels) if plans else None),
+           "first_call_s": first, "kernel_ms": min(kernel) * 1e3,
+           "wall_ms": min(walls) * 1e3}
+    print(json.dumps(res))
+    return res
 
 
 def main() -> None:
@@ -398,10 +477,19 @@ def main() -> None:
     parser.add_argument("--split-counts", action="store_true",
                         help="only the sub-units and distinct sub-units of "
                         "the split path for the DAGs and DG-like graphs")
+    parser.add_argument("--dg-run", type=int, default=None, metavar="NFIELDS",
+                        help="only the DG-like graph of NFIELDS fields run "
+                        "(first call, kernel and wall time per call)")
+    parser.add_argument("--dg-elements", default="100,200,300",
+                        help="the element counts of the groups of --dg-run")
     args = parser.parse_args()
     ctx = cl.create_some_context(interactive=False)
     if args.split_counts:
         bench_split_counts(ctx)
+        return
+    if args.dg_run is not None:
+        bench_dg_run(ctx, args.dg_run,
+                     [int(n) for n in args.dg_elements.split(",")])
         return
     if args.build_nodes is not None:
         res = bench_build(args.build_nodes, ctx)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyopencl as cl
+import pyopencl.array
 import pytest
 from random_graphs import make_random_dag, make_random_graph
 
@@ -25,18 +26,21 @@ def split_on(monkeypatch):
     PROGRAM_CACHE.clear()
 
 
-def _dg_like(nfields: int, ngroups: int = 3, ndofs: int = 4
+def _dg_like(nfields: int, ngroups: int = 3, ndofs: int = 4,
+             nels: tuple[int, ...] | None = None
              ) -> tuple[dict[str, pt.Array], dict[str, np.ndarray],
                         dict[str, np.ndarray]]:
     """The same operator (an einsum with a differentiation matrix, a flux
     from a face reduction broadcast back) applied to *nfields* fields
-    over *ngroups* element groups: outputs, inputs and numpy results."""
+    over *ngroups* element groups (of *nels* elements, default 5, 7, ...):
+    outputs, inputs and numpy results."""
     rng = np.random.default_rng(7)
     outputs = {}
     inputs = {}
     expected = {}
-    for g in range(ngroups):
-        nel = 5 + 2 * g
+    if nels is None:
+        nels = tuple(5 + 2 * g for g in range(ngroups))
+    for g, nel in enumerate(nels):
         dmat = rng.standard_normal((ndofs, ndofs))
         inputs[f"d{g}"] = dmat
         d = pt.make_placeholder(f"d{g}", (ndofs, ndofs), np.float64)
@@ -86,7 +90,10 @@ def test_dg_like_distinct_kernels(ctx_factory, split_on):
         len(split._components(knl, [i for i in knl.instructions
                                     if phase.get(i.id) == p]))
         for p in set(phase.values()))
-    assert counts[5][1] == nests
+    # (groups smaller than a work group: their work-group size is chosen
+    # from the size of the largest, which stays distinct, see
+    # test_groups_share_sub_units)
+    assert counts[5][1] == counts[1][1] <= nests
     assert counts[5][0] == 5 * nests
 
 
@@ -112,7 +119,9 @@ def test_equal_sub_units_deduplicated(ctx_factory, split_on):
                                    rtol=1e-13)
 
 
-@pytest.mark.parametrize("seed", range(8))
+# (seed 28: a constant array summed by sequential loops in a sub-unit
+# whose array shapes are hoisted)
+@pytest.mark.parametrize("seed", [*range(8), 28])
 def test_random_graphs_unchanged(ctx_factory, split_on, seed):
     queue = cl.CommandQueue(ctx_factory())
     g = make_random_graph(seed)
@@ -311,3 +320,177 @@ def test_early_workers_stopped(ctx_factory, split_on, monkeypatch):
     gc.collect()
     for p in started:
         p.wait(timeout=30)
+
+
+# {{{ sizes hoisted into value arguments
+
+def _hoisted_values(unit: split.SubUnit) -> set[int]:
+    return {v for v in map(split.hoisted_value, unit.canonical_names)
+            if v is not None}
+
+
+@pytest.mark.parametrize("nels", [(40, 80, 130), (40, 80, 120)])
+@pytest.mark.parametrize("nfields", [1, 5])
+def test_groups_share_sub_units(ctx_factory, split_on, nfields, nels):
+    """Element groups of different sizes (larger than a work group) share
+    their sub-units, also with a group of one size only: the element
+    counts are value arguments, one code per nest of one group; the
+    results equal numpy's. (The flattened extents of the largest group,
+    520 or 480 dofs, are or are not multiples of the work-group size:
+    loopy's domain is a box in the second case, bounded by the group
+    count, brought to the first's form.)"""
+    queue = cl.CommandQueue(ctx_factory())
+    outputs, inputs, expected = _dg_like(nfields, nels=nels)
+    knl = pt.generate_loopy(outputs, cl_device=queue.device
+                            ).program.default_entrypoint
+    units = split.split_kernel(knl)
+    keys = {u.key for u in units}
+    one, _, _ = _dg_like(1, nels=(77,))
+    one_units = split.split_kernel(pt.generate_loopy(
+        one, cl_device=queue.device).program.default_entrypoint)
+    assert keys == {u.key for u in one_units}
+    assert len(units) == nfields * len(nels) * len(one_units)
+    # without hoisting, the groups differ (one field: a phase's nests are
+    # put back together into one sub-unit, as the schedule fused them)
+    unhoisted = split.split_kernel(knl, hoist=False)
+    assert len({u.key for u in unhoisted}) == (
+        len(nels) * len(keys) if nfields > 1 else len(keys))
+    assert len(unhoisted) == (len(units) if nfields > 1 else len(keys))
+    # each sub-unit's hoisted sizes are those of its group (the element
+    # count, the flattened loop's extent); the differentiation matrix's
+    # shape (4, 4) is hoisted too: no stride depends on its first axis
+    for u in units:
+        values = _hoisted_values(u)
+        nel = next(n for n in nels if n in values)
+        assert values <= {nel, nel * 4, 4}
+    before = split_build.STATS["generated"]
+    _, out = _run(outputs, inputs, queue)
+    assert split_build.STATS["generated"] - before == len(keys)
+    for name, ref in expected.items():
+        np.testing.assert_allclose(out[name], ref, rtol=1e-12, atol=1e-12)
+
+
+def test_hoisted_code_keeps_schedule_constants(ctx_factory, split_on):
+    """The code shared by the groups keeps the constants the schedule
+    chose (work-group size, the reduction's loop bound, the flattened
+    index's division): only the sizes are value arguments."""
+    queue = cl.CommandQueue(ctx_factory())
+    outputs, _, _ = _dg_like(1, nels=(40, 81), ndofs=5)
+    t_unit = pt.generate_loopy(outputs, cl_device=queue.device).program
+    units = split.split_kernel(t_unit.default_entrypoint)
+    compiled = split_build.compile_sub_units(t_unit, units)
+    for comp in compiled.values():
+        assert split.HOISTED_PREFIX in comp.code
+        assert "<= 4;" in comp.code  # the reduction over 5 dofs
+        for _, _, gsize, lsize in comp.launches:
+            # the work-group size a constant, the group count an
+            # expression in the hoisted extent
+            assert all(isinstance(s, int) for s in lsize)
+            assert not all(isinstance(g, int) for g in gsize)
+    einsum = [c for c in compiled.values() if "/ 5" in c.code]
+    assert einsum  # the flattened index (element, dof) divided by 5
+
+
+@pytest.mark.parametrize("nels", [(0, 40, 80), (40, 0), (1, 33, 64)])
+def test_hoisted_groups_edge_sizes(ctx_factory, split_on, nels):
+    """Empty groups, a group of one element and a group whose extent is a
+    multiple of the work-group size: results equal numpy's and the
+    single kernel's."""
+    queue = cl.CommandQueue(ctx_factory())
+    outputs, inputs, expected = _dg_like(2, nels=nels)
+    prog, out = _run(outputs, inputs, queue)
+    # again, with device arrays (the fast path of repeated calls)
+    dev = {k: cl.array.to_device(queue, v) for k, v in inputs.items()}
+    _, again = prog(queue, **dev)
+    for name, ref in expected.items():
+        assert out[name].shape == ref.shape
+        np.testing.assert_allclose(out[name], ref, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(again[name].get(), ref, rtol=1e-12,
+                                   atol=1e-12)
+
+
+def test_hoisted_with_symbolic_sizes(ctx_factory, split_on):
+    """A group of a symbolic element count next to constant ones: the
+    symbolic size stays a value argument of its own, results equal
+    numpy's for several values of it."""
+    queue = cl.CommandQueue(ctx_factory())
+    rng = np.random.default_rng(11)
+    n = pt.make_size_param("n")
+    d = pt.make_placeholder("d", (4, 4), np.float64)
+    outputs = {}
+    for g, nel in enumerate((n, 40, 80)):
+        u = pt.make_placeholder(f"u{g}", (nel, 4), np.float64)
+        flux = 0.5 * (pt.sum(u, axis=1).reshape(nel, 1) - u)
+        outputs[f"r{g}"] = pt.einsum("ij,ej->ei", d, u) + flux
+    prog = pt.generate_loopy(outputs, cl_device=queue.device)
+    dmat = rng.standard_normal((4, 4))
+    for nval in (3, 50, 100):
+        inputs = {"d": dmat, "n": nval}
+        for g, nel in enumerate((nval, 40, 80)):
+            inputs[f"u{g}"] = rng.standard_normal((nel, 4))
+        _, out = prog(queue, **inputs)
+        for g in range(3):
+            u_np = inputs[f"u{g}"]
+            ref = np.einsum("ij,ej->ei", dmat, u_np) + 0.5 * (
+                u_np.sum(axis=1).reshape(-1, 1) - u_np)
+            np.testing.assert_allclose(out[f"r{g}"], ref, rtol=1e-12,
+                                       atol=1e-12)
+
+
+def test_store_hit_across_sizes(ctx_factory, split_on, monkeypatch,
+                                tmp_path):
+    """A second program that differs from the first only in its element
+    counts finds every sub-unit of the first in the program store."""
+    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
+    monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE")
+    monkeypatch.setattr(program_store, "_STORE", [])
+    queue = cl.CommandQueue(ctx_factory())
+    results = []
+    for nels in ((40, 80), (56, 200)):
+        outputs, inputs, expected = _dg_like(2, nels=nels)
+        hits = split_build.STATS["store_hits"]
+        generated = split_build.STATS["generated"]
+        PROGRAM_CACHE.clear()
+        _, out = _run(outputs, inputs, queue)
+        results.append((split_build.STATS["store_hits"] - hits,
+                        split_build.STATS["generated"] - generated))
+        for name, ref in expected.items():
+            np.testing.assert_allclose(out[name], ref, rtol=1e-12,
+                                       atol=1e-12)
+    (hits_a, gen_a), (hits_b, gen_b) = results
+    assert gen_a > 0 and hits_a == 0
+    assert gen_b == 0 and hits_b == gen_a
+
+
+def test_hoisted_parallel_equals_serial(ctx_factory, split_on, monkeypatch):
+    """Worker processes generate the same hoisted code as the calling
+    process."""
+    queue = cl.CommandQueue(ctx_factory())
+    outputs, _, _ = _dg_like(2, nels=(40, 80, 120))
+    serial = _codes(outputs, queue, monkeypatch, 1)
+    parallel = _codes(outputs, queue, monkeypatch, 2)
+    assert serial == parallel
+    assert all(split.HOISTED_PREFIX in code for code, _ in serial.values())
+
+
+
+
+def test_hoisting_switched_off(ctx_factory, split_on, monkeypatch):
+    """``PYTATO_SPLIT_HOIST=0``: the sub-units keep their constants (the
+    groups do not share them), the results are the same."""
+    monkeypatch.setenv(split.SPLIT_HOIST_ENV, "0")
+    queue = cl.CommandQueue(ctx_factory())
+    outputs, inputs, expected = _dg_like(2, nels=(40, 80))
+    knl = pt.generate_loopy(outputs, cl_device=queue.device
+                            ).program.default_entrypoint
+    units = split.split_kernel(knl)
+    assert not any(split.hoisted_value(n) is not None
+                   for u in units for n in u.canonical_names)
+    assert ({u.key for u in units}
+            == {u.key for u in split.split_kernel(knl, hoist=False)}
+            != {u.key for u in split.split_kernel(knl, hoist=True)})
+    _, out = _run(outputs, inputs, queue)
+    for name, ref in expected.items():
+        np.testing.assert_allclose(out[name], ref, rtol=1e-12, atol=1e-12)
+
+# }}}

@@ -73,6 +73,7 @@ from pytato.target.loopy.run.split import (
     SplitNotPossible,
     SubUnit,
     _KernelNeeded,
+    hoisted_value,
     split_kernel,
 )
 
@@ -368,17 +369,29 @@ class SplitKernelPlan(KernelPlan):
         knl = executor.t_unit[executor.entrypoint]
         compiled = executor.compiled()
         subkernels = []
+        constants: dict[str, int] = {}
         for unit in executor.units:
             comp = compiled[unit.key]
             names = {f"n{k}": n for k, n in enumerate(unit.canonical_names)}
+            # hoisted constants: their values in the work sizes, value
+            # arguments of the device kernels (see typed_values)
+            values = {n: hoisted_value(n) for n in names.values()}
             subst = SubstitutionMapper(make_subst_func(
-                {c: prim.Variable(n) for c, n in names.items()}))
+                {c: prim.Variable(n) if values[n] is None else values[n]
+                 for c, n in names.items()}))
             for name, passed, gsize, lsize in comp.launches:
+                arg_names = tuple(names[c] for c in passed)
+                constants.update((n, values[n]) for n in arg_names
+                                 if values[n] is not None)
                 subkernels.append(SubkernelInfo(
-                    name, tuple(names[c] for c in passed),
+                    name, arg_names,
                     tuple(subst(g) for g in gsize),
                     tuple(subst(s) for s in lsize)))
         self.subkernels = tuple(subkernels)
+        index_dtype = np.dtype(knl.index_dtype.numpy_dtype)
+        #: the hoisted constants passed to the device kernels, typed
+        self._constants = {n: index_dtype.type(v)
+                           for n, v in sorted(constants.items())}
         self.value_args = {}
         self.input_arrays = []
         self.outputs = []
@@ -404,6 +417,12 @@ class SplitKernelPlan(KernelPlan):
                             for sk in self.subkernels}
         self.cl_program = (self.cl_programs[self.subkernels[0].name]
                            if self.subkernels else None)
+
+    def typed_values(self, values: Mapping[str, Any]) -> dict[str, np.generic]:
+        """The value arguments as numpy scalars of the kernel's types, and
+        the constants hoisted out of the sub-units (see
+        :func:`~pytato.target.loopy.run.split.hoisted_name`)."""
+        return {**super().typed_values(values), **self._constants}
 
 
 class SplitExecutor:
