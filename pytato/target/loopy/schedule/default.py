@@ -197,6 +197,11 @@ from pytato.target.loopy.schedule.reductions import (
 )
 from pytato.target.loopy.schedule.tiling import apply_tilings
 from pytato.target.loopy.schedule.tiling_plan import TilingPlan, plan_tiling
+from pytato.target.loopy.schedule.vector_calls import (
+    VectorNest,
+    apply_vector_nests,
+    plan_vector_nest,
+)
 
 
 if TYPE_CHECKING:
@@ -393,6 +398,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
     level = _nest_levels(kernel, nests)
     batch: list[_OutputPlan] = []
     tilings: list[TilingPlan] = []
+    vector_nests: list[tuple[int, VectorNest]] = []
     for k, (insns, out_inames) in enumerate(groups):
         if out_inames is None:
             continue  # the user's
@@ -403,6 +409,11 @@ def default_schedule(t_unit: lp.TranslationUnit,
         if any(iname_users.get(i, 0) > 1 for i in out_inames) or any(
                 iname_users.get(i, 0) > 1
                 for insn in insns for i in red_inames[insn.id]):
+            continue
+        vector = plan_vector_nest(
+            kernel, [kernel.id_to_insn[i] for i in ids], out_inames, info)
+        if vector is not None:
+            vector_nests.append((unit, vector))
             continue
         old = kernel
         kernel = _schedule_group(
@@ -420,6 +431,10 @@ def default_schedule(t_unit: lp.TranslationUnit,
     kernel, index_insns = _apply_output_plans(kernel, batch)
     for ids in nests[:ours]:
         ids.extend(index_insns.get(ids[0], ()))
+    kernel, vector_ids = apply_vector_nests(
+        kernel, [plan for _, plan in vector_nests])
+    for unit, plan in vector_nests:
+        nests[unit] = [vector_ids[plan.insn_ids[0]]]
     # reductions left sequential become accumulator loops (linear here,
     # quadratic in loopy's preprocessing); the user's are left to loopy
     realized, added = realize_sequential_reductions(
