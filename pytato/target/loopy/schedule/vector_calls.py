@@ -59,6 +59,8 @@ functions and comparisons.
 
 .. autodata:: DOUBLE_LANES
 .. autodata:: FLOAT_LANES
+.. autodata:: FLOAT_VIA_DOUBLE
+.. autodata:: DOUBLE_IN_HALVES
 .. autodata:: TRANSCENDENTAL_FUNCTIONS
 .. autodata:: UNARY_FUNCTIONS
 .. autodata:: BINARY_FUNCTIONS
@@ -93,8 +95,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BINARY_FUNCTIONS",
+    "DOUBLE_IN_HALVES",
     "DOUBLE_LANES",
     "FLOAT_LANES",
+    "FLOAT_VIA_DOUBLE",
     "TRANSCENDENTAL_FUNCTIONS",
     "UNARY_FUNCTIONS",
     "VectorNest",
@@ -107,8 +111,29 @@ __all__ = [
 #: (``double8``: PoCL's widest vector functions on AVX-512).
 DOUBLE_LANES = 8
 
-#: Elements of ``float`` computed by each work-item of a vector nest.
-FLOAT_LANES = 16
+#: Elements of ``float`` computed by each work-item of a vector nest (8:
+#: the functions of :data:`FLOAT_VIA_DOUBLE` compute in ``double8``; on
+#: PoCL, 2 cores, ``sin`` of 2**24 floats in ``float16`` through two
+#: ``double8`` took 21.6 ms, in ``float8`` through ``double8`` 18.5 ms).
+FLOAT_LANES = 8
+
+#: Functions that vector nests of ``float`` compute in ``double`` vectors
+#: (converted back to ``float``): PoCL 3.1's ``sin``, ``cos`` and ``tan``
+#: of ``float4``, ``float8`` and ``float16`` are wrong for small arguments
+#: (``sin(0.001f)`` gave 0.008, ``sin(1e-40f)`` 0.0079, on this project's
+#: CPU), where those of ``double`` vectors and of scalars are right. The
+#: result is rounded once from ``double``: within the scalar function's
+#: error of numpy's. (2**24 floats: scalar ``sin`` 123 ms, through
+#: ``double8`` 18.5 ms.)
+FLOAT_VIA_DOUBLE = frozenset({"sin", "cos", "tan"})
+
+#: Functions that vector nests of ``double`` compute on the two halves of
+#: their vectors: PoCL 3.1's ``pow`` of ``double8`` gives wrong results
+#: in some lanes (0 for ``pow(710.0, 0.5)``, infinity for
+#: ``pow(2.5, -0.0007)``, in about 2 % of mixed arguments), where those of
+#: ``double2``, ``double4`` and of scalars are right. (2**24 doubles:
+#: scalar ``pow`` 771 ms, in two ``double4`` 221 ms.)
+DOUBLE_IN_HALVES = frozenset({"pow"})
 
 #: The functions whose calls make a nest worth vector code (PoCL calls a
 #: library function for each of them, which its compiler does not
@@ -222,6 +247,10 @@ class _Emitter:
         self.lanes = lanes
         self.scalar = nest.ctype
         self.vtype = nest.ctype if lanes == 1 else f"{nest.ctype}{lanes}"
+        # truth values: OpenCL's comparisons of vectors give -1 or 0 in
+        # integers of the elements' size
+        mask = "long" if nest.dtype == np.float64 else "int"
+        self.mtype = "int" if lanes == 1 else f"{mask}{lanes}"
         self.lines: list[str] = []
         self.values: dict[str, str] = {}
         self.count = 0
@@ -229,7 +258,10 @@ class _Emitter:
     def temp(self, value: _Value) -> str:
         name = f"_pt_vc_t{self.count}"
         self.count += 1
-        ctype = self.scalar if value.uniform else self.vtype
+        if value.is_bool:
+            ctype = "int" if value.uniform else self.mtype
+        else:
+            ctype = self.scalar if value.uniform else self.vtype
         self.lines.append(f"{ctype} {name} = {value.code};")
         return name
 
@@ -295,7 +327,8 @@ class _Emitter:
             name = self.values.get(expr.name)
             if name is None:
                 raise _NotVectorizable(f"variable {expr.name}")
-            return _Value(name, False, False)
+            return _Value(name, self.nest.private.get(expr.name, False),
+                          False)
         if isinstance(expr, (prim.Sum, prim.Product)):
             op = " + " if isinstance(expr, prim.Sum) else " * "
             parts = [self.float_value(c) for c in expr.children]
@@ -321,6 +354,15 @@ class _Emitter:
                           False)
         if isinstance(expr, (prim.LogicalAnd, prim.LogicalOr)):
             op = " && " if isinstance(expr, prim.LogicalAnd) else " || "
+            parts = [self.bool_value(c) for c in expr.children]
+            return _Value("(" + op.join(p.code for p in parts) + ")", True,
+                          False)
+        if isinstance(expr, (prim.BitwiseAnd, prim.BitwiseOr,
+                             prim.BitwiseXor)):
+            # of truth values (numpy's & | ^ of booleans): -1 and 0 in
+            # vector code, 1 and 0 in scalar code, both closed under these
+            op = {prim.BitwiseAnd: " & ", prim.BitwiseOr: " | ",
+                  prim.BitwiseXor: " ^ "}[type(expr)]
             parts = [self.bool_value(c) for c in expr.children]
             return _Value("(" + op.join(p.code for p in parts) + ")", True,
                           False)
@@ -412,21 +454,39 @@ class _Emitter:
 
     def call_code(self, name: str, args: list[_Value]) -> _Value:
         uniform = all(a.uniform for a in args)
+        fn = _C_NAMES.get(name, name)
+        if uniform or self.lanes == 1:
+            return _Value(f"{fn}({', '.join(a.code for a in args)})", False,
+                          uniform)
         # OpenCL's functions of several arguments take one type for all
-        texts = ([a.code for a in args] if uniform or len(args) == 1
-                 else [self.widened(a) for a in args])
-        return _Value(f"{_C_NAMES.get(name, name)}({', '.join(texts)})",
-                      False, uniform)
+        texts = [self.widened(a) for a in args]
+        w = self.lanes
+        if self.nest.dtype == np.float32 and name in FLOAT_VIA_DOUBLE:
+            wide = ", ".join(f"convert_double{w}({t})" for t in texts)
+            return _Value(f"convert_float{w}({fn}({wide}))", False, False)
+        if self.nest.dtype == np.float64 and name in DOUBLE_IN_HALVES:
+            names = [self.temp(_Value(t, False, False)) for t in texts]
+            halves = [", ".join(f"{n}.{h}" for n in names)
+                      for h in ("lo", "hi")]
+            return _Value(f"(({self.vtype})({fn}({halves[0]}), "
+                          f"{fn}({halves[1]})))", False, False)
+        return _Value(f"{fn}({', '.join(texts)})", False, False)
 
     def store(self, insn: lp.Assignment) -> None:
-        value = self.float_value(insn.expression)
         lhs = insn.assignee
         if isinstance(lhs, prim.Variable):
-            if lhs.name not in self.nest.private:
+            is_bool = self.nest.private.get(lhs.name)
+            if is_bool is None:
                 raise _NotVectorizable(f"store to {lhs.name}")
-            self.values[lhs.name] = self.temp(_Value(self.widened(value),
-                                                     False, False))
+            if is_bool:
+                value = self.bool_value(insn.expression)
+                self.values[lhs.name] = self.temp(value)
+            else:
+                value = self.float_value(insn.expression)
+                self.values[lhs.name] = self.temp(
+                    _Value(self.widened(value), False, False))
             return
+        value = self.float_value(insn.expression)
         if not isinstance(lhs, prim.Subscript) \
                 or not isinstance(lhs.aggregate, prim.Variable) \
                 or lhs.index_tuple != self.nest.index:
@@ -455,7 +515,8 @@ class _NestInfo:
     shape: tuple[Expression, ...]
     dtype: np.dtype[np.floating]
     ctype: str
-    private: frozenset[str]
+    #: the private temporaries, each with whether it holds truth values
+    private: dict[str, bool]
     read: set[str]
     written: dict[str, None]
     transcendental: bool = False
@@ -566,19 +627,20 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
     shape = tuple(stored.shape)
     if len(shape) != len(inames) or not _is_box(dom, inames, shape):
         return None
-    private = frozenset(
-        insn.assignee.name for insn in insns
+    private = {
+        insn.assignee.name: tv.dtype.numpy_dtype.kind == "b"
+        for insn in insns
         if isinstance(insn.assignee, prim.Variable)
         and (tv := kernel.temporary_variables.get(insn.assignee.name))
         is not None and tv.address_space == lp.AddressSpace.PRIVATE
         and tv.shape == () and tv.dtype is not None
-        and tv.dtype.numpy_dtype == dtype)
+        and tv.dtype.numpy_dtype in (dtype, np.bool_)}
     nest = _NestInfo(kernel, index, shape, dtype,
                      "double" if dtype == np.float64 else "float", private,
                      set(), {})
     lanes = DOUBLE_LANES if dtype == np.float64 else FLOAT_LANES
-    size_expr: Expression = 1
-    for extent in shape:
+    size_expr: Expression = shape[0]
+    for extent in shape[1:]:
         size_expr = size_expr * extent
     try:
         vector = _Emitter(nest, lanes)
@@ -613,7 +675,7 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
         insn_ids=tuple(insn.id for insn in insns), inames=tuple(inames),
         size=size, params=params, lanes=lanes, group_size=group_size,
         code=code, read_variables=frozenset(nest.read) | frozenset(params),
-        written=tuple(nest.written), private=private)
+        written=tuple(nest.written), private=frozenset(private))
 
 
 def _in_order(insns: Sequence[lp.Assignment]) -> list[lp.Assignment]:
