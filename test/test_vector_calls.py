@@ -107,6 +107,26 @@ def test_symbolic_size(queue, dtype):
         assert "_pt_vc_e < (n * 3)" in code
 
 
+def test_two_size_parameters(queue):
+    """n*m elements (not affine in the size parameters): the nest keeps the
+    scalar code; (2n + 1, 3) gets vector code."""
+    n = pt.make_size_param("n")
+    m = pt.make_size_param("m")
+    a = pt.make_placeholder("a", (n, m), np.float64)
+    b = pt.make_placeholder("b", (2 * n + 1, 3), np.float64)
+    prog = pt.generate_loopy({"p": pt.exp(a), "q": pt.sin(b)})
+    for nv, mv in [(0, 3), (4, 5), (7, 1)]:
+        rng = np.random.default_rng(nv)
+        aa, ba = rng.random((nv, mv)), rng.random((2 * nv + 1, 3))
+        _, res = prog(queue, a=aa, b=ba)
+        np.testing.assert_allclose(res["p"], np.exp(aa), rtol=1e-12)
+        np.testing.assert_allclose(res["q"], np.sin(ba), rtol=1e-12)
+    if _vector_device(queue):
+        code = prog.get_code(queue.device)
+        assert code.count("vload8(") == 1
+        assert "vload8(0, b + _pt_vc_base)" in code
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shape", [(33, 7), (5, 6, 7), (1, 1, 9)])
 def test_multidimensional(queue, dtype, shape):
@@ -484,26 +504,30 @@ def test_device_arrays_and_repeated_calls(queue):
 
 
 @pytest.mark.parametrize("split", ["0", "1"])
-def test_split_path(queue, monkeypatch, split):
+def test_split_path(queue, monkeypatch, caplog, split):
     """Vector nests on the split path (a kernel cut at its global
-    barriers, each sub-unit generated alone)."""
+    barriers, each sub-unit generated alone), and without it."""
+    import logging
     monkeypatch.setenv("PYTATO_SPLIT_KERNELS", split)
     monkeypatch.setenv("PYTATO_SPLIT_WORKERS", "1")
+    # other sizes for each case: not the program (and executor) of the
+    # other from the program cache
+    n = 1000 + 3 * int(split)
     rng = np.random.default_rng(9)
-    xa, ya = rng.random(1000), rng.random(1000)
-    x = pt.make_placeholder("x", (1000,), np.float64)
-    y = pt.make_placeholder("y", (1000,), np.float64)
+    xa, ya = rng.random(n), rng.random(n)
+    x = pt.make_placeholder("x", (n,), np.float64)
+    y = pt.make_placeholder("y", (n,), np.float64)
     s = pt.sin(x).tagged(pt.tags.ImplStored())
-    graph = {"a": pt.exp(pt.roll(s, 1)) * y, "b": pt.cos(y) + pt.sum(s),
-             "c": pt.exp(-y)}
-    res, code = _run(queue, graph, {"x": xa, "y": ya})
+    graph = {"a": pt.exp(s[::-1]) * y, "c": pt.exp(-y) + pt.cos(x)}
+    with caplog.at_level(logging.INFO, logger="pytato.target.loopy"):
+        res, code = _run(queue, graph, {"x": xa, "y": ya})
     sa = np.sin(xa)
-    np.testing.assert_allclose(res["a"], np.exp(np.roll(sa, 1)) * ya,
+    np.testing.assert_allclose(res["a"], np.exp(sa[::-1]) * ya, rtol=1e-12)
+    np.testing.assert_allclose(res["c"], np.exp(-ya) + np.cos(xa),
                                rtol=1e-12)
-    np.testing.assert_allclose(res["b"], np.cos(ya) + sa.sum(), rtol=1e-12)
-    np.testing.assert_allclose(res["c"], np.exp(-ya), rtol=1e-12)
+    assert ("kernel split into 2 sub-units" in caplog.text) == (split == "1")
     if _vector_device(queue):
-        assert "vload8(" in code
+        assert code.count("vload8(") == 2
 
 
 def test_show_code(queue, capsys):

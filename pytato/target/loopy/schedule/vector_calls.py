@@ -662,6 +662,10 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
     else:
         size = str(size_expr)
         group_size = info.group_size
+        try:  # an affine number of elements (not n*m)
+            _vector_domain(params, "o", "i", group_size, lanes, size)
+        except isl.Error:
+            return None
     index_c = _INDEX_TYPES[kernel.index_dtype.numpy_dtype]
     body_v = "\n".join("  " + line for line in vector.lines)
     body_s = "\n".join("    " + line for line in scalar.lines)
@@ -676,6 +680,18 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
         size=size, params=params, lanes=lanes, group_size=group_size,
         code=code, read_variables=frozenset(nest.read) | frozenset(params),
         written=tuple(nest.written), private=frozenset(private))
+
+
+def _vector_domain(params: Sequence[str], outer: str, inner: str,
+                   group_size: int, lanes: int, size: int | str
+                   ) -> isl.BasicSet:
+    """The domain of the work-items ``group_size*outer + inner`` of a
+    vector nest of *size* elements, *lanes* per work-item."""
+    g, w = group_size, lanes
+    return isl.BasicSet(
+        f"[{', '.join(params)}] -> {{ [{outer}, {inner}] : "
+        f"0 <= {inner} < {g} and 0 <= {g}*{outer} + {inner} and "
+        f"{w}*({g}*{outer} + {inner}) < {size} }}")
 
 
 def _in_order(insns: Sequence[lp.Assignment]) -> list[lp.Assignment]:
@@ -718,10 +734,8 @@ def apply_vector_nests(kernel: lp.LoopKernel, plans: Sequence[VectorNest]
         base = plan.inames[-1] + ("_flat" if len(plan.inames) > 1 else "")
         outer, inner = vng(f"{base}_vouter"), vng(f"{base}_vinner")
         g, w = plan.group_size, plan.lanes
-        domains[home] = isl.BasicSet(
-            f"[{', '.join(plan.params)}] -> {{ [{outer}, {inner}] : "
-            f"0 <= {inner} < {g} and 0 <= {g}*{outer} + {inner} and "
-            f"{w}*({g}*{outer} + {inner}) < {plan.size} }}")
+        domains[home] = _vector_domain(plan.params, outer, inner, g, w,
+                                       plan.size)
         for name in plan.inames:
             inames.pop(name, None)
         inames[outer] = Iname(outer, frozenset([GroupInameTag(0)]))
