@@ -294,8 +294,12 @@ class _Emitter:
         if isinstance(expr, (bool, np.bool_)):
             raise _NotVectorizable("boolean constant")
         if isinstance(expr, (int, np.integer)):
-            value = float(int(expr))
-            if int(self.nest.dtype.type(value)) != int(expr):
+            try:
+                value = float(int(expr))
+                exact = int(self.nest.dtype.type(value)) == int(expr)
+            except (OverflowError, ValueError):
+                exact = False
+            if not exact:
                 raise _NotVectorizable("integer not exact in the dtype")
             return value
         if isinstance(expr, (float, np.floating)):
