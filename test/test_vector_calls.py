@@ -205,7 +205,7 @@ _SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e300, -1e300, 1e-310,
 @pytest.mark.parametrize("name", [
     "sin", "cos", "tan", "exp", "log", "log10", "sqrt", "tanh", "sinh",
     "cosh", "arcsin", "arccos", "arctan", "chain", "pow", "where", "maximum",
-    "minimum", "arctan2"])
+    "minimum", "arctan2", "isfinite", "isinf", "not"])
 def test_special_values(queue, dtype, name):
     """NaN, infinities, signed zeros, overflow and subnormals go through
     the vector functions as numpy's scalar ones (the values repeat so that
@@ -224,6 +224,12 @@ def test_special_values(queue, dtype, name):
             return m.sin(x) + m.abs(x) ** 1.5
         if name == "where":
             return m.where(m.isnan(x), y, m.exp(x))
+        if name == "isfinite":
+            return m.where(m.isfinite(x) & (y > 0), m.sin(x), y)
+        if name == "isinf":
+            return m.where(m.isinf(x) | m.isnan(y), 2.0, m.exp(x))
+        if name == "not":
+            return m.where(~(x > y), m.cos(y), m.tan(x))
         if name in ("maximum", "minimum", "arctan2"):
             return getattr(m, name)(m.sin(x), y) + m.exp(y) * 0
         return getattr(m, name)(x)
