@@ -168,6 +168,26 @@ def test_several_outputs_and_private_values(queue, dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_zero_dimensional_operands(queue, dtype):
+    """0-d arrays (a placeholder, the result of a full reduction) are the
+    same for all elements of a vector nest."""
+    rng = np.random.default_rng(12)
+    xa = rng.uniform(-5, 5, 1001).astype(dtype)
+    aa = np.array(1.5, dtype=dtype)
+    x = pt.make_placeholder("x", (1001,), dtype)
+    a = pt.make_placeholder("a", (), dtype)
+    e = pt.exp(x - pt.amax(x))
+    graph = {"softmax": e / pt.sum(e), "scaled": pt.sin(x) * a + a}
+    res, code = _run(queue, graph, {"x": xa, "a": aa})
+    ea = np.exp(xa - xa.max())
+    _check(res["softmax"], ea / ea.sum(), _rtol(dtype) * 10, 1e-7)
+    _check(res["scaled"], np.sin(xa) * aa + aa, _rtol(dtype), 1e-6)
+    if _vector_device(queue):
+        assert code.count(f"vload{_lanes(dtype)}(") >= 2
+        assert "a[0]" in code
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_powers_and_conditionals(queue, dtype):
     rng = np.random.default_rng(3)
     xa = rng.uniform(0.1, 3, 999).astype(dtype)

@@ -39,9 +39,10 @@ A loop nest qualifies when
   exactly that shape, one floating-point dtype (``float32`` or
   ``float64``, the same for all), C order and no offset, and is accessed
   at exactly the nest's loop indices (so that the flat element index of
-  the nest is the offset of the element in each array); values kept in
-  private scalars by :mod:`pytato.target.loopy.lower.fusion` stay in
-  (vector) variables;
+  the nest is the offset of the element in each array), or is a 0-d array
+  of that dtype (e.g. the result of a full reduction, read once by each
+  work-item); values kept in private scalars by
+  :mod:`pytato.target.loopy.lower.fusion` stay in (vector) variables;
 * its expressions use only ``+ - * /``, powers (integer exponents are
   multiplied out as :mod:`loopy` does), constants, the math functions of
   :data:`UNARY_FUNCTIONS` and :data:`BINARY_FUNCTIONS`, comparisons,
@@ -253,6 +254,7 @@ class _Emitter:
         self.mtype = "int" if lanes == 1 else f"{mask}{lanes}"
         self.lines: list[str] = []
         self.values: dict[str, str] = {}
+        self.scalars: dict[str, str] = {}
         self.count = 0
 
     def temp(self, value: _Value) -> str:
@@ -329,10 +331,10 @@ class _Emitter:
             return self.read(expr)
         if isinstance(expr, prim.Variable):
             name = self.values.get(expr.name)
-            if name is None:
-                raise _NotVectorizable(f"variable {expr.name}")
-            return _Value(name, self.nest.private.get(expr.name, False),
-                          False)
+            if name is not None:
+                return _Value(name, self.nest.private.get(expr.name, False),
+                              False)
+            return self.read_scalar(expr.name)
         if isinstance(expr, (prim.Sum, prim.Product)):
             op = " + " if isinstance(expr, prim.Sum) else " * "
             parts = [self.float_value(c) for c in expr.children]
@@ -381,8 +383,22 @@ class _Emitter:
                           f": {self.widened(else_)})", False, False)
         raise _NotVectorizable(type(expr).__name__)
 
+    def read_scalar(self, name: str) -> _Value:
+        """A 0-d array (e.g. the result of a full reduction), the same for
+        all elements: read once."""
+        value = self.scalars.get(name)
+        if value is None:
+            self.nest.check_array(name, scalar=True)
+            self.nest.read.add(name)
+            value = self.scalars[name] = self.temp(
+                _Value(f"{name}[0]", False, True))
+        return _Value(value, False, True)
+
     def read(self, expr: prim.Subscript) -> _Value:
         agg = expr.aggregate
+        if isinstance(agg, prim.Variable) and expr.index_tuple == () \
+                and agg.name not in self.values:
+            return self.read_scalar(agg.name)
         if not isinstance(agg, prim.Variable) \
                 or expr.index_tuple != self.nest.index:
             raise _NotVectorizable("not an access at the nest's indices")
@@ -525,9 +541,10 @@ class _NestInfo:
     written: dict[str, None]
     transcendental: bool = False
 
-    def check_array(self, name: str) -> None:
+    def check_array(self, name: str, scalar: bool = False) -> None:
         """Raise :class:`_NotVectorizable` unless *name* is a global array
-        of the nest's shape and dtype, in C order without offset."""
+        of the nest's shape (0-d with *scalar*) and dtype, in C order
+        without offset."""
         knl = self.kernel
         var = knl.arg_dict.get(name)
         if var is None:
@@ -540,9 +557,14 @@ class _NestInfo:
             raise _NotVectorizable(f"{name} is not a global array")
         if var.dtype is None or var.dtype.numpy_dtype != self.dtype:
             raise _NotVectorizable(f"dtype of {name}")
-        if tuple(var.shape) != self.shape or var.offset != 0 \
-                or var.dim_tags is None:
+        if var.shape is None or var.offset != 0:
             raise _NotVectorizable(f"shape or offset of {name}")
+        if scalar:
+            if tuple(var.shape) != ():
+                raise _NotVectorizable(f"{name} is not 0-dimensional")
+            return
+        if tuple(var.shape) != self.shape or var.dim_tags is None:
+            raise _NotVectorizable(f"shape of {name}")
         stride: Expression = 1
         for tag, extent in zip(reversed(var.dim_tags), reversed(self.shape),
                                strict=True):
