@@ -188,16 +188,11 @@ class VectorNest:
     .. attribute:: size
 
         The number of elements: an :class:`int`, or the text of an affine
-        expression of the size parameters (isl syntax).
+        expression of the size parameters *params* (isl syntax).
 
+    .. attribute:: params
     .. attribute:: lanes
-
-        Elements per work-item.
-
     .. attribute:: group_size
-
-        Work-items per group.
-
     .. attribute:: code
 
         The C code of the work-item whose first element is ``_pt_vc_base``.
@@ -210,8 +205,7 @@ class VectorNest:
 
     .. attribute:: private
 
-        The private temporaries of the nest, which become local variables
-        of the code.
+        The private temporaries of the nest, local variables of the code.
     """
 
     insn_ids: tuple[str, ...]
@@ -460,13 +454,10 @@ class _Emitter:
             if arg.uniform:
                 raise _NotVectorizable("predicate of a constant")
             return _Value(f"{name}({arg.code})", True, False)
-        if name in UNARY_FUNCTIONS and len(expr.parameters) == 1:
-            pass
-        elif name in BINARY_FUNCTIONS and len(expr.parameters) == 2:
-            pass
-        else:
+        if name is None or not (
+                (name in UNARY_FUNCTIONS and len(expr.parameters) == 1)
+                or (name in BINARY_FUNCTIONS and len(expr.parameters) == 2)):
             raise _NotVectorizable(f"call to {fn}")
-        assert name is not None
         if name in TRANSCENDENTAL_FUNCTIONS:
             self.nest.transcendental = True
         return self.call_code(name, [self.float_value(p)
