@@ -642,7 +642,7 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
             or kernel.index_dtype.numpy_dtype not in _INDEX_TYPES:
         return None
     shape = tuple(stored.shape)
-    if len(shape) != len(inames) or not _is_box(dom, inames, shape):
+    if len(shape) != len(inames):
         return None
     private = {
         insn.assignee.name: tv.dtype.numpy_dtype.kind == "b"
@@ -660,15 +660,18 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
     for extent in shape[1:]:
         size_expr = size_expr * extent
     try:
+        ordered = _in_order(insns)
         vector = _Emitter(nest, lanes)
-        scalar = _Emitter(nest, 1)
-        for insn in _in_order(insns):
+        for insn in ordered:
             vector.store(insn)
+        # (most nests stop here: the checks below cost more)
+        if not nest.transcendental or not _is_box(dom, inames, shape):
+            return None
+        scalar = _Emitter(nest, 1)
+        for insn in ordered:
             scalar.store(insn)
         size_c = _c_size(kernel, size_expr)
     except (_NotVectorizable, RecursionError):
-        return None
-    if not nest.transcendental:
         return None
     params = tuple(sorted(_size_params(size_expr)))
     if isinstance(size_expr, (int, np.integer)):
