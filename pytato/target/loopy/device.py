@@ -10,16 +10,25 @@ device that is not at hand). Shared by the stages: it imports none of them.
 .. autoclass:: DeviceInfo
 .. autodata:: ITEM_LOCAL_MEMORY_BUDGET
 .. autodata:: ITEM_LOCAL_MEMORY_RESERVE
+.. autodata:: VECTOR_CALLS_ENV
+.. autofunction:: vector_calls_enabled
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import pyopencl as cl
 
 
-__all__ = ["ITEM_LOCAL_MEMORY_BUDGET", "ITEM_LOCAL_MEMORY_RESERVE", "DeviceInfo"]
+__all__ = [
+    "ITEM_LOCAL_MEMORY_BUDGET",
+    "ITEM_LOCAL_MEMORY_RESERVE",
+    "VECTOR_CALLS_ENV",
+    "DeviceInfo",
+    "vector_calls_enabled",
+]
 
 
 #: Bytes of local memory that a block may take when each work-item
@@ -32,6 +41,19 @@ ITEM_LOCAL_MEMORY_BUDGET = 46 * 1024
 #: Bytes of a device's local memory that the budget of blocks
 #: (:data:`ITEM_LOCAL_MEMORY_BUDGET`) leaves to other local arrays.
 ITEM_LOCAL_MEMORY_RESERVE = 2 * 1024
+
+#: Environment variable switching the vector code of elementwise nests
+#: with math functions on CPU devices
+#: (:mod:`pytato.target.loopy.schedule.vector_calls`) off: ``0`` (any
+#: other value, or unset: on). Read when the description of a device is
+#: made (:meth:`DeviceInfo.from_cl_device`, once per device in a process).
+VECTOR_CALLS_ENV = "PYTATO_VECTOR_CALLS"
+
+
+def vector_calls_enabled() -> bool:
+    """Whether :data:`VECTOR_CALLS_ENV` leaves the vector code of
+    :mod:`pytato.target.loopy.schedule.vector_calls` on."""
+    return os.environ.get(VECTOR_CALLS_ENV, "").strip() != "0"
 
 
 @dataclass(frozen=True)
@@ -66,6 +88,16 @@ class DeviceInfo:
         Bytes of local memory per work-group (default: the 32 KiB that
         OpenCL guarantees).
 
+    .. attribute:: vector_calls
+
+        Whether elementwise loop nests calling math functions are computed
+        in OpenCL vector code, several elements per work-item
+        (:mod:`pytato.target.loopy.schedule.vector_calls`). Default False;
+        :meth:`from_cl_device` turns it on for CPU devices with double
+        precision (``cl_khr_fp64``: some functions of ``float`` vectors
+        are computed in ``double``) unless :data:`VECTOR_CALLS_ENV` is
+        ``0``. Never used on GPUs.
+
     .. automethod:: from_cl_device
     .. automethod:: of
     .. automethod:: conservative
@@ -92,6 +124,7 @@ class DeviceInfo:
     preferred_group_size: int | None = None
     min_tiled_outputs: int = 4096
     local_mem_size: int = 32 * 1024
+    vector_calls: bool = False
 
     @classmethod
     def from_cl_device(cls, device: cl.Device) -> DeviceInfo:
@@ -100,7 +133,9 @@ class DeviceInfo:
         return cls(kind=kind, compute_units=int(device.max_compute_units),
                    max_work_group_size=int(device.max_work_group_size),
                    name=str(device.name),
-                   local_mem_size=int(device.local_mem_size))
+                   local_mem_size=int(device.local_mem_size),
+                   vector_calls=(kind == "cpu" and vector_calls_enabled()
+                                 and "cl_khr_fp64" in device.extensions))
 
     @classmethod
     def of(cls, device: cl.Device | DeviceInfo | None) -> DeviceInfo:

@@ -193,6 +193,7 @@ TUNING_MODULES = (
     "pytato.target.loopy.schedule.cpu_reductions",
     "pytato.target.loopy.schedule.accumulators",
     "pytato.target.loopy.schedule.tiling_plan",
+    "pytato.target.loopy.schedule.vector_calls",
     "pytato.target.loopy.run.cl_target",
 )
 

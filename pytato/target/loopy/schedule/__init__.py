@@ -24,7 +24,9 @@ accumulators, and the global barriers between dependent nests.
 * :mod:`~pytato.target.loopy.schedule.reductions`: long reductions split
   in stages, columns and parts;
 * :mod:`~pytato.target.loopy.schedule.accumulators`: sequential reductions
-  with interleaved accumulators.
+  with interleaved accumulators;
+* :mod:`~pytato.target.loopy.schedule.vector_calls`: elementwise nests
+  calling math functions as OpenCL vector code (CPU devices).
 """
 
 from __future__ import annotations

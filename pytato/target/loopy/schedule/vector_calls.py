@@ -1,0 +1,797 @@
+"""Elementwise loop nests calling math functions, as OpenCL vector code on
+CPU devices.
+
+PoCL compiles a call such as ``sin(x[i])`` of each work-item to a call of
+the scalar function of its math library, and its compiler, which
+otherwise turns the loop over the work-items of a group into vector
+instructions, cannot vectorize across such calls: the elementwise chain
+``sin(x)*2 + x**2 - exp(-x)`` of ``benchmarks/bench_user_path.py`` ran at
+numpy's speed on PoCL (2 cores). OpenCL's math functions also take vector
+arguments (``sin(double8)``), which PoCL computes with the vector
+functions of its library. Here each work-item of such a nest computes
+:data:`DOUBLE_LANES` (``double``) or :data:`FLOAT_LANES` (``float``)
+consecutive elements: it loads them with ``vloadW``, applies the nest's
+expressions to the vectors and stores the results with ``vstoreW``. The
+last, partial chunk of the elements (when their number is not a multiple
+of the width, symbolic numbers included) is computed one element after
+the other by the work-item that holds it, with the same expressions on
+scalars; no access goes past the end of an array.
+
+:func:`plan_vector_nest` decides whether a loop nest qualifies and writes
+its code; :func:`apply_vector_nests` puts the code of the planned nests in
+the kernel, each as one :class:`loopy.CInstruction` over a flat pair of
+hardware inames (``g.0`` and ``l.0``) covering ``ceil(n / W)`` work-items.
+:func:`~pytato.target.loopy.schedule.default.default_schedule` applies
+them to the loop nests it schedules when the device's
+:attr:`~pytato.target.loopy.device.DeviceInfo.vector_calls` is on (CPU
+devices, unless switched off with the environment variable
+``PYTATO_VECTOR_CALLS=0``,
+:data:`~pytato.target.loopy.device.VECTOR_CALLS_ENV`); never for GPUs or
+for the description of an unknown device.
+
+A loop nest qualifies when
+
+* its instructions are plain stores without predicates over exactly the
+  nest's loops, whose domain is of its own and is the box of the shape of
+  the stored arrays (constant or symbolic extents, the number of elements
+  affine in the size parameters);
+* every array it reads or writes (arguments or global temporaries) has
+  exactly that shape, one floating-point dtype (``float32`` or
+  ``float64``, the same for all), C order and no offset, and is accessed
+  at exactly the nest's loop indices (so that the flat element index of
+  the nest is the offset of the element in each array), or is a 0-d array
+  of that dtype (e.g. the result of a full reduction, read once by each
+  work-item); values kept in private scalars by
+  :mod:`pytato.target.loopy.lower.fusion` stay in (vector) variables;
+* its expressions use only ``+ - * /``, powers (integer exponents are
+  multiplied out as :mod:`loopy` does), constants, the math functions of
+  :data:`UNARY_FUNCTIONS` and :data:`BINARY_FUNCTIONS`, comparisons,
+  logical operations, ``isnan`` and conditional expressions
+  (``where``, ``maximum``, ``minimum``);
+* it calls at least one of :data:`TRANSCENDENTAL_FUNCTIONS` (or raises to
+  a non-integer power): other elementwise nests PoCL vectorizes by itself.
+
+Anything else (integers, booleans, complex numbers, gathers, broadcasts,
+reductions, shifted or transposed accesses, casts) leaves the nest to the
+ordinary schedule. Results are those of the scalar code up to the
+rounding of the vector functions (within the tolerances of the math
+functions); NaN, infinities and signed zeros go through the same
+functions and comparisons.
+
+.. autodata:: DOUBLE_LANES
+.. autodata:: FLOAT_LANES
+.. autodata:: FLOAT_VIA_DOUBLE
+.. autodata:: DOUBLE_IN_HALVES
+.. autodata:: TRANSCENDENTAL_FUNCTIONS
+.. autodata:: UNARY_FUNCTIONS
+.. autodata:: BINARY_FUNCTIONS
+.. autoclass:: VectorNest
+.. autofunction:: plan_vector_nest
+.. autofunction:: apply_vector_nests
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import islpy as isl
+import loopy as lp
+import numpy as np
+import pymbolic.primitives as prim
+from loopy.kernel.array import FixedStrideArrayDimTag
+from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag
+
+from pytato.target.loopy.schedule.outputs import SILENCED_WRITE_RACES
+
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from pymbolic.typing import Expression
+
+    from pytato.target.loopy.device import DeviceInfo
+
+
+__all__ = [
+    "BINARY_FUNCTIONS",
+    "DOUBLE_IN_HALVES",
+    "DOUBLE_LANES",
+    "FLOAT_LANES",
+    "FLOAT_VIA_DOUBLE",
+    "TRANSCENDENTAL_FUNCTIONS",
+    "UNARY_FUNCTIONS",
+    "VectorNest",
+    "apply_vector_nests",
+    "plan_vector_nest",
+]
+
+
+#: Elements of ``double`` computed by each work-item of a vector nest
+#: (``double8``: PoCL's widest vector functions on AVX-512).
+DOUBLE_LANES = 8
+
+#: Elements of ``float`` computed by each work-item of a vector nest (8:
+#: the functions of :data:`FLOAT_VIA_DOUBLE` compute in ``double8``; on
+#: PoCL, 2 cores, ``sin`` of 2**24 floats in ``float16`` through two
+#: ``double8`` took 21.6 ms, in ``float8`` through ``double8`` 18.5 ms).
+FLOAT_LANES = 8
+
+#: Functions that vector nests of ``float`` compute in ``double`` vectors
+#: (converted back to ``float``): PoCL 3.1's ``sin``, ``cos`` and ``tan``
+#: of ``float4``, ``float8`` and ``float16`` are wrong for small arguments
+#: (``sin(0.001f)`` gave 0.008, ``sin(1e-40f)`` 0.0079, on this project's
+#: CPU), where those of ``double`` vectors and of scalars are right. The
+#: result is rounded once from ``double``: within the scalar function's
+#: error of numpy's. (2**24 floats: scalar ``sin`` 123 ms, through
+#: ``double8`` 18.5 ms.)
+FLOAT_VIA_DOUBLE = frozenset({"sin", "cos", "tan"})
+
+#: Functions that vector nests of ``double`` compute on the two halves of
+#: their vectors: PoCL 3.1's ``pow`` of ``double8`` gives wrong results
+#: in some lanes (0 for ``pow(710.0, 0.5)``, infinity for
+#: ``pow(2.5, -0.0007)``, in about 2 % of mixed arguments), where those of
+#: ``double2``, ``double4`` and of scalars are right. (2**24 doubles:
+#: scalar ``pow`` 771 ms, in two ``double4`` 221 ms.)
+DOUBLE_IN_HALVES = frozenset({"pow"})
+
+#: The functions whose calls make a nest worth vector code (PoCL calls a
+#: library function for each of them, which its compiler does not
+#: vectorize across work-items); ``pow`` also stands for powers with
+#: non-integer exponents.
+TRANSCENDENTAL_FUNCTIONS = frozenset({
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+    "asinh", "acosh", "atanh", "exp", "exp2", "expm1", "log", "log2",
+    "log10", "log1p", "pow", "atan2"})
+
+#: Functions of one floating-point argument accepted in vector nests
+#: (``abs`` is OpenCL's ``fabs``).
+UNARY_FUNCTIONS = TRANSCENDENTAL_FUNCTIONS - {"pow", "atan2"} | frozenset({
+    "sqrt", "abs", "fabs", "floor", "ceil"})
+
+#: Functions of two floating-point arguments accepted in vector nests.
+BINARY_FUNCTIONS = frozenset({"pow", "atan2"})
+
+#: Predicates accepted in conditions (OpenCL's vector versions give -1 for
+#: true, which selects like a comparison).
+_PREDICATES = frozenset({"isnan"})
+
+_C_NAMES = {"abs": "fabs"}
+_INDEX_TYPES = {np.dtype(np.int32): "int", np.dtype(np.int64): "long"}
+_COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
+
+#: the names of the C code (a prefix no pytato name starts with)
+_BASE = "_pt_vc_base"
+_ELEMENT = "_pt_vc_e"
+
+
+class _NotVectorizable(Exception):
+    """Raised by the emitter for an expression it does not accept."""
+
+
+@dataclass(frozen=True)
+class VectorNest:
+    """A loop nest to compute with vector code (see the module
+    documentation), planned by :func:`plan_vector_nest`.
+
+    .. attribute:: insn_ids
+
+        The instructions of the nest, replaced by one
+        :class:`loopy.CInstruction`.
+
+    .. attribute:: inames
+
+        The nest's loops (output axes, in order), replaced by a flat pair
+        of hardware inames.
+
+    .. attribute:: size
+
+        The number of elements: an :class:`int`, or the text of an affine
+        expression of the size parameters *params* (isl syntax).
+
+    .. attribute:: params
+    .. attribute:: lanes
+    .. attribute:: group_size
+    .. attribute:: code
+
+        The C code of the work-item whose first element is ``_pt_vc_base``.
+
+    .. attribute:: read_variables
+    .. attribute:: written
+
+        The names of the arrays (and size parameters) the code reads, and
+        of the arrays it writes.
+
+    .. attribute:: private
+
+        The private temporaries of the nest, local variables of the code.
+    """
+
+    insn_ids: tuple[str, ...]
+    inames: tuple[str, ...]
+    size: int | str
+    params: tuple[str, ...]
+    lanes: int
+    group_size: int
+    code: str
+    read_variables: frozenset[str]
+    written: tuple[str, ...]
+    private: frozenset[str]
+
+
+# {{{ the emitter
+
+@dataclass(frozen=True)
+class _Value:
+    """A C expression: its text, whether it is a truth value (else a
+    floating-point one), and whether it is the same for all elements (a
+    scalar also in vector code)."""
+
+    code: str
+    is_bool: bool
+    uniform: bool
+
+
+class _Emitter:
+    """C statements for the instructions of a nest, on vectors of *lanes*
+    elements (*lanes* 1: scalars, indexed by ``_pt_vc_e``)."""
+
+    def __init__(self, nest: _NestInfo, lanes: int) -> None:
+        self.nest = nest
+        self.lanes = lanes
+        self.scalar = nest.ctype
+        self.vtype = nest.ctype if lanes == 1 else f"{nest.ctype}{lanes}"
+        # truth values: OpenCL's comparisons of vectors give -1 or 0 in
+        # integers of the elements' size
+        mask = "long" if nest.dtype == np.float64 else "int"
+        self.mtype = "int" if lanes == 1 else f"{mask}{lanes}"
+        self.lines: list[str] = []
+        self.values: dict[str, str] = {}
+        self.scalars: dict[str, str] = {}
+        self.count = 0
+
+    def temp(self, value: _Value) -> str:
+        name = f"_pt_vc_t{self.count}"
+        self.count += 1
+        if value.is_bool:
+            ctype = "int" if value.uniform else self.mtype
+        else:
+            ctype = self.scalar if value.uniform else self.vtype
+        self.lines.append(f"{ctype} {name} = {value.code};")
+        return name
+
+    def widened(self, value: _Value) -> str:
+        """*value* as a value of the vector type."""
+        if value.uniform and self.lanes > 1:
+            return f"({self.vtype})({value.code})"
+        return value.code
+
+    def constant(self, value: float) -> _Value:
+        if math.isnan(value):
+            code = "NAN"
+        elif math.isinf(value):
+            code = "INFINITY" if value > 0 else "(-INFINITY)"
+        else:
+            code = repr(float(value))
+            if "e" not in code and "." not in code:
+                code += ".0"
+            if self.nest.dtype == np.float32:
+                code += "f"
+            if value < 0 or code.startswith("-"):
+                code = f"({code})"
+        if self.nest.dtype == np.float64 and code in ("NAN", "INFINITY",
+                                                        "(-INFINITY)"):
+            code = f"((double) {code})"
+        return _Value(code, False, True)
+
+    def number(self, expr: object) -> float:
+        """The value of the constant *expr* in the nest's dtype (exact)."""
+        if isinstance(expr, (bool, np.bool_)):
+            raise _NotVectorizable("boolean constant")
+        if isinstance(expr, (int, np.integer)):
+            try:
+                value = float(int(expr))
+                exact = int(self.nest.dtype.type(value)) == int(expr)
+            except (OverflowError, ValueError):
+                exact = False
+            if not exact:
+                raise _NotVectorizable("integer not exact in the dtype")
+            return value
+        if isinstance(expr, (float, np.floating)):
+            value = float(expr)
+            if not math.isnan(value) and float(
+                    self.nest.dtype.type(value)) != value:
+                raise _NotVectorizable("constant not exact in the dtype")
+            return value
+        raise _NotVectorizable(f"constant {expr!r}")
+
+    def float_value(self, expr: Expression) -> _Value:
+        value = self.rec(expr)
+        if value.is_bool:
+            raise _NotVectorizable("truth value used as a number")
+        return value
+
+    def bool_value(self, expr: Expression) -> _Value:
+        value = self.rec(expr)
+        if not value.is_bool:
+            raise _NotVectorizable("number used as a truth value")
+        return value
+
+    def rec(self, expr: Expression) -> _Value:
+        if not isinstance(expr, prim.ExpressionNode):
+            return self.constant(self.number(expr))
+        if isinstance(expr, prim.Subscript):
+            return self.read(expr)
+        if isinstance(expr, prim.Variable):
+            name = self.values.get(expr.name)
+            if name is not None:
+                return _Value(name, self.nest.private.get(expr.name, False),
+                              False)
+            return self.read_scalar(expr.name)
+        if isinstance(expr, (prim.Sum, prim.Product)):
+            op = " + " if isinstance(expr, prim.Sum) else " * "
+            parts = [self.float_value(c) for c in expr.children]
+            return _Value("(" + op.join(p.code for p in parts) + ")", False,
+                          all(p.uniform for p in parts))
+        if isinstance(expr, prim.Quotient):
+            num = self.float_value(expr.numerator)
+            den = self.float_value(expr.denominator)
+            return _Value(f"({num.code} / {den.code})", False,
+                          num.uniform and den.uniform)
+        if isinstance(expr, prim.Power):
+            return self.power(expr)
+        if isinstance(expr, prim.Call):
+            return self.call(expr)
+        if isinstance(expr, prim.Comparison):
+            if expr.operator not in _COMPARISONS:
+                raise _NotVectorizable(f"comparison {expr.operator}")
+            left = self.float_value(expr.left)
+            right = self.float_value(expr.right)
+            if left.uniform and right.uniform:
+                raise _NotVectorizable("comparison of constants")
+            return _Value(f"({left.code} {expr.operator} {right.code})", True,
+                          False)
+        if isinstance(expr, (prim.LogicalAnd, prim.LogicalOr)):
+            op = " && " if isinstance(expr, prim.LogicalAnd) else " || "
+            parts = [self.bool_value(c) for c in expr.children]
+            return _Value("(" + op.join(p.code for p in parts) + ")", True,
+                          False)
+        if isinstance(expr, (prim.BitwiseAnd, prim.BitwiseOr,
+                             prim.BitwiseXor)):
+            # of truth values (numpy's & | ^ of booleans): -1 and 0 in
+            # vector code, 1 and 0 in scalar code, both closed under these
+            op = {prim.BitwiseAnd: " & ", prim.BitwiseOr: " | ",
+                  prim.BitwiseXor: " ^ "}[type(expr)]
+            parts = [self.bool_value(c) for c in expr.children]
+            return _Value("(" + op.join(p.code for p in parts) + ")", True,
+                          False)
+        if isinstance(expr, prim.LogicalNot):
+            return _Value(f"(!{self.bool_value(expr.child).code})", True,
+                          False)
+        if isinstance(expr, prim.If):
+            cond = self.bool_value(expr.condition)
+            then = self.float_value(expr.then)
+            else_ = self.float_value(expr.else_)
+            return _Value(f"({cond.code} ? {self.widened(then)} "
+                          f": {self.widened(else_)})", False, False)
+        raise _NotVectorizable(type(expr).__name__)
+
+    def read_scalar(self, name: str) -> _Value:
+        """A 0-d array (e.g. the result of a full reduction), the same for
+        all elements: read once."""
+        value = self.scalars.get(name)
+        if value is None:
+            self.nest.check_array(name, scalar=True)
+            self.nest.read.add(name)
+            value = self.scalars[name] = self.temp(
+                _Value(f"{name}[0]", False, True))
+        return _Value(value, False, True)
+
+    def read(self, expr: prim.Subscript) -> _Value:
+        agg = expr.aggregate
+        if isinstance(agg, prim.Variable) and expr.index_tuple == () \
+                and agg.name not in self.values:
+            return self.read_scalar(agg.name)
+        if not isinstance(agg, prim.Variable) \
+                or expr.index_tuple != self.nest.index:
+            raise _NotVectorizable("not an access at the nest's indices")
+        name = self.values.get(agg.name)
+        if name is None:
+            self.nest.check_array(agg.name)
+            self.nest.read.add(agg.name)
+            if self.lanes == 1:
+                load = f"{agg.name}[{_ELEMENT}]"
+            else:
+                load = f"vload{self.lanes}(0, {agg.name} + {_BASE})"
+            name = self.values[agg.name] = self.temp(_Value(load, False,
+                                                            False))
+        return _Value(name, False, False)
+
+    def power(self, expr: prim.Power) -> _Value:
+        exponent = expr.exponent
+        if isinstance(exponent, prim.ExpressionNode):
+            base = self.float_value(expr.base)
+            exp = self.float_value(exponent)
+            self.nest.transcendental = True
+            return self.call_code("pow", [base, exp])
+        if isinstance(exponent, (bool, np.bool_)) \
+                or not isinstance(exponent, (int, float, np.integer,
+                                             np.floating)):
+            raise _NotVectorizable(f"exponent {exponent!r}")
+        if exponent == 0:
+            return self.constant(1.0)
+        base = self.float_value(expr.base)
+        if exponent == 1:
+            return base
+        if exponent == 2:
+            return _Value(f"({base.code} * {base.code})", False, base.uniform)
+        if isinstance(exponent, (float, np.floating)):
+            self.nest.transcendental = True
+            return self.call_code("pow", [base,
+                                          self.constant(self.number(exponent))])
+        # loopy's integer power: repeated squaring
+        n = int(exponent)
+        x = self.temp(base)
+        if n < 0:
+            one = self.constant(1.0).code
+            x = self.temp(_Value(f"({one} / {x})", False, base.uniform))
+            n = -n
+        y: str | None = None
+        while n > 1:
+            if n % 2:
+                y = x if y is None else self.temp(
+                    _Value(f"({x} * {y})", False, base.uniform))
+            x = self.temp(_Value(f"({x} * {x})", False, base.uniform))
+            n //= 2
+        return _Value(x if y is None else f"({x} * {y})", False, base.uniform)
+
+    def call(self, expr: prim.Call) -> _Value:
+        fn = expr.function
+        name = fn.name if isinstance(fn, prim.Variable) else None
+        if name in _PREDICATES and len(expr.parameters) == 1:
+            arg = self.float_value(expr.parameters[0])
+            if arg.uniform:
+                raise _NotVectorizable("predicate of a constant")
+            return _Value(f"{name}({arg.code})", True, False)
+        if name is None or not (
+                (name in UNARY_FUNCTIONS and len(expr.parameters) == 1)
+                or (name in BINARY_FUNCTIONS and len(expr.parameters) == 2)):
+            raise _NotVectorizable(f"call to {fn}")
+        if name in TRANSCENDENTAL_FUNCTIONS:
+            self.nest.transcendental = True
+        return self.call_code(name, [self.float_value(p)
+                                     for p in expr.parameters])
+
+    def call_code(self, name: str, args: list[_Value]) -> _Value:
+        uniform = all(a.uniform for a in args)
+        fn = _C_NAMES.get(name, name)
+        if uniform or self.lanes == 1:
+            return _Value(f"{fn}({', '.join(a.code for a in args)})", False,
+                          uniform)
+        # OpenCL's functions of several arguments take one type for all
+        texts = [self.widened(a) for a in args]
+        w = self.lanes
+        if self.nest.dtype == np.float32 and name in FLOAT_VIA_DOUBLE:
+            wide = ", ".join(f"convert_double{w}({t})" for t in texts)
+            return _Value(f"convert_float{w}({fn}({wide}))", False, False)
+        if self.nest.dtype == np.float64 and name in DOUBLE_IN_HALVES:
+            names = [self.temp(_Value(t, False, False)) for t in texts]
+            halves = [", ".join(f"{n}.{h}" for n in names)
+                      for h in ("lo", "hi")]
+            return _Value(f"(({self.vtype})({fn}({halves[0]}), "
+                          f"{fn}({halves[1]})))", False, False)
+        return _Value(f"{fn}({', '.join(texts)})", False, False)
+
+    def store(self, insn: lp.Assignment) -> None:
+        lhs = insn.assignee
+        if isinstance(lhs, prim.Variable):
+            is_bool = self.nest.private.get(lhs.name)
+            if is_bool is None:
+                raise _NotVectorizable(f"store to {lhs.name}")
+            if is_bool:
+                value = self.bool_value(insn.expression)
+                self.values[lhs.name] = self.temp(value)
+            else:
+                value = self.float_value(insn.expression)
+                self.values[lhs.name] = self.temp(
+                    _Value(self.widened(value), False, False))
+            return
+        value = self.float_value(insn.expression)
+        if not isinstance(lhs, prim.Subscript) \
+                or not isinstance(lhs.aggregate, prim.Variable) \
+                or lhs.index_tuple != self.nest.index:
+            raise _NotVectorizable("not a store at the nest's indices")
+        name = lhs.aggregate.name
+        self.nest.check_array(name)
+        self.nest.written.setdefault(name, None)
+        # later reads of the array in the nest see the stored value
+        stored = self.values[name] = self.temp(
+            _Value(self.widened(value), False, False))
+        if self.lanes == 1:
+            self.lines.append(f"{name}[{_ELEMENT}] = {stored};")
+        else:
+            self.lines.append(f"vstore{self.lanes}({stored}, 0, "
+                              f"{name} + {_BASE});")
+
+# }}}
+
+
+@dataclass
+class _NestInfo:
+    """What the emitter checks the arrays of a nest against."""
+
+    kernel: lp.LoopKernel
+    index: tuple[prim.Variable, ...]
+    shape: tuple[Expression, ...]
+    dtype: np.dtype[np.floating]
+    ctype: str
+    #: the private temporaries, each with whether it holds truth values
+    private: dict[str, bool]
+    read: set[str]
+    written: dict[str, None]
+    transcendental: bool = False
+
+    def check_array(self, name: str, scalar: bool = False) -> None:
+        """Raise :class:`_NotVectorizable` unless *name* is a global array
+        of the nest's shape (0-d with *scalar*) and dtype, in C order
+        without offset."""
+        knl = self.kernel
+        var = knl.arg_dict.get(name)
+        if var is None:
+            var = knl.temporary_variables.get(name)
+            if var is None or var.address_space != lp.AddressSpace.GLOBAL \
+                    or var.base_storage is not None:
+                raise _NotVectorizable(f"{name} is not a global array")
+        elif not isinstance(var, lp.ArrayArg) \
+                or var.address_space != lp.AddressSpace.GLOBAL:
+            raise _NotVectorizable(f"{name} is not a global array")
+        if var.dtype is None or var.dtype.numpy_dtype != self.dtype:
+            raise _NotVectorizable(f"dtype of {name}")
+        if var.shape is None or var.offset != 0:
+            raise _NotVectorizable(f"shape or offset of {name}")
+        if scalar:
+            if tuple(var.shape) != ():
+                raise _NotVectorizable(f"{name} is not 0-dimensional")
+            return
+        if tuple(var.shape) != self.shape or var.dim_tags is None:
+            raise _NotVectorizable(f"shape of {name}")
+        stride: Expression = 1
+        for tag, extent in zip(reversed(var.dim_tags), reversed(self.shape),
+                               strict=True):
+            if not isinstance(tag, FixedStrideArrayDimTag) \
+                    or tag.stride != stride:
+                raise _NotVectorizable(f"layout of {name}")
+            stride = stride * extent
+
+
+def _c_size(kernel: lp.LoopKernel, expr: Expression) -> str:
+    """The C text of the size expression *expr* (integers, integer size
+    parameters, sums and products)."""
+    if isinstance(expr, (int, np.integer)) and not isinstance(expr, bool):
+        return str(int(expr))
+    if isinstance(expr, prim.Variable):
+        arg = kernel.arg_dict.get(expr.name)
+        if not isinstance(arg, lp.ValueArg) or arg.dtype is None \
+                or arg.dtype.numpy_dtype.kind not in "iu":
+            raise _NotVectorizable(f"size parameter {expr.name}")
+        return expr.name
+    if isinstance(expr, (prim.Sum, prim.Product)):
+        op = " + " if isinstance(expr, prim.Sum) else " * "
+        return "(" + op.join(_c_size(kernel, c) for c in expr.children) + ")"
+    raise _NotVectorizable(f"size {expr!r}")
+
+
+def _size_params(expr: Expression) -> set[str]:
+    if isinstance(expr, prim.Variable):
+        return {expr.name}
+    if isinstance(expr, (prim.Sum, prim.Product)):
+        return set().union(*(_size_params(c) for c in expr.children))
+    return set()
+
+
+def _is_box(dom: isl.BasicSet, inames: Sequence[str],
+            shape: Sequence[Expression]) -> bool:
+    """Whether *dom* is ``0 <= inames[k] < shape[k]`` for all *k*."""
+    names = dom.get_var_names(isl.dim_type.set)
+    params = dom.get_var_names(isl.dim_type.param)
+    extent = dict(zip(inames, shape, strict=True))
+    conds = " and ".join(f"0 <= {n} < {extent[n]}" for n in names)
+    try:
+        box = isl.BasicSet(f"[{', '.join(params)}] -> "
+                           f"{{ [{', '.join(names)}] : {conds} }}")
+        if dom.get_tuple_name():
+            dom = dom.set_tuple_name(None)
+        return bool(dom.is_equal(box))
+    except isl.Error:
+        return False
+
+
+def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
+                     inames: Sequence[str], info: DeviceInfo
+                     ) -> VectorNest | None:
+    """The plan of vector code for the loop nest of *insns* over its output
+    inames *inames* (in order) of *kernel*, scheduled for *info*; None if
+    the nest does not qualify (see the module documentation) or *info*'s
+    :attr:`~pytato.target.loopy.device.DeviceInfo.vector_calls` is off."""
+    if not info.vector_calls or not inames or info.is_gpu:
+        return None
+    if any(kernel.iname_tags(i) for i in inames):
+        return None
+    homes = {kernel.get_home_domain_index(i) for i in inames}
+    if len(homes) != 1:
+        return None
+    dom = kernel.domains[homes.pop()]
+    if set(dom.get_var_names(isl.dim_type.set)) != set(inames):
+        return None
+    index = tuple(prim.Variable(i) for i in inames)
+    stored = None
+    for insn in insns:
+        if not isinstance(insn, lp.Assignment) or insn.predicates \
+                or set(insn.within_inames) != set(inames):
+            return None
+        lhs = insn.assignee
+        if stored is None and isinstance(lhs, prim.Subscript) \
+                and isinstance(lhs.aggregate, prim.Variable):
+            stored = kernel.arg_dict.get(lhs.aggregate.name) \
+                or kernel.temporary_variables.get(lhs.aggregate.name)
+    if stored is None or stored.dtype is None or stored.shape is None:
+        return None
+    dtype = stored.dtype.numpy_dtype
+    if dtype not in (np.float32, np.float64) \
+            or kernel.index_dtype.numpy_dtype not in _INDEX_TYPES:
+        return None
+    shape = tuple(stored.shape)
+    if len(shape) != len(inames):
+        return None
+    private = {
+        insn.assignee.name: tv.dtype.numpy_dtype.kind == "b"
+        for insn in insns
+        if isinstance(insn.assignee, prim.Variable)
+        and (tv := kernel.temporary_variables.get(insn.assignee.name))
+        is not None and tv.address_space == lp.AddressSpace.PRIVATE
+        and tv.shape == () and tv.dtype is not None
+        and tv.dtype.numpy_dtype in (dtype, np.bool_)}
+    nest = _NestInfo(kernel, index, shape, dtype,
+                     "double" if dtype == np.float64 else "float", private,
+                     set(), {})
+    lanes = DOUBLE_LANES if dtype == np.float64 else FLOAT_LANES
+    size_expr: Expression = shape[0]
+    for extent in shape[1:]:
+        size_expr = size_expr * extent
+    try:
+        ordered = _in_order(insns)
+        vector = _Emitter(nest, lanes)
+        for insn in ordered:
+            vector.store(insn)
+        # (most nests stop here: the checks below cost more)
+        if not nest.transcendental or not _is_box(dom, inames, shape):
+            return None
+        scalar = _Emitter(nest, 1)
+        for insn in ordered:
+            scalar.store(insn)
+        size_c = _c_size(kernel, size_expr)
+    except (_NotVectorizable, RecursionError):
+        return None
+    params = tuple(sorted(_size_params(size_expr)))
+    if isinstance(size_expr, (int, np.integer)):
+        size: int | str = int(size_expr)
+        if size == 0:
+            return None
+        group_size = max(1, min(info.group_size, -(-size // lanes)))
+    else:
+        size = str(size_expr)
+        group_size = info.group_size
+        try:  # an affine number of elements (not n*m)
+            _vector_domain(params, "o", "i", group_size, lanes, size)
+        except isl.Error:
+            return None
+    index_c = _INDEX_TYPES[kernel.index_dtype.numpy_dtype]
+    body_v = "\n".join("  " + line for line in vector.lines)
+    body_s = "\n".join("    " + line for line in scalar.lines)
+    if isinstance(size, int) and size % lanes == 0:
+        code = f"{{\n{body_v}\n}}"
+    else:
+        code = (f"if ({_BASE} + {lanes} <= {size_c})\n{{\n{body_v}\n}}\n"
+                f"else\n{{\n  for ({index_c} {_ELEMENT} = {_BASE}; "
+                f"{_ELEMENT} < {size_c}; ++{_ELEMENT})\n  {{\n{body_s}\n  }}\n}}")
+    return VectorNest(
+        insn_ids=tuple(insn.id for insn in insns), inames=tuple(inames),
+        size=size, params=params, lanes=lanes, group_size=group_size,
+        code=code, read_variables=frozenset(nest.read) | frozenset(params),
+        written=tuple(nest.written), private=frozenset(private))
+
+
+def _vector_domain(params: Sequence[str], outer: str, inner: str,
+                   group_size: int, lanes: int, size: int | str
+                   ) -> isl.BasicSet:
+    """The domain of the work-items ``group_size*outer + inner`` of a
+    vector nest of *size* elements, *lanes* per work-item."""
+    g, w = group_size, lanes
+    return isl.BasicSet(
+        f"[{', '.join(params)}] -> {{ [{outer}, {inner}] : "
+        f"0 <= {inner} < {g} and 0 <= {g}*{outer} + {inner} and "
+        f"{w}*({g}*{outer} + {inner}) < {size} }}")
+
+
+def _in_order(insns: Sequence[lp.Assignment]) -> list[lp.Assignment]:
+    """*insns* in an order where each comes after those of *insns* it
+    depends on."""
+    ids = {insn.id for insn in insns}
+    done: set[str] = set()
+    result: list[lp.Assignment] = []
+    pending = list(insns)
+    while pending:
+        rest = [insn for insn in pending
+                if not (insn.depends_on & ids) <= done]
+        if len(rest) == len(pending):
+            raise _NotVectorizable("cyclic dependencies")
+        for insn in pending:
+            if (insn.depends_on & ids) <= done:
+                result.append(insn)
+                done.add(insn.id)
+        pending = rest
+    return result
+
+
+def apply_vector_nests(kernel: lp.LoopKernel, plans: Sequence[VectorNest]
+                       ) -> tuple[lp.LoopKernel, dict[str, str]]:
+    """*kernel* with the instructions of each of *plans* replaced by one
+    :class:`loopy.CInstruction` (its loops by a flat pair of inames on
+    ``g.0`` and ``l.0``), and the id of the new instruction of each plan,
+    by the id of the plan's first instruction."""
+    if not plans:
+        return kernel, {}
+    vng = kernel.get_var_name_generator()
+    ids = kernel.get_instruction_id_generator()
+    domains = list(kernel.domains)
+    inames = dict(kernel.inames)
+    temporaries = dict(kernel.temporary_variables)
+    new_id: dict[str, str] = {}
+    replacement: dict[str, lp.CInstruction] = {}
+    for plan in plans:
+        home = kernel.get_home_domain_index(plan.inames[0])
+        base = plan.inames[-1] + ("_flat" if len(plan.inames) > 1 else "")
+        outer, inner = vng(f"{base}_vouter"), vng(f"{base}_vinner")
+        g, w = plan.group_size, plan.lanes
+        domains[home] = _vector_domain(plan.params, outer, inner, g, w,
+                                       plan.size)
+        for name in plan.inames:
+            inames.pop(name, None)
+        inames[outer] = Iname(outer, frozenset([GroupInameTag(0)]))
+        inames[inner] = Iname(inner, frozenset([LocalInameTag(0)]))
+        for name in plan.private:
+            temporaries.pop(name, None)
+        by_id = kernel.id_to_insn
+        members = set(plan.insn_ids)
+        deps = frozenset(d for i in plan.insn_ids
+                         for d in by_id[i].depends_on if d not in members)
+        cid = ids(f"_pt_vector_{plan.insn_ids[0]}")
+        flat = prim.Sum((prim.Product((g, prim.Variable(outer))),
+                         prim.Variable(inner)))
+        replacement[plan.insn_ids[0]] = lp.CInstruction(
+            [(_BASE, prim.Product((w, flat)))], plan.code,
+            read_variables=plan.read_variables,
+            assignees=tuple(prim.Variable(n) for n in plan.written),
+            id=cid, depends_on=deps,
+            within_inames=frozenset({outer, inner}))
+        for i in plan.insn_ids:
+            new_id[i] = cid
+    new_insns = []
+    for insn in kernel.instructions:
+        c = replacement.get(insn.id)
+        if c is not None:
+            insn = c
+        elif insn.id in new_id:
+            continue
+        if insn.depends_on & new_id.keys():
+            insn = insn.copy(depends_on=frozenset(
+                new_id.get(d, d) for d in insn.depends_on))
+        new_insns.append(insn)
+    kernel = kernel.copy(
+        domains=domains, instructions=new_insns, inames=inames,
+        temporary_variables=temporaries,
+        silenced_warnings=kernel.silenced_warnings | {SILENCED_WRITE_RACES})
+    return kernel, {plan.insn_ids[0]: new_id[plan.insn_ids[0]]
+                    for plan in plans}
+
