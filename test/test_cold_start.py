@@ -12,7 +12,7 @@ from random_graphs import make_random_dag, make_random_graph
 
 import pytato as pt
 from pytato.target.loopy import PROGRAM_CACHE
-from pytato.target.loopy.run import program_store, split, split_build
+from pytato.target.loopy.run import program_store, split, split_build, split_sizes
 
 
 @pytest.fixture
@@ -325,7 +325,7 @@ def test_early_workers_stopped(ctx_factory, split_on, monkeypatch):
 # {{{ sizes hoisted into value arguments
 
 def _hoisted_values(unit: split.SubUnit) -> set[int]:
-    return {v for v in map(split.hoisted_value, unit.canonical_names)
+    return {v for v in map(split_sizes.hoisted_value, unit.canonical_names)
             if v is not None}
 
 
@@ -380,7 +380,7 @@ def test_hoisted_code_keeps_schedule_constants(ctx_factory, split_on):
     units = split.split_kernel(t_unit.default_entrypoint)
     compiled = split_build.compile_sub_units(t_unit, units)
     for comp in compiled.values():
-        assert split.HOISTED_PREFIX in comp.code
+        assert split_sizes.HOISTED_PREFIX in comp.code
         assert "<= 4;" in comp.code  # the reduction over 5 dofs
         for _, _, gsize, lsize in comp.launches:
             # the work-group size a constant, the group count an
@@ -470,7 +470,7 @@ def test_hoisted_parallel_equals_serial(ctx_factory, split_on, monkeypatch):
     serial = _codes(outputs, queue, monkeypatch, 1)
     parallel = _codes(outputs, queue, monkeypatch, 2)
     assert serial == parallel
-    assert all(split.HOISTED_PREFIX in code for code, _ in serial.values())
+    assert all(split_sizes.HOISTED_PREFIX in code for code, _ in serial.values())
 
 
 
@@ -484,7 +484,7 @@ def test_hoisting_switched_off(ctx_factory, split_on, monkeypatch):
     knl = pt.generate_loopy(outputs, cl_device=queue.device
                             ).program.default_entrypoint
     units = split.split_kernel(knl)
-    assert not any(split.hoisted_value(n) is not None
+    assert not any(split_sizes.hoisted_value(n) is not None
                    for u in units for n in u.canonical_names)
     assert ({u.key for u in units}
             == {u.key for u in split.split_kernel(knl, hoist=False)}

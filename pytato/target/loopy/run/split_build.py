@@ -73,9 +73,9 @@ from pytato.target.loopy.run.split import (
     SplitNotPossible,
     SubUnit,
     _KernelNeeded,
-    hoisted_value,
     split_kernel,
 )
+from pytato.target.loopy.run.split_sizes import hoisted_value
 
 
 if TYPE_CHECKING:
@@ -421,7 +421,7 @@ class SplitKernelPlan(KernelPlan):
     def typed_values(self, values: Mapping[str, Any]) -> dict[str, np.generic]:
         """The value arguments as numpy scalars of the kernel's types, and
         the constants hoisted out of the sub-units (see
-        :func:`~pytato.target.loopy.run.split.hoisted_name`)."""
+        :func:`~pytato.target.loopy.run.split_sizes.hoisted_name`)."""
         return {**super().typed_values(values), **self._constants}
 
 
