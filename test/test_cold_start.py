@@ -12,6 +12,7 @@ from random_graphs import make_random_dag, make_random_graph
 
 import pytato as pt
 from pytato.target.loopy import PROGRAM_CACHE
+from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.run import program_store, split, split_build, split_sizes
 
 
@@ -58,8 +59,20 @@ def _dg_like(nfields: int, ngroups: int = 3, ndofs: int = 4,
     return outputs, inputs, expected
 
 
-def _run(outputs, inputs, queue):
-    prog = pt.generate_loopy(outputs, cl_device=queue.device)
+def _cpu_schedule(queue):
+    """The device the hoisting tests schedule for: the queue's if it is a
+    CPU, else a CPU's description. Their groups are wider than a CPU's
+    work group (32 work-items); a GPU's work groups are wider than some of
+    them, whose sub-units then stay distinct (the schedule chose the
+    work-group size from the size)."""
+    if queue.device.type & cl.device_type.CPU:
+        return queue.device
+    return DeviceInfo(kind="cpu", compute_units=16, max_work_group_size=4096,
+                      name="a CPU (test)")
+
+
+def _run(outputs, inputs, queue, device=None):
+    prog = pt.generate_loopy(outputs, cl_device=device or queue.device)
     _, out = prog(queue, **inputs)
     return prog, out
 
@@ -130,10 +143,10 @@ def test_random_graphs_unchanged(ctx_factory, split_on, seed):
         np.testing.assert_allclose(out[name], ref, rtol=1e-10, atol=1e-10)
 
 
-def _codes(outputs, queue, monkeypatch, workers):
+def _codes(outputs, queue, monkeypatch, workers, device=None):
     monkeypatch.setenv(split.SPLIT_WORKERS_ENV, str(workers))
     PROGRAM_CACHE.clear()
-    prog = pt.generate_loopy(outputs, cl_device=queue.device)
+    prog = pt.generate_loopy(outputs, cl_device=device or queue.device)
     t_unit = prog.program
     units = split.split_kernel(t_unit.default_entrypoint)
     compiled = split_build.compile_sub_units(t_unit, units)
@@ -341,13 +354,14 @@ def test_groups_share_sub_units(ctx_factory, split_on, nfields, nels):
     count, brought to the first's form.)"""
     queue = cl.CommandQueue(ctx_factory())
     outputs, inputs, expected = _dg_like(nfields, nels=nels)
-    knl = pt.generate_loopy(outputs, cl_device=queue.device
+    device = _cpu_schedule(queue)
+    knl = pt.generate_loopy(outputs, cl_device=device
                             ).program.default_entrypoint
     units = split.split_kernel(knl)
     keys = {u.key for u in units}
     one, _, _ = _dg_like(1, nels=(77,))
     one_units = split.split_kernel(pt.generate_loopy(
-        one, cl_device=queue.device).program.default_entrypoint)
+        one, cl_device=device).program.default_entrypoint)
     assert keys == {u.key for u in one_units}
     assert len(units) == nfields * len(nels) * len(one_units)
     # without hoisting, the groups differ (one field: a phase's nests are
@@ -364,7 +378,7 @@ def test_groups_share_sub_units(ctx_factory, split_on, nfields, nels):
         nel = next(n for n in nels if n in values)
         assert values <= {nel, nel * 4, 4}
     before = split_build.STATS["generated"]
-    _, out = _run(outputs, inputs, queue)
+    _, out = _run(outputs, inputs, queue, device)
     assert split_build.STATS["generated"] - before == len(keys)
     for name, ref in expected.items():
         np.testing.assert_allclose(out[name], ref, rtol=1e-12, atol=1e-12)
@@ -376,7 +390,8 @@ def test_hoisted_code_keeps_schedule_constants(ctx_factory, split_on):
     index's division): only the sizes are value arguments."""
     queue = cl.CommandQueue(ctx_factory())
     outputs, _, _ = _dg_like(1, nels=(40, 81), ndofs=5)
-    t_unit = pt.generate_loopy(outputs, cl_device=queue.device).program
+    t_unit = pt.generate_loopy(outputs, cl_device=_cpu_schedule(queue)
+                               ).program
     units = split.split_kernel(t_unit.default_entrypoint)
     compiled = split_build.compile_sub_units(t_unit, units)
     for comp in compiled.values():
@@ -451,7 +466,7 @@ def test_store_hit_across_sizes(ctx_factory, split_on, monkeypatch,
         hits = split_build.STATS["store_hits"]
         generated = split_build.STATS["generated"]
         PROGRAM_CACHE.clear()
-        _, out = _run(outputs, inputs, queue)
+        _, out = _run(outputs, inputs, queue, _cpu_schedule(queue))
         results.append((split_build.STATS["store_hits"] - hits,
                         split_build.STATS["generated"] - generated))
         for name, ref in expected.items():
@@ -467,8 +482,9 @@ def test_hoisted_parallel_equals_serial(ctx_factory, split_on, monkeypatch):
     process."""
     queue = cl.CommandQueue(ctx_factory())
     outputs, _, _ = _dg_like(2, nels=(40, 80, 120))
-    serial = _codes(outputs, queue, monkeypatch, 1)
-    parallel = _codes(outputs, queue, monkeypatch, 2)
+    device = _cpu_schedule(queue)
+    serial = _codes(outputs, queue, monkeypatch, 1, device)
+    parallel = _codes(outputs, queue, monkeypatch, 2, device)
     assert serial == parallel
     assert all(split_sizes.HOISTED_PREFIX in code for code, _ in serial.values())
 

@@ -62,6 +62,7 @@ from constantdict import constantdict
 from loopy.kernel.data import (
     AddressSpace,
     ArrayArg,
+    GroupInameTag,
     ValueArg,
 )
 from loopy.kernel.instruction import BarrierInstruction
@@ -310,6 +311,42 @@ def _canonical(knl: lp.LoopKernel, insns: Sequence[Any],
     return digest, tuple(order)
 
 
+def _single_piece_grid(knl: lp.LoopKernel, hoisted: _Hoisted) -> bool:
+    """Whether the number of work groups of *hoisted* along each axis is
+    one expression of the hoisted sizes (as the positive values they
+    are): loopy's code generation refuses piecewise group counts, which
+    two hoisted bounds on the loops of one axis give (a guard and an
+    extent, or the extents of two nests, one split by the user: their
+    maximum). Such sub-units keep their constants."""
+    if not hoisted.params:
+        return True
+    params = sorted(hoisted.params)
+    positive = isl.BasicSet(
+        f"[{', '.join(params)}] -> {{ : "
+        + " and ".join(f"{n} >= 1" for n in params) + " }")
+    by_axis: dict[int, Any] = {}
+    for dom in hoisted.domains:
+        dom_set = dom.to_set()
+        for i, name in enumerate(dom.get_var_names(isl.dim_type.set)):
+            tags = knl.iname_tags_of_type(name, GroupInameTag)
+            if not tags:
+                continue
+            bound = dom_set.dim_max(i)
+            axis = next(iter(tags)).axis
+            other = by_axis.get(axis)
+            if other is not None:
+                other, bound = isl.align_two(other, bound)
+                bound = other.max(bound)
+            by_axis[axis] = bound
+    for bound in by_axis.values():
+        context = positive.align_params(bound.get_space().params())
+        bound = bound.gist_params(
+            context.align_params(bound.get_space().params()))
+        if bound.n_piece() > 1:
+            return False
+    return True
+
+
 def split_kernel(knl: lp.LoopKernel,
                  dtypes: Mapping[str, Any] | None = None,
                  hoist: bool | None = None) -> list[SubUnit]:
@@ -414,8 +451,9 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
             or (n in knl.temporary_variables
                 and knl.temporary_variables[n].address_space
                 == AddressSpace.GLOBAL))
-        hoisted = _hoist(knl, insns, domains, arrays) if hoist \
-            else _Hoisted(domains, list(insns), {}, set())
+        hoisted = _hoist(knl, insns, domains, arrays) if hoist else None
+        if hoisted is None or not _single_piece_grid(knl, hoisted):
+            hoisted = _Hoisted(domains, list(insns), {}, set())
         key, order = _canonical(knl, hoisted.insns, hoisted.domains,
                                 inames | temp_names | arg_names
                                 | hoisted.params,
@@ -464,6 +502,17 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
             inames=constantdict({n: knl.inames[n] for n in sorted(inames)
                                  if n in knl.inames}),
             options=options)
+        if hoisted.params:
+            # only positive values are hoisted: without saying so, the
+            # group count of a hoisted extent is piecewise (one group at
+            # most for an extent of 0), which loopy's code generation
+            # refuses (a loop mapped by the user onto work groups)
+            params = sorted(hoisted.params)
+            positive = isl.BasicSet(
+                f"[{', '.join(params)}] -> {{ : "
+                + " and ".join(f"{n} >= 1" for n in params) + " }")
+            old, new = isl.align_two(sub.assumptions, positive)
+            sub = sub.copy(assumptions=old.params() & new.params())
         return SubUnit(sub.copy(name=f"_pt_k{key[:16]}"), key, order, insns)
 
     # each phase's independent nests (connected by dependencies,
