@@ -26,7 +26,9 @@ VCPU = DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=4096,
                   name="fake CPU", vector_calls=True)
 
 
-def _lanes(dtype: Any) -> int:
+def _lanes(dtype: Any, queue: cl.CommandQueue | None = None) -> int:
+    if queue is not None and queue.device.type & cl.device_type.GPU:
+        return vector_calls.GPU_LANES
     return (vector_calls.DOUBLE_LANES if np.dtype(dtype) == np.float64
             else vector_calls.FLOAT_LANES)
 
@@ -77,7 +79,7 @@ def test_chain_matches_numpy(queue, dtype, size):
     x = pt.make_placeholder("x", (size,), dtype)
     res, code = _run(queue, _chain(pt, x), {"x": xa})
     _check(res["out"], _chain(np, xa), _rtol(dtype), atol=1e-6)
-    w = _lanes(dtype)
+    w = _lanes(dtype, queue)
     vectorized = _vector_device(queue) and size > 0
     assert (f"vload{w}(" in code) == vectorized
     assert (f"vstore{w}(" in code) == vectorized
@@ -100,7 +102,7 @@ def test_symbolic_size(queue, dtype):
         _check(np.asarray(res["b"]), np.cos(ya) / (1 + ya), _rtol(dtype),
                1e-6)
     code = prog.get_code(queue.device)
-    w = _lanes(dtype)
+    w = _lanes(dtype, queue)
     if _vector_device(queue):
         assert code.count(f"vload{w}(") == 2
         assert "_pt_vc_e < n" in code
@@ -140,7 +142,7 @@ def test_multidimensional(queue, dtype, shape):
     _check(res["out"], np.sin(aa) * np.log(ba) + np.arctan2(aa, ba),
            _rtol(dtype), 1e-6)
     if _vector_device(queue):
-        assert code.count(f"vload{_lanes(dtype)}(") == 2
+        assert code.count(f"vload{_lanes(dtype, queue)}(") == 2
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -164,7 +166,7 @@ def test_several_outputs_and_private_values(queue, dtype):
     for k in want:
         _check(res[k], want[k], _rtol(dtype), 1e-6)
     if _vector_device(queue):
-        assert f"vload{_lanes(dtype)}(" in code
+        assert f"vload{_lanes(dtype, queue)}(" in code
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -183,7 +185,7 @@ def test_zero_dimensional_operands(queue, dtype):
     _check(res["softmax"], ea / ea.sum(), _rtol(dtype) * 10, 1e-7)
     _check(res["scaled"], np.sin(xa) * aa + aa, _rtol(dtype), 1e-6)
     if _vector_device(queue):
-        assert code.count(f"vload{_lanes(dtype)}(") >= 2
+        assert code.count(f"vload{_lanes(dtype, queue)}(") >= 2
         assert "a[0]" in code
 
 
@@ -213,7 +215,7 @@ def test_powers_and_conditionals(queue, dtype):
     for k in want:
         _check(res[k], want[k].astype(dtype), _rtol(dtype), 1e-6)
     if _vector_device(queue):
-        assert f"vstore{_lanes(dtype)}(" in code
+        assert f"vstore{_lanes(dtype, queue)}(" in code
 
 
 _SPECIAL = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1e300, -1e300, 1e-310,
@@ -274,7 +276,7 @@ def test_special_values(queue, dtype, name):
                           want[~finite & ~np.isnan(want)])
     _check(got[finite], want[finite], rtol=_rtol(dtype) * 10, atol=0)
     if _vector_device(queue) and name not in ("sqrt", "maximum", "minimum"):
-        assert f"vload{_lanes(dtype)}(" in code
+        assert f"vload{_lanes(dtype, queue)}(" in code
 
 
 def _wide_values(dtype: Any, n: int, seed: int) -> np.ndarray:
@@ -453,8 +455,8 @@ def test_irregular_accesses_fall_back(queue, case):
 
 
 def test_other_devices_unchanged(queue):
-    """GPUs and the unknown device get no vector code, nor does a CPU with
-    the switch off; a CPU with it on does."""
+    """Descriptions with the switch off (by default: hand-made ones, the
+    unknown device) get no vector code; a CPU and a GPU with it on do."""
     x = pt.make_placeholder("x", (1000,), np.float64)
     prog = pt.generate_loopy(_chain(pt, x), default_schedule=False)
     import loopy as lp
@@ -468,7 +470,8 @@ def test_other_devices_unchanged(queue):
     assert "vload" not in code(DeviceInfo.conservative())
     assert "vload" not in code(dataclasses.replace(VCPU, vector_calls=False))
     assert "vload8(" in code(VCPU)
-    assert "vload" not in code(dataclasses.replace(VCPU, kind="gpu"))
+    # a GPU with the switch on: 4 elements per work-item
+    assert "vload4(" in code(dataclasses.replace(VCPU, kind="gpu"))
 
 
 def test_switch(queue, monkeypatch):
@@ -477,7 +480,8 @@ def test_switch(queue, monkeypatch):
     assert not DeviceInfo.from_cl_device(dev).vector_calls
     monkeypatch.setenv(VECTOR_CALLS_ENV, "1")
     assert DeviceInfo.from_cl_device(dev).vector_calls == (
-        not (dev.type & cl.device_type.GPU))
+        bool(dev.type & cl.device_type.GPU)
+        or "cl_khr_fp64" in dev.extensions)
     x = pt.make_placeholder("x", (100,), np.float64)
     prog = pt.generate_loopy(pt.sin(x), cl_device=dataclasses.replace(
         DeviceInfo.from_cl_device(dev), vector_calls=False))
@@ -569,3 +573,34 @@ def test_show_code(queue, capsys):
 # }}}
 
 # vim: foldmethod=marker
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [0, 1, 5, 1000, 2**16 + 3])
+def test_gpu_schedule_vector_code(queue, dtype, n):
+    """The GPU schedule's vector code (4 elements per work-item, no PoCL
+    workarounds: ``float`` functions in ``float`` vectors, ``pow`` of whole
+    vectors) runs on any device and equals numpy's results."""
+    gpu = dataclasses.replace(GPU, vector_calls=True)
+    x = pt.make_placeholder("x", (n,), dtype)
+    y = pt.make_placeholder("y", (n,), dtype)
+    graph = {"c": _chain(pt, x), "p": (pt.abs(x) + 1) ** (y * 0.5),
+             "t": pt.sin(x) + pt.cos(y) + pt.tan(x / 4)}
+    rng = np.random.default_rng(n)
+    xv = rng.uniform(-3, 3, n).astype(dtype)
+    yv = rng.uniform(-2, 2, n).astype(dtype)
+    prog = pt.generate_loopy(graph, cl_device=gpu)
+    code = prog.get_code()
+    if n:
+        assert "vload4(" in code
+        assert "convert_double4" not in code and ".lo" not in code
+    _, res = prog(queue, x=xv, y=yv)
+    with np.errstate(all="ignore"):
+        want = {"c": _chain(np, xv), "p": (np.abs(xv) + 1) ** (yv * 0.5),
+                "t": np.sin(xv) + np.cos(yv) + np.tan(xv / 4)}
+    for k, ref in want.items():
+        # (the chain cancels near its zeros: an absolute tolerance on the
+        # scale of its terms)
+        scale = float(np.max(np.abs(ref))) if n else 0.0
+        _check(np.asarray(res[k]), ref.astype(dtype), _rtol(dtype),
+               atol=_rtol(dtype) * scale)

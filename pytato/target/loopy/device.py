@@ -93,10 +93,10 @@ class DeviceInfo:
         Whether elementwise loop nests calling math functions are computed
         in OpenCL vector code, several elements per work-item
         (:mod:`pytato.target.loopy.schedule.vector_calls`). Default False;
-        :meth:`from_cl_device` turns it on for CPU devices with double
-        precision (``cl_khr_fp64``: some functions of ``float`` vectors
-        are computed in ``double``) unless :data:`VECTOR_CALLS_ENV` is
-        ``0``. Never used on GPUs.
+        :meth:`from_cl_device` turns it on for GPUs and for CPU devices
+        with double precision (``cl_khr_fp64``: on CPUs some functions of
+        ``float`` vectors are computed in ``double``) unless
+        :data:`VECTOR_CALLS_ENV` is ``0``.
 
     .. automethod:: from_cl_device
     .. automethod:: of
@@ -134,8 +134,8 @@ class DeviceInfo:
                    max_work_group_size=int(device.max_work_group_size),
                    name=str(device.name),
                    local_mem_size=int(device.local_mem_size),
-                   vector_calls=(kind == "cpu" and vector_calls_enabled()
-                                 and "cl_khr_fp64" in device.extensions))
+                   vector_calls=(vector_calls_enabled() and (
+                       kind == "gpu" or "cl_khr_fp64" in device.extensions)))
 
     @classmethod
     def of(cls, device: cl.Device | DeviceInfo | None) -> DeviceInfo:

@@ -71,18 +71,21 @@ loops: one assignment computing all elements of a stored array, as
   rows per chunk); several strided
   reduction axes are flattened into one first. Other reductions are
   loops inside each work-item.
-* **Math functions (CPU).** On a device whose
-  :attr:`~pytato.target.loopy.device.DeviceInfo.vector_calls` is on (CPU
-  devices with double precision, unless ``PYTATO_VECTOR_CALLS=0``), an
-  elementwise nest of ``float32`` or ``float64`` arrays accessed at their
-  own indices that calls transcendental functions (``sin``, ``exp``,
-  ``pow``, ...) is computed in OpenCL vector code, 8 consecutive elements
-  per work-item (``vload8``, ``sin(double8)``, ``vstore8``, and a scalar
-  tail for the last partial chunk): PoCL calls its scalar math functions
-  once per element, which its compiler does not vectorize, where the
-  vector functions are about 7 times faster
-  (:mod:`pytato.target.loopy.schedule.vector_calls`). Such a nest is one
-  :class:`loopy.CInstruction` over ``ceil(n / 8)`` work-items.
+* **Math functions.** On a device whose
+  :attr:`~pytato.target.loopy.device.DeviceInfo.vector_calls` is on (GPUs
+  and CPU devices with double precision, unless
+  ``PYTATO_VECTOR_CALLS=0``), an elementwise nest of ``float32`` or
+  ``float64`` arrays accessed at their own indices that calls
+  transcendental functions (``sin``, ``exp``, ``pow``, ...) is computed in
+  OpenCL vector code, 8 consecutive elements per work-item on CPUs, 4 on
+  GPUs (``vload8``, ``sin(double8)``, ``vstore8``, and a scalar tail for
+  the last partial chunk): PoCL calls its scalar math functions once per
+  element, which its compiler does not vectorize, where the vector
+  functions are about 7 times faster; NVIDIA's compiler does not load an
+  element before the math of the previous one, which a vector load per
+  work-item does (:mod:`pytato.target.loopy.schedule.vector_calls`). Such
+  a nest is one :class:`loopy.CInstruction` over ``ceil(n / W)``
+  work-items.
 * **Small reductions (GPU).** An einsum-like nest (one instruction, one sum
   over at most 64 terms) with an operand shared by all elements, or with a
   per-element operand read at a stride of the reduction's extent (``A[e,

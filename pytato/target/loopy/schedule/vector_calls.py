@@ -1,21 +1,18 @@
-"""Elementwise loop nests calling math functions, as OpenCL vector code on
-CPU devices.
+"""Elementwise loop nests calling math functions, as OpenCL vector code.
 
-PoCL compiles a call such as ``sin(x[i])`` of each work-item to a call of
-the scalar function of its math library, and its compiler, which
-otherwise turns the loop over the work-items of a group into vector
-instructions, cannot vectorize across such calls: the elementwise chain
-``sin(x)*2 + x**2 - exp(-x)`` of ``benchmarks/bench_user_path.py`` ran at
-numpy's speed on PoCL (2 cores). OpenCL's math functions also take vector
-arguments (``sin(double8)``), which PoCL computes with the vector
-functions of its library. Here each work-item of such a nest computes
-:data:`DOUBLE_LANES` (``double``) or :data:`FLOAT_LANES` (``float``)
-consecutive elements: it loads them with ``vloadW``, applies the nest's
-expressions to the vectors and stores the results with ``vstoreW``. The
-last, partial chunk of the elements (when their number is not a multiple
-of the width, symbolic numbers included) is computed one element after
-the other by the work-item that holds it, with the same expressions on
-scalars; no access goes past the end of an array.
+PoCL compiles ``sin(x[i])`` of each work-item to a call of a scalar
+library function, across which its compiler cannot vectorize the loop over
+a group's work-items: ``sin(x)*2 + x**2 - exp(-x)``
+(``benchmarks/bench_user_path.py``) ran at numpy's speed on PoCL (2
+cores). PoCL computes ``sin(double8)`` with its vector functions. Here
+each work-item of such a nest computes :data:`DOUBLE_LANES` (``double``)
+or :data:`FLOAT_LANES` (``float``) consecutive elements: it loads them
+with ``vloadW``, applies the nest's expressions to the vectors and stores
+the results with ``vstoreW``. The last, partial chunk of the elements
+(when their number is not a multiple of the width, symbolic numbers
+included) is computed one element after the other by the work-item that
+holds it, with the same expressions on scalars; no access goes past the
+end of an array.
 
 :func:`plan_vector_nest` decides whether a loop nest qualifies and writes
 its code; :func:`apply_vector_nests` puts the code of the planned nests in
@@ -23,11 +20,13 @@ the kernel, each as one :class:`loopy.CInstruction` over a flat pair of
 hardware inames (``g.0`` and ``l.0``) covering ``ceil(n / W)`` work-items.
 :func:`~pytato.target.loopy.schedule.default.default_schedule` applies
 them to the loop nests it schedules when the device's
-:attr:`~pytato.target.loopy.device.DeviceInfo.vector_calls` is on (CPU
-devices, unless switched off with the environment variable
+:attr:`~pytato.target.loopy.device.DeviceInfo.vector_calls` is on (unless
 ``PYTATO_VECTOR_CALLS=0``,
-:data:`~pytato.target.loopy.device.VECTOR_CALLS_ENV`); never for GPUs or
-for the description of an unknown device.
+:data:`~pytato.target.loopy.device.VECTOR_CALLS_ENV`), never for the
+description of an unknown device. On GPUs a work-item computes
+:data:`GPU_LANES` elements (without PoCL's workarounds): NVIDIA's
+compiler does not load an element before the math of the previous one,
+and a vector load per work-item reaches copy bandwidth.
 
 A loop nest qualifies when
 
@@ -60,6 +59,7 @@ functions and comparisons.
 
 .. autodata:: DOUBLE_LANES
 .. autodata:: FLOAT_LANES
+.. autodata:: GPU_LANES
 .. autodata:: FLOAT_VIA_DOUBLE
 .. autodata:: DOUBLE_IN_HALVES
 .. autodata:: TRANSCENDENTAL_FUNCTIONS
@@ -100,6 +100,7 @@ __all__ = [
     "DOUBLE_LANES",
     "FLOAT_LANES",
     "FLOAT_VIA_DOUBLE",
+    "GPU_LANES",
     "TRANSCENDENTAL_FUNCTIONS",
     "UNARY_FUNCTIONS",
     "VectorNest",
@@ -112,28 +113,25 @@ __all__ = [
 #: (``double8``: PoCL's widest vector functions on AVX-512).
 DOUBLE_LANES = 8
 
-#: Elements of ``float`` computed by each work-item of a vector nest (8:
-#: the functions of :data:`FLOAT_VIA_DOUBLE` compute in ``double8``; on
-#: PoCL, 2 cores, ``sin`` of 2**24 floats in ``float16`` through two
-#: ``double8`` took 21.6 ms, in ``float8`` through ``double8`` 18.5 ms).
+#: Elements of ``float`` per work-item of a vector nest (``sin`` of 2**24
+#: floats on PoCL, 2 cores: 18.5 ms in ``float8``, 21.6 ms in ``float16``).
 FLOAT_LANES = 8
 
+#: Elements per work-item of vector nests on GPUs (``sin``/``exp`` of
+#: 2**27 floats on the H100: 0.36 ms in ``float4``, 0.48 ms one by one).
+GPU_LANES = 4
+
 #: Functions that vector nests of ``float`` compute in ``double`` vectors
-#: (converted back to ``float``): PoCL 3.1's ``sin``, ``cos`` and ``tan``
-#: of ``float4``, ``float8`` and ``float16`` are wrong for small arguments
-#: (``sin(0.001f)`` gave 0.008, ``sin(1e-40f)`` 0.0079, on this project's
-#: CPU), where those of ``double`` vectors and of scalars are right. The
-#: result is rounded once from ``double``: within the scalar function's
-#: error of numpy's. (2**24 floats: scalar ``sin`` 123 ms, through
-#: ``double8`` 18.5 ms.)
+#: on CPUs: PoCL 3.1's ``sin``, ``cos`` and ``tan`` of ``float`` vectors
+#: are wrong for small arguments (``sin(0.001f)`` gave 0.008), those of
+#: ``double`` vectors right; rounded once to ``float``, the result is
+#: within the scalar function's error (2**24 floats: 123 ms scalar, 18.5).
 FLOAT_VIA_DOUBLE = frozenset({"sin", "cos", "tan"})
 
 #: Functions that vector nests of ``double`` compute on the two halves of
-#: their vectors: PoCL 3.1's ``pow`` of ``double8`` gives wrong results
-#: in some lanes (0 for ``pow(710.0, 0.5)``, infinity for
-#: ``pow(2.5, -0.0007)``, in about 2 % of mixed arguments), where those of
-#: ``double2``, ``double4`` and of scalars are right. (2**24 doubles:
-#: scalar ``pow`` 771 ms, in two ``double4`` 221 ms.)
+#: their vectors on CPUs: PoCL 3.1's ``pow`` of ``double8`` is wrong in
+#: about 2 % of lanes (0 for ``pow(710.0, 0.5)``), that of ``double4``
+#: right (2**24 doubles: 771 ms scalar, 221 ms in halves).
 DOUBLE_IN_HALVES = frozenset({"pow"})
 
 #: The functions whose calls make a nest worth vector code (PoCL calls a
@@ -472,10 +470,11 @@ class _Emitter:
         # OpenCL's functions of several arguments take one type for all
         texts = [self.widened(a) for a in args]
         w = self.lanes
-        if self.nest.dtype == np.float32 and name in FLOAT_VIA_DOUBLE:
+        pocl = self.nest.workarounds
+        if pocl and self.nest.dtype == np.float32 and name in FLOAT_VIA_DOUBLE:
             wide = ", ".join(f"convert_double{w}({t})" for t in texts)
             return _Value(f"convert_float{w}({fn}({wide}))", False, False)
-        if self.nest.dtype == np.float64 and name in DOUBLE_IN_HALVES:
+        if pocl and self.nest.dtype == np.float64 and name in DOUBLE_IN_HALVES:
             names = [self.temp(_Value(t, False, False)) for t in texts]
             halves = [", ".join(f"{n}.{h}" for n in names)
                       for h in ("lo", "hi")]
@@ -531,6 +530,8 @@ class _NestInfo:
     read: set[str]
     written: dict[str, None]
     transcendental: bool = False
+    #: whether PoCL's wrong vector functions are worked around (CPUs)
+    workarounds: bool = True
 
     def check_array(self, name: str, scalar: bool = False) -> None:
         """Raise :class:`_NotVectorizable` unless *name* is a global array
@@ -614,7 +615,7 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
     inames *inames* (in order) of *kernel*, scheduled for *info*; None if
     the nest does not qualify (see the module documentation) or *info*'s
     :attr:`~pytato.target.loopy.device.DeviceInfo.vector_calls` is off."""
-    if not info.vector_calls or not inames or info.is_gpu:
+    if not info.vector_calls or not inames:
         return None
     if any(kernel.iname_tags(i) for i in inames):
         return None
@@ -654,8 +655,9 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
         and tv.dtype.numpy_dtype in (dtype, np.bool_)}
     nest = _NestInfo(kernel, index, shape, dtype,
                      "double" if dtype == np.float64 else "float", private,
-                     set(), {})
-    lanes = DOUBLE_LANES if dtype == np.float64 else FLOAT_LANES
+                     set(), {}, workarounds=not info.is_gpu)
+    lanes = GPU_LANES if info.is_gpu else (
+        DOUBLE_LANES if dtype == np.float64 else FLOAT_LANES)
     size_expr: Expression = shape[0]
     for extent in shape[1:]:
         size_expr = size_expr * extent
