@@ -50,13 +50,17 @@ The hoisting itself is in :mod:`pytato.target.loopy.run.split_sizes`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import islpy as isl
+import numpy as np
+import pymbolic.primitives as prim
 import pyopencl as cl
 from constantdict import constantdict
 from loopy.kernel.data import (
@@ -519,14 +523,19 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
     # temporaries of their own and inames) as sub-units; a phase's nests
     # whose sub-unit occurs once in the program are put back together
     # (one device kernel, as the schedule made it)
+    # (only components whose shape repeats can repeat: keys are computed
+    # for those alone, which leaves out most of a graph that repeats little)
+    phases = [(insns, _components(knl, insns)) for insns in insns_of
+              if insns]
+    shapes = {id(c): _shape(c) for _, comps in phases if len(comps) > 1
+              for c in comps}
+    shape_counts = Counter(shapes.values())
     phase_parts: list[list[tuple[list[Any], SubUnit]]] = []
     counts: dict[str, int] = {}
-    for insns in insns_of:
-        if not insns:
-            continue
-        comps = _components(knl, insns)
-        parts = [(c, make_unit(c, build=False)) for c in comps] \
-            if len(comps) > 1 else [(insns, None)]
+    for insns, comps in phases:
+        parts = [(c, make_unit(c, build=False)
+                  if shape_counts[shapes[id(c)]] > 1 else None)
+                 for c in comps] if len(comps) > 1 else [(insns, None)]
         for _, u in parts:
             if u is not None:
                 counts[u.key] = counts.get(u.key, 0) + 1
@@ -549,6 +558,40 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
                           key=lambda i: order[i.id])
             result.append(make_unit(rest))
     return result
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _shape(insns: Sequence[Any]) -> tuple[str, ...]:
+    """What the canonical forms of the instructions *insns* have in common
+    whatever their names and sizes: their kinds, numbers of loops, the
+    node types of their expressions and their floating-point constants
+    (equal keys have equal shapes)."""
+    result = []
+    for insn in insns:
+        out = [type(insn).__name__, str(len(insn.within_inames))]
+        stack = [getattr(insn, "expression", None)]
+        while stack:
+            e = stack.pop()
+            if isinstance(e, prim.ExpressionNode):
+                tp = type(e)
+                out.append(tp.__name__)
+                names = _FIELD_NAMES.get(tp)
+                if names is None:
+                    names = _FIELD_NAMES[tp] = tuple(
+                        f.name for f in dataclasses.fields(e))
+                stack.extend(getattr(e, n) for n in names)
+            elif isinstance(e, tuple):
+                out.append(f"({len(e)}")
+                stack.extend(e)
+            elif isinstance(e, (float, complex, np.floating,
+                                np.complexfloating)):
+                # (floating-point constants are never hoisted; integers
+                # may be sizes)
+                out.append(repr(e))
+        result.append(" ".join(out))
+    return tuple(sorted(result))
 
 
 def _components(knl: lp.LoopKernel, insns: list[Any]) -> list[list[Any]]:
