@@ -83,7 +83,7 @@ from pytato.target.loopy.run.split_sizes import (
 
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Iterable, Mapping, Sequence
 
     import loopy as lp
 
@@ -315,6 +315,14 @@ def _canonical(knl: lp.LoopKernel, insns: Sequence[Any],
     return digest, tuple(order)
 
 
+def _positive(params: Iterable[str]) -> isl.BasicSet:
+    """The parameter set where each of *params* is at least 1 (the values
+    of hoisted sizes)."""
+    names = sorted(params)
+    return isl.BasicSet(f"[{', '.join(names)}] -> {{ : "
+                        + " and ".join(f"{n} >= 1" for n in names) + " }")
+
+
 def _single_piece_grid(knl: lp.LoopKernel, hoisted: _Hoisted) -> bool:
     """Whether the number of work groups of *hoisted* along each axis is
     one expression of the hoisted sizes (as the positive values they
@@ -324,10 +332,7 @@ def _single_piece_grid(knl: lp.LoopKernel, hoisted: _Hoisted) -> bool:
     maximum). Such sub-units keep their constants."""
     if not hoisted.params:
         return True
-    params = sorted(hoisted.params)
-    positive = isl.BasicSet(
-        f"[{', '.join(params)}] -> {{ : "
-        + " and ".join(f"{n} >= 1" for n in params) + " }")
+    positive = _positive(hoisted.params)
     by_axis: dict[int, Any] = {}
     for dom in hoisted.domains:
         dom_set = dom.to_set()
@@ -511,11 +516,8 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
             # group count of a hoisted extent is piecewise (one group at
             # most for an extent of 0), which loopy's code generation
             # refuses (a loop mapped by the user onto work groups)
-            params = sorted(hoisted.params)
-            positive = isl.BasicSet(
-                f"[{', '.join(params)}] -> {{ : "
-                + " and ".join(f"{n} >= 1" for n in params) + " }")
-            old, new = isl.align_two(sub.assumptions, positive)
+            old, new = isl.align_two(sub.assumptions,
+                                     _positive(hoisted.params))
             sub = sub.copy(assumptions=old.params() & new.params())
         return SubUnit(sub.copy(name=f"_pt_k{key[:16]}"), key, order, insns)
 
