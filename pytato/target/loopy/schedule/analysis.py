@@ -141,6 +141,20 @@ def _output_inames(insn: lp.InstructionBase) -> list[str] | None:
     return names
 
 
+def _own_domain(kernel: lp.LoopKernel, inames: Iterable[str]
+                ) -> isl.BasicSet | None:
+    """The domain of *inames* if they have one home domain over exactly
+    them, else None."""
+    names = set(inames)
+    homes = {kernel.get_home_domain_index(i) for i in names}
+    if len(homes) != 1:
+        return None
+    dom = kernel.domains[homes.pop()]
+    if set(dom.get_var_names(isl.dim_type.set)) != names:
+        return None
+    return dom
+
+
 def _prod(values: Iterable[int | None]) -> int:
     result = 1
     for v in values:

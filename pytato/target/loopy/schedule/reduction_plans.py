@@ -245,13 +245,8 @@ def _row_blocks(kernel: lp.LoopKernel, insn_id: str, r_len: int,
     if len(coll.reductions) != 1 or len(coll.reductions[0].inames) != 1:
         return None
     red = coll.reductions[0]
-    try:
-        dtype = TypeReader(kernel, callables_table)(red.expr)
-    except Exception:
-        return None
-    if isinstance(dtype, (list, tuple)):
-        dtype = dtype[0] if len(dtype) == 1 else None
-    if not isinstance(dtype, LoopyType):
+    dtype = _reduced_dtype(kernel, red, callables_table)
+    if dtype is None:
         return None
     ops = row_block_operations(red.operation, dtype, callables_table,
                                kernel.target)

@@ -36,7 +36,7 @@ from loopy.types import LoopyType
 from pymbolic.typing import ArithmeticExpression, Expression
 
 from pytato.target.loopy.device import ITEM_LOCAL_MEMORY_BUDGET
-from pytato.target.loopy.schedule.analysis import _prod
+from pytato.target.loopy.schedule.analysis import _own_domain, _prod
 
 
 __all__ = [
@@ -252,11 +252,8 @@ def _box_lengths(kernel: lp.LoopKernel, inames: list[str]
     kernel's parameters) if their domain is the box ``0 <= v < extent``
     over exactly them, else None."""
 
-    homes = {kernel.get_home_domain_index(i) for i in inames}
-    if len(homes) != 1:
-        return None
-    dom = kernel.domains[homes.pop()]
-    if set(dom.get_var_names(isl.dim_type.set)) != set(inames):
+    dom = _own_domain(kernel, inames)
+    if dom is None:
         return None
     params = set(dom.get_var_names(isl.dim_type.param))
     if params & kernel.all_inames():

@@ -83,6 +83,7 @@ import pymbolic.primitives as prim
 from loopy.kernel.array import FixedStrideArrayDimTag
 from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag
 
+from pytato.target.loopy.schedule.analysis import _own_domain
 from pytato.target.loopy.schedule.outputs import SILENCED_WRITE_RACES
 
 
@@ -619,11 +620,8 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
         return None
     if any(kernel.iname_tags(i) for i in inames):
         return None
-    homes = {kernel.get_home_domain_index(i) for i in inames}
-    if len(homes) != 1:
-        return None
-    dom = kernel.domains[homes.pop()]
-    if set(dom.get_var_names(isl.dim_type.set)) != set(inames):
+    dom = _own_domain(kernel, inames)
+    if dom is None:
         return None
     index = tuple(prim.Variable(i) for i in inames)
     stored = None
