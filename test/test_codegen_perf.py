@@ -122,13 +122,66 @@ def test_shared_subexpression_stored_once():
 
 
 def test_default_policy_contains_mpms():
-    t = x + y
+    # a shared node too costly to compute again (a call)
+    t = pt.sin(x) + y
     out = pt.make_dict_of_named_arrays({"a": t * 2, "b": t * 3})
     prep = preprocess(out).outputs
     default = get_stored_nodes(prep)
     mpms = get_stored_nodes(prep, store_shared=False)
     assert mpms <= default
     assert len(default - set(prep.values())) == 1
+
+
+def test_cheap_shared_node_computed_again(queue):
+    # x + 0.5*y (2 operations) read at 3 places: computed at each, no store
+    t = x + 0.5 * y
+    outs = {"u": t + 1, "w": t * t, "v": t[::-1]}
+    knl = _kernel(outs)
+    assert not knl.temporary_variables
+    assert len(knl.instructions) == 3
+    a, b = np.linspace(-1, 1, 6), np.linspace(2, 3, 6)
+    _, res = pt.generate_loopy(outs)(queue, x=a, y=b)
+    tn = a + 0.5 * b
+    np.testing.assert_allclose(res["u"], tn + 1, rtol=1e-15)
+    np.testing.assert_allclose(res["w"], tn * tn, rtol=1e-15)
+    np.testing.assert_allclose(res["v"], tn[::-1], rtol=1e-15)
+
+
+@pytest.mark.parametrize("case", ["call", "reduction", "many_reads",
+                                  "non_integer_power", "threshold"])
+def test_costly_shared_node_stored(case, monkeypatch):
+    import pytato.transform.materialize as mat
+    t = {"call": pt.exp(x) + y,
+         "reduction": x + pt.sum(y),
+         "many_reads": x + 0.5 * y,
+         "non_integer_power": x ** y + 1,
+         "threshold": x + 0.5 * y}[case]
+    if case == "many_reads":
+        # 2 operations times 5 more reads than one: 10 > 8
+        out = {f"o{i}": t * (i + 2) for i in range(6)}
+    else:
+        out = {"a": t * 2, "b": t[::-1]}
+    if case == "threshold":
+        monkeypatch.setattr(mat, "MAX_SHARED_RECOMPUTE", 1)
+    prep = preprocess(pt.make_dict_of_named_arrays(out)).outputs
+    stored = get_stored_nodes(prep) - set(prep.values())
+    assert len(stored) == 1
+
+
+def test_recomputed_chain_is_bounded():
+    # each step reads the previous one twice (cost doubles): nodes are
+    # inlined while their cost times their extra reads stays within
+    # MAX_SHARED_RECOMPUTE, then one is stored
+    from pytato.transform.materialize import MAX_SHARED_RECOMPUTE
+    r = x
+    for _ in range(12):
+        r = r * 1.5 + r[::-1]
+    prep = preprocess(pt.make_dict_of_named_arrays({"o": r})).outputs
+    stored = get_stored_nodes(prep) - set(prep.values())
+    assert 0 < len(stored) < 12
+    knl = _kernel({"o": r})
+    for insn in knl.instructions:
+        assert str(insn.expression).count("*") <= 4 * MAX_SHARED_RECOMPUTE
 
 
 def test_inlined_tag_respected():

@@ -29,9 +29,16 @@ always stored:
   :data:`MAX_INDEX_GROWTH`.
 
 The default policy of :func:`get_stored_nodes` (``store_shared=True``)
-strengthens the MPMS condition so that shared subexpressions are computed
-once: any computed node read at more than one place is stored, whatever the
-number of its materialized predecessors. Storing is cheap where it does not
+replaces the MPMS condition by a cost: a computed node read at more than
+one place is stored, whatever the number of its materialized
+predecessors, unless computing it again at each read is cheap (at most
+:data:`MAX_SHARED_RECOMPUTE` operations per element in all, no function
+calls, no reductions: ``a + 0.5*b`` read twice is computed twice). Every
+stored node is an instruction of the generated kernel, and the code
+generator's passes take time per instruction (issue 20: about 1.5 ms each
+in :mod:`loopy` for the random DAGs of ``benchmarks/bench_codegen.py``),
+while recomputing a few operations where the operands are loaded anyway
+costs memory-bound kernels nothing. Storing is cheap where it does not
 leave a loop: the loopy code generator fuses the loop nests of stored
 arrays of one shape that read each other elementwise
 (:mod:`pytato.target.loopy.lower.fusion`) and keeps a stored value read only
@@ -46,6 +53,8 @@ nodes tagged :class:`~pytato.tags.ImplStored` always.
 
 .. autodata:: MAX_INLINE_DEPTH
 .. autodata:: MAX_INDEX_GROWTH
+.. autodata:: MAX_SHARED_RECOMPUTE
+.. autodata:: CALL_COST
 .. autofunction:: get_stored_nodes
 .. autofunction:: materialize_with_mpms
 .. autoclass:: MPMSMaterializer
@@ -77,6 +86,7 @@ from pytato.scalar_expr import (
     Reduce,
     WalkMapper,
     get_dependencies,
+    is_integral_scalar,
 )
 from pytato.tags import ImplInlined, ImplStored, ImplSubstitution
 from pytato.transform.lower_to_index_lambda import _LOWERABLE, to_index_lambda
@@ -94,8 +104,10 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "CALL_COST",
     "MAX_INDEX_GROWTH",
     "MAX_INLINE_DEPTH",
+    "MAX_SHARED_RECOMPUTE",
     "MPMSMaterializer",
     "MPMSMaterializerAccumulator",
     "MPMSMaterializerCache",
@@ -108,11 +120,24 @@ MAX_INLINE_DEPTH = 32
 bounds the size of generated expressions and the recursion depth of
 lowering them."""
 
+MAX_SHARED_RECOMPUTE = 8
+"""A computed node read at more than one place is inlined (computed again
+at each read) rather than stored where that costs at most this many
+operations per element in all: its cost (the operations of its expression
+and of the nodes inlined into it) times its reads beyond the first. Nodes
+with reductions are always stored when shared."""
+
+CALL_COST = 16
+"""The cost of a function call (``sin``, ``exp``, a non-integer power, ...)
+in :data:`MAX_SHARED_RECOMPUTE`'s count of operations: a shared node calling
+a function is stored."""
+
 MAX_INDEX_GROWTH = 16
-"""An inlined node whose expression uses an output index ``k`` times
-multiplies the size of the index expressions of its inlined children by
-``k``; where the product along a chain of inlined nodes would exceed this,
-the children are stored instead."""
+"""An inlined node read at indices in which one variable occurs ``k`` times
+(``(16*i + j) // 16, (16*i + j) % 16`` after a reshape: ``k = 2``)
+multiplies the size of its own index expressions by ``k`` in its reader;
+where the product along a chain of inlined nodes would exceed this, the
+children are stored instead."""
 
 
 # {{{ reading one index lambda
@@ -133,13 +158,22 @@ class _UseCounter(WalkMapper):
         self.counts: Counter[str] = Counter()
         self.expansive: set[str] = set()
         self.gathered: set[str] = set()
+        # per binding: the largest number of times one variable occurs in
+        # the indices of one access (how much inlining the binding can
+        # multiply the size of its own index expressions)
+        self.index_factor: dict[str, int] = {}
         self.has_reduction = False
+        self.ops = 0
         self.out_indices = frozenset(
             f"_{i}" for i, n in enumerate(expr.shape) if not is_one(n))
 
     def _access(self, name: str, indices: ScalarExpression,
                 scope: frozenset[str]) -> None:
         self.counts[name] += 1
+        if indices:
+            f = _index_factor(indices)
+            if f > self.index_factor.get(name, 1):
+                self.index_factor[name] = f
         if name in self.expansive and name in self.gathered:
             return
         used = _index_dependencies(indices) if indices else frozenset()
@@ -171,6 +205,20 @@ class _UseCounter(WalkMapper):
         else:
             self.rec(index, scope)
 
+    def visit(self, expr: object, scope: frozenset[str]) -> bool:
+        # the operations of the lambda's expression, for the cost of
+        # recomputing it (variables and subscripts have methods of their
+        # own and are not visited here)
+        if isinstance(expr, (prim.Sum, prim.Product)):
+            self.ops += len(expr.children) - 1
+        elif isinstance(expr, prim.Call) or (
+                isinstance(expr, prim.Power)
+                and not is_integral_scalar(expr.exponent)):
+            self.ops += CALL_COST
+        elif isinstance(expr, prim.ExpressionNode):
+            self.ops += 1
+        return True
+
     def map_reduce(self, expr: Reduce, scope: frozenset[str]) -> None:
         self.has_reduction = True
         inner = scope | frozenset(expr.bounds)
@@ -178,6 +226,28 @@ class _UseCounter(WalkMapper):
         for lo, hi in expr.bounds.values():
             self.rec(lo, scope)
             self.rec(hi, scope)
+
+
+class _OccurrenceCounter(WalkMapper[[]]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.counts: Counter[str] = Counter()
+
+    def map_variable(self, expr: prim.Variable) -> None:
+        self.counts[expr.name] += 1
+
+
+def _index_factor(indices: ScalarExpression) -> int:
+    """The largest number of occurrences of one variable in *indices*."""
+    if not isinstance(indices, tuple):
+        indices = (indices,)
+    counter = _OccurrenceCounter()
+    for i in indices:
+        if type(i) is prim.Variable:
+            counter.counts[i.name] += 1
+        elif not isinstance(i, SCALAR_CLASSES):
+            counter(i)
+    return max(counter.counts.values(), default=1)
 
 
 def _index_dependencies(indices: ScalarExpression) -> frozenset[str]:
@@ -250,6 +320,7 @@ def get_stored_nodes(outputs: DictOfNamedArrays, *,
     depth: dict[Array, int] = {}
     growth: dict[Array, int] = {}
     reduces: dict[Array, bool] = {}
+    cost: dict[Array, int] = {}
     # materialized predecessors (by id of the stored node) of inlined nodes
     mat_preds: dict[Array, frozenset[int]] = {}
 
@@ -264,6 +335,7 @@ def get_stored_nodes(outputs: DictOfNamedArrays, *,
         return frozenset()
 
     for node in order:
+        node_info = info[node]
         may_store = not (node.tags_of_type(ImplInlined)
                          or node.tags_of_type(ImplSubstitution)
                          or _is_size_expression(node))
@@ -273,37 +345,53 @@ def get_stored_nodes(outputs: DictOfNamedArrays, *,
             for b in set(node.bindings.values()):
                 if not _is_size_expression(b):
                     preds = preds | preds_of(b)
+        inlined_kids = [(name, b) for name, b in node.bindings.items()
+                        if is_inlined(b)]
+        kids = [b for _, b in inlined_kids]
+        reduces[node] = node_info.has_reduction or any(reduces[k] for k in kids)
+        node_cost = node_info.ops + sum(
+            cost[k] * node_info.counts.get(name, 0) for name, k in inlined_kids)
         if node.tags_of_type(ImplStored):
             stored.add(node)
         elif may_store:
             if store_shared:
-                if uses[node] > 1:
+                if uses[node] > 1 and (
+                        reduces[node]
+                        or node_cost * (uses[node] - 1) > MAX_SHARED_RECOMPUTE):
                     stored.add(node)
             elif nusers[node] > 1 and len(preds) > 1:
                 stored.add(node)
             if node in gathered:
                 stored.add(node)
-        kids = [b for b in node.bindings.values() if is_inlined(b)]
-        reduces[node] = info[node].has_reduction or any(reduces[k] for k in kids)
         if reduces[node] and node in expansive and may_store:
             stored.add(node)
-        factor = max((c for name, c in info[node].counts.items()
-                      if _is_index_name(name)), default=1)
-        g = factor * max((growth[k] for k in kids), default=1)
+        factors = node_info.index_factor
+        kid_growth = {k: growth[k] * factors.get(name, 1)
+                      for name, k in inlined_kids}
+        g = max(max(factors.values(), default=1),
+                max(kid_growth.values(), default=1))
         if g > MAX_INDEX_GROWTH:
-            for k in kids:
-                if growth[k] > 1 and not _is_size_expression(k):
+            for k, kg in kid_growth.items():
+                if kg > 1 and not _is_size_expression(k):
                     stored.add(k)
             kids = [k for k in kids if k not in stored]
-            g = factor * max((growth[k] for k in kids), default=1)
+            g = max(max(factors.values(), default=1),
+                    max((kg for k, kg in kid_growth.items() if k not in stored),
+                        default=1))
         d = 1 + max((depth[k] for k in kids), default=0)
         if d > MAX_INLINE_DEPTH and not _is_size_expression(node):
             stored.add(node)
         if node in stored or node.tags_of_type(ImplSubstitution):
-            d, g = 0, 1
+            d, g, node_cost = 0, 1, 0
             reduces[node] = False
+        elif len(kids) < len(inlined_kids):
+            # children stored for index growth: the node reads them now
+            node_cost = node_info.ops + sum(
+                cost[k] * node_info.counts.get(name, 0)
+                for name, k in inlined_kids if k not in stored)
         depth[node] = d
         growth[node] = g
+        cost[node] = node_cost
         mat_preds[node] = preds
     return stored
 

@@ -180,6 +180,11 @@ def generate_code(t_unit: lp.TranslationUnit, *, cache: bool = True) -> Any:
     return result
 
 
+# an identifier followed by "(" (a call, or a declaration's name), not a
+# member or the end of a longer word
+_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(")
+
+
 def check_called_names(t_unit: lp.TranslationUnit, code: str) -> None:
     """Refuse device *code* that calls a function named like an argument or
     temporary of *t_unit*'s kernels (an input ``sin`` of a kernel calling
@@ -201,15 +206,13 @@ def check_called_names(t_unit: lp.TranslationUnit, code: str) -> None:
     start = code.find("__kernel")
     if not names or start < 0:
         return
-    pattern = re.compile(r"(?<![\w.])(" + "|".join(
-        re.escape(n) for n in sorted(names, key=len, reverse=True))
-        + r")\s*\(")
     # (without comments: loopy's barriers say what they are for, "/* for
     # x_local (insn) */")
     kernels = re.sub(r"/\*.*?\*/|//[^\n]*", " ", code[start:], flags=re.DOTALL)
-    match = pattern.search(kernels)
-    if match is not None:
+    for match in _CALL.finditer(kernels):
         name = match.group(1)
+        if name not in names:
+            continue
         raise NameClashError(
             f"array name {name!r} is the name of an OpenCL C function that "
             f"the generated code calls ({name}(...)), where the argument "
