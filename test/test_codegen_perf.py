@@ -102,11 +102,13 @@ def test_mpms_keeps_values(queue):
 
 @pytest.mark.parametrize("length", [1, 5, 12])
 def test_chain_fuses_into_one_instruction(length):
-    # (2 nodes a step: chains longer than MAX_INLINE_DEPTH nodes are cut)
+    # (2 nodes a step: chains longer than MAX_INLINE_DEPTH nodes are cut,
+    # and so are those costing more than MAX_INLINE_COST: one call)
     a = pt.make_placeholder("a", (8, 8), np.float64)
     r = a
     for i in range(length):
-        r = (pt.sin(r) * (i + 1)).T if i % 2 else r[::-1] + 1.0
+        r = ((pt.sin(r) if i == 1 else r) * (i + 1)).T if i % 2 \
+            else r[::-1] + 1.0
     knl = _kernel(r)
     assert len(knl.instructions) == 1
     assert not knl.temporary_variables
@@ -182,6 +184,26 @@ def test_recomputed_chain_is_bounded():
     knl = _kernel({"o": r})
     for insn in knl.instructions:
         assert str(insn.expression).count("*") <= 4 * MAX_SHARED_RECOMPUTE
+
+
+def test_inlined_expressions_bounded(queue):
+    # a sum of 40 single-use terms with a call each: inlined whole it
+    # would be one statement of 40 calls; parts of it are stored instead
+    from pytato.transform.materialize import CALL_COST, MAX_INLINE_COST
+    a = pt.make_placeholder("a", (5,), np.float64)
+    terms = [pt.sin(a * (i + 1)) for i in range(40)]
+    while len(terms) > 1:
+        terms = [terms[i] + terms[i + 1] if i + 1 < len(terms) else terms[i]
+                 for i in range(0, len(terms), 2)]
+    knl = _kernel({"o": terms[0]})
+    assert len(knl.instructions) > 1
+    for insn in knl.instructions:
+        assert str(insn.expression).count("sin(") \
+            <= 2 * (MAX_INLINE_COST // CALL_COST + 1)
+    av = np.linspace(0, 1, 5)
+    _, res = pt.generate_loopy({"o": terms[0]})(queue, a=av)
+    np.testing.assert_allclose(
+        res["o"], sum(np.sin(av * (i + 1)) for i in range(40)), rtol=1e-13)
 
 
 def test_inlined_tag_respected():

@@ -510,3 +510,19 @@ def test_hoisting_switched_off(ctx_factory, split_on, monkeypatch):
         np.testing.assert_allclose(out[name], ref, rtol=1e-12, atol=1e-12)
 
 # }}}
+
+
+def test_unit_weight_counts_calls():
+    """Sub-units are shared among the worker processes by weight: one per
+    instruction and CALL_WEIGHT per function call."""
+    import loopy as lp
+    knl = lp.make_kernel(
+        "{[i]: 0 <= i < 8}",
+        """
+        a[i] = sin(x[i]) + cos(x[i]) * 2
+        b[i] = x[i] + 1
+        """, [lp.GlobalArg("x,a,b", np.float64, shape=(8,))])
+    insns = knl.default_entrypoint.instructions
+    assert split.unit_weight(insns) == 2 + 2 * split.CALL_WEIGHT
+    assert split.unit_weight(insns[1:]) == 1
+    assert split.unit_weight([]) == 0

@@ -54,6 +54,7 @@ nodes tagged :class:`~pytato.tags.ImplStored` always.
 .. autodata:: MAX_INLINE_DEPTH
 .. autodata:: MAX_INDEX_GROWTH
 .. autodata:: MAX_SHARED_RECOMPUTE
+.. autodata:: MAX_INLINE_COST
 .. autodata:: CALL_COST
 .. autofunction:: get_stored_nodes
 .. autofunction:: materialize_with_mpms
@@ -106,6 +107,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CALL_COST",
     "MAX_INDEX_GROWTH",
+    "MAX_INLINE_COST",
     "MAX_INLINE_DEPTH",
     "MAX_SHARED_RECOMPUTE",
     "MPMSMaterializer",
@@ -126,6 +128,15 @@ at each read) rather than stored where that costs at most this many
 operations per element in all: its cost (the operations of its expression
 and of the nodes inlined into it) times its reads beyond the first. Nodes
 with reductions are always stored when shared."""
+
+MAX_INLINE_COST = 64
+"""A node whose expression, with the nodes inlined into it, costs more
+than this (in the operations of :data:`MAX_SHARED_RECOMPUTE`) is stored:
+this bounds the size of each generated expression, and with it the time
+device compilers take on one statement (NVIDIA's compiler took seconds on
+a statement of 90 ``sin`` calls, the sum of the unused nodes of the
+10 000-node random DAG), and it leaves the parts of such a sum to the
+loop nests of their own operands."""
 
 CALL_COST = 16
 """The cost of a function call (``sin``, ``exp``, a non-integer power, ...)
@@ -381,14 +392,16 @@ def get_stored_nodes(outputs: DictOfNamedArrays, *,
         d = 1 + max((depth[k] for k in kids), default=0)
         if d > MAX_INLINE_DEPTH and not _is_size_expression(node):
             stored.add(node)
-        if node in stored or node.tags_of_type(ImplSubstitution):
-            d, g, node_cost = 0, 1, 0
-            reduces[node] = False
-        elif len(kids) < len(inlined_kids):
+        if len(kids) < len(inlined_kids):
             # children stored for index growth: the node reads them now
             node_cost = node_info.ops + sum(
                 cost[k] * node_info.counts.get(name, 0)
                 for name, k in inlined_kids if k not in stored)
+        if node_cost > MAX_INLINE_COST and may_store:
+            stored.add(node)
+        if node in stored or node.tags_of_type(ImplSubstitution):
+            d, g, node_cost = 0, 1, 0
+            reduces[node] = False
         depth[node] = d
         growth[node] = g
         cost[node] = node_cost

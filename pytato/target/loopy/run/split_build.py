@@ -74,6 +74,7 @@ from pytato.target.loopy.run.split import (
     SubUnit,
     _KernelNeeded,
     split_kernel,
+    unit_weight,
 )
 from pytato.target.loopy.run.split_sizes import hoisted_value
 
@@ -215,18 +216,20 @@ def _compile_in_processes(jobs: Sequence[tuple[lp.TranslationUnit,
                           ) -> list[CompiledSubUnit]:
     """:func:`_compile_one` of each of *jobs* in *nworkers* new Python
     processes (not forked: the calling process may hold an OpenCL
-    context), the jobs spread by instruction count; the processes of
+    context), the jobs spread by weight
+    (:func:`~pytato.target.loopy.run.split.unit_weight`); the processes of
     *workers* (started by :func:`_start_workers`) first, new ones if
     there are fewer. With a *device*, each worker then builds the code it
     generated for it, which warms pyopencl's binary cache for the
     parent's build."""
     loads = [0] * nworkers
     shares: list[list[int]] = [[] for _ in range(nworkers)]
-    for i in sorted(range(len(jobs)), key=lambda i: -len(
-            jobs[i][0].default_entrypoint.instructions)):
+    weights = [unit_weight(t_unit.default_entrypoint.instructions) + 1
+               for t_unit, _ in jobs]
+    for i in sorted(range(len(jobs)), key=lambda i: -weights[i]):
         w = loads.index(min(loads))
         shares[w].append(i)
-        loads[w] += len(jobs[i][0].default_entrypoint.instructions) + 1
+        loads[w] += weights[i]
     shares = [share for share in shares if share]
     procs = list(workers)
     if len(procs) < len(shares):
