@@ -50,6 +50,7 @@ Parallel builds
 ---------------
 
 .. autofunction:: build_kernels
+.. autofunction:: chunk_sources
 .. autofunction:: build_chunk_count
 .. autofunction:: split_device_code
 .. autofunction:: run_in_processes
@@ -84,7 +85,7 @@ from pymbolic import evaluate
 from pytools import memoize_method
 
 from pytato.codegen import FewerCollections, PhaseTimer
-from pytato.target.loopy.run import program_store
+from pytato.target.loopy.run import jit_primer, program_store
 from pytato.target.loopy.run.preprocessing import (
     generate_code,
     preprocess_and_linearize,
@@ -98,6 +99,7 @@ __all__ = [
     "PhasedExecutor",
     "build_chunk_count",
     "build_kernels",
+    "chunk_sources",
     "count_from_env",
     "device_code",
     "make_executor",
@@ -126,6 +128,9 @@ class PhasedExecutor(PyOpenCLExecutor):
                  entrypoint: str, store_key: str | None = None) -> None:
         super().__init__(context, t_unit, entrypoint)
         self.store_key = store_key
+        #: whether this process generated the device code (else it came
+        #: from the program store)
+        self._generated = False
 
     def __call__(self, queue: cl.CommandQueue, *, allocator: Any = None,
                  wait_for: Any = None, out_host: bool | None = None,
@@ -190,6 +195,7 @@ class PhasedExecutor(PyOpenCLExecutor):
             if stored is not None:
                 return stored[1], stored[2]
         # with the store, not through loopy's caches
+        self._generated = True
         with PhaseTimer(_logger, "loopy code generation"):
             codegen_result = generate_code(t_unit, cache=not use_store)
             code = codegen_result.device_code()
@@ -218,6 +224,13 @@ class PhasedExecutor(PyOpenCLExecutor):
         with PhaseTimer(_logger, "OpenCL build"):
             built = build_kernels(self.context, code,
                                   options=options.build_options)
+        device = self.context.devices[0]
+        if self._generated and len(self.context.devices) == 1 \
+                and jit_primer.wanted(device, len(built)):
+            specs = jit_primer.launch_specs(t_unit)
+            if specs is not None:
+                jit_primer.start_primer(device, chunk_sources(code),
+                                        options.build_options, specs)
         kernels = _Kernels()
         for name, kernel in built.items():
             setattr(kernels, name, kernel)
@@ -598,6 +611,25 @@ def _build_in_processes(context: cl.Context, sources: Sequence[str],
         return list(pool.map(load, binaries))
 
 
+def chunk_sources(code: str, nchunks: int | None = None) -> list[str]:
+    """The sources of the programs :func:`build_kernels` builds for the
+    OpenCL C source *code*: each with some of its kernels and all that
+    they share, *nchunks* of them (default: :func:`build_chunk_count`);
+    ``[code]`` where one program is built."""
+    split = split_device_code(code)
+    if split is None:
+        return [code]
+    shared, kernel_texts = split
+    if nchunks is None:
+        nchunks = build_chunk_count([len(k) for k in kernel_texts])
+    nchunks = min(nchunks, len(kernel_texts))
+    if nchunks <= 1:
+        return [code]
+    return [shared + "\n" + "\n\n".join(kernel_texts[i] for i in chunk)
+            + "\n"
+            for chunk in _partition([len(k) for k in kernel_texts], nchunks)]
+
+
 def build_kernels(context: cl.Context, code: str,
                   options: str | Sequence[str] | None = None,
                   nchunks: int | None = None,
@@ -624,20 +656,10 @@ def build_kernels(context: cl.Context, code: str,
         build, the whole source is built as one program (to report its
         errors as :mod:`loopy`'s build would).
     """
-    split = split_device_code(code)
-    if split is not None:
-        shared, kernel_texts = split
-        if nchunks is None:
-            nchunks = build_chunk_count([len(k) for k in kernel_texts])
-        nchunks = min(nchunks, len(kernel_texts))
-    if split is None or nchunks is None or nchunks <= 1:
+    sources = chunk_sources(code, nchunks)
+    if len(sources) == 1:
         return _program_kernels(cl.Program(context, code).build(
             options=options))
-
-    sources = [shared + "\n" + "\n\n".join(kernel_texts[i] for i in chunk)
-               + "\n"
-               for chunk in _partition([len(k) for k in kernel_texts],
-                                       nchunks)]
 
     def build(source: str) -> cl.Program:
         return cl.Program(context, source).build(options=options)
