@@ -107,11 +107,12 @@ def index_expr_for(ary: Array, name: str, out_ndim: int,
                    out_shape: Sequence[Any] | None = None) -> Any:
     """The expression reading *ary* (bound as *name*) broadcast to an output
     of *out_ndim* axes indexed by ``_0, _1, ...``."""
-    if ary.ndim == 0:
+    shape = ary.shape
+    if not shape:
         return prim.Variable(name)
-    offset = out_ndim - ary.ndim
+    offset = out_ndim - len(shape)
     idx = []
-    for i, n in enumerate(ary.shape):
+    for i, n in enumerate(shape):
         if is_one(n) and (out_shape is None or not is_one(out_shape[i + offset])):
             idx.append(0)
         else:
