@@ -104,9 +104,11 @@ def _proxy(x: Any) -> Any:
     return x
 
 
-# the variables of output indices, ``_0, _1, ...``: immutable, so shared by
-# the expressions that use them (their hashes are computed once)
+# the variables of output indices, ``_0, _1, ...``, and of bindings,
+# ``_in0, ...``: immutable, so shared by the expressions that use them
+# (their hashes are computed once)
 _INDEX_VARIABLES: list[prim.Variable] = []
+_BINDING_VARIABLES: dict[str, prim.Variable] = {}
 
 
 def _index_variable(i: int) -> prim.Variable:
@@ -115,13 +117,22 @@ def _index_variable(i: int) -> prim.Variable:
     return _INDEX_VARIABLES[i]
 
 
+def _binding_variable(name: str) -> prim.Variable:
+    var = _BINDING_VARIABLES.get(name)
+    if var is None:
+        var = prim.Variable(name)
+        if len(_BINDING_VARIABLES) < 1024:
+            _BINDING_VARIABLES[name] = var
+    return var
+
+
 def index_expr_for(ary: Array, name: str, out_ndim: int,
                    out_shape: Sequence[Any] | None = None) -> Any:
     """The expression reading *ary* (bound as *name*) broadcast to an output
     of *out_ndim* axes indexed by ``_0, _1, ...``."""
     shape = ary.shape
     if not shape:
-        return prim.Variable(name)
+        return _binding_variable(name)
     offset = out_ndim - len(shape)
     idx = []
     for i, n in enumerate(shape):
@@ -129,7 +140,7 @@ def index_expr_for(ary: Array, name: str, out_ndim: int,
             idx.append(0)
         else:
             idx.append(_index_variable(i + offset))
-    return prim.Subscript(prim.Variable(name), tuple(idx))
+    return prim.Subscript(_binding_variable(name), tuple(idx))
 
 
 def scalar_literal(x: Any, dtype: np.dtype[Any]) -> Any:
