@@ -54,35 +54,39 @@ class _Encoder:
         tp = type(value)
         if tp is str:
             return repr(value)
+        memo = self._memo.get(id(value))
+        return self._new(value, tp) if memo is None else memo
+
+    def _new(self, value: Any, tp: type) -> str:
+        """The text of *value* (of type *tp*), not memoized yet."""
         if tp is int or tp is bool or value is None:
             return f"{tp.__name__}:{value!r}"
         if tp is float:
             return f"f:{value.hex()}"
         # other values (tuples included) are memoized by identity
-        memo = self._memo.get(id(value))
-        if memo is None:
-            if tp is tuple:
-                memo = f"({self.join(value)})"
-            elif tp is Variable:
-                # variables (the commonest expressions) by their name
-                memo = _VARIABLE_TEXT.get(value.name)
-                if memo is None:
-                    memo = self._encode_dataclass(value, tp)
-                    if (type(value.name) is str
-                            and len(_VARIABLE_TEXT) < _MAX_VARIABLE_TEXTS):
-                        _VARIABLE_TEXT[value.name] = memo
-            elif tp in _DATACLASS_FIELDS:
+        if tp is tuple:
+            memo = f"({self.join(value)})"
+        elif tp is Variable:
+            # variables (the commonest expressions) by their name
+            memo = _VARIABLE_TEXT.get(value.name)
+            if memo is None:
                 memo = self._encode_dataclass(value, tp)
-            else:
-                memo = self._encode(value, tp)
-            self._memo[id(value)] = memo
-            self._alive.append(value)
+                if (type(value.name) is str
+                        and len(_VARIABLE_TEXT) < _MAX_VARIABLE_TEXTS):
+                    _VARIABLE_TEXT[value.name] = memo
+        elif tp in _DATACLASS_FIELDS:
+            memo = self._encode_dataclass(value, tp)
+        else:
+            memo = self._encode(value, tp)
+        self._memo[id(value)] = memo
+        self._alive.append(value)
         return memo
 
     def join(self, values: Iterable[Any]) -> str:
         """The texts of *values* joined by commas (as in the text of a
         tuple of *values*)."""
         get = self._memo.get
+        new = self._new
         parts = []
         for v in values:
             tp = type(v)
@@ -93,7 +97,7 @@ class _Encoder:
             else:
                 # (memoized values are alive: an id found is theirs)
                 memo = get(id(v))
-                parts.append(self(v) if memo is None else memo)
+                parts.append(new(v, tp) if memo is None else memo)
         return ",".join(parts)
 
     def _encode_dataclass(self, value: Any, tp: type) -> str:
@@ -109,7 +113,8 @@ class _Encoder:
                 parts.append(f"{name}={v!r}")
             else:
                 memo = get(id(v)) if vtp is not int else None
-                parts.append(f"{name}={self(v) if memo is None else memo}")
+                parts.append(
+                    f"{name}={self._new(v, vtp) if memo is None else memo}")
         return f"{fields[0]}({','.join(parts)})"
 
     def _encode(self, value: Any, tp: type) -> str:
