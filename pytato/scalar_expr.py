@@ -514,6 +514,8 @@ def evaluate(expression: ScalarExpression,
 
 def is_integral_scalar(x: object) -> TypeGuard[int | np.integer]:
     """Whether *x* is a Python or numpy integer (not a bool)."""
+    if type(x) is int:
+        return True
     return (isinstance(x, (int, np.integer))
             and not isinstance(x, (bool, np.bool_)))
 

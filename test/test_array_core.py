@@ -218,3 +218,112 @@ def test_deep_chain_equality_hash_pickle_copy() -> None:
     assert pickle.loads(pickle.dumps(b1)) == b1
     assert pt.transform.CopyMapper()(b1) is b1
     assert len(pt.transform.DependencyMapper()(b1)) == 20_001
+
+
+# {{{ skeletons: the fast paths of _flatten against the plain definition
+
+def _reference_flatten(value, kids):
+    """The definition of a node's skeleton, without the fast paths of
+    :func:`pytato.array.base._flatten` (type-kind cache, tuples of atoms
+    returned as they are, shared child references and mapping
+    skeletons)."""
+    import dataclasses
+    from collections.abc import Mapping
+
+    from pytato.array.base import _ATOMIC, GraphNode, _ChildRef
+    if isinstance(value, GraphNode):
+        kids.append(value)
+        return _ChildRef(len(kids) - 1)
+    if isinstance(value, _ATOMIC):
+        return value
+    if isinstance(value, tuple):
+        return tuple(_reference_flatten(v, kids) for v in value)
+    if isinstance(value, Mapping):
+        return ("__mapping__", tuple(
+            (k, _reference_flatten(v, kids)) for k, v in value.items()))
+    if dataclasses.is_dataclass(value) and getattr(value, "_pt_flatten", False):
+        return ("__dc__", type(value), tuple(
+            _reference_flatten(getattr(value, f.name), kids)
+            for f in dataclasses.fields(value)))
+    return value
+
+
+def _same_skeleton(x, y) -> bool:
+    """Equal, with the same types throughout (``1 == 1.0 == True``)."""
+    if type(x) is not type(y):
+        return False
+    if type(x) is tuple:
+        return len(x) == len(y) and all(
+            _same_skeleton(u, v) for u, v in zip(x, y, strict=True))
+    return x is y or x == y
+
+
+def _skeleton_values():
+    from collections import namedtuple
+
+    from constantdict import constantdict
+    a = pt.make_placeholder("a", (4, 4), np.float64)
+    b = pt.make_placeholder("b", (4,), np.int32)
+    pair = namedtuple("pair", "x y")
+    many = tuple(pt.make_placeholder(f"p{i}", (2,), np.float64)
+                 for i in range(70))     # beyond the shared child references
+    return [
+        1, True, np.int64(1), 1.0, 2j, "s", b"b", None, np.dtype(np.float32),
+        frozenset({Named("x")}), slice(1, None, 2), (), (1, 2), (1, True, 1.0),
+        (np.int64(3), 4), ((1, 2), (3, (4,))), (a, 1), (1, (a, (b, a))),
+        pair(1, 2), pair(a, 3), {"x": a, "y": b}, {"x": a, "z": 1},
+        {1: a}, {True: a}, {1.0: a}, {"x": (a, b)}, constantdict(),
+        constantdict({"x": a}),
+        NormalizedSlice(0, 4, 1), NormalizedSlice(b[0], 4, 1),
+        (NormalizedSlice(3, -1, -1), a), many, {f"k{i}": p for i, p in
+                                                enumerate(many)},
+        (ReductionDescriptor(), pt.array.Axis()), prim.Variable("v"),
+        pt.array.Axis, int,     # classes (a dataclass one among them)
+    ]
+
+
+def test_flatten_matches_its_definition() -> None:
+    from pytato.array.base import _flatten
+    values = _skeleton_values()
+    for start in (0, 3, 62):
+        for value in values:
+            for _ in range(2):      # type kinds and skeletons now cached
+                prefix = [pt.make_placeholder(f"q{i}", (), np.float64)
+                          for i in range(start)]
+                kids, ref_kids = list(prefix), list(prefix)
+                skel = _flatten(value, kids)
+                assert _same_skeleton(skel, _reference_flatten(value, ref_kids)), \
+                    value
+                assert len(kids) == len(ref_kids)
+                assert all(k is r for k, r in zip(kids, ref_kids, strict=True))
+
+
+def test_node_skeletons_match_their_definition() -> None:
+    """Each node's skeleton, children and hash are those of the plain
+    definition."""
+    from pytato.array.base import _Identity, _skeleton_field_names
+    n = pt.make_size_param("n")
+    x = pt.make_placeholder("x", (n, 4), np.float32)
+    y = pt.make_placeholder("y", (4, 3), np.complex64,
+                            axes=(pt.array.Axis(frozenset({Named("i")})),
+                                  pt.array.Axis()))
+    d = pt.make_data_wrapper(np.arange(12.0).reshape(4, 3))
+    nodes = [x @ y, pt.einsum("ij,jk->ik", x, d), x[1:, ::2], x[:, None, 1],
+             pt.stack([x, x * 2]), pt.concatenate([x, x], axis=0),
+             pt.roll(x, 2, axis=1), x.reshape(-1), pt.sum(x, axis=0),
+             pt.where(x > 0, x, 1), x.astype(np.int32) // 3, x.T.tagged(ImplStored()),
+             x[pt.zeros(3, dtype=np.int64)], y.real, x + x, d + 1, n + 1]
+    from pytato.array.base import topological_order
+    for node in topological_order(nodes):
+        kids: list = []
+        skel = tuple(
+            _Identity(getattr(node, name)) if name in node._identity_fields
+            else _reference_flatten(getattr(node, name), kids)
+            for name in _skeleton_field_names(type(node)))
+        assert _same_skeleton(skel, node._pt_skel), type(node)
+        assert len(kids) == len(node._pt_kids)
+        assert all(k is r for k, r in zip(kids, node._pt_kids, strict=True))
+        assert node._pt_hash == hash((type(node).__name__, skel,
+                                      *(hash(k) for k in kids)))
+
+# }}}

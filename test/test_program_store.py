@@ -93,6 +93,49 @@ def test_graph_key_of_random_graphs_distinct():
     assert len(keys) == 30
 
 
+def test_graph_key_ignores_sharing():
+    """Shared subvalues (the index variables of element-wise operations, the
+    skeletons of their bindings) are encoded as their copies are."""
+    import pymbolic.primitives as prim
+
+    from pytato.array import IndexLambda
+    x = pt.make_placeholder("x", (4, 3), np.float64)
+    shared = x * x
+    fresh = IndexLambda(
+        (4, 3), np.dtype(np.float64),
+        prim.Product(tuple(
+            prim.Subscript(prim.Variable("_in0"),
+                           (prim.Variable("_0"), prim.Variable("_1")))
+            for _ in range(2))),
+        {"_in0": x})
+    assert shared == fresh
+    assert program_store.graph_key([shared + 1]) \
+        == program_store.graph_key([fresh + 1])
+    assert program_store.graph_key([shared]) \
+        != program_store.graph_key([x + x])
+
+
+class _FreshValues(dict):
+    """A mapping whose values are new objects at each access."""
+
+    def items(self):
+        for k, v in super().items():
+            yield k, tuple(v)
+
+
+def test_encoder_of_temporary_values():
+    """Values that live only while they are encoded (values of a mapping
+    made at each access, the parts of slices) do not lend their text to
+    later values at the same address."""
+    from pytato.analysis.graph_key import _Encoder
+    value = _FreshValues({f"k{i}": [i, i + 1] for i in range(50)})
+    text = _Encoder()((value, slice(1, 2, 3), slice(4, 5, None)))
+    for i in range(50):
+        assert f"'k{i}':(int:{i},int:{i + 1})" in text
+    assert "slice:(int:1,int:2,int:3)" in text
+    assert "slice:(int:4,int:5,NoneType:None)" in text
+
+
 def _loopy_call(factor: int):
     import loopy as lp
 

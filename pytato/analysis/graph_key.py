@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 from loopy.tools import LoopyKeyBuilder
+from pymbolic.primitives import Variable
 
 from pytato.array.base import GraphNode, topological_order
 from pytato.scalar_expr import ReductionOperation
@@ -34,9 +35,10 @@ class _Encoder:
     process for equal values (sets and mappings in sorted order), and
     unambiguous (each value tagged with its type, strings quoted).
 
-    Subvalues shared between nodes (axes, tags, dtypes, subexpressions)
-    are encoded once per :func:`graph_key` (memoized by identity; the graph
-    keeps them alive). Values that define ``update_persistent_hash``
+    Subvalues shared between nodes (axes, tags, dtypes, subexpressions,
+    tuples of skeletons) are encoded once per :func:`graph_key` (memoized
+    by identity; the encoder keeps them alive), variables once per
+    process (by name). Values that define ``update_persistent_hash``
     (e.g. the :mod:`loopy` translation units of loopy calls) are encoded
     by :mod:`loopy`'s :class:`~pytools.persistent_dict.KeyBuilder`,
     other dataclasses by their fields; any other value raises
@@ -45,28 +47,75 @@ class _Encoder:
 
     def __init__(self) -> None:
         self._memo: dict[int, str] = {}
+        # the values memoized, kept alive so that their ids stay theirs
+        self._alive: list[Any] = []
 
     def __call__(self, value: Any) -> str:
         tp = type(value)
         if tp is str:
             return repr(value)
+        memo = self._memo.get(id(value))
+        return self._new(value, tp) if memo is None else memo
+
+    def _new(self, value: Any, tp: type) -> str:
+        """The text of *value* (of type *tp*), not memoized yet."""
         if tp is int or tp is bool or value is None:
             return f"{tp.__name__}:{value!r}"
         if tp is float:
             return f"f:{value.hex()}"
+        # other values (tuples included) are memoized by identity
         if tp is tuple:
-            return "(" + ",".join([self(v) for v in value]) + ")"
-        memo = self._memo.get(id(value))
-        if memo is None:
-            fields = _DATACLASS_FIELDS.get(tp)
-            if fields is not None:
-                memo = (f"{fields[0]}("
-                        + ",".join([f"{name}={self(getattr(value, name))}"
-                                    for name in fields[1:]]) + ")")
-            else:
-                memo = self._encode(value, tp)
-            self._memo[id(value)] = memo
+            memo = f"({self.join(value)})"
+        elif tp is Variable:
+            # variables (the commonest expressions) by their name
+            memo = _VARIABLE_TEXT.get(value.name)
+            if memo is None:
+                memo = self._encode_dataclass(value, tp)
+                if (type(value.name) is str
+                        and len(_VARIABLE_TEXT) < _MAX_VARIABLE_TEXTS):
+                    _VARIABLE_TEXT[value.name] = memo
+        elif tp in _DATACLASS_FIELDS:
+            memo = self._encode_dataclass(value, tp)
+        else:
+            memo = self._encode(value, tp)
+        self._memo[id(value)] = memo
+        self._alive.append(value)
         return memo
+
+    def join(self, values: Iterable[Any]) -> str:
+        """The texts of *values* joined by commas (as in the text of a
+        tuple of *values*)."""
+        get = self._memo.get
+        new = self._new
+        parts = []
+        for v in values:
+            tp = type(v)
+            if tp is str:
+                parts.append(repr(v))
+            elif tp is int:
+                parts.append(f"int:{v!r}")
+            else:
+                # (memoized values are alive: an id found is theirs)
+                memo = get(id(v))
+                parts.append(new(v, tp) if memo is None else memo)
+        return ",".join(parts)
+
+    def _encode_dataclass(self, value: Any, tp: type) -> str:
+        fields = _DATACLASS_FIELDS.get(tp)
+        if fields is None:
+            return self._encode(value, tp)
+        get = self._memo.get
+        parts = []
+        for name in fields[1:]:
+            v = getattr(value, name)
+            vtp = type(v)
+            if vtp is str:
+                parts.append(f"{name}={v!r}")
+            else:
+                memo = get(id(v)) if vtp is not int else None
+                parts.append(
+                    f"{name}={self._new(v, vtp) if memo is None else memo}")
+        return f"{fields[0]}({','.join(parts)})"
 
     def _encode(self, value: Any, tp: type) -> str:
         if isinstance(value, GraphNode):
@@ -90,7 +139,9 @@ class _Encoder:
             return ("{" + ",".join(sorted(
                 f"{self(k)}:{self(v)}" for k, v in value.items())) + "}")
         if tp is slice:
-            return f"slice:{self((value.start, value.stop, value.step))}"
+            # (not through a tuple: a temporary would spoil the memo by id)
+            return (f"slice:({self(value.start)},{self(value.stop)},"
+                    f"{self(value.step)})")
         if isinstance(value, Enum):
             return f"enum:{self(type(value))}:{value.name}"
         if isinstance(value, ReductionOperation):
@@ -106,7 +157,7 @@ class _Encoder:
             _DATACLASS_FIELDS[tp] = (
                 f"dc:{tp.__module__}.{tp.__qualname__}",
                 *(f.name for f in dataclasses.fields(value)))
-            return self(value)
+            return self._encode_dataclass(value, tp)
         raise NotPersistentError(
             f"a value of type '{tp.__module__}.{tp.__qualname__}' has no "
             "persistent hash")
@@ -114,6 +165,10 @@ class _Encoder:
 
 # dataclass types: their encoded name, then their field names
 _DATACLASS_FIELDS: dict[type, tuple[str, ...]] = {}
+
+# the texts of pymbolic variables, by name (for the first names seen)
+_VARIABLE_TEXT: dict[str, str] = {}
+_MAX_VARIABLE_TEXTS = 1 << 16
 
 
 def graph_key(roots: Iterable[GraphNode],
@@ -133,11 +188,18 @@ def graph_key(roots: Iterable[GraphNode],
         order = topological_order(roots)
     position = {id(node): i for i, node in enumerate(order)}
     encode = _Encoder()
+    join = encode.join
     digest = hashlib.sha256()
+    type_text: dict[type, str] = {}
     for node in order:
-        kids = ",".join(str(position[id(kid)])
-                        for kid in node._pt_kids)  # type: ignore[attr-defined]
+        tp = type(node)
+        text = type_text.get(tp)
+        if text is None:
+            text = type_text[tp] = encode(tp)
+        kids = ",".join([str(position[id(kid)])
+                         for kid in node._pt_kids])  # type: ignore[attr-defined]
+        # (the text of the skeleton tuple, not memoized: it is the node's)
         digest.update(
-            f"{encode(type(node))}{encode(node._pt_skel)}"  # type: ignore[attr-defined]
+            f"{text}({join(node._pt_skel)})"  # type: ignore[attr-defined]
             f"[{kids}];".encode())
     return digest.hexdigest()

@@ -90,6 +90,9 @@ def shape_product(shape: ShapeType) -> ShapeComponent:
 
 
 def is_one(c: ShapeComponent) -> bool:
+    """Whether the shape component *c* is the integer 1."""
+    if type(c) is int:
+        return c == 1
     return is_integral_scalar(c) and int(c) == 1  # type: ignore[arg-type]
 
 # }}}
@@ -230,12 +233,24 @@ class ReductionDescriptor(_TaggableMixin):
 
 _DEFAULT_AXIS = Axis()
 
+# the axes of arrays created without axes, one (shared) tuple per number of
+# dimensions
+_DEFAULT_AXES: dict[int, tuple[Axis, ...]] = {}
+
 
 # {{{ skeletons: structure with child arrays factored out
 
 @dataclass(frozen=True)
 class _ChildRef:
     index: int
+
+
+# skeletons share the references to their first children (immutable)
+_CHILD_REFS = tuple(_ChildRef(i) for i in range(64))
+
+
+def _child_ref(index: int) -> _ChildRef:
+    return _CHILD_REFS[index] if index < 64 else _ChildRef(index)
 
 
 class _Identity:
@@ -267,23 +282,100 @@ class GraphNode:
     __slots__ = ()
 
 
+# kinds of values for :func:`_flatten`, cached per exact type (the order of
+# the tests is that of the isinstance chain in :func:`_kind_of`)
+_ATOM, _CHILD, _TUPLE, _MAPPING, _OTHER = range(5)
+_KIND_OF_TYPE: dict[type, int] = {}
+
+
+def _kind_of(tp: type) -> int:
+    """The kind of the values of type *tp* (see :func:`_flatten`), cached."""
+    kind = _KIND_OF_TYPE.get(tp)
+    if kind is None:
+        if issubclass(tp, GraphNode):
+            kind = _CHILD
+        elif issubclass(tp, _ATOMIC):
+            kind = _ATOM
+        elif issubclass(tp, tuple):
+            kind = _TUPLE
+        elif issubclass(tp, Mapping):
+            kind = _MAPPING
+        else:
+            kind = _OTHER
+        _KIND_OF_TYPE[tp] = kind
+    return kind
+
+
 def _flatten(value: Any, kids: list[Array]) -> Any:
-    """Return a hashable skeleton of *value*; append child nodes to *kids*."""
-    if isinstance(value, GraphNode):
-        kids.append(value)
-        return _ChildRef(len(kids) - 1)
-    if isinstance(value, _ATOMIC):
+    r"""Return a hashable skeleton of *value*; append child nodes to *kids*.
+
+    Child nodes become :class:`_ChildRef`\ s, tuples (and mappings, and
+    dataclasses marked ``_pt_flatten``) are flattened element-wise, atomic
+    values (numbers, strings, dtypes, tags, axes, ...) and other values
+    are kept. The kind of a value is looked up by its exact type; a plain
+    tuple of atomic values is its own skeleton.
+    """
+    kind = _KIND_OF_TYPE.get(type(value))
+    if kind is None:
+        kind = _kind_of(type(value))
+    if kind is _ATOM:
         return value
-    if isinstance(value, tuple):
-        return tuple(_flatten(v, kids) for v in value)
-    if isinstance(value, Mapping):
-        return ("__mapping__", tuple(
-            (k, _flatten(v, kids)) for k, v in value.items()))
-    if dataclasses.is_dataclass(value) and getattr(value, "_pt_flatten", False):
-        return ("__dc__", type(value), tuple(
-            _flatten(getattr(value, f.name), kids)
-            for f in dataclasses.fields(value)))
-    return value
+    if kind is _CHILD:
+        kids.append(value)
+        return _child_ref(len(kids) - 1)
+    if kind is _TUPLE:
+        if type(value) is tuple:
+            get = _KIND_OF_TYPE.get
+            for v in value:
+                if get(type(v)) is not _ATOM:
+                    break
+            else:
+                return value
+        return tuple([_flatten(v, kids) for v in value])
+    if kind is _MAPPING:
+        return _flatten_mapping(value, kids)
+    names = _FLATTENED_DATACLASS_FIELDS.get(type(value))
+    if names is None:
+        if not (dataclasses.is_dataclass(value)
+                and getattr(value, "_pt_flatten", False)):
+            return value
+        names = tuple(f.name for f in dataclasses.fields(value))
+        if not isinstance(value, type) and getattr(type(value), "_pt_flatten",
+                                                   False):
+            _FLATTENED_DATACLASS_FIELDS[type(value)] = names
+    return ("__dc__", type(value), tuple([
+        _flatten(getattr(value, name), kids) for name in names]))
+
+
+# the field names of dataclass types marked ``_pt_flatten``
+_FLATTENED_DATACLASS_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+# skeletons of mappings from strings to child nodes (e.g. bindings), by
+# their keys and the index of their first child: shared between nodes
+_MAPPING_SKELETONS: dict[tuple[tuple[str, ...], int], Any] = {}
+_MAX_MAPPING_SKELETONS = 4096
+
+
+def _flatten_mapping(value: Mapping[Any, Any], kids: list[Array]) -> Any:
+    get = _KIND_OF_TYPE.get
+    keys = tuple(value)
+    for k, v in value.items():
+        if type(k) is not str or get(type(v)) is not _CHILD:
+            break
+    else:
+        cache_key = (keys, len(kids))
+        skel = _MAPPING_SKELETONS.get(cache_key)
+        if skel is None:
+            start = len(kids)
+            skel = ("__mapping__", tuple([
+                (k, _child_ref(start + i)) for i, k in enumerate(keys)]))
+            if len(_MAPPING_SKELETONS) < _MAX_MAPPING_SKELETONS:
+                _MAPPING_SKELETONS[cache_key] = skel
+        kids.extend(value.values())
+        return skel
+    return ("__mapping__", tuple([
+        (k, _flatten(v, kids)) for k, v in value.items()]))
 
 
 def _unflatten(skel: Any, kids: list[Array] | tuple[Array, ...]) -> Any:
@@ -452,7 +544,10 @@ class Array(GraphNode, _TaggableMixin):
                      normalize_tags(self.non_equality_tags))
         shape = self._pt_compute_shape()
         if self.axes is None:
-            setattr_(self, "axes", (_DEFAULT_AXIS,) * len(shape))
+            axes = _DEFAULT_AXES.get(len(shape))
+            if axes is None:
+                axes = _DEFAULT_AXES[len(shape)] = (_DEFAULT_AXIS,) * len(shape)
+            setattr_(self, "axes", axes)
         elif len(self.axes) != len(shape):
             raise InvalidArgumentError(
                 f"{type(self).__name__}: got {len(self.axes)} axes for an array "
@@ -460,10 +555,22 @@ class Array(GraphNode, _TaggableMixin):
         kids: list[Array] = []
         skel_fields = []
         identity_fields = self._identity_fields
-        for name in _skeleton_field_names(type(self)):
+        get_kind = _KIND_OF_TYPE.get
+        names = _FIELD_NAMES_CACHE.get(type(self))
+        if names is None:
+            names = _skeleton_field_names(type(self))
+        for name in names:
             value = getattr(self, name)
-            if name in identity_fields:
+            if identity_fields and name in identity_fields:
                 skel_fields.append(_Identity(value))
+                continue
+            # inline fast paths of _flatten for the commonest field values
+            kind = get_kind(type(value))
+            if kind is _ATOM:
+                skel_fields.append(value)
+            elif kind is _CHILD:
+                kids.append(value)
+                skel_fields.append(_child_ref(len(kids) - 1))
             else:
                 skel_fields.append(_flatten(value, kids))
         skel = tuple(skel_fields)
@@ -471,7 +578,7 @@ class Array(GraphNode, _TaggableMixin):
         setattr_(self, "_pt_skel", skel)
         setattr_(self, "_pt_shape", shape)
         setattr_(self, "_pt_hash", hash((type(self).__name__, skel,
-                                         *(hash(k) for k in kids))))
+                                         *map(hash, kids))))
         setattr_(self, "_pt_inputs", _merge_inputs(
             kids, self if self._is_named_input else None))
 

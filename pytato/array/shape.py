@@ -133,6 +133,13 @@ def broadcast_shapes(*shapes: ShapeType, argnames: Sequence[str] | None = None
                      ) -> ShapeType:
     """The numpy broadcast of *shapes*; raises
     :class:`~pytato.diagnostic.ShapeMismatchError` naming the shapes."""
+    if shapes:
+        # fast path: equal shapes of Python ints broadcast to themselves
+        first = shapes[0]
+        if type(first) is tuple and all(type(c) is int for c in first) and all(
+                s is first or (type(s) is tuple and s == first)
+                for s in shapes[1:]):
+            return first
     ndim = max((len(s) for s in shapes), default=0)
     result: list[ShapeComponent] = []
     for i in range(ndim):

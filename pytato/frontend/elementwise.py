@@ -67,6 +67,7 @@ from pytato.array.inputs import DataWrapper
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import broadcast_shapes, is_one
 from pytato.diagnostic import (
+    CannotBroadcastError,
     DTypeError,
     IntegerPowerError,
     InvalidArgumentTypeError,
@@ -103,20 +104,43 @@ def _proxy(x: Any) -> Any:
     return x
 
 
+# the variables of output indices, ``_0, _1, ...``, and of bindings,
+# ``_in0, ...``: immutable, so shared by the expressions that use them
+# (their hashes are computed once)
+_INDEX_VARIABLES: list[prim.Variable] = []
+_BINDING_VARIABLES: dict[str, prim.Variable] = {}
+
+
+def _index_variable(i: int) -> prim.Variable:
+    while len(_INDEX_VARIABLES) <= i:
+        _INDEX_VARIABLES.append(prim.Variable(f"_{len(_INDEX_VARIABLES)}"))
+    return _INDEX_VARIABLES[i]
+
+
+def _binding_variable(name: str) -> prim.Variable:
+    var = _BINDING_VARIABLES.get(name)
+    if var is None:
+        var = prim.Variable(name)
+        if len(_BINDING_VARIABLES) < 1024:
+            _BINDING_VARIABLES[name] = var
+    return var
+
+
 def index_expr_for(ary: Array, name: str, out_ndim: int,
                    out_shape: Sequence[Any] | None = None) -> Any:
     """The expression reading *ary* (bound as *name*) broadcast to an output
     of *out_ndim* axes indexed by ``_0, _1, ...``."""
-    if ary.ndim == 0:
-        return prim.Variable(name)
-    offset = out_ndim - ary.ndim
+    shape = ary.shape
+    if not shape:
+        return _binding_variable(name)
+    offset = out_ndim - len(shape)
     idx = []
-    for i, n in enumerate(ary.shape):
+    for i, n in enumerate(shape):
         if is_one(n) and (out_shape is None or not is_one(out_shape[i + offset])):
             idx.append(0)
         else:
-            idx.append(prim.Variable(f"_{i + offset}"))
-    return prim.Subscript(prim.Variable(name), tuple(idx))
+            idx.append(_index_variable(i + offset))
+    return prim.Subscript(_binding_variable(name), tuple(idx))
 
 
 def scalar_literal(x: Any, dtype: np.dtype[Any]) -> Any:
@@ -203,19 +227,26 @@ def elementwise(ufunc: Callable[..., Any] | None,
         raise DTypeError(f"{what} is not supported for operands of dtypes "
                          f"({dtypes}): {e}") from None
 
-    if np.dtype(out_dtype).kind == "f" and np.dtype(out_dtype).itemsize < 4:
+    out_dt = np.dtype(out_dtype)
+    if out_dt.kind == "f" and out_dt.itemsize < 4:
         dtypes = ", ".join(
             f"{n}: {x.dtype if isinstance(x, Array) else type(x).__name__}"
             for x, n in zip(operands, argnames, strict=True))
         raise DTypeError(f"{what} of operands of dtypes ({dtypes}) gives "
-                         f"{np.dtype(out_dtype)} in numpy, which is not "
+                         f"{out_dt} in numpy, which is not "
                          "supported (OpenCL devices need an extension for half "
                          "precision); cast the operands to float32 first")
 
-    out_shape = broadcast_shapes(
-        *(x.shape for x in arrays),
-        argnames=[n for x, n in zip(operands, argnames, strict=True)
-                  if isinstance(x, Array)])
+    shapes = [x.shape for x in arrays]
+    try:
+        out_shape: tuple[Any, ...] | None = broadcast_shapes(*shapes)
+    except CannotBroadcastError:
+        out_shape = None
+    if out_shape is None:
+        # the error again, naming the operands
+        out_shape = broadcast_shapes(
+            *shapes, argnames=[n for x, n in zip(operands, argnames, strict=True)
+                               if isinstance(x, Array)])
     out_ndim = len(out_shape)
 
     bindings: dict[str, Array] = {}
@@ -236,7 +267,7 @@ def elementwise(ufunc: Callable[..., Any] | None,
             e = scalar_literal(x, dt)
         exprs.append(e)
 
-    return IndexLambda(out_shape, np.dtype(out_dtype), make_expr(*exprs),
+    return IndexLambda(out_shape, out_dt, make_expr(*exprs),
                        bindings)
 
 

@@ -24,6 +24,7 @@ an ``(n, 6)`` array reshapes to ``(-1, 3)`` giving ``(2*n, 3)``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +111,11 @@ def _infer_unknown(old: ShapeType, known: list[ShapeComponent],
 
 
 def _check_same_size(old: ShapeType, new: ShapeType) -> None:
+    if all(type(c) is int for c in old) and all(type(c) is int for c in new):
+        # fast path: concrete sizes
+        if math.prod(old) != math.prod(new):  # type: ignore[arg-type]
+            raise _reshape_error(old, new, "")
+        return
     rest_old, rest_new = _cancel_common(old, new)
     try:
         equal = shape_poly(rest_old) == shape_poly(rest_new)
