@@ -313,17 +313,24 @@ import sys, time
 t0 = time.perf_counter()
 sys.path.insert(0, {bench_dir!r})
 import numpy as np, pyopencl as cl, pytato as pt
+t_import = time.perf_counter()
 from bench_codegen import make_random_dag
 ctx = cl.create_some_context(interactive=False)
 queue = cl.CommandQueue(ctx)
+t_context = time.perf_counter()
 g = make_random_dag({nnodes})
+t_graph = time.perf_counter()
 prog = pt.generate_loopy(g, cl_device=queue.device)
 t1 = time.perf_counter()
 inputs = {{f"in{{i}}": np.ones((16, 16)) for i in range(4)}}
 prog(queue, **inputs)
 t2 = time.perf_counter()
+print(t_import - t0, t_context - t_import, t_graph - t_context, t1 - t_graph)
 print(t1 - t0, t2 - t1)
 """
+
+#: the parts of "until program" that the snippet prints, in order
+_PROCESS_PARTS = ("imports", "context", "graph", "generate_loopy")
 
 
 def bench_processes(nnodes: int) -> dict[str, float]:
@@ -342,6 +349,8 @@ def bench_processes(nnodes: int) -> dict[str, float]:
         res[f"{label}_process_total_s"] = time.perf_counter() - t
         res[f"{label}_process_until_program_s"] = float(out[-2])
         res[f"{label}_process_first_call_s"] = float(out[-1])
+        for part, value in zip(_PROCESS_PARTS, out[-6:-2], strict=True):
+            res[f"{label}_process_{part}_s"] = round(float(value), 3)
     return res
 
 
