@@ -226,6 +226,41 @@ def test_nan_propagates_through_parts(queue):
         assert np.isnan(res["max"]) and np.isnan(res["min"])
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int8", "float64", "complex128"])
+def test_any_all_branch_free(queue, dtype):
+    """any/all update their accumulators with a bitwise or/and of truth
+    values (no short-circuit branch), with numpy's results, NaN (true)
+    and complex values included, on every schedule."""
+    x = pt.make_placeholder("x", (64, 72), dtype)
+    graph = {"any": pt.any(x), "all": pt.all(x),
+             "any0": pt.any(x, axis=0), "all1": pt.all(x, axis=1)}
+    rng = np.random.default_rng(5)
+    base = rng.random((64, 72)) < 0.5
+    xs = {
+        "zeros": np.zeros((64, 72)),
+        "ones": np.ones((64, 72)),
+        "mixed": base.astype(np.float64),
+    }
+    if np.dtype(dtype).kind in "fc":
+        nan = np.zeros((64, 72))
+        nan[3, 5] = np.nan
+        xs["nan"] = nan
+    if np.dtype(dtype).kind == "c":
+        xs["imag"] = 1j * base
+    for info in SCHEDULES.values():
+        with lp.CacheMode(False):
+            prg = pt.generate_loopy(graph, cl_device=info)
+        code = prg.get_code()
+        assert "||" not in code.split("__kernel", 1)[1] or dtype == "complex128"
+        for xa in xs.values():
+            xa = np.asarray(xa).astype(dtype)
+            _, res = prg(queue, x=xa)
+            np.testing.assert_array_equal(res["any"], np.any(xa))
+            np.testing.assert_array_equal(res["all"], np.all(xa))
+            np.testing.assert_array_equal(res["any0"], np.any(xa, axis=0))
+            np.testing.assert_array_equal(res["all1"], np.all(xa, axis=1))
+
+
 # reductions along strided axes whose outputs run along the contiguous
 # one, with a divisor of the rows giving blocks of at least 16 rows (the
 # CPU schedule: blocks of whole rows)

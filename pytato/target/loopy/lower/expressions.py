@@ -14,6 +14,8 @@ fresh inames in the :class:`~pytato.target.loopy.lower.graph.CodeGenState`.
 
 .. autoclass:: ExpressionContext
 .. autoclass:: ScalarToLoopyMapper
+.. autoclass:: BranchFreeAnyReductionOperation
+.. autoclass:: BranchFreeAllReductionOperation
 .. autoclass:: NumpyMaxReductionOperation
 .. autoclass:: NumpyMinReductionOperation
 .. autofunction:: lower_foreign_call
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "BranchFreeAllReductionOperation", "BranchFreeAnyReductionOperation",
     "ExpressionContext", "NumpyMaxReductionOperation",
     "NumpyMinReductionOperation", "ScalarToLoopyMapper", "lower_foreign_call",
 ]
@@ -154,15 +157,60 @@ class NumpyMinReductionOperation(_NumpyExtremumMixin,
     _is_max = False
 
 
+def _truth_value(expr: Expression) -> Expression:
+    """*expr* as 0 or 1: itself where it is a comparison or a logical
+    operation, else ``expr != 0``."""
+    if isinstance(expr, (prim.Comparison, prim.LogicalAnd, prim.LogicalOr,
+                         prim.LogicalNot)):
+        return expr
+    return prim.Comparison(expr, "!=", 0)
+
+
+class _BranchFreeLogicMixin:
+    """any/all reductions whose update is a bitwise operation on truth
+    values (0 or 1) instead of C's ``||``/``&&``, which evaluate their
+    second operand only if the first does not decide: an update that
+    branches on the accumulator keeps the compiler from loading a
+    work-item's next elements before the previous one is combined (the
+    H100 read at 80 % of its copy bandwidth in ``any`` against 88 % in
+    ``sum``). Same results, NaN included (nonzero, true for both)."""
+
+    _bitwise: type[prim.BitwiseOr] | type[prim.BitwiseAnd]
+
+    def __call__(self, dtypes: Sequence[LoopyType], operand1: Expression,
+                 operand2: Expression, callables_table: CallablesTable,
+                 target: TargetBase) -> tuple[Expression, CallablesTable]:
+        return self._bitwise((_truth_value(operand1),
+                              _truth_value(operand2))), callables_table
+
+
+class BranchFreeAnyReductionOperation(
+        _BranchFreeLogicMixin, lp.library.reduction.AnyReductionOperation):
+    """loopy's any reduction, updated by a bitwise or of truth values."""
+
+    _bitwise = prim.BitwiseOr
+
+
+class BranchFreeAllReductionOperation(
+        _BranchFreeLogicMixin, lp.library.reduction.AllReductionOperation):
+    """loopy's all reduction, updated by a bitwise and of truth values."""
+
+    _bitwise = prim.BitwiseAnd
+
+
 def _loopy_reduction_op(op: ReductionOperation, dtype: ScalarDType
                         ) -> LoopyReductionOperation:
     is_bool = isinstance(dtype, np.dtype) and dtype.kind == "b"
     if isinstance(op, MaxReductionOperation):
-        return parse_reduction_op("any") if is_bool \
+        return BranchFreeAnyReductionOperation() if is_bool \
             else NumpyMaxReductionOperation()
     if isinstance(op, MinReductionOperation):
-        return parse_reduction_op("all") if is_bool \
+        return BranchFreeAllReductionOperation() if is_bool \
             else NumpyMinReductionOperation()
+    if isinstance(op, AnyReductionOperation):
+        return BranchFreeAnyReductionOperation()
+    if isinstance(op, AllReductionOperation):
+        return BranchFreeAllReductionOperation()
     for cls, name in _REDUCTION_OPS.items():
         if isinstance(op, cls):
             return parse_reduction_op(name)
