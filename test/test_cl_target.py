@@ -122,3 +122,34 @@ def test_gpu_limit():
         assert ("__restrict__" in _code(prg)) == (limit == GPU_MAX_RESTRICT_ARGUMENTS)
     _, result = _weighted_sum(GPU_MAX_RESTRICT_ARGUMENTS + 5)
     assert "__restrict__" not in _code(pt.generate_loopy(result, cl_device=gpu))
+
+
+def test_target_key_includes_pytato_sources(monkeypatch):
+    """loopy's on-disk caches key code by the target's persistent hash:
+    it includes a digest of pytato's sources, whose functions and AST
+    builder the code comes from."""
+    from loopy.tools import LoopyKeyBuilder
+
+    from pytato.target.loopy.run import cl_target
+    key = LoopyKeyBuilder()(cl_target.PytatoPyOpenCLTarget())
+    assert LoopyKeyBuilder()(cl_target.PytatoPyOpenCLTarget()) == key
+    monkeypatch.setattr(cl_target, "_source_digest", lambda: "other sources")
+    assert LoopyKeyBuilder()(cl_target.PytatoPyOpenCLTarget()) != key
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16])
+def test_narrow_signed_wrap_not_inlined(queue, dtype):
+    """The wrap-around of signed char/short arithmetic is a call of a
+    function computing in uint (NVIDIA's compiler miscompiled it inlined):
+    numpy's values at the ends of the range."""
+    info = np.iinfo(dtype)
+    x = np.array([info.min, info.min + 1, info.max, -1, 0, 1], dtype)
+    xp = pt.make_placeholder("x", x.shape, x.dtype)
+    prog = pt.generate_loopy({"s": pt.sum(-xp), "c": (xp * 3 < xp)})
+    code = prog.get_code()
+    ctype = {1: "char", 2: "short"}[np.dtype(dtype).itemsize]
+    assert f"__attribute__((noinline)) {ctype} _pt_wrap_{ctype}(uint v)" in code
+    _, out = prog(queue, x=x)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(out["s"], np.sum(-x))
+        np.testing.assert_array_equal(out["c"], x * 3 < x)

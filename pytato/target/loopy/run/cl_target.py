@@ -41,8 +41,10 @@ from typing import Any
 
 import loopy as lp
 import numpy as np
+import pymbolic.primitives as prim
 from cgen import Const, Pointer
 from loopy.schedule.tools import get_subkernel_arg_info
+from loopy.symbolic import TypeCast as LoopyTypeCast
 from loopy.target.c.codegen.expression import CExpressionToCodeMapper
 from loopy.target.pyopencl import PyOpenCLCASTBuilder
 from loopy.types import LoopyType, NumpyType
@@ -53,8 +55,10 @@ from pymbolic.mapper.stringifier import (
     PREC_NONE,
 )
 
+from pytato.analysis.graph_key import NotPersistentError
 from pytato.target.loopy.run.cl_complex import COMPLEX_FUNCTIONS, ComplexFunction
 from pytato.target.loopy.run.cl_math import OUT_OF_LINE_FUNCTIONS, MathFunction
+from pytato.target.loopy.run.program_store import _source_digest
 
 
 __all__ = ["GPU_MAX_RESTRICT_ARGUMENTS", "MAX_RESTRICT_ARGUMENTS",
@@ -110,18 +114,52 @@ class _CExpressionToCodeMapper(CExpressionToCodeMapper):  # type: ignore[misc]
         return self._bitwise("^", PREC_BITWISE_XOR, expr, enclosing_prec)
 
 
-class _NarrowIntConversion(lp.ScalarCallable):
+#: numpy's wrap-around to a signed narrow type of a value computed in
+#: ``uint`` (:func:`_unsigned`). C leaves the conversion of an out-of-range
+#: value to a signed type to the implementation, and signed arithmetic
+#: may not overflow. Not inlined: NVIDIA's compiler (H100, 2026-11-25)
+#: gave ``(long) (short) (-1 * x)`` for ``x = -32768`` as 32768, and so
+#: it did with the wrap written as these functions inlined (with ``uint``
+#: arithmetic), but not through a call.
+_WRAP_SIGNED = {
+    "char": "__attribute__((noinline)) char _pt_wrap_char(uint v)"
+            " { int w = (int) (v & 0xffu); return (char) (w - ((w & 0x80) << 1)); }\n",
+    "short": "__attribute__((noinline)) short _pt_wrap_short(uint v)"
+             " { int w = (int) (v & 0xffffu);"
+             " return (short) (w - ((w & 0x8000) << 1)); }\n",
+}
+
+_UINT32 = NumpyType(np.dtype(np.uint32))
+
+
+def _unsigned(expr: Any) -> Any:
+    """*expr* with its sums and products computed in ``uint`` (their other
+    operands cast to ``uint``): the low bits of the result are those of
+    the signed computation, without signed overflow."""
+    if isinstance(expr, prim.Sum):
+        return prim.Sum(tuple(_unsigned(c) for c in expr.children))
+    if isinstance(expr, prim.Product):
+        return prim.Product(tuple(_unsigned(c) for c in expr.children))
+    return LoopyTypeCast(_UINT32, expr)
+
+
+class _NarrowIntWrap(lp.ScalarCallable):
     """``_pt_narrow_int(x)``: *x* (of a ``char`` or ``short`` type in
-    loopy's inference, computed in ``int`` by C) converted to that type
-    (OpenCL's ``convert_char``, ...)."""
+    loopy's inference, computed in ``int`` by C) converted to that type as
+    numpy wraps it: ``_pt_wrap_char``/``_pt_wrap_short`` of the value
+    computed in ``uint`` for the signed types (see :data:`_WRAP_SIGNED`),
+    OpenCL's
+    ``convert_uchar``/``convert_ushort`` (modular, by C's rule for unsigned
+    types) for the others."""
 
     def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
         dt = arg_id_to_dtype.get(0)
         if dt is None:
             return self, clbl_inf_ctx
         dtype = dt.numpy_dtype
-        name = {"b": "convert_char", "i1": "convert_char", "u1": "convert_uchar",
-                "i2": "convert_short", "u2": "convert_ushort"}.get(
+        name = {"b": "convert_char", "i1": "_pt_wrap_char",
+                "u1": "convert_uchar", "i2": "_pt_wrap_short",
+                "u2": "convert_ushort"}.get(
                     "b" if dtype.kind == "b" else f"{dtype.kind}{dtype.itemsize}")
         if name is None:
             raise TypeError(f"_pt_narrow_int: unexpected dtype {dtype}")
@@ -129,6 +167,24 @@ class _NarrowIntConversion(lp.ScalarCallable):
         return (self.copy(name_in_target=name,
                           arg_id_to_dtype={0: dt, -1: result}),
                 clbl_inf_ctx)
+
+    def emit_call(self, expression_to_code_mapper: Any, expression: Any,
+                  target: Any) -> Any:
+        if not self.name_in_target.startswith("_pt_wrap_"):
+            return super().emit_call(expression_to_code_mapper, expression,
+                                     target)
+        # the operand without the cast to the narrow type that the lowering
+        # puts there for loopy's inference, computed in uint
+        (arg,) = expression.parameters
+        if isinstance(arg, LoopyTypeCast):
+            arg = arg.child
+        return prim.Variable(self.name_in_target)(
+            expression_to_code_mapper.rec(_unsigned(arg), "i", _UINT32))
+
+    def generate_preambles(self, target: Any) -> Any:
+        if self.name_in_target.startswith("_pt_wrap_"):
+            ctype = self.name_in_target[len("_pt_wrap_"):]
+            yield (f"44_pytato_wrap_{ctype}", _WRAP_SIGNED[ctype])
 
 
 _INT_C_TYPES = {"int8": "char", "uint8": "uchar", "int16": "short",
@@ -145,10 +201,12 @@ _FLOAT_TO_INT_BASE = r"""
     """
 
 _FLOAT_TO_INT_BODY = {
-    # narrow types: through int, wrapped (C's conversion to char and short
-    # keeps the low bits in OpenCL compilers; uchar and ushort by C's rule)
+    # narrow types: through int, wrapped (char and short by _WRAP_SIGNED,
+    # uchar and ushort by C's rule)
+    **{dst: "return _pt_wrap_{dst}(_pt_{src}_to_int_x86(x));"
+       for dst in ("char", "short")},
     **{dst: "return ({dst}) _pt_{src}_to_int_x86(x);"
-       for dst in ("char", "uchar", "short", "ushort")},
+       for dst in ("uchar", "ushort")},
     "int": "return _pt_{src}_to_int_x86(x);",
     "uint": "return (uint) _pt_{src}_to_long_x86(x);",
     "long": "return _pt_{src}_to_long_x86(x);",
@@ -185,6 +243,8 @@ class _FloatToInt(lp.ScalarCallable):
         f = "f" if src_c == "float" else ""  # no double in float code
         yield (f"45_pytato_{src_c}_to_int",
                _FLOAT_TO_INT_BASE.format(src=src_c, lo32=lo32, f=f))
+        if dst_c in _WRAP_SIGNED:
+            yield (f"44_pytato_wrap_{dst_c}", _WRAP_SIGNED[dst_c])
         body = _FLOAT_TO_INT_BODY[dst_c].format(src=src_c, dst=dst_c, f=f)
         yield (f"46_pytato_{src_c}_to_{dst_c}",
                f"static inline {dst_c} {self.name_in_target}({src_c} x)"
@@ -327,7 +387,7 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
     def known_callables(self) -> dict[str, Any]:
         callables = dict(super().known_callables)
         callables["_pt_complex"] = _ComplexFromParts(name="_pt_complex")
-        callables["_pt_narrow_int"] = _NarrowIntConversion(name="_pt_narrow_int")
+        callables["_pt_narrow_int"] = _NarrowIntWrap(name="_pt_narrow_int")
         for op in _GUARDED_DIVISION:
             callables[f"_pt_int_{op}"] = _GuardedIntegerDivision(
                 name=f"_pt_int_{op}")
@@ -381,6 +441,17 @@ class PytatoPyOpenCLTarget(lp.PyOpenCLTarget):
         super().__init__(**kwargs)
         self.max_restrict_arguments = int(max_restrict_arguments)
         self.out_of_line_math = bool(out_of_line_math)
+
+    def update_persistent_hash(self, key_hash: Any, key_builder: Any) -> None:
+        """loopy's hash of the target's fields, and of pytato's sources:
+        the code that the target's functions and AST builder emit is
+        pytato's, so that loopy's on-disk caches (used where pytato's
+        program store is off) do not give code of another version."""
+        super().update_persistent_hash(key_hash, key_builder)
+        try:
+            key_builder.rec(key_hash, _source_digest())
+        except NotPersistentError:  # no source files: as loopy hashes it
+            pass
 
     def get_device_ast_builder(self) -> _CASTBuilder:
         return _CASTBuilder(self)
