@@ -337,7 +337,9 @@ def test_one_callee_for_many_call_sites(queue):
     for i in range(40):
         ref = 3 * np.sin(ref + i)
     _, (res,) = prg(queue, x=xv)
-    np.testing.assert_allclose(res, ref, rtol=1e-9)
+    # (40 steps of x -> 3 sin(x + i) amplify the last-bit differences of
+    # a device's sin: 2e-9 on the H100)
+    np.testing.assert_allclose(res, ref, rtol=1e-7)
 
 
 def test_inlined_and_called_agree(queue):
