@@ -53,8 +53,9 @@ import numpy as np
 import pyopencl as cl
 from loopy.kernel.array import FixedStrideArrayDimTag
 from loopy.kernel.data import ValueArg
-from loopy.schedule import CallKernel, get_insn_ids_for_block_at
-from loopy.schedule.tools import get_subkernel_arg_info
+
+from pytato.diagnostic import UnsupportedByTargetError
+from pytato.target.loopy.run.launcher import linearized_subkernels
 
 
 __all__ = ["MAX_BYTES", "MIN_KERNELS", "PRIME_ENV", "launch_specs",
@@ -108,23 +109,18 @@ def launch_specs(t_unit: lp.TranslationUnit) -> list[LaunchSpec] | None:
     value argument, a symbolic size or work-group size) or if the arrays
     take more than :data:`MAX_BYTES`."""
     knl = t_unit.default_entrypoint
-    sched = knl.linearization
-    if sched is None:
+    if knl.linearization is None:
+        return None
+    try:
+        subkernels = linearized_subkernels(knl, t_unit.callables_table)
+    except UnsupportedByTargetError:
         return None
     variables = {**knl.arg_dict, **knl.temporary_variables}
     specs = []
     total: dict[str, int] = {}
-    for idx, item in enumerate(sched):
-        if not isinstance(item, CallKernel):
-            continue
-        ids = get_insn_ids_for_block_at(sched, idx)
-        if not ids:
-            continue
-        info = get_subkernel_arg_info(knl, item.kernel_name)
-        if info.passed_inames:
-            return None
+    for sub in subkernels:
         sizes = []
-        for name in info.passed_names:
+        for name in sub.arg_names:
             var = variables.get(name)
             if var is None or isinstance(var, ValueArg):
                 return None
@@ -133,13 +129,12 @@ def launch_specs(t_unit: lp.TranslationUnit) -> list[LaunchSpec] | None:
                 return None
             sizes.append(nbytes)
             total[name] = nbytes
-        gsize, lsize = knl.get_grid_sizes_for_insn_ids_as_exprs(
-            ids, t_unit.callables_table)
+        lsize = sub.local_size
         if not all(isinstance(n, (int, np.integer)) for n in lsize):
             return None
         # as many dimensions as the program's launch
-        dims = max(len(gsize), len(lsize), 1)
-        specs.append((item.kernel_name, tuple(sizes),
+        dims = max(len(sub.group_count), len(lsize), 1)
+        specs.append((sub.name, tuple(sizes),
                       tuple(int(n) for n in lsize)
                       + (1,) * (dims - len(lsize))))
     if sum(total.values()) > MAX_BYTES:

@@ -47,6 +47,7 @@ and the instrumented runs (:mod:`pytato.target.loopy.run.instrumented`).
 
 .. autoclass:: ProgramLauncher
 .. autoclass:: SubkernelInfo
+.. autofunction:: linearized_subkernels
 .. autoclass:: KernelPlan
 .. autofunction:: get_kernel_plan
 .. autofunction:: make_program_launcher
@@ -113,12 +114,50 @@ __all__ = [
     "SubkernelInfo",
     "env_switches_set",
     "get_kernel_plan",
+    "linearized_subkernels",
     "make_program_launcher",
     "supports_instrumented_run",
 ]
 
 
 # {{{ kernel plan
+
+def linearized_subkernels(knl: lp.LoopKernel, callables_table: Any
+                          ) -> list[SubkernelInfo]:
+    """The device kernels that the linearized *knl* enqueues, in order
+    (those without instructions, for outputs without elements, left out).
+
+    :raises UnsupportedByTargetError: if one is enqueued inside a host
+        loop or takes loop indices from the host."""
+    sched = knl.linearization
+    assert sched is not None
+    subkernels = []
+    depth = 0
+    for idx, item in enumerate(sched):
+        if isinstance(item, EnterLoop):
+            depth += 1
+        elif isinstance(item, LeaveLoop):
+            depth -= 1
+        elif isinstance(item, CallKernel):
+            ids = get_insn_ids_for_block_at(sched, idx)
+            if not ids:
+                continue
+            if depth:
+                raise UnsupportedByTargetError(
+                    f"kernel {item.kernel_name!r} is enqueued inside a host "
+                    "loop; launchers support straight-line host code only")
+            info = get_subkernel_arg_info(knl, item.kernel_name)
+            if info.passed_inames:
+                raise UnsupportedByTargetError(
+                    f"kernel {item.kernel_name!r} takes loop indices "
+                    f"{list(info.passed_inames)} from the host")
+            gsize, lsize = knl.get_grid_sizes_for_insn_ids_as_exprs(
+                ids, callables_table)
+            subkernels.append(SubkernelInfo(
+                item.kernel_name, tuple(info.passed_names),
+                tuple(gsize), tuple(lsize)))
+    return subkernels
+
 
 @dataclass(frozen=True)
 class SubkernelInfo:
@@ -194,35 +233,7 @@ class KernelPlan:
     def __init__(self, executor: PyOpenCLExecutor, arg_to_dtype: Any = None) -> None:
         t_unit = executor.get_typed_and_scheduled_translation_unit(arg_to_dtype)
         knl = t_unit[executor.entrypoint]
-        sched = knl.linearization
-        assert sched is not None
-
-        subkernels = []
-        depth = 0
-        for idx, item in enumerate(sched):
-            if isinstance(item, EnterLoop):
-                depth += 1
-            elif isinstance(item, LeaveLoop):
-                depth -= 1
-            elif isinstance(item, CallKernel):
-                if not get_insn_ids_for_block_at(sched, idx):
-                    # a kernel without instructions (the program's outputs
-                    # have no elements): nothing to launch
-                    continue
-                if depth:
-                    raise UnsupportedByTargetError(
-                        f"kernel {item.kernel_name!r} is enqueued inside a host "
-                        "loop; launchers support straight-line host code only")
-                info = get_subkernel_arg_info(knl, item.kernel_name)
-                if info.passed_inames:
-                    raise UnsupportedByTargetError(
-                        f"kernel {item.kernel_name!r} takes loop indices "
-                        f"{list(info.passed_inames)} from the host")
-                gsize, lsize = knl.get_grid_sizes_for_insn_ids_as_exprs(
-                    get_insn_ids_for_block_at(sched, idx), t_unit.callables_table)
-                subkernels.append(SubkernelInfo(
-                    item.kernel_name, tuple(info.passed_names),
-                    tuple(gsize), tuple(lsize)))
+        subkernels = linearized_subkernels(knl, t_unit.callables_table)
         if getattr(knl.target, "limit_arg_size_nbytes", None) is not None:
             raise UnsupportedByTargetError(
                 "launchers do not support loopy targets that pack overflowing "

@@ -85,7 +85,7 @@ from pytato.target.loopy.run.split_sizes import (
 
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Iterable, Iterator, Mapping, Sequence
 
     import loopy as lp
 
@@ -129,16 +129,19 @@ CALL_WEIGHT = 20
 def unit_weight(insns: Sequence[Any]) -> int:
     """The weight of instructions *insns* for code generation and device
     builds: one per instruction, :data:`CALL_WEIGHT` per function call."""
-    calls = 0
-    stack = [getattr(insn, "expression", None) for insn in insns]
+    calls = sum(isinstance(e, prim.Call) for insn in insns
+                for e in _expression_values(getattr(insn, "expression", None)))
+    return len(insns) + CALL_WEIGHT * calls
+
+
+def _expression_values(expr: Any) -> Iterator[Any]:
+    """*expr*, its subexpressions and the other values in their fields
+    (tuples and their elements, constants), parents before children."""
+    stack = [expr]
     while stack:
         e = stack.pop()
-        if isinstance(e, prim.Call):
-            calls += 1
-            stack.extend(e.parameters)
-        elif isinstance(e, (prim.Sum, prim.Product)):
-            stack.extend(e.children)
-        elif isinstance(e, prim.ExpressionNode):
+        yield e
+        if isinstance(e, prim.ExpressionNode):
             tp = type(e)
             names = _FIELD_NAMES.get(tp)
             if names is None:
@@ -147,7 +150,6 @@ def unit_weight(insns: Sequence[Any]) -> int:
             stack.extend(getattr(e, n) for n in names)
         elif isinstance(e, tuple):
             stack.extend(e)
-    return len(insns) + CALL_WEIGHT * calls
 
 
 def split_enabled(devices: Sequence[cl.Device] = ()) -> bool:
@@ -609,20 +611,11 @@ def _shape(insns: Sequence[Any]) -> tuple[str, ...]:
     result = []
     for insn in insns:
         out = [type(insn).__name__, str(len(insn.within_inames))]
-        stack = [getattr(insn, "expression", None)]
-        while stack:
-            e = stack.pop()
+        for e in _expression_values(getattr(insn, "expression", None)):
             if isinstance(e, prim.ExpressionNode):
-                tp = type(e)
-                out.append(tp.__name__)
-                names = _FIELD_NAMES.get(tp)
-                if names is None:
-                    names = _FIELD_NAMES[tp] = tuple(
-                        f.name for f in dataclasses.fields(e))
-                stack.extend(getattr(e, n) for n in names)
+                out.append(type(e).__name__)
             elif isinstance(e, tuple):
                 out.append(f"({len(e)}")
-                stack.extend(e)
             elif isinstance(e, (float, complex, np.floating,
                                 np.complexfloating)):
                 # (floating-point constants are never hoisted; integers

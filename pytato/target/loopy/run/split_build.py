@@ -44,8 +44,6 @@ from constantdict import constantdict
 from loopy.kernel import KernelState
 from loopy.kernel.data import ArrayArg, ValueArg
 from loopy.kernel.function_interface import CallableKernel
-from loopy.schedule import CallKernel, get_insn_ids_for_block_at
-from loopy.schedule.tools import get_subkernel_arg_info
 from loopy.version import DATA_MODEL_VERSION
 from pymbolic.mapper.substitutor import SubstitutionMapper, make_subst_func
 
@@ -62,7 +60,11 @@ from pytato.target.loopy.run.executor import (
     stop_processes,
 )
 from pytato.target.loopy.run.instrumented import run_instrumented
-from pytato.target.loopy.run.launcher import KernelPlan, SubkernelInfo
+from pytato.target.loopy.run.launcher import (
+    KernelPlan,
+    SubkernelInfo,
+    linearized_subkernels,
+)
 from pytato.target.loopy.run.preprocessing import (
     _single_kernel,
     generate_code,
@@ -126,29 +128,21 @@ def _compile_one(t_unit: lp.TranslationUnit,
     canon = {n: f"n{k}" for k, n in enumerate(names)}
     subst = SubstitutionMapper(make_subst_func(
         {n: prim.Variable(c) for n, c in canon.items()}))
+    try:
+        subkernels = linearized_subkernels(knl, lin.callables_table)
+    except UnsupportedByTargetError as e:
+        raise SplitNotPossible(str(e)) from e
     launches = []
-    sched = knl.linearization
-    assert sched is not None
-    for idx, item in enumerate(sched):
-        if not isinstance(item, CallKernel):
-            continue
-        ids = get_insn_ids_for_block_at(sched, idx)
-        if not ids:
-            continue
-        info = get_subkernel_arg_info(knl, item.kernel_name)
-        if info.passed_inames:
-            raise SplitNotPossible("loop indices passed from the host")
-        gsize, lsize = knl.get_grid_sizes_for_insn_ids_as_exprs(
-            ids, lin.callables_table)
+    for sub in subkernels:
         passed = []
-        for n in info.passed_names:
+        for n in sub.arg_names:
             if n not in canon:
                 raise SplitNotPossible(f"argument {n!r} of a device kernel "
                                        "has no canonical name")
             passed.append(canon[n])
-        launches.append((item.kernel_name, tuple(passed),
-                         tuple(subst(g) for g in gsize),
-                         tuple(subst(s) for s in lsize)))
+        launches.append((sub.name, tuple(passed),
+                         tuple(subst(g) for g in sub.group_count),
+                         tuple(subst(s) for s in sub.local_size)))
     if isinstance(lin.target, lp.PyOpenCLTarget) \
             and getattr(lin.target, "limit_arg_size_nbytes", None) is not None:
         raise SplitNotPossible("limit_arg_size_nbytes")

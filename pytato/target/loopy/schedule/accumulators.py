@@ -89,7 +89,10 @@ from loopy.types import LoopyType
 from pymbolic.mapper.substitutor import make_subst_func
 from pymbolic.typing import Expression
 
-from pytato.target.loopy.lower.expressions import _NumpyExtremumMixin
+from pytato.target.loopy.lower.expressions import (
+    _NumpyExtremumMixin,
+    _truth_value,
+)
 
 
 __all__ = ["realize_sequential_reductions"]
@@ -266,7 +269,7 @@ class _Realizer(_LoopyIdentityMapper):
                 # doubles in hand-written kernels, interleaved at load 3.7:
                 # 5.4 ms unrolled with ||, 3.5 ms in a loop with |; numpy
                 # 4.7 ms)
-                update: Expression = bitwise((acc[q], _truth(body)))
+                update: Expression = bitwise((acc[q], _truth_value(body)))
             else:
                 update, _ = op([acc_dtype], acc[q], body,
                                callables_table=table, target=target)
@@ -367,15 +370,6 @@ def _bitwise_logic(op: ScalarReductionOperation
     if isinstance(op, AllReductionOperation):
         return prim.BitwiseAnd
     return None
-
-
-def _truth(expr: Expression) -> Expression:
-    """*expr* as 0 or 1: itself where it is a comparison or a logical
-    operation, else ``expr != 0``."""
-    if isinstance(expr, (prim.Comparison, prim.LogicalAnd, prim.LogicalOr,
-                         prim.LogicalNot)):
-        return expr
-    return prim.Comparison(expr, "!=", 0)
 
 
 def _is_float(dtype: LoopyType) -> bool:
