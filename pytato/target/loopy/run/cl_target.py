@@ -302,13 +302,24 @@ class _GuardedIntegerDivision(lp.ScalarCallable):
 
 def _calls_on_complex(callables_table: Any) -> bool:
     """Whether a function of the translation unit takes or returns a
-    complex value."""
+    complex value (remembered for the last table: code generation asks
+    once an instruction, and the table has an entry a function)."""
+    last = _CALLS_ON_COMPLEX
+    if last and last[0] is callables_table:
+        return last[1]
+    result = False
     for clbl in callables_table.values():
         dtypes = getattr(clbl, "arg_id_to_dtype", None) or {}
         if any(isinstance(dt, LoopyType) and dt.involves_complex()
                for dt in dtypes.values()):
-            return True
-    return False
+            result = True
+            break
+    _CALLS_ON_COMPLEX[:] = [callables_table, result]
+    return result
+
+
+#: the last table of :func:`_calls_on_complex` and its answer
+_CALLS_ON_COMPLEX: list[Any] = []
 
 
 _FLOOR_DIV_DEFINITIONS = {

@@ -68,6 +68,7 @@ import pickle
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -570,11 +571,17 @@ def run_in_processes(script: str, inputs: Sequence[bytes], what: str, *,
         procs = list(processes[:len(inputs)])
         stop_processes(processes[len(inputs):])
 
+    start = time.perf_counter()
+
     def talk(k: int) -> tuple[bytes, bytes, int]:
         # a thread a process: a write to one never waits for another
         # process to read (a process that unpickles its input imports
         # modules as it reads), nor a full pipe for the parent's read
         out, err = procs[k].communicate(inputs[k])
+        _logger.debug("%s process %d done after %.2f s%s", what, k,
+                      time.perf_counter() - start,
+                      f": {err.decode(errors='replace')[-error_chars:]}"
+                      if err else "")
         return out, err, procs[k].returncode
 
     try:

@@ -32,6 +32,7 @@ every device.
 .. autodata:: MIN_KERNELS
 .. autodata:: MAX_BYTES
 .. autofunction:: launch_specs
+.. autofunction:: enabled
 .. autofunction:: wanted
 .. autofunction:: start_primer
 """
@@ -55,11 +56,12 @@ from loopy.kernel.array import FixedStrideArrayDimTag
 from loopy.kernel.data import ValueArg
 
 from pytato.diagnostic import UnsupportedByTargetError
+from pytato.target.loopy.run import launch_once
 from pytato.target.loopy.run.launcher import linearized_subkernels
 
 
-__all__ = ["MAX_BYTES", "MIN_KERNELS", "PRIME_ENV", "launch_specs",
-           "start_primer", "wanted"]
+__all__ = ["MAX_BYTES", "MIN_KERNELS", "PRIME_ENV", "enabled",
+           "launch_specs", "start_primer", "wanted"]
 
 _logger = logging.getLogger("pytato.target.loopy")
 
@@ -142,34 +144,27 @@ def launch_specs(t_unit: lp.TranslationUnit) -> list[LaunchSpec] | None:
     return specs
 
 
-# the second process: reads (platform number, device number, sources,
-# build options, launch specs) pickled on stdin; builds the sources and
-# launches each kernel once, last first, as one work group
+# the second process: reads (path of launch_once.py, platform number,
+# device number, sources, build options, launch specs) pickled on stdin;
+# builds the sources and launches each kernel once, last first, as one
+# work group (launch_once is loaded from its file: importing it from
+# pytato would import pytato and loopy)
 _PRIMER = """
-import pickle, sys
+import importlib.util, pickle, sys
 import pyopencl as cl
-platform, device, sources, options, specs = pickle.load(sys.stdin.buffer)
+path, platform, device, sources, options, specs = pickle.load(sys.stdin.buffer)
+spec = importlib.util.spec_from_file_location("_pt_launch_once", path)
+launch_once = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(launch_once)
 device = cl.get_platforms()[platform].get_devices()[device]
 ctx = cl.Context([device])
-queue = cl.CommandQueue(ctx)
 kernels = {}
 for source in sources:
     program = cl.Program(ctx, source).build(options=options)
     for name in program.kernel_names.split(";"):
         if name:
             kernels[name] = getattr(program, name)
-buffers = {}
-for name, sizes, lsize in reversed(specs):
-    args = []
-    for nbytes in sizes:
-        if nbytes not in buffers:
-            buffers[nbytes] = cl.Buffer(ctx, cl.mem_flags.READ_WRITE,
-                                        max(nbytes, 8))
-        args.append(buffers[nbytes])
-    kernel = kernels[name]
-    kernel.set_args(*args)
-    cl.enqueue_nd_range_kernel(queue, kernel, lsize, lsize)
-    queue.finish()
+launch_once.launch_each_once(ctx, kernels, reversed(specs))
 """
 
 _RUNNING: list[subprocess.Popen[bytes]] = []
@@ -187,15 +182,19 @@ def _reap(kill: bool = False) -> None:
 atexit.register(_reap, True)
 
 
+def enabled(device: cl.Device) -> bool:
+    """Whether kernels for *device* are primed (:data:`PRIME_ENV`, else
+    on CPU devices)."""
+    env = os.environ.get(PRIME_ENV, "").strip()
+    if env in ("0", "1"):
+        return env == "1"
+    return bool(device.type & cl.device_type.CPU)
+
+
 def wanted(device: cl.Device, nkernels: int) -> bool:
     """Whether a program of *nkernels* device kernels just generated for
-    *device* is primed (:data:`PRIME_ENV`, :data:`MIN_KERNELS`)."""
-    env = os.environ.get(PRIME_ENV, "").strip()
-    if env == "0":
-        return False
-    if env != "1" and not device.type & cl.device_type.CPU:
-        return False
-    return nkernels >= MIN_KERNELS
+    *device* is primed (:func:`enabled`, :data:`MIN_KERNELS`)."""
+    return enabled(device) and nkernels >= MIN_KERNELS
 
 
 def start_primer(device: cl.Device, sources: Sequence[str],
@@ -211,8 +210,8 @@ def start_primer(device: cl.Device, sources: Sequence[str],
     platform = platforms.index(device.platform)
     index = platforms[platform].get_devices().index(device)
     _reap()
-    data = pickle.dumps((platform, index, list(sources), options,
-                         list(specs)))
+    data = pickle.dumps((launch_once.__file__, platform, index,
+                         list(sources), options, list(specs)))
     try:
         proc = subprocess.Popen([sys.executable, "-c", _PRIMER],
                                 stdin=subprocess.PIPE,

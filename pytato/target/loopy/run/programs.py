@@ -133,7 +133,10 @@ from pytato.target.loopy.run.queues import (
     set_default_memory_pool,
 )
 from pytato.target.loopy.run.split import split_enabled
-from pytato.target.loopy.run.split_build import make_split_executor
+from pytato.target.loopy.run.split_build import (
+    make_split_executor,
+    merged_split_groups,
+)
 from pytato.target.loopy.run.statistics import (
     clear_executors_statistics,
     executors_statistics,
@@ -158,13 +161,18 @@ def _make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,
     (:func:`~pytato.target.loopy.run.split_build.make_split_executor`)
     where :func:`~pytato.target.loopy.run.split.split_enabled` and the
     kernel can be split."""
-    if split_enabled(context.devices) and len(t_unit.entrypoints) == 1 \
+    if len(t_unit.entrypoints) == 1 \
             and isinstance(t_unit.target, lp.PyOpenCLTarget):
         (entrypoint,) = t_unit.entrypoints
-        executor = make_split_executor(t_unit, context, entrypoint,
-                                       store_key=store_key)
-        if executor is not None:
-            return executor
+        groups = None
+        if split_enabled(context.devices) or (
+                groups := merged_split_groups(context.devices,
+                                              t_unit[entrypoint])):
+            executor = make_split_executor(t_unit, context, entrypoint,
+                                           store_key=store_key,
+                                           groups=groups)
+            if executor is not None:
+                return executor
     return make_executor(t_unit, context, store_key=store_key)
 
 class LoopyTarget(Target):

@@ -35,7 +35,10 @@ constants of index expressions (the divisions of a flattened index); if
 the schedule chose them from the size, the sub-units stay distinct.
 
 This path is taken by default on devices that are not CPUs
-(:func:`split_enabled`, :data:`SPLIT_ENV`).
+(:func:`split_enabled`, :data:`SPLIT_ENV`). On CPUs, large kernels are cut
+into a few *merged* sub-units instead, one per usable CPU (the *groups*
+of :func:`split_kernel`, see
+:func:`~pytato.target.loopy.run.split_build.merged_split_groups`).
 
 .. autodata:: SPLIT_ENV
 .. autodata:: SPLIT_WORKERS_ENV
@@ -164,8 +167,9 @@ def split_enabled(devices: Sequence[cl.Device] = ()) -> bool:
     one process). With PoCL on a 2-core CPU it gains little cold (27 s
     against 29-31 s) and loses warm (a first call from the store of 1.4 s
     against 0.4 s: PoCL compiles each program's kernels at their first
-    launch), so CPUs keep the single kernel (``benchmarks/README.md`` has
-    the figures)."""
+    launch), so CPUs do not take it (``benchmarks/README.md`` has the
+    figures): their large kernels are merged sub-units instead
+    (:func:`~pytato.target.loopy.run.split_build.merged_split_groups`)."""
     flag = os.environ.get(SPLIT_ENV, "").strip()
     if flag:
         return flag != "0"
@@ -396,7 +400,8 @@ def _single_piece_grid(knl: lp.LoopKernel, hoisted: _Hoisted) -> bool:
 
 def split_kernel(knl: lp.LoopKernel,
                  dtypes: Mapping[str, Any] | None = None,
-                 hoist: bool | None = None) -> list[SubUnit]:
+                 hoist: bool | None = None,
+                 groups: int | None = None) -> list[SubUnit]:
     """Cut the scheduled, unpreprocessed kernel *knl* into its phases (see
     the module documentation), in order.
 
@@ -405,6 +410,14 @@ def split_kernel(knl: lp.LoopKernel,
     :arg hoist: whether the sizes of the sub-units are hoisted into value
         arguments (see the module documentation; off: each sub-unit keeps
         its constants); None: unless :data:`SPLIT_HOIST_ENV` is ``0``.
+    :arg groups: if given, the phases are merged into about this many
+        sub-units of equal weight (:func:`unit_weight`) instead of one
+        sub-unit a phase: consecutive phases are put together, with the
+        global barriers between them, until their weight reaches the
+        total's share. A phase whose nests repeat elsewhere in the
+        program still gives those nests sub-units of their own (one code
+        generation for all), and ends the merged sub-unit before it.
+        Merged sub-units of several phases keep their constants.
     :raises SplitNotPossible: if *knl* has no global barriers, or if a
         phase needs something the split cannot give it (a temporary that
         is not global used in two phases, nested domains, substitution
@@ -423,13 +436,13 @@ def split_kernel(knl: lp.LoopKernel,
     try:
         if hoist is None:
             hoist = os.environ.get(SPLIT_HOIST_ENV, "").strip() != "0"
-        return _split(knl, dtypes, hoist)
+        return _split(knl, dtypes, hoist, groups)
     finally:
         _NAMES.clear()
 
 
 def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
-           hoist: bool) -> list[SubUnit]:
+           hoist: bool, groups: int | None = None) -> list[SubUnit]:
     phase = _phases(knl)
     nphases = max(phase.values(), default=-1) + 1
     insns_of: list[list[Any]] = [[] for _ in range(nphases)]
@@ -463,7 +476,8 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         for n in dnames:
             domains_of.setdefault(n, []).append(k)
 
-    def make_unit(insns: list[Any], build: bool = True) -> SubUnit:
+    def make_unit(insns: list[Any], build: bool = True,
+                  hoist: bool = hoist) -> SubUnit:
         names: set[str] = set()
         for insn in insns:
             names |= _insn_names(insn)
@@ -583,21 +597,65 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
     order = {i.id: k for k, i in enumerate(knl.instructions)}
     result = []
     built: set[str] = set()
+    # the rest of the phases not yet made a sub-unit (several phases where
+    # *groups* merges them), and its weight
+    pending: list[list[Any]] = []
+    pending_weight = 0
+    share = None if groups is None else -(-unit_weight(
+        [i for insns in insns_of for i in insns]) // max(groups, 1))
+
+    def flush() -> None:
+        nonlocal pending_weight
+        if not pending:
+            return
+        insns = sorted({i.id: i for part in pending for i in part}.values(),
+                       key=lambda i: order[i.id])
+        if len(pending) > 1:
+            result.append(make_unit(_with_barriers(knl, insns), hoist=False))
+        else:
+            result.append(make_unit(insns))
+        pending.clear()
+        pending_weight = 0
+
     for parts in phase_parts:
         rest: list[Any] = []
+        repeated = []
         for insns, u in parts:
             if u is not None and counts[u.key] > 1:
-                if u.key not in built:  # the kernel of the first of a key
-                    u = make_unit(u.instructions)
-                    built.add(u.key)
-                result.append(u)
+                repeated.append(u)
             else:
                 rest.extend(insns)
+        if repeated:
+            # (a later phase's rest may need them: no merging across)
+            flush()
+        for u in repeated:
+            if u.key not in built:  # the kernel of the first of a key
+                u = make_unit(u.instructions)
+                built.add(u.key)
+            result.append(u)
         if rest:
-            rest = sorted({i.id: i for i in rest}.values(),
-                          key=lambda i: order[i.id])
-            result.append(make_unit(rest))
+            pending.append(rest)
+            if share is None:
+                flush()
+            else:
+                pending_weight += unit_weight(rest)
+                if pending_weight >= share:
+                    flush()
+    flush()
     return result
+
+
+def _with_barriers(knl: lp.LoopKernel, insns: list[Any]) -> list[Any]:
+    """The instructions *insns* of several phases of *knl*, with the global
+    barriers between them (those that one of *insns* depends on and that
+    depend on one of them), in the kernel's order."""
+    ids = {i.id for i in insns}
+    by_id = knl.id_to_insn
+    barriers = {d for i in insns for d in i.depends_on
+                if d not in ids and d in by_id
+                and _is_global_barrier(by_id[d])
+                and any(b in ids for b in by_id[d].depends_on)}
+    return [i for i in knl.instructions if i.id in ids or i.id in barriers]
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}

@@ -20,6 +20,8 @@ the arguments of the sub-unit that was generated.
 .. autoclass:: SplitKernelPlan
 .. autoclass:: SplitExecutor
 .. autofunction:: make_split_executor
+.. autodata:: MIN_MERGED_SPLIT_INSTRUCTIONS
+.. autofunction:: merged_split_groups
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import pickle
 import subprocess
 import sys
@@ -49,7 +52,7 @@ from pymbolic.mapper.substitutor import SubstitutionMapper, make_subst_func
 
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.diagnostic import UnsupportedByTargetError
-from pytato.target.loopy.run import program_store
+from pytato.target.loopy.run import jit_primer, program_store
 from pytato.target.loopy.run.executor import (
     _device_index,
     _program_kernels,
@@ -60,6 +63,7 @@ from pytato.target.loopy.run.executor import (
     stop_processes,
 )
 from pytato.target.loopy.run.instrumented import run_instrumented
+from pytato.target.loopy.run.launch_once import launch_each_once
 from pytato.target.loopy.run.launcher import (
     KernelPlan,
     SubkernelInfo,
@@ -71,6 +75,7 @@ from pytato.target.loopy.run.preprocessing import (
     preprocess_and_linearize,
 )
 from pytato.target.loopy.run.split import (
+    SPLIT_ENV,
     SPLIT_WORKERS_ENV,
     SplitNotPossible,
     SubUnit,
@@ -91,6 +96,7 @@ __all__ = [
     "SplitKernelPlan",
     "compile_sub_units",
     "make_split_executor",
+    "merged_split_groups",
 ]
 
 _logger = logging.getLogger("pytato.target.loopy")
@@ -118,12 +124,19 @@ class CompiledSubUnit:
 
 
 def _compile_one(t_unit: lp.TranslationUnit,
-                 names: Sequence[str]) -> CompiledSubUnit:
+                 names: Sequence[str],
+                 specs: list[jit_primer.LaunchSpec] | None = None
+                 ) -> CompiledSubUnit:
     """Preprocess, linearize and generate *t_unit* (one kernel), and
-    describe its launches in canonical names (*names* by position)."""
+    describe its launches in canonical names (*names* by position). With
+    a list *specs*, the launch specifications of its device kernels for
+    :func:`~pytato.target.loopy.run.launch_once.launch_each_once` are
+    appended to it (none where they depend on values of the call)."""
     with FewerCollections():
         lin = preprocess_and_linearize(t_unit)
         code = generate_code(lin, cache=False).device_code()
+    if specs is not None:
+        specs.extend(jit_primer.launch_specs(lin) or ())
     knl = lin.default_entrypoint
     canon = {n: f"n{k}" for k, n in enumerate(names)}
     subst = SubstitutionMapper(make_subst_func(
@@ -152,21 +165,35 @@ def _compile_one(t_unit: lp.TranslationUnit,
 # a worker process: its argument is the parent's sys.path (JSON); it
 # imports pytato's code generation first (so that workers started early,
 # see _Workers, import while the parent splits the kernel), then reads
-# (device, [(translation unit, names), ...]) pickled on stdin, all of it
-# before unpickling, writes the pickled list of CompiledSubUnit on stdout;
-# with a device (see _device_address), it then builds the code of each
-# sub-unit there, which puts the binary in pyopencl's on-disk cache for
-# the parent's build
+# (device, prime, [(translation unit, names), ...]) pickled on stdin, all
+# of it before unpickling, writes the pickled list of CompiledSubUnit on
+# stdout; with a device (see _device_address), it also builds the code of
+# each sub-unit there, which puts the binary in pyopencl's on-disk cache
+# for the parent's build: after writing, or, if *prime*, before, and then
+# launches each device kernel once (see jit_primer), which puts the
+# kernels compiled for their launch in PoCL's cache for the parent's
+# first call
 _WORKER = """
-import json, pickle, sys
+import json, pickle, sys, time
+t = [time.perf_counter()]
 sys.path[:0] = json.loads(sys.argv[1])
 from pytato.target.loopy.run.split_build import _compile_one, _build_in_worker
+t.append(time.perf_counter())
 data = sys.stdin.buffer.read()
-device, jobs = pickle.loads(data)
-result = [_compile_one(t_unit, names) for t_unit, names in jobs]
+device, prime, jobs = pickle.loads(data)
+t.append(time.perf_counter())
+specs = [] if prime and device is not None else None
+result = [_compile_one(t_unit, names, specs) for t_unit, names in jobs]
+t.append(time.perf_counter())
+if specs is not None:
+    _build_in_worker(device, [c.code for c in result], specs)
+    t.append(time.perf_counter())
+# (logged by the parent at the DEBUG level)
+sys.stderr.write("import, input, loopy, build and launches: "
+                 + ", ".join(f"{b - a:.2f}" for a, b in zip(t, t[1:])) + " s")
 sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
 sys.stdout.buffer.flush()
-if device is not None:
+if device is not None and specs is None:
     _build_in_worker(device, [c.code for c in result])
 """
 
@@ -188,16 +215,24 @@ def _device_address(device: cl.Device, options: Sequence[str] | str | None
     return (*_device_index(device), options)
 
 
-def _build_in_worker(address: _DeviceAddress, codes: Sequence[str]) -> None:
+def _build_in_worker(address: _DeviceAddress, codes: Sequence[str],
+                     specs: Sequence[jit_primer.LaunchSpec] = ()) -> None:
     """Build each of *codes* for the device at *address* (in a worker
     process: pyopencl keeps the binaries on disk, where the parent's build
-    of the same sources finds them). Failures are left to the parent's
-    build, which reports them."""
+    of the same sources finds them), then launch each kernel of *specs*
+    once (:func:`~pytato.target.loopy.run.launch_once.launch_each_once`:
+    PoCL keeps the kernels compiled for their launch on disk too).
+    Failures are left to the parent's build and launches, which report
+    them."""
     platform, device, options = address
     try:
         context = cl.Context([cl.get_platforms()[platform].get_devices()[device]])
+        kernels: dict[str, cl.Kernel] = {}
         for code in codes:
-            cl.Program(context, code).build(options=options)
+            kernels.update(_program_kernels(
+                cl.Program(context, code).build(options=options)))
+        if specs:
+            launch_each_once(context, kernels, specs)
     except cl.Error as e:  # the parent builds (and reports) anyway
         _logger.debug("build in a worker process failed: %s", e)
 
@@ -206,7 +241,8 @@ def _compile_in_processes(jobs: Sequence[tuple[lp.TranslationUnit,
                                                 Sequence[str]]],
                           nworkers: int,
                           device: _DeviceAddress | None = None,
-                          workers: Sequence[subprocess.Popen[bytes]] = ()
+                          workers: Sequence[subprocess.Popen[bytes]] = (),
+                          prime: bool = False
                           ) -> list[CompiledSubUnit]:
     """:func:`_compile_one` of each of *jobs* in *nworkers* new Python
     processes (not forked: the calling process may hold an OpenCL
@@ -215,7 +251,8 @@ def _compile_in_processes(jobs: Sequence[tuple[lp.TranslationUnit,
     *workers* (started by :func:`_start_workers`) first, new ones if
     there are fewer. With a *device*, each worker then builds the code it
     generated for it, which warms pyopencl's binary cache for the
-    parent's build."""
+    parent's build; if *prime*, they do so before they answer, and launch
+    each device kernel once (see :data:`_WORKER`)."""
     loads = [0] * nworkers
     shares: list[list[int]] = [[] for _ in range(nworkers)]
     weights = [unit_weight(t_unit.default_entrypoint.instructions) + 1
@@ -230,7 +267,7 @@ def _compile_in_processes(jobs: Sequence[tuple[lp.TranslationUnit,
         procs += _start_workers(len(shares) - len(procs))
     outputs = run_in_processes(
         _WORKER,
-        [program_store._dumps((device, [jobs[i] for i in share]))
+        [program_store._dumps((device, prime, [jobs[i] for i in share]))
          for share in shares],
         "code generation", error_chars=3000, processes=procs)
     result: list[CompiledSubUnit | None] = [None] * len(jobs)
@@ -283,7 +320,8 @@ STATS = {"generated": 0, "store_hits": 0}
 def compile_sub_units(t_unit: lp.TranslationUnit,
                       units: Sequence[SubUnit],
                       device: cl.Device | None = None,
-                      workers: Sequence[subprocess.Popen[bytes]] = ()
+                      workers: Sequence[subprocess.Popen[bytes]] = (),
+                      prime: bool = False
                       ) -> dict[str, CompiledSubUnit]:
     """The :class:`CompiledSubUnit` of each distinct key of *units*
     (sub-units of the kernel of *t_unit*), from the program store where it
@@ -293,16 +331,19 @@ def compile_sub_units(t_unit: lp.TranslationUnit,
     code they generate for it (with the kernel's build options), so that
     the caller's builds find the binaries in pyopencl's on-disk cache.
     *workers* are worker processes started earlier (:func:`_start_workers`),
-    used first; they are stopped when done or not needed."""
+    used first; they are stopped when done or not needed. If *prime*, the
+    workers build before they answer, then launch each device kernel once
+    (:data:`_WORKER`)."""
     try:
-        return _compile_sub_units(t_unit, units, device, workers)
+        return _compile_sub_units(t_unit, units, device, workers, prime)
     finally:
         stop_processes(workers)
 
 
 def _compile_sub_units(t_unit: lp.TranslationUnit, units: Sequence[SubUnit],
                        device: cl.Device | None,
-                       workers: Sequence[subprocess.Popen[bytes]]
+                       workers: Sequence[subprocess.Popen[bytes]],
+                       prime: bool = False
                        ) -> dict[str, CompiledSubUnit]:
     distinct: dict[str, SubUnit] = {}
     for u in units:
@@ -343,7 +384,7 @@ def _compile_sub_units(t_unit: lp.TranslationUnit, units: Sequence[SubUnit],
                 device, t_unit.default_entrypoint.options.build_options)
             compiled = _compile_in_processes(
                 [(unit_t_unit(u), u.canonical_names) for u in todo],
-                nworkers, address, workers)
+                nworkers, address, workers, prime)
     STATS["generated"] += len(todo)
     for unit, comp in zip(todo, compiled, strict=True):
         result[unit.key] = comp
@@ -436,12 +477,15 @@ class SplitExecutor:
     def __init__(self, context: cl.Context, t_unit: lp.TranslationUnit,
                  entrypoint: str, units: Sequence[SubUnit],
                  store_key: str | None = None,
-                 workers: Sequence[subprocess.Popen[bytes]] = ()) -> None:
+                 workers: Sequence[subprocess.Popen[bytes]] = (),
+                 groups: int | None = None) -> None:
         self.context = context
         self.t_unit = t_unit
         self.entrypoint = entrypoint
         self.units = tuple(units)
         self.store_key = store_key
+        #: the *groups* of :func:`~pytato.target.loopy.run.split.split_kernel`
+        self.groups = groups
         # worker processes started early (see _early_workers), for the
         # first code generation; stopped if the executor goes unused
         self._workers = list(workers)
@@ -462,16 +506,25 @@ class SplitExecutor:
             try:
                 self._compiled = compile_sub_units(self.t_unit, self.units,
                                                    self._build_device(),
-                                                   workers)
+                                                   workers, self._prime())
             except _KernelNeeded:
                 # sub-units from the store, not all of them there: split
                 with PhaseTimer(_logger, "kernel split into sub-units"):
                     self.units = tuple(split_kernel(
                         self.t_unit[self.entrypoint], _open_dtypes(
-                            self.t_unit, self.entrypoint)))
+                            self.t_unit, self.entrypoint),
+                        **_merging(self.groups)))
                 self._compiled = compile_sub_units(self.t_unit, self.units,
-                                                   self._build_device())
+                                                   self._build_device(),
+                                                   prime=self._prime())
         return self._compiled
+
+    def _prime(self) -> bool:
+        """Whether the worker processes launch each device kernel once
+        (merged sub-units, see :func:`merged_split_groups`)."""
+        device = self._build_device()
+        return (self.groups is not None and device is not None
+                and jit_primer.enabled(device))
 
     def _build_device(self) -> cl.Device | None:
         """The device that worker processes build the code for (the
@@ -547,6 +600,17 @@ class SplitExecutor:
 # }}}
 
 
+def _merging(groups: int | None) -> dict[str, Any]:
+    """The arguments of :func:`~pytato.target.loopy.run.split.split_kernel`
+    for *groups* merged sub-units (:func:`merged_split_groups`), None for
+    a sub-unit a phase: merged sub-units keep their sizes (hoisted sizes
+    are value arguments, whose kernels the worker processes could not
+    launch ahead of the call, see :data:`_WORKER`)."""
+    if groups is None:
+        return {}
+    return {"groups": groups, "hoist": False}
+
+
 def _open_dtypes(t_unit: lp.TranslationUnit, entrypoint: str
                  ) -> dict[str, Any] | None:
     """The inferred types of the temporaries of *t_unit* whose type it
@@ -563,10 +627,13 @@ def _open_dtypes(t_unit: lp.TranslationUnit, entrypoint: str
 
 
 def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
-                        entrypoint: str, store_key: str | None = None
+                        entrypoint: str, store_key: str | None = None,
+                        groups: int | None = None
                         ) -> SplitExecutor | None:
     """A :class:`SplitExecutor` of *t_unit* if it can be split (a single,
     scheduled, unpreprocessed kernel with global barriers), else None.
+    *groups*: as in :func:`~pytato.target.loopy.run.split.split_kernel`
+    (see :func:`merged_split_groups`).
     With the program's *store_key*, its sub-units (keys and names) are
     taken from the program store if an earlier process saved them (their
     kernels then are not built: their code is in the store too)."""
@@ -594,7 +661,8 @@ def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
     workers = _early_workers(knl)
     try:
         with PhaseTimer(_logger, "kernel split into sub-units"):
-            units = split_kernel(knl, _open_dtypes(t_unit, entrypoint))
+            units = split_kernel(knl, _open_dtypes(t_unit, entrypoint),
+                                 **_merging(groups))
     except SplitNotPossible as e:
         stop_processes(workers)
         _logger.info("kernel not split: %s", e)
@@ -605,6 +673,42 @@ def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
     _logger.info("kernel split into %d sub-units, %d distinct", len(units),
                  len({u.key for u in units}))
     return SplitExecutor(context, t_unit, entrypoint, units,
-                         store_key=store_key, workers=workers)
+                         store_key=store_key, workers=workers, groups=groups)
+
+
+#: Kernels of fewer instructions than this are not split on CPUs
+#: (:func:`merged_split_groups`): below it, starting the worker processes
+#: (about a second each to import loopy and pytato) costs more than
+#: :mod:`loopy` (a few milliseconds an instruction) in one process.
+MIN_MERGED_SPLIT_INSTRUCTIONS = 1000
+
+
+def merged_split_groups(devices: Sequence[cl.Device], knl: lp.LoopKernel
+                        ) -> int | None:
+    """The number of merged sub-units (the *groups* of
+    :func:`~pytato.target.loopy.run.split.split_kernel`) in which a kernel
+    *knl* for *devices* is generated in parallel, or None for the single
+    kernel: one per usable CPU where the devices are CPUs, there are
+    several usable CPUs and *knl* has at least
+    :data:`MIN_MERGED_SPLIT_INSTRUCTIONS` instructions, unless
+    :data:`~pytato.target.loopy.run.split.SPLIT_ENV` is set (which chooses
+    the path, see :func:`~pytato.target.loopy.run.split.split_enabled`).
+
+    On a CPU the device kernels stay as many and as large as the
+    schedule made them (a sub-unit a phase would give the device's
+    compiler one program a kernel): :mod:`loopy` generates the merged
+    sub-units in worker processes, which then build them and launch each
+    device kernel once (:data:`_WORKER`), so that PoCL's compilation of
+    each kernel at its first launch is done there too, in parallel."""
+    if os.environ.get(SPLIT_ENV, "").strip():
+        return None
+    if not devices or not all(d.type & cl.device_type.CPU for d in devices):
+        return None
+    cpus = count_from_env(SPLIT_WORKERS_ENV, _usable_cpus())
+    if cpus is None:
+        cpus = _usable_cpus()
+    if cpus < 2 or len(knl.instructions) < MIN_MERGED_SPLIT_INSTRUCTIONS:
+        return None
+    return cpus
 
 # vim: foldmethod=marker

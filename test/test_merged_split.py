@@ -1,0 +1,160 @@
+"""Large kernels for CPUs generated in parallel as a few merged sub-units
+(:func:`pytato.target.loopy.run.split_build.merged_split_groups`, issue
+20), whose worker processes also launch each device kernel once."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyopencl as cl
+import pytest
+from constantdict import constantdict
+from loopy.kernel.function_interface import CallableKernel
+from random_graphs import make_random_dag
+
+import pytato as pt
+from pytato.target.loopy import PROGRAM_CACHE
+from pytato.target.loopy.run import jit_primer, split, split_build
+from pytato.target.loopy.run.executor import _program_kernels
+from pytato.target.loopy.run.launch_once import launch_each_once
+from pytato.target.loopy.run.launcher import get_kernel_plan
+
+
+class _FakeDevice:
+    def __init__(self, device_type: int) -> None:
+        self.type = device_type
+
+
+class _FakeKernel:
+    def __init__(self, ninsns: int) -> None:
+        self.instructions = [None] * ninsns
+
+
+@pytest.fixture
+def merged(monkeypatch):
+    """The default path choice (no :data:`split.SPLIT_ENV`), two workers,
+    merged sub-units for kernels of any size, the program store off."""
+    monkeypatch.delenv(split.SPLIT_ENV, raising=False)
+    monkeypatch.setenv(split.SPLIT_WORKERS_ENV, "2")
+    monkeypatch.setattr(split_build, "MIN_MERGED_SPLIT_INSTRUCTIONS", 1)
+    monkeypatch.setenv("PYTATO_NO_PROGRAM_STORE", "1")
+    PROGRAM_CACHE.clear()
+    yield
+    PROGRAM_CACHE.clear()
+
+
+def test_merged_split_groups_by_device_and_size(monkeypatch):
+    monkeypatch.delenv(split.SPLIT_ENV, raising=False)
+    monkeypatch.setenv(split.SPLIT_WORKERS_ENV, "2")
+    cpu = _FakeDevice(cl.device_type.CPU)
+    gpu = _FakeDevice(cl.device_type.GPU)
+    big = _FakeKernel(split_build.MIN_MERGED_SPLIT_INSTRUCTIONS)
+    small = _FakeKernel(split_build.MIN_MERGED_SPLIT_INSTRUCTIONS - 1)
+    assert split_build.merged_split_groups([cpu], big) == 2
+    assert split_build.merged_split_groups([cpu], small) is None
+    assert split_build.merged_split_groups([gpu], big) is None
+    assert split_build.merged_split_groups([cpu, gpu], big) is None
+    assert split_build.merged_split_groups([], big) is None
+    monkeypatch.setenv(split.SPLIT_WORKERS_ENV, "1")
+    assert split_build.merged_split_groups([cpu], big) is None
+    # the environment variable of the split path decides alone
+    monkeypatch.setenv(split.SPLIT_WORKERS_ENV, "2")
+    for flag in ("0", "1"):
+        monkeypatch.setenv(split.SPLIT_ENV, flag)
+        assert split_build.merged_split_groups([cpu], big) is None
+
+
+def _kernel(dag, device):
+    PROGRAM_CACHE.clear()
+    return pt.generate_loopy(dag, cl_device=device).program_for(device)
+
+
+def test_merged_units_cover_the_kernel(ctx_factory):
+    """Merged sub-units hold every instruction once (repeated nests once
+    a copy), with the global barriers between their phases; they are
+    fewer than the phases."""
+    device = ctx_factory().devices[0]
+    t_unit = _kernel(make_random_dag(400, seed=3), device)
+    knl = t_unit.default_entrypoint
+    fine = split.split_kernel(knl)
+    merged = split.split_kernel(knl, groups=2, hoist=False)
+    assert len(merged) < len(fine)
+    barrier_ids = {i.id for i in knl.instructions
+                   if split._is_global_barrier(i)}
+    seen = []
+    for unit in merged:
+        ids = [i.id for i in unit.instructions]
+        seen.extend(i for i in ids if i not in barrier_ids)
+        if unit.kernel is not None:
+            own = {i.id for i in unit.kernel.instructions}
+            assert own == set(ids)
+            for insn in unit.kernel.instructions:
+                assert insn.depends_on <= own
+    assert sorted(seen) == sorted(i.id for i in knl.instructions
+                                  if i.id not in barrier_ids)
+    assert any(any(split._is_global_barrier(i) for i in u.instructions)
+               for u in merged)
+
+
+def test_merged_program_equals_single_kernel(ctx_factory, merged,
+                                             monkeypatch):
+    """On a CPU the default path generates a large kernel as merged
+    sub-units in worker processes: the same device kernels, the same
+    results as the single kernel."""
+    queue = cl.CommandQueue(ctx_factory())
+    if not queue.device.type & cl.device_type.CPU:
+        pytest.skip("merged sub-units are for CPU devices")
+    dag = make_random_dag(300, seed=5)
+    rng = np.random.default_rng(5)
+    inputs = {f"in{i}": rng.standard_normal((16, 16)) for i in range(4)}
+    prog = pt.generate_loopy(dag)
+    _, out = prog(queue, **inputs)
+    (executor,) = prog._executor_cache.values()
+    assert isinstance(executor, split_build.SplitExecutor)
+    assert executor.groups == 2
+    nlaunches = len(executor.kernel_plan().subkernels)
+
+    monkeypatch.setenv(split.SPLIT_ENV, "0")
+    PROGRAM_CACHE.clear()
+    single = pt.generate_loopy(dag)
+    _, ref = single(queue, **inputs)
+    (single_exe,) = single._executor_cache.values()
+    assert not isinstance(single_exe, split_build.SplitExecutor)
+    assert nlaunches == len(get_kernel_plan(single_exe).subkernels)
+    assert set(out) == set(ref)
+    for name in ref:
+        np.testing.assert_allclose(out[name], ref[name], rtol=1e-12,
+                                   atol=1e-12)
+    numpy_ref = pt.generate_numpy(dag)(**inputs)
+    for name in numpy_ref:
+        np.testing.assert_allclose(out[name], numpy_ref[name], rtol=1e-10,
+                                   atol=1e-10)
+
+
+def test_worker_launches_each_kernel_once(ctx_factory):
+    """What a worker does after the code generation of its merged
+    sub-units: the launch specifications cover every device kernel, and
+    launching each once on buffers of those sizes works."""
+    ctx = ctx_factory()
+    device = ctx.devices[0]
+    t_unit = _kernel(make_random_dag(200, seed=8, n=6), device)
+    units = split.split_kernel(t_unit.default_entrypoint, groups=2,
+                               hoist=False)
+    codes = []
+    specs: list[jit_primer.LaunchSpec] = []
+    nlaunches = 0
+    for unit in units:
+        if unit.kernel is None:
+            continue
+        name = unit.kernel.name
+        sub = t_unit.copy(
+            callables_table=constantdict({name: CallableKernel(unit.kernel)}),
+            entrypoints=frozenset({name}))
+        compiled = split_build._compile_one(sub, unit.canonical_names, specs)
+        codes.append(compiled.code)
+        nlaunches += len(compiled.launches)
+    assert len(specs) == nlaunches
+    kernels = {}
+    for code in codes:
+        kernels.update(_program_kernels(cl.Program(ctx, code).build()))
+    assert {name for name, _, _ in specs} <= set(kernels)
+    launch_each_once(ctx, kernels, specs)
