@@ -7,6 +7,7 @@ import re
 
 import loopy as lp
 import numpy as np
+import pymbolic.primitives as prim
 import pytest
 
 import pytato as pt
@@ -153,3 +154,42 @@ def test_narrow_signed_wrap_not_inlined(queue, dtype):
     with np.errstate(all="ignore"):
         np.testing.assert_array_equal(out["s"], np.sum(-x))
         np.testing.assert_array_equal(out["c"], x * 3 < x)
+
+
+def test_shorter_mapper_keys_same_code_and_restored():
+    """Under :class:`ShorterMapperKeys` pymbolic's memoizing mappers key
+    their memos without the empty keyword arguments; the method is put
+    back when the last context closes, and the code is the same as with
+    pymbolic's keys."""
+    from pymbolic.mapper import CachedMapper, IdentityMapper
+
+    from pytato.target.loopy.run import preprocessing
+
+    original = CachedMapper.__dict__["get_cache_key"]
+    _, result = _weighted_sum(6)
+    t_unit = pt.generate_loopy(pt.sin(result) + pt.sum(result)).program
+
+    class Counting(CachedMapper, IdentityMapper):
+        pass
+
+    x = prim.Variable("x")
+    expr = prim.Sum((prim.Product((2, x)), prim.Product((2, x))))
+    with preprocessing.ShorterMapperKeys():
+        assert CachedMapper.get_cache_key is not original
+        with preprocessing.ShorterMapperKeys():
+            mapper = Counting()
+            assert mapper(expr) == expr
+            # the sum, the product (once), 2 and x
+            assert len(mapper._cache) == 4
+            assert (type(x), x, ()) in mapper._cache
+        assert CachedMapper.get_cache_key is not original
+        ours = lp.generate_code_v2(lp.linearize(lp.preprocess_program(
+            t_unit))).device_code()
+    assert CachedMapper.__dict__["get_cache_key"] is original
+    theirs = lp.generate_code_v2(lp.linearize(lp.preprocess_program(
+        t_unit))).device_code()
+    assert ours == theirs
+    # a keyword argument keeps it in the key
+    with preprocessing.ShorterMapperKeys():
+        key = Counting().get_cache_key(x, flag=True)
+    assert key[:3] == (type(x), x, ()) and dict(key[3]) == {"flag": True}
