@@ -44,6 +44,8 @@ of :func:`split_kernel`, see
 .. autodata:: SPLIT_WORKERS_ENV
 .. autodata:: SPLIT_HOIST_ENV
 .. autodata:: CALL_WEIGHT
+.. autodata:: MERGED_CALL_WEIGHT
+.. autodata:: MERGED_MIN_REPEATED_WEIGHT
 .. autofunction:: unit_weight
 .. autofunction:: split_enabled
 .. autoclass:: SubUnit
@@ -95,6 +97,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CALL_WEIGHT",
+    "MERGED_CALL_WEIGHT",
+    "MERGED_MIN_REPEATED_WEIGHT",
     "SPLIT_ENV",
     "SPLIT_HOIST_ENV",
     "SPLIT_WORKERS_ENV",
@@ -129,12 +133,29 @@ SPLIT_WORKERS_ENV = "PYTATO_SPLIT_WORKERS"
 #: :mod:`loopy` takes a few milliseconds an instruction.
 CALL_WEIGHT = 20
 
-def unit_weight(insns: Sequence[Any]) -> int:
+#: The weight of a function call in merged sub-units (the *groups* of
+#: :func:`split_kernel`), which are for CPUs: on PoCL (2 cores, the
+#: sub-units of the 10 000-node random DAG) :mod:`loopy` took about 1.3 ms
+#: an instruction and 4 ms a call, and PoCL about 0.2 and 3.5 ms to
+#: build and compile the kernels for their launch.
+MERGED_CALL_WEIGHT = 5
+
+#: A nest that repeats in the program is a sub-unit of its own in merged
+#: sub-units if its copies after the first weigh this much
+#: (:func:`unit_weight` with :data:`MERGED_CALL_WEIGHT`) or more in all:
+#: a sub-unit costs about 0.25 s of code generation, build and first
+#: launch (:mod:`loopy`'s and PoCL's constant costs), what about 160 of
+#: weight do.
+MERGED_MIN_REPEATED_WEIGHT = 160
+
+
+def unit_weight(insns: Sequence[Any], call_weight: int = CALL_WEIGHT) -> int:
     """The weight of instructions *insns* for code generation and device
-    builds: one per instruction, :data:`CALL_WEIGHT` per function call."""
+    builds: one per instruction, *call_weight* (default
+    :data:`CALL_WEIGHT`) per function call."""
     calls = sum(isinstance(e, prim.Call) for insn in insns
                 for e in _expression_values(getattr(insn, "expression", None)))
-    return len(insns) + CALL_WEIGHT * calls
+    return len(insns) + call_weight * calls
 
 
 def _expression_values(expr: Any) -> Iterator[Any]:
@@ -414,9 +435,11 @@ def split_kernel(knl: lp.LoopKernel,
         sub-units of equal weight (:func:`unit_weight`) instead of one
         sub-unit a phase: consecutive phases are put together, with the
         global barriers between them, until their weight reaches the
-        total's share. A phase whose nests repeat elsewhere in the
-        program still gives those nests sub-units of their own (one code
-        generation for all), and ends the merged sub-unit before it.
+        total's share (weights with :data:`MERGED_CALL_WEIGHT`). A phase
+        whose nests repeat elsewhere in the program, with copies of
+        :data:`MERGED_MIN_REPEATED_WEIGHT` or more, still gives those
+        nests sub-units of their own (one code generation for all), and
+        ends the merged sub-unit before it.
         Merged sub-units of several phases keep their constants.
     :raises SplitNotPossible: if *knl* has no global barriers, or if a
         phase needs something the split cannot give it (a temporary that
@@ -600,12 +623,23 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
     # the rest of the phases not yet made a sub-unit (several phases where
     # *groups* merges them), and its weight
     pending: list[list[Any]] = []
-    pending_weight = 0
-    share = None if groups is None else -(-unit_weight(
-        [i for insns in insns_of for i in insns]) // max(groups, 1))
+    merged = 0  # merged sub-units ended for their weight
+
+    def separate(u: SubUnit | None) -> bool:
+        # whether a nest is a sub-unit of its own
+        if u is None or counts[u.key] < 2:
+            return False
+        return groups is None or (counts[u.key] - 1) * unit_weight(
+            u.instructions, MERGED_CALL_WEIGHT) >= MERGED_MIN_REPEATED_WEIGHT
+
+    # merged: the weight of each nest to merge, and of all of them
+    weights = {} if groups is None else {
+        id(insns): unit_weight(insns, MERGED_CALL_WEIGHT)
+        for parts in phase_parts for insns, u in parts if not separate(u)}
+    total = sum(weights.values())
+    merged_weight = 0  # of the nests merged so far
 
     def flush() -> None:
-        nonlocal pending_weight
         if not pending:
             return
         insns = sorted({i.id: i for part in pending for i in part}.values(),
@@ -615,13 +649,12 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         else:
             result.append(make_unit(insns))
         pending.clear()
-        pending_weight = 0
 
     for parts in phase_parts:
         rest: list[Any] = []
         repeated = []
         for insns, u in parts:
-            if u is not None and counts[u.key] > 1:
+            if separate(u):
                 repeated.append(u)
             else:
                 rest.extend(insns)
@@ -633,14 +666,27 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
                 u = make_unit(u.instructions)
                 built.add(u.key)
             result.append(u)
-        if rest:
-            pending.append(rest)
-            if share is None:
+        if groups is None:
+            if rest:
+                pending.append(rest)
                 flush()
-            else:
-                pending_weight += unit_weight(rest)
-                if pending_weight >= share:
-                    flush()
+            continue
+        # merged: the phase's nests one by one (independent of each
+        # other: those before a merged sub-unit ends and those after can
+        # be apart); the k-th merged sub-unit ends before a nest if the
+        # weight merged so far is nearer to k/groups of the total without
+        # it than with it
+        for insns, u in parts:
+            if separate(u):
+                continue
+            weight = weights[id(insns)]
+            end = total * (merged + 1) / groups
+            if pending and merged < groups - 1 and (
+                    merged_weight + weight - end > end - merged_weight):
+                flush()
+                merged += 1
+            pending.append(insns)
+            merged_weight += weight
     flush()
     return result
 
