@@ -158,3 +158,28 @@ def test_worker_launches_each_kernel_once(ctx_factory):
         kernels.update(_program_kernels(cl.Program(ctx, code).build()))
     assert {name for name, _, _ in specs} <= set(kernels)
     launch_each_once(ctx, kernels, specs)
+
+
+def test_failed_workers_fall_back_to_this_process(ctx_factory, merged,
+                                                  monkeypatch, caplog):
+    """Worker processes that fail (could not start, died) leave the code
+    generation to the calling process: the call still gives numpy's
+    results, with a warning."""
+    queue = cl.CommandQueue(ctx_factory())
+    if not queue.device.type & cl.device_type.CPU:
+        pytest.skip("merged sub-units are for CPU devices")
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("code generation process failed: killed")
+
+    monkeypatch.setattr(split_build, "_compile_in_processes", fail)
+    dag = make_random_dag(120, seed=9, n=6)
+    rng = np.random.default_rng(9)
+    inputs = {f"in{i}": rng.standard_normal((6, 6)) for i in range(4)}
+    with caplog.at_level("WARNING", logger="pytato.target.loopy"):
+        _, out = pt.generate_loopy(dag)(queue, **inputs)
+    assert "generating in this process" in caplog.text
+    ref = pt.generate_numpy(dag)(**inputs)
+    for name in ref:
+        np.testing.assert_allclose(out[name], ref[name], rtol=1e-10,
+                                   atol=1e-10)

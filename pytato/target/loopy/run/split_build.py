@@ -376,15 +376,22 @@ def _compile_sub_units(t_unit: lp.TranslationUnit, units: Sequence[SubUnit],
     nworkers = _workers([len(u.instructions) for u in todo])
     with PhaseTimer(_logger, f"loopy on {len(todo)} distinct sub-units "
                     f"({len(units)} in all, {nworkers} processes)"):
-        if nworkers <= 1:
-            compiled = [_compile_one(unit_t_unit(u), u.canonical_names)
-                        for u in todo]
-        else:
+        compiled = None
+        if nworkers > 1:
             address = None if device is None else _device_address(
                 device, t_unit.default_entrypoint.options.build_options)
-            compiled = _compile_in_processes(
-                [(unit_t_unit(u), u.canonical_names) for u in todo],
-                nworkers, address, workers, prime)
+            try:
+                compiled = _compile_in_processes(
+                    [(unit_t_unit(u), u.canonical_names) for u in todo],
+                    nworkers, address, workers, prime)
+            except (RuntimeError, OSError) as e:
+                # (a process that could not start or died: here, where
+                # an error of the code generation is raised as it is)
+                _logger.warning("code generation in worker processes "
+                                "failed, generating in this process: %s", e)
+        if compiled is None:
+            compiled = [_compile_one(unit_t_unit(u), u.canonical_names)
+                        for u in todo]
     STATS["generated"] += len(todo)
     for unit, comp in zip(todo, compiled, strict=True):
         result[unit.key] = comp
