@@ -569,7 +569,10 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         args.extend(ValueArg(n, dtype=knl.index_dtype)
                     for n in sorted(hoisted.params))
         ids = {i.id for i in insns}
-        new_insns = [i.copy(depends_on=frozenset(d for d in i.depends_on
+        # (copies only where a dependency is left out: a copy of a loopy
+        # instruction takes long)
+        new_insns = [i if i.depends_on <= ids else
+                     i.copy(depends_on=frozenset(d for d in i.depends_on
                                                  if d in ids))
                      for i in hoisted.insns]
         # loopy's check of the array accesses cannot relate a hoisted
