@@ -93,6 +93,7 @@ from pytato.target.loopy.lower.expressions import (
     _NumpyExtremumMixin,
     _truth_value,
 )
+from pytato.target.loopy.schedule.analysis import _reduction_inames
 
 
 __all__ = ["realize_sequential_reductions"]
@@ -538,7 +539,7 @@ def realize_sequential_reductions(t_unit: lp.TranslationUnit,
     new_insns: list[lp.InstructionBase] = []
     new_temps = dict(kernel.temporary_variables)
     added: dict[str, list[str]] = {}
-    red_inames = {insn.id: insn.reduction_inames()
+    red_inames = {insn.id: _reduction_inames(insn)
                   for insn in kernel.instructions
                   if isinstance(insn, lp.Assignment)}
     uses: dict[str, int] = {}
