@@ -93,6 +93,35 @@ def test_merged_units_cover_the_kernel(ctx_factory):
                                   if i.id not in barrier_ids)
     assert any(any(split._is_global_barrier(i) for i in u.instructions)
                for u in merged)
+    # within a merged sub-unit, each instruction is ordered after those of
+    # earlier phases through a global barrier (a dependency path holding
+    # one), as in the kernel
+    phase = split._phases(knl)
+    for unit in merged:
+        if unit.kernel is None:
+            continue
+        by_id = unit.kernel.id_to_insn
+        for insn in unit.kernel.instructions:
+            if insn.id in barrier_ids:
+                continue
+            # the instructions reachable through a barrier
+            after_barrier = set()
+            stack = [(d, split._is_global_barrier(by_id[d]))
+                     for d in insn.depends_on]
+            seen_states = set()
+            while stack:
+                iid, crossed = stack.pop()
+                if (iid, crossed) in seen_states:
+                    continue
+                seen_states.add((iid, crossed))
+                if crossed and iid not in barrier_ids:
+                    after_barrier.add(iid)
+                stack.extend((d, crossed or split._is_global_barrier(by_id[d]))
+                             for d in by_id[iid].depends_on)
+            earlier = {i.id for i in unit.kernel.instructions
+                       if i.id not in barrier_ids
+                       and phase[i.id] < phase[insn.id]}
+            assert earlier <= after_barrier, insn.id
 
 
 def test_merged_program_equals_single_kernel(ctx_factory, merged,

@@ -432,15 +432,16 @@ def split_kernel(knl: lp.LoopKernel,
         arguments (see the module documentation; off: each sub-unit keeps
         its constants); None: unless :data:`SPLIT_HOIST_ENV` is ``0``.
     :arg groups: if given, the phases are merged into about this many
-        sub-units of equal weight (:func:`unit_weight`) instead of one
-        sub-unit a phase: consecutive phases are put together, with the
-        global barriers between them, until their weight reaches the
-        total's share (weights with :data:`MERGED_CALL_WEIGHT`). A phase
-        whose nests repeat elsewhere in the program, with copies of
+        sub-units of equal weight (:func:`unit_weight` with
+        :data:`MERGED_CALL_WEIGHT`) instead of one sub-unit a phase: the
+        nests of consecutive phases are put together, with the global
+        barriers between them, and the k-th merged sub-unit ends at the
+        nest nearest to k/*groups* of the total weight. A phase whose
+        nests repeat elsewhere in the program, with copies of
         :data:`MERGED_MIN_REPEATED_WEIGHT` or more, still gives those
         nests sub-units of their own (one code generation for all), and
-        ends the merged sub-unit before it.
-        Merged sub-units of several phases keep their constants.
+        ends the merged sub-unit before it. Merged sub-units of several
+        phases keep their constants.
     :raises SplitNotPossible: if *knl* has no global barriers, or if a
         phase needs something the split cannot give it (a temporary that
         is not global used in two phases, nested domains, substitution
@@ -623,8 +624,8 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
     order = {i.id: k for k, i in enumerate(knl.instructions)}
     result = []
     built: set[str] = set()
-    # the rest of the phases not yet made a sub-unit (several phases where
-    # *groups* merges them), and its weight
+    # the nests not yet made a sub-unit: a phase's rest, or (merged) the
+    # nests of several phases
     pending: list[list[Any]] = []
     merged = 0  # merged sub-units ended for their weight
 
@@ -648,7 +649,8 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         insns = sorted({i.id: i for part in pending for i in part}.values(),
                        key=lambda i: order[i.id])
         if len(pending) > 1:
-            result.append(make_unit(_with_barriers(knl, insns), hoist=False))
+            result.append(make_unit(_with_barriers(knl, insns, phase),
+                                    hoist=False))
         else:
             result.append(make_unit(insns))
         pending.clear()
@@ -694,17 +696,43 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
     return result
 
 
-def _with_barriers(knl: lp.LoopKernel, insns: list[Any]) -> list[Any]:
-    """The instructions *insns* of several phases of *knl*, with the global
-    barriers between them (those that one of *insns* depends on and that
-    depend on one of them), in the kernel's order."""
+def _with_barriers(knl: lp.LoopKernel, insns: list[Any],
+                   phase: Mapping[str, int]) -> list[Any]:
+    """The instructions *insns* of several phases (*phase*) of *knl*, with
+    the global barriers between their phases, in the kernel's order. A
+    barrier after phase *q* (the latest phase of the instructions it
+    depends on) depends on the instructions of *insns* of phase *q* and on
+    the barrier before it: the instructions after it depend on it, and
+    those of phase *q* that its own dependencies leave out (in an earlier
+    sub-unit) would not be ordered before it."""
     ids = {i.id for i in insns}
+    phases = {phase[i.id] for i in insns}
+    first, last = min(phases), max(phases)
+    of_phase: dict[int, set[str]] = {}
+    for i in insns:
+        of_phase.setdefault(phase[i.id], set()).add(i.id)
     by_id = knl.id_to_insn
-    barriers = {d for i in insns for d in i.depends_on
-                if d not in ids and d in by_id
-                and _is_global_barrier(by_id[d])
-                and any(b in ids for b in by_id[d].depends_on)}
-    return [i for i in knl.instructions if i.id in ids or i.id in barriers]
+    barriers = {}
+    for insn in knl.instructions:
+        if not _is_global_barrier(insn):
+            continue
+        q = max((phase[d] for d in insn.depends_on if d in phase),
+                default=-1)
+        if first <= q < last:
+            barriers[insn.id] = q
+    result = []
+    previous: str | None = None
+    for insn in knl.instructions:
+        if insn.id in ids:
+            result.append(insn)
+        elif insn.id in barriers:
+            deps = ({d for d in insn.depends_on if d in ids}
+                    | of_phase.get(barriers[insn.id], set()))
+            if previous is not None and barriers[previous] < barriers[insn.id]:
+                deps.add(previous)
+            result.append(by_id[insn.id].copy(depends_on=frozenset(deps)))
+            previous = insn.id
+    return result
 
 
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
