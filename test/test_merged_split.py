@@ -212,3 +212,55 @@ def test_failed_workers_fall_back_to_this_process(ctx_factory, merged,
     for name in ref:
         np.testing.assert_allclose(out[name], ref[name], rtol=1e-10,
                                    atol=1e-10)
+
+
+def test_worker_started_ahead_is_taken(ctx_factory, merged, monkeypatch):
+    """Where the program will be merged sub-units, ``generate_loopy`` with
+    a CPU device starts one worker process before it schedules the kernel;
+    the first call takes it (and starts the other)."""
+    queue = cl.CommandQueue(ctx_factory())
+    if not queue.device.type & cl.device_type.CPU:
+        pytest.skip("merged sub-units are for CPU devices")
+    split_build._take_prestarted(0)
+    taken = []
+    real_take = split_build._take_prestarted
+
+    def take(count):
+        workers = real_take(count)
+        taken.append((count, list(workers)))
+        return workers
+
+    monkeypatch.setattr(split_build, "_take_prestarted", take)
+    dag = make_random_dag(150, seed=4, n=6)
+    prog = pt.generate_loopy(dag, cl_device=queue.device)
+    (ahead,) = split_build._PRESTARTED
+    assert ahead.poll() is None
+    rng = np.random.default_rng(4)
+    inputs = {f"in{i}": rng.standard_normal((6, 6)) for i in range(4)}
+    _, out = prog(queue, **inputs)
+    assert taken == [(2, [ahead])]
+    assert not split_build._PRESTARTED
+    ref = pt.generate_numpy(dag)(**inputs)
+    for name in ref:
+        np.testing.assert_allclose(out[name], ref[name], rtol=1e-10,
+                                   atol=1e-10)
+
+
+def test_no_worker_started_ahead_elsewhere(monkeypatch):
+    monkeypatch.delenv(split.SPLIT_ENV, raising=False)
+    monkeypatch.setenv(split.SPLIT_WORKERS_ENV, "2")
+    split_build._take_prestarted(0)
+    # not a CPU, too small a kernel, the split path chosen by the user
+    split_build.prestart_merged_workers(False, 10**6)
+    split_build.prestart_merged_workers(
+        True, split_build.MIN_MERGED_SPLIT_INSTRUCTIONS - 1)
+    monkeypatch.setenv(split.SPLIT_ENV, "0")
+    split_build.prestart_merged_workers(True, 10**6)
+    assert not split_build._PRESTARTED
+    # one at a time
+    monkeypatch.delenv(split.SPLIT_ENV)
+    split_build.prestart_merged_workers(True, 10**6)
+    split_build.prestart_merged_workers(True, 10**6)
+    assert len(split_build._PRESTARTED) == 1
+    assert split_build._take_prestarted(0) == []
+    assert not split_build._PRESTARTED

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import loopy as lp
+import pyopencl as cl
 
 from pytato.array.base import Array, GraphNode, topological_order
 from pytato.array.constructors import make_dict_of_named_arrays
@@ -51,13 +52,12 @@ from pytato.target.loopy.run.programs import (
     LoopyPyOpenCLTarget,
     LoopyTarget,
 )
+from pytato.target.loopy.run.split_build import prestart_merged_workers
 from pytato.target.loopy.schedule.default import default_schedule as schedule_unit
 from pytato.transform.mappers import UnsupportedNodeError
 
 
 if TYPE_CHECKING:
-    import pyopencl as cl
-
     from pytato.target import BoundProgram
 
 
@@ -297,6 +297,10 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
                 axis_tag_t_to_not_propagate=frozenset(
                     axis_tag_t_to_not_propagate))
         if default_schedule and not deferred:
+            if isinstance(device, cl.Device):
+                prestart_merged_workers(
+                    bool(device.type & cl.device_type.CPU),
+                    len(t_unit.default_entrypoint.instructions))
             with PhaseTimer(logger, "default schedule"):
                 t_unit = schedule_unit(t_unit, device)
         if store_key is not None:

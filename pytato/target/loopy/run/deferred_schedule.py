@@ -23,6 +23,7 @@ import loopy as lp
 import pytato.target.loopy.run.program_store as program_store
 from pytato.codegen import PhaseTimer
 from pytato.target.loopy.device import DeviceInfo
+from pytato.target.loopy.run.split_build import prestart_merged_workers
 from pytato.target.loopy.schedule.default import default_schedule
 
 
@@ -155,6 +156,8 @@ def _schedule_for(t_unit: lp.TranslationUnit,
     if generated_inames is not None:
         user_inames = frozenset(
             t_unit.default_entrypoint.all_inames()) - generated_inames
+    prestart_merged_workers(info.kind == "cpu",
+                            len(t_unit.default_entrypoint.instructions))
     with PhaseTimer(_logger, "default schedule", f"for {info.name!r}"):
         scheduled = default_schedule(t_unit, info, user_inames=user_inames)
     if key is not None:

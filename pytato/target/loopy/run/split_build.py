@@ -22,10 +22,12 @@ the arguments of the sub-unit that was generated.
 .. autofunction:: make_split_executor
 .. autodata:: MIN_MERGED_SPLIT_INSTRUCTIONS
 .. autofunction:: merged_split_groups
+.. autofunction:: prestart_merged_workers
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -33,6 +35,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -97,6 +100,7 @@ __all__ = [
     "compile_sub_units",
     "make_split_executor",
     "merged_split_groups",
+    "prestart_merged_workers",
 ]
 
 _logger = logging.getLogger("pytato.target.loopy")
@@ -303,7 +307,10 @@ def _early_workers(knl: lp.LoopKernel) -> list[subprocess.Popen[bytes]]:
     its instructions were to be generated; none below two)."""
     n = _workers([1] * len(knl.instructions)) if len(knl.instructions) \
         else 0
-    return _start_workers(n) if n >= 2 else []
+    workers = _take_prestarted(n if n >= 2 else 0)
+    if n >= 2 and len(workers) < n:
+        workers += _start_workers(n - len(workers))
+    return workers
 
 
 def _sub_key(unit: SubUnit) -> str:
@@ -707,15 +714,61 @@ def merged_split_groups(devices: Sequence[cl.Device], knl: lp.LoopKernel
     sub-units in worker processes, which then build them and launch each
     device kernel once (:data:`_WORKER`), so that PoCL's compilation of
     each kernel at its first launch is done there too, in parallel."""
-    if os.environ.get(SPLIT_ENV, "").strip():
-        return None
-    if not devices or not all(d.type & cl.device_type.CPU for d in devices):
+    return _merged_groups(bool(devices) and all(
+        d.type & cl.device_type.CPU for d in devices), len(knl.instructions))
+
+
+def _merged_groups(cpu: bool, ninstructions: int) -> int | None:
+    """:func:`merged_split_groups` for devices that are CPUs (*cpu*) and a
+    kernel of *ninstructions* instructions."""
+    if os.environ.get(SPLIT_ENV, "").strip() or not cpu:
         return None
     cpus = count_from_env(SPLIT_WORKERS_ENV, _usable_cpus())
     if cpus is None:
         cpus = _usable_cpus()
-    if cpus < 2 or len(knl.instructions) < MIN_MERGED_SPLIT_INSTRUCTIONS:
+    if cpus < 2 or ninstructions < MIN_MERGED_SPLIT_INSTRUCTIONS:
         return None
     return cpus
+
+
+# worker processes started ahead (prestart_merged_workers), not yet used
+_PRESTARTED: list[subprocess.Popen[bytes]] = []
+_PRESTARTED_LOCK = threading.Lock()
+
+
+def prestart_merged_workers(cpu: bool, ninstructions: int) -> None:
+    """Start a worker process of merged sub-units
+    (:func:`merged_split_groups`) for a kernel of about *ninstructions*
+    instructions on CPU devices (*cpu*), if it will be one, while the
+    calling process still schedules it: it imports pytato on a core the
+    calling process leaves idle, instead of while the kernel is split
+    (one process: with more, on two cores, the calling process would
+    wait for them). The next split takes it (:func:`_early_workers`, which
+    starts the others); one not taken is stopped at exit. Does nothing if
+    such a process waits already."""
+    groups = _merged_groups(cpu, ninstructions)
+    if groups is None:
+        return
+    with _PRESTARTED_LOCK:
+        _PRESTARTED[:] = [p for p in _PRESTARTED if p.poll() is None]
+        if _PRESTARTED:
+            return
+        try:
+            _PRESTARTED.extend(_start_workers(1))
+        except OSError as e:
+            _logger.info("worker processes not started ahead: %s", e)
+
+
+def _take_prestarted(count: int) -> list[subprocess.Popen[bytes]]:
+    """Up to *count* of the processes started ahead, running (the others
+    are stopped)."""
+    with _PRESTARTED_LOCK:
+        alive = [p for p in _PRESTARTED if p.poll() is None]
+        _PRESTARTED.clear()
+    stop_processes(alive[count:])
+    return alive[:count]
+
+
+atexit.register(lambda: stop_processes(_take_prestarted(0)))
 
 # vim: foldmethod=marker
