@@ -58,6 +58,7 @@ from typing import Any
 import loopy as lp
 from constantdict import constantdict
 from loopy.kernel import KernelState
+from loopy.types import LoopyType
 from pymbolic.mapper import CachedMapper
 
 from pytato.diagnostic import NameClashError
@@ -221,7 +222,10 @@ def _generate_code(t_unit: lp.TranslationUnit, cache: bool) -> Any:
         else:
             check_called_names(t_unit, result.device_code())
             return result
-    typed = infer_unknown_types(t_unit, expect_completion=True)
+    # (loopy's type inference on a unit typed already gives the same unit,
+    # after two walks over all of its expressions: skipped)
+    typed = t_unit if _is_typed(t_unit, name) else infer_unknown_types(
+        t_unit, expect_completion=True)
     pre_codegen_checks(typed)
     cgr = generate_code_for_a_single_kernel(
         typed[name], typed.callables_table, typed.target, True)
@@ -240,6 +244,21 @@ def _generate_code(t_unit: lp.TranslationUnit, cache: bool) -> Any:
     if caching:
         code_gen_cache.store_if_not_present(t_unit, result)
     return result
+
+
+def _is_typed(t_unit: lp.TranslationUnit, name: str) -> bool:
+    """Whether the kernel *name* of *t_unit* (its only kernel) has the
+    types of all of its arguments and temporaries, and every other
+    callable of *t_unit* its type signature (as a unit that
+    :func:`preprocess_and_linearize` gave)."""
+    knl = t_unit[name]
+    if not all(isinstance(v.dtype, LoopyType) for v in knl.args) \
+            or not all(isinstance(tv.dtype, LoopyType)
+                       for tv in knl.temporary_variables.values()):
+        return False
+    return all(clbl.is_type_specialized()
+               for other, clbl in t_unit.callables_table.items()
+               if other != name)
 
 
 # an identifier followed by "(" (a call, or a declaration's name), not a
