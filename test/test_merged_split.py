@@ -264,3 +264,33 @@ def test_no_worker_started_ahead_elsewhere(monkeypatch):
     assert len(split_build._PRESTARTED) == 1
     assert split_build._take_prestarted(0) == []
     assert not split_build._PRESTARTED
+
+
+def test_merged_sub_units_from_store(ctx_factory, merged, monkeypatch,
+                                     tmp_path):
+    """A merged program generated again (in-memory cache cleared) takes
+    its sub-units from the program store, as merged sub-units (their
+    executor keeps the number of groups, for a split where the store
+    misses some), with the same results."""
+    from pytato.target.loopy.run import program_store
+
+    queue = cl.CommandQueue(ctx_factory())
+    if not queue.device.type & cl.device_type.CPU:
+        pytest.skip("merged sub-units are for CPU devices")
+    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
+    monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE")
+    monkeypatch.setattr(program_store, "_STORE", [])
+    dag = make_random_dag(150, seed=6, n=6)
+    rng = np.random.default_rng(6)
+    inputs = {f"in{i}": rng.standard_normal((6, 6)) for i in range(4)}
+    _, first = pt.generate_loopy(dag, cl_device=queue.device)(queue, **inputs)
+    generated = split_build.STATS["generated"]
+    PROGRAM_CACHE.clear()
+    prog = pt.generate_loopy(dag, cl_device=queue.device)
+    _, again = prog(queue, **inputs)
+    assert split_build.STATS["generated"] == generated
+    (executor,) = prog._executor_cache.values()
+    assert isinstance(executor, split_build.SplitExecutor)
+    assert executor.groups == 2
+    for name in first:
+        np.testing.assert_array_equal(again[name], first[name])

@@ -667,7 +667,7 @@ def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
             executor = SplitExecutor(
                 context, t_unit, entrypoint,
                 [SubUnit(None, key, tuple(names), ()) for key, names in keys],
-                store_key=store_key)
+                store_key=store_key, groups=groups)
             executor._dtypes = dtypes
             _logger.info("program store hit for the %d sub-units", len(keys))
             return executor
