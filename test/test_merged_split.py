@@ -294,3 +294,22 @@ def test_merged_sub_units_from_store(ctx_factory, merged, monkeypatch,
     assert executor.groups == 2
     for name in first:
         np.testing.assert_array_equal(again[name], first[name])
+
+
+def test_no_worker_started_ahead_to_show_code(ctx_factory, merged):
+    """The code of a program generated without a device, shown for a CPU
+    device, starts no worker process (its first call does)."""
+    queue = cl.CommandQueue(ctx_factory())
+    if not queue.device.type & cl.device_type.CPU:
+        pytest.skip("merged sub-units are for CPU devices")
+    split_build._take_prestarted(0)
+    prog = pt.generate_loopy(make_random_dag(150, seed=2, n=6))
+    assert "__kernel" in prog.get_code(queue.device)
+    assert not split_build._PRESTARTED
+    rng = np.random.default_rng(2)
+    inputs = {f"in{i}": rng.standard_normal((6, 6)) for i in range(4)}
+    PROGRAM_CACHE.clear()
+    prog = pt.generate_loopy(make_random_dag(150, seed=2, n=6))
+    prog(queue, **inputs)
+    (executor,) = prog._executor_cache.values()
+    assert isinstance(executor, split_build.SplitExecutor)

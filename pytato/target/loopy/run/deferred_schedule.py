@@ -129,7 +129,7 @@ def _device_info(device: cl.Device) -> DeviceInfo:
 def _schedule_for(t_unit: lp.TranslationUnit,
                   loopy_target: lp.TargetBase | None,
                   info: DeviceInfo, generated_inames: frozenset[str] | None,
-                  store_key: str | None
+                  store_key: str | None, *, to_run: bool = False
                   ) -> tuple[lp.TranslationUnit, str | None]:
     """*t_unit* (lowered, perhaps transformed by the user) scheduled for
     the device *info* with
@@ -139,7 +139,10 @@ def _schedule_for(t_unit: lp.TranslationUnit,
     :class:`~pytato.target.loopy.LoopyPyOpenCLTarget` gives for that device;
     None to keep the unit's); and the key of the result in the program store
     (derived from *store_key*, the key of *t_unit*; None without one). Taken
-    from the store where it is there."""
+    from the store where it is there. *to_run*: the unit is for an
+    executor (not only to show its code), which may start a worker
+    process of merged sub-units while the unit is scheduled
+    (:func:`~pytato.target.loopy.run.split_build.prestart_merged_workers`)."""
     key = None
     if store_key is not None and program_store.store_enabled():
         key = program_store.scheduled_key(store_key, device_info=info,
@@ -156,8 +159,9 @@ def _schedule_for(t_unit: lp.TranslationUnit,
     if generated_inames is not None:
         user_inames = frozenset(
             t_unit.default_entrypoint.all_inames()) - generated_inames
-    prestart_merged_workers(info.kind == "cpu",
-                            len(t_unit.default_entrypoint.instructions))
+    if to_run:
+        prestart_merged_workers(info.kind == "cpu",
+                                len(t_unit.default_entrypoint.instructions))
     with PhaseTimer(_logger, "default schedule", f"for {info.name!r}"):
         scheduled = default_schedule(t_unit, info, user_inames=user_inames)
     if key is not None:

@@ -423,17 +423,18 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
             return self.copy(program=_transform_lowered(f, self.program))
         return self.copy(program=f(self.program))
 
-    def _scheduled(self, info: DeviceInfo
+    def _scheduled(self, info: DeviceInfo, *, to_run: bool = False
                    ) -> tuple[lp.TranslationUnit, str | None]:
         """The unit scheduled for the device *info*, and its store key
-        (:attr:`program` itself for programs scheduled when generated)."""
+        (:attr:`program` itself for programs scheduled when generated);
+        *to_run*: for an executor (see ``_schedule_for``)."""
         if not self.schedule_per_device:
             return self.program, self.store_key
         entry = self._schedules.get(info)
         if entry is None:
             entry = self._schedules[info] = _schedule_for(
                 self.program, _loopy_target_for(self.target, info), info,
-                self.generated_inames, self.store_key)
+                self.generated_inames, self.store_key, to_run=to_run)
         return entry
 
     def _shown_info(self, device: cl.Device | None) -> DeviceInfo:
@@ -503,7 +504,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
             self._context_info[context] = info
             self._info_by_context_address[context.int_ptr] = info
         if info is not None:
-            t_unit, key = self._scheduled(info)
+            t_unit, key = self._scheduled(info, to_run=True)
             exe = _make_executor(t_unit, context, store_key=key)
             self._executor_cache[context] = exe
         else:
@@ -511,7 +512,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
                                 else queue.device)
             exe = self._device_executors.get((context, info))
             if exe is None:
-                t_unit, key = self._scheduled(info)
+                t_unit, key = self._scheduled(info, to_run=True)
                 exe = self._device_executors[context, info] = _make_executor(
                     t_unit, context, store_key=key)
         object.__setattr__(self, "_last_info", info)
@@ -639,7 +640,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
                 bound_arguments=bound,
                 target=self.target, cl_context=context)
         info = _device_info(context.devices[0])
-        t_unit, key = self._scheduled(info)
+        t_unit, key = self._scheduled(info, to_run=True)
         return BoundPyOpenCLExecutable(
             program=_make_executor(t_unit, context, store_key=key),
             bound_arguments=bound, target=self.target, cl_context=context,
@@ -796,7 +797,7 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
         t_unit, _ = _schedule_for(lowered,
                                   _loopy_target_for(self.target, self.device_info),
                                   self.device_info,
-                                  self.generated_inames, None)
+                                  self.generated_inames, None, to_run=True)
         return dataclasses.replace(
             self, program=_make_executor(t_unit, self.cl_context),
             lowered_program=lowered)
