@@ -313,3 +313,19 @@ def test_no_worker_started_ahead_to_show_code(ctx_factory, merged):
     prog(queue, **inputs)
     (executor,) = prog._executor_cache.values()
     assert isinstance(executor, split_build.SplitExecutor)
+
+
+def test_worker_started_ahead_discarded_by_single_kernel(ctx_factory,
+                                                         merged):
+    """A worker process started ahead that no split takes is stopped when
+    a program takes the single kernel."""
+    queue = cl.CommandQueue(ctx_factory())
+    split_build._take_prestarted(0)
+    split_build.prestart_merged_workers(True, 10**6)
+    (ahead,) = split_build._PRESTARTED
+    x = pt.make_placeholder("x", (5,), np.float64)
+    PROGRAM_CACHE.clear()
+    _, (out,) = pt.generate_loopy(2 * x)(queue, x=np.arange(5.0))
+    np.testing.assert_array_equal(out, 2 * np.arange(5.0))
+    assert not split_build._PRESTARTED
+    assert ahead.wait(timeout=10) is not None

@@ -87,6 +87,7 @@ from pytools import memoize_method
 
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.target.loopy.run import jit_primer, program_store
+from pytato.target.loopy.run.launch_once import device_index
 from pytato.target.loopy.run.preprocessing import (
     generate_code,
     preprocess_and_linearize,
@@ -505,12 +506,6 @@ def _partition(sizes: Sequence[int], nchunks: int) -> list[list[int]]:
     return chunks
 
 
-def _device_index(device: cl.Device) -> tuple[int, int]:
-    platforms = cl.get_platforms()
-    platform = platforms.index(device.platform)
-    return platform, platforms[platform].get_devices().index(device)
-
-
 # a build process: reads (platform number, device number, source, options)
 # pickled on stdin, writes the binary on stdout (imports only pyopencl)
 _BUILD_PROCESS = """
@@ -603,7 +598,7 @@ def _build_in_processes(context: cl.Context, sources: Sequence[str],
                         options: str | Sequence[str] | None
                         ) -> list[cl.Program]:
     (device,) = context.devices
-    index = _device_index(device)
+    index = device_index(device)
     binaries = run_in_processes(
         _BUILD_PROCESS,
         [pickle.dumps((*index, source, options)) for source in sources],

@@ -206,9 +206,7 @@ def start_primer(device: cl.Device, sources: Sequence[str],
     *device*; return it (it exits when done; the process is killed at
     the exit of the calling process if it still runs), or None if it
     could not start."""
-    platforms = cl.get_platforms()
-    platform = platforms.index(device.platform)
-    index = platforms[platform].get_devices().index(device)
+    platform, index = launch_once.device_index(device)
     _reap()
     data = pickle.dumps((launch_once.__file__, platform, index,
                          list(sources), options, list(specs)))

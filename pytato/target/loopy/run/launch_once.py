@@ -1,11 +1,13 @@
 """Each device kernel of a program launched once, so that the device
-compiles it (see :mod:`pytato.target.loopy.run.jit_primer`).
+compiles it (see :mod:`pytato.target.loopy.run.jit_primer`), and how a
+process finds the device of another.
 
 This module imports nothing but :mod:`pyopencl`: the primer's second
 process loads it from its file, without importing :mod:`pytato` (and
 :mod:`loopy`).
 
 .. autofunction:: launch_each_once
+.. autofunction:: device_index
 """
 
 from __future__ import annotations
@@ -19,7 +21,15 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
 
-__all__ = ["launch_each_once"]
+__all__ = ["device_index", "launch_each_once"]
+
+
+def device_index(device: cl.Device) -> tuple[int, int]:
+    """The numbers of *device*'s platform and of *device* on it, by which
+    another process finds it (``cl.get_platforms()[p].get_devices()[d]``)."""
+    platforms = cl.get_platforms()
+    platform = platforms.index(device.platform)
+    return platform, platforms[platform].get_devices().index(device)
 
 
 def launch_each_once(ctx: cl.Context, kernels: Mapping[str, cl.Kernel],

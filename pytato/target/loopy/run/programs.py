@@ -134,6 +134,7 @@ from pytato.target.loopy.run.queues import (
 )
 from pytato.target.loopy.run.split import split_enabled
 from pytato.target.loopy.run.split_build import (
+    discard_prestarted_workers,
     make_split_executor,
     merged_split_groups,
 )
@@ -173,6 +174,8 @@ def _make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,
                                            groups=groups)
             if executor is not None:
                 return executor
+    # (a worker process started ahead for merged sub-units is not needed)
+    discard_prestarted_workers()
     return make_executor(t_unit, context, store_key=store_key)
 
 class LoopyTarget(Target):

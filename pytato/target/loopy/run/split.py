@@ -629,12 +629,19 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
     pending: list[list[Any]] = []
     merged = 0  # merged sub-units ended for their weight
 
+    separate_keys: dict[str, bool] = {}
+
     def separate(u: SubUnit | None) -> bool:
-        # whether a nest is a sub-unit of its own
+        # whether a nest is a sub-unit of its own (once a key)
         if u is None or counts[u.key] < 2:
             return False
-        return groups is None or (counts[u.key] - 1) * unit_weight(
-            u.instructions, MERGED_CALL_WEIGHT) >= MERGED_MIN_REPEATED_WEIGHT
+        result = separate_keys.get(u.key)
+        if result is None:
+            result = separate_keys[u.key] = groups is None or (
+                counts[u.key] - 1) * unit_weight(
+                u.instructions, MERGED_CALL_WEIGHT) \
+                >= MERGED_MIN_REPEATED_WEIGHT
+        return result
 
     # merged: the weight of each nest to merge, and of all of them
     weights = {} if groups is None else {
@@ -711,7 +718,6 @@ def _with_barriers(knl: lp.LoopKernel, insns: list[Any],
     of_phase: dict[int, set[str]] = {}
     for i in insns:
         of_phase.setdefault(phase[i.id], set()).add(i.id)
-    by_id = knl.id_to_insn
     barriers = {}
     for insn in knl.instructions:
         if not _is_global_barrier(insn):
@@ -730,7 +736,7 @@ def _with_barriers(knl: lp.LoopKernel, insns: list[Any],
                     | of_phase.get(barriers[insn.id], set()))
             if previous is not None and barriers[previous] < barriers[insn.id]:
                 deps.add(previous)
-            result.append(by_id[insn.id].copy(depends_on=frozenset(deps)))
+            result.append(insn.copy(depends_on=frozenset(deps)))
             previous = insn.id
     return result
 

@@ -23,6 +23,7 @@ the arguments of the sub-unit that was generated.
 .. autodata:: MIN_MERGED_SPLIT_INSTRUCTIONS
 .. autofunction:: merged_split_groups
 .. autofunction:: prestart_merged_workers
+.. autofunction:: discard_prestarted_workers
 """
 
 from __future__ import annotations
@@ -57,7 +58,6 @@ from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.diagnostic import UnsupportedByTargetError
 from pytato.target.loopy.run import jit_primer, program_store
 from pytato.target.loopy.run.executor import (
-    _device_index,
     _program_kernels,
     _usable_cpus,
     count_from_env,
@@ -66,7 +66,7 @@ from pytato.target.loopy.run.executor import (
     stop_processes,
 )
 from pytato.target.loopy.run.instrumented import run_instrumented
-from pytato.target.loopy.run.launch_once import launch_each_once
+from pytato.target.loopy.run.launch_once import device_index, launch_each_once
 from pytato.target.loopy.run.launcher import (
     KernelPlan,
     SubkernelInfo,
@@ -98,6 +98,7 @@ __all__ = [
     "SplitExecutor",
     "SplitKernelPlan",
     "compile_sub_units",
+    "discard_prestarted_workers",
     "make_split_executor",
     "merged_split_groups",
     "prestart_merged_workers",
@@ -209,14 +210,14 @@ def _start_workers(count: int) -> list[subprocess.Popen[bytes]]:
 
 #: Where a worker process finds the parent's device: the numbers of its
 #: platform and of the device (see
-#: :func:`~pytato.target.loopy.run.executor._device_index`), and the build
+#: :func:`~pytato.target.loopy.run.launch_once.device_index`), and the build
 #: options.
 _DeviceAddress = tuple[int, int, "Sequence[str] | str | None"]
 
 
 def _device_address(device: cl.Device, options: Sequence[str] | str | None
                     ) -> _DeviceAddress:
-    return (*_device_index(device), options)
+    return (*device_index(device), options)
 
 
 def _build_in_worker(address: _DeviceAddress, codes: Sequence[str],
@@ -744,8 +745,9 @@ def prestart_merged_workers(cpu: bool, ninstructions: int) -> None:
     calling process leaves idle, instead of while the kernel is split
     (one process: with more, on two cores, the calling process would
     wait for them). The next split takes it (:func:`_early_workers`, which
-    starts the others); one not taken is stopped at exit. Does nothing if
-    such a process waits already."""
+    starts the others); one not taken is stopped when a program does not
+    take the merged path (:func:`discard_prestarted_workers`), or at exit.
+    Does nothing if such a process waits already."""
     groups = _merged_groups(cpu, ninstructions)
     if groups is None:
         return
@@ -769,6 +771,13 @@ def _take_prestarted(count: int) -> list[subprocess.Popen[bytes]]:
     return alive[:count]
 
 
-atexit.register(lambda: stop_processes(_take_prestarted(0)))
+def discard_prestarted_workers() -> None:
+    """Stop the worker processes that :func:`prestart_merged_workers`
+    started and no split took (for a program that did not take the merged
+    path after all)."""
+    stop_processes(_take_prestarted(0))
+
+
+atexit.register(discard_prestarted_workers)
 
 # vim: foldmethod=marker
