@@ -320,7 +320,7 @@ queue = cl.CommandQueue(ctx)
 t_context = time.perf_counter()
 g = make_random_dag({nnodes})
 t_graph = time.perf_counter()
-prog = pt.generate_loopy(g, cl_device=queue.device)
+prog = pt.generate_loopy(g{device})
 t1 = time.perf_counter()
 inputs = {{f"in{{i}}": np.ones((16, 16)) for i in range(4)}}
 prog(queue, **inputs)
@@ -333,14 +333,18 @@ print(t1 - t0, t2 - t1)
 _PROCESS_PARTS = ("imports", "context", "graph", "generate_loopy")
 
 
-def bench_processes(nnodes: int) -> dict[str, float]:
+def bench_processes(nnodes: int, user_path: bool = False
+                    ) -> dict[str, float]:
     """Time of a fresh process generating and first running a DAG, twice
-    (the second finds loopy's and pyopencl's on-disk caches warm)."""
+    (the second finds loopy's and pyopencl's on-disk caches warm); with
+    *user_path*, ``generate_loopy`` is given no device (the program is
+    scheduled for the queue's at its first call), else the queue's."""
     import os
     import random
     nnodes += random.randrange(20)  # a graph not in the on-disk caches yet
     code = _PROCESS_SNIPPET.format(
-        bench_dir=os.path.dirname(os.path.abspath(__file__)), nnodes=nnodes)
+        bench_dir=os.path.dirname(os.path.abspath(__file__)), nnodes=nnodes,
+        device="" if user_path else ", cl_device=queue.device")
     res = {}
     for label in ("first", "second"):
         t = time.perf_counter()
@@ -480,6 +484,9 @@ def main() -> None:
                         "(default: 1000, 300 with --quick)")
     parser.add_argument("--processes-only", action="store_true",
                         help="only the two fresh processes")
+    parser.add_argument("--user-path", action="store_true",
+                        help="the fresh processes call generate_loopy "
+                        "without a device, as users do")
     parser.add_argument("--build-nodes", type=int, default=None,
                         help="only the device build (one program, then in "
                         "chunks) and first call of a DAG of this many nodes")
@@ -517,7 +524,8 @@ def main() -> None:
         results["overhead"] = bench_overhead(ctx)
         print(json.dumps(results["overhead"]))
     nodes = args.process_nodes or (300 if args.quick else 1000)
-    results["processes"] = {"nodes": nodes, **bench_processes(nodes)}
+    results["processes"] = {"nodes": nodes, "user_path": args.user_path,
+                            **bench_processes(nodes, args.user_path)}
     print(json.dumps(results["processes"]))
     if args.json:
         with open(args.json, "w") as f:
