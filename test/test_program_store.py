@@ -427,6 +427,37 @@ def test_kernels_pickled_by_attributes(queue):
         assert lp.generate_code_v2(loaded).device_code() \
             == lp.generate_code_v2(t_unit).device_code()
 
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_loads_without_collections(queue, monkeypatch, collecting):
+    """Entries are unpickled with the garbage collector off (it walked the
+    objects made so far every 700 of them), equal to what was stored; the
+    collector is on again afterwards if it was on before, and stays off
+    if the caller had switched it off."""
+    import gc
+    import pickle
+
+    t_unit = pt.generate_loopy(make_random_dag(40, seed=3),
+                               cl_device=queue.device).program
+    seen = []
+    real_loads = pickle.loads
+
+    def loads(data):
+        seen.append(gc.isenabled())
+        return real_loads(data)
+
+    monkeypatch.setattr(program_store.pickle, "loads", loads)
+    was = gc.isenabled()
+    if not collecting:
+        gc.disable()
+    try:
+        assert program_store._loads(program_store._dumps(t_unit)) == t_unit
+        assert seen == [False]
+        assert gc.isenabled() is collecting
+    finally:
+        if was:
+            gc.enable()
+
 # }}}
 
 # vim: foldmethod=marker

@@ -185,7 +185,8 @@ sys.path[:0] = json.loads(sys.argv[1])
 from pytato.target.loopy.run.split_build import _compile_one, _build_in_worker
 t.append(time.perf_counter())
 data = sys.stdin.buffer.read()
-device, prime, jobs = pickle.loads(data)
+from pytato.target.loopy.run.program_store import _loads
+device, prime, jobs = _loads(data)
 t.append(time.perf_counter())
 specs = [] if prime and device is not None else None
 result = [_compile_one(t_unit, names, specs) for t_unit, names in jobs]
