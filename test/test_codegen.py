@@ -927,6 +927,42 @@ def test_preprocessing_matches_loopy_on_random_dags(device):
                              _preprocessing_devices()[device])
 
 
+def test_callable_passes_on_the_calling_instructions(monkeypatch):
+    """loopy's passes over callables run on a copy of the kernel with the
+    instructions that may call (here the ``sin`` of a graph of plain
+    arithmetic otherwise), and give the unit that they give on the whole
+    kernel; a kernel with a temporary of unknown type goes through them
+    whole."""
+    from pytato.target.loopy.run import preprocessing
+    x = pt.make_placeholder("x", (16, 16), np.float64)
+    y = pt.sin(2 * x + 1) * 3 + (x - 1).T
+    t_unit = pt.generate_loopy(
+        {"a": y, "b": 2 * y, "c": y[::-1] - x},
+        cl_device=_preprocessing_devices()["cpu"]).program
+    name = t_unit.default_entrypoint.name
+    seen = []
+
+    def passes(tu):
+        seen.append(len(tu[name].instructions))
+        return preprocessing._resolve_and_infer(tu)
+
+    with lp.CacheMode(False):
+        quick = preprocessing.on_calls_only(t_unit, name, passes)
+        whole = preprocessing._resolve_and_infer(t_unit)
+    assert quick == whole
+    assert len(seen) == 1
+    assert 0 < seen[0] < len(t_unit[name].instructions)
+
+    knl = t_unit[name]
+    tv = next(iter(knl.temporary_variables.values()))
+    untyped = t_unit.with_kernel(knl.copy(temporary_variables={
+        **knl.temporary_variables, tv.name: tv.copy(dtype=None)}))
+    seen.clear()
+    with lp.CacheMode(False):
+        preprocessing.on_calls_only(untyped, name, passes)
+    assert seen == [len(knl.instructions)]
+
+
 def test_preprocessing_of_several_kernels_by_loopy(monkeypatch):
     """Units with a callee kernel (here from :func:`pytato.loopy.call_loopy`)
     are preprocessed by :func:`loopy.preprocess_program` itself."""
