@@ -21,7 +21,7 @@ import islpy as isl
 import loopy as lp
 
 import pytato.target.loopy.run.program_store as program_store
-from pytato.codegen import PhaseTimer
+from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.run.split_build import prestart_merged_workers
 from pytato.target.loopy.schedule.default import default_schedule
@@ -162,7 +162,8 @@ def _schedule_for(t_unit: lp.TranslationUnit,
     if to_run:
         prestart_merged_workers(info.kind == "cpu",
                                 len(t_unit.default_entrypoint.instructions))
-    with PhaseTimer(_logger, "default schedule", f"for {info.name!r}"):
+    with PhaseTimer(_logger, "default schedule", f"for {info.name!r}"), \
+            FewerCollections():
         scheduled = default_schedule(t_unit, info, user_inames=user_inames)
     if key is not None:
         program_store.save(key, "unit", scheduled)

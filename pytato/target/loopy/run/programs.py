@@ -96,6 +96,7 @@ import loopy as lp
 import numpy as np
 import pyopencl as cl
 
+from pytato.codegen import FewerCollections
 from pytato.launchers import LauncherStatistics
 from pytato.target import BoundProgram, Target
 from pytato.target.loopy.device import DeviceInfo
@@ -169,9 +170,10 @@ def _make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,
         if split_enabled(context.devices) or (
                 groups := merged_split_groups(context.devices,
                                               t_unit[entrypoint])):
-            executor = make_split_executor(t_unit, context, entrypoint,
-                                           store_key=store_key,
-                                           groups=groups)
+            with FewerCollections():  # (the split of a large kernel)
+                executor = make_split_executor(t_unit, context, entrypoint,
+                                               store_key=store_key,
+                                               groups=groups)
             if executor is not None:
                 return executor
     # (a worker process started ahead for merged sub-units is not needed)
