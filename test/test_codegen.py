@@ -962,6 +962,15 @@ def test_callable_passes_on_the_calling_instructions(monkeypatch):
         preprocessing.on_calls_only(untyped, name, passes)
     assert seen == [len(knl.instructions)]
 
+    # complex arithmetic (which the target implements with functions)
+    z = pt.make_placeholder("z", (8, 8), np.complex128)
+    c_unit = pt.generate_loopy(
+        {"a": z * z + z / (z - 1), "b": abs(z) * z.T},
+        cl_device=_preprocessing_devices()["cpu"]).program
+    with lp.CacheMode(False):
+        assert preprocessing.preprocess_and_linearize(c_unit) \
+            == lp.linearize(lp.preprocess_program(c_unit))
+
 
 def test_preprocessing_of_several_kernels_by_loopy(monkeypatch):
     """Units with a callee kernel (here from :func:`pytato.loopy.call_loopy`)
