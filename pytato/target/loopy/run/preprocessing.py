@@ -251,9 +251,7 @@ def on_calls_only(t_unit: lp.TranslationUnit, name: str,
     unknown type, and passes that change anything of the kernel but its
     instructions, go through the whole kernel."""
     knl = t_unit[name]
-    if not all(isinstance(v.dtype, LoopyType) for v in knl.args) \
-            or not all(isinstance(tv.dtype, LoopyType)
-                       for tv in knl.temporary_variables.values()):
+    if not _variables_typed(knl):
         return passes(t_unit)
     kept = [insn for insn in knl.instructions
             if not (isinstance(insn, lp.Assignment)
@@ -346,15 +344,19 @@ def _generate_code(t_unit: lp.TranslationUnit, cache: bool) -> Any:
     return result
 
 
+def _variables_typed(knl: lp.LoopKernel) -> bool:
+    """Whether all arguments and temporaries of *knl* have known types."""
+    return all(isinstance(v.dtype, LoopyType) for v in knl.args) \
+        and all(isinstance(tv.dtype, LoopyType)
+                for tv in knl.temporary_variables.values())
+
+
 def _is_typed(t_unit: lp.TranslationUnit, name: str) -> bool:
     """Whether the kernel *name* of *t_unit* (its only kernel) has the
     types of all of its arguments and temporaries, and every other
     callable of *t_unit* its type signature (as a unit that
     :func:`preprocess_and_linearize` gave)."""
-    knl = t_unit[name]
-    if not all(isinstance(v.dtype, LoopyType) for v in knl.args) \
-            or not all(isinstance(tv.dtype, LoopyType)
-                       for tv in knl.temporary_variables.values()):
+    if not _variables_typed(t_unit[name]):
         return False
     return all(clbl.is_type_specialized()
                for other, clbl in t_unit.callables_table.items()
