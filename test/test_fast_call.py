@@ -540,3 +540,68 @@ def test_repeated_calls_wait_for_input_events(cl_ctx, kind):
     assert fast_call._FAST_CALLS[executor] is not None
 
 # }}}
+
+
+def test_run_code_kept_in_store(cl_ctx, tmp_path, monkeypatch):
+    """The function of a fast call of many kernels is compiled once: its
+    code is kept in the program store, and a program made anew (as in a
+    later process) loads it instead of compiling it, with the same
+    results; functions of few kernels are not stored."""
+    from pytato.target.loopy import PROGRAM_CACHE
+    from pytato.target.loopy.run import program_store
+
+    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
+    monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE", raising=False)
+    monkeypatch.setattr(program_store, "_STORE", [])
+    monkeypatch.setattr(fast_call, "STORED_RUN_MIN_KERNELS", 2)
+    compiled: list[str] = []
+    real_compile = compile
+
+    def counting_compile(source, filename, mode):
+        compiled.append(filename)
+        return real_compile(source, filename, mode)
+
+    monkeypatch.setattr(fast_call, "compile", counting_compile, raising=False)
+    found: list[bool] = []
+    real_load = program_store.load
+
+    def load(key, part):
+        result = real_load(key, part)
+        if part == "fast-call-code":
+            found.append(result is not None)
+        return result
+
+    monkeypatch.setattr(program_store, "load", load)
+    queue = cl.CommandQueue(cl_ctx)
+    x = pt.make_placeholder("x", (100,), np.float64)
+    t = (2 * x + 1).tagged(pt.tags.ImplStored())
+    expr = {"a": pt.sum(t * x), "b": pt.roll(t, 3) - x}
+    xv = np.random.default_rng(1).random(100)
+    tv = 2 * xv + 1
+    results = []
+    for _ in range(2):
+        PROGRAM_CACHE.clear()
+        prog = pt.generate_loopy(expr)
+        for _ in range(2):  # (the second call takes the fast path)
+            _, out = prog(queue, x=xv)
+        results.append(out)
+    PROGRAM_CACHE.clear()
+    assert compiled.count("<pytato fast call>") == 1
+    assert found == [False, True]
+    for out in results:
+        np.testing.assert_allclose(out["a"], np.sum(tv * xv))
+        np.testing.assert_allclose(out["b"], np.roll(tv, 3) - xv)
+
+    # below the threshold: compiled each time, nothing stored
+    code = "def run():\n    return 1\n"
+    monkeypatch.setattr(fast_call, "STORED_RUN_MIN_KERNELS", 16)
+    del compiled[:]
+    fast_call._compiled(code, 1)
+    fast_call._compiled(code, 1)
+    assert compiled == ["<pytato fast call>"] * 2
+    fast_call._compiled(code, 16)
+    fast_call._compiled(code, 16)
+    assert len(compiled) == 3
+    names: dict[str, object] = {}
+    exec(fast_call._compiled(code, 16), names)
+    assert names["run"]() == 1  # type: ignore[operator]

@@ -17,7 +17,10 @@ runs (:mod:`pytato.target.loopy.run.instrumented`) use it too.
 
 from __future__ import annotations
 
+import hashlib
+import marshal
 import os
+import sys
 import weakref
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -28,6 +31,7 @@ import pyopencl.array as cla
 from pymbolic import evaluate
 from pyopencl.tools import DeferredAllocator
 
+import pytato.target.loopy.run.program_store as program_store
 import pytato.target.loopy.run.queues as _queues
 from pytato.diagnostic import UnsupportedByTargetError
 from pytato.target.loopy.run.launcher import (
@@ -47,6 +51,8 @@ from pytato.target.loopy.run.statistics import executor_statistics
 
 
 if TYPE_CHECKING:
+    from types import CodeType
+
     from loopy.target.pyopencl_execution import PyOpenCLExecutor
 
 
@@ -313,8 +319,39 @@ class _SizedCall:
                         f"        a{k} = output({k}, o{k}, evt, queue, allocator)")
         code.append("    return evt, ({})".format(
             "".join(f"a{k}, " for k in range(noutputs))))
-        exec(compile("\n".join(code), "<pytato fast call>", "exec"), names)
+        exec(_compiled("\n".join(code), len(self.kernels)), names)
         return names["run"]
+
+
+#: Functions of fast calls for programs of at least this many kernels are
+#: compiled once and their code kept in the program store (see
+#: :func:`_compiled`)
+STORED_RUN_MIN_KERNELS = 16
+
+
+def _compiled(source: str, nkernels: int) -> CodeType:
+    """The code of the function *source* of a fast call of *nkernels*
+    kernels (:meth:`_SizedCall._compile_run`). The code of a program of
+    many kernels is compiled once and kept in the program store
+    (:mod:`~pytato.target.loopy.run.program_store`, where it is on), under
+    a hash of the source and of the interpreter's bytecode version: its
+    source has a few lines per kernel argument, and compiling the one of
+    the 92 kernels of the 10 000-node DAG of
+    ``benchmarks/bench_codegen.py`` took 0.05 s of a warm process's first
+    call (PoCL machine), loading it 1 ms."""
+    if nkernels < STORED_RUN_MIN_KERNELS or not program_store.store_enabled():
+        return compile(source, "<pytato fast call>", "exec")
+    key = hashlib.sha256(
+        f"{sys.implementation.cache_tag}\0{source}".encode()).hexdigest()
+    data = program_store.load(key, "fast-call-code")
+    if data is not None:
+        try:
+            return marshal.loads(data)  # type: ignore[no-any-return]
+        except (ValueError, EOFError, TypeError):  # pragma: no cover
+            pass
+    result = compile(source, "<pytato fast call>", "exec")
+    program_store.save(key, "fast-call-code", marshal.dumps(result))
+    return result
 
 
 class _NoFastCall(Exception):

@@ -364,10 +364,27 @@ def _loads(data: bytes) -> Any:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return pickle.loads(data)
+        value = pickle.loads(data)
+        _promote_young_objects()
+        return value
     finally:
         if enabled:
             gc.enable()
+
+
+def _promote_young_objects() -> None:
+    """Move the objects the collector tracks into its oldest generation
+    without walking them (:func:`gc.freeze` then :func:`gc.unfreeze`),
+    unless the process has frozen objects of its own (which this would
+    unfreeze). Objects just unpickled live as long as the program that
+    holds them; in the young generations each would be walked by two
+    collections before reaching the oldest (0.07-0.1 s after the
+    scheduled unit of the 10 000-node DAG was loaded, PoCL machine).
+    Objects moved there are still collected, by the collector's full
+    collections."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 def load(key: str, part: str) -> Any:
