@@ -17,7 +17,7 @@ from random_graphs import make_random_dag, make_random_graph
 import pytato as pt
 from pytato.codegen import preprocess
 from pytato.tags import Tag
-from pytato.target.loopy import PROGRAM_CACHE
+from pytato.target.loopy import PROGRAM_CACHE, BoundPyOpenCLExecutable
 from pytato.target.loopy.run import program_store, split
 
 
@@ -264,6 +264,73 @@ def test_random_graphs_from_store(store, queue, seed):
         for name, ref in g.expected.items():
             np.testing.assert_allclose(result[name], ref, rtol=1e-10,
                                        atol=1e-12, err_msg=str(g.ops))
+
+
+def test_lowered_unit_unpickled_when_needed(store, queue, monkeypatch):
+    """A program generated without a device and found in the store holds
+    its lowered unit pickled (a ``StoredUnit``) until ``program`` is read:
+    calls whose schedule is stored, copies and ``bind_to_context`` do
+    not unpickle it; then it is the stored unit, and the program is the
+    one made without the store."""
+    import pickle
+
+    from pytato.target.loopy.run.programs import _PROGRAM
+    from pytato.target.loopy.run.stored_unit import LazyUnitField, StoredUnit
+
+    g = make_random_dag(80, seed=5)
+    inputs = {f"in{i}": np.random.default_rng(i).random((16, 16))
+              for i in range(4)}
+    first = pt.generate_loopy(g)
+    _, expected = first(queue, **inputs)
+    PROGRAM_CACHE.clear()
+    loads = []
+    real_load = StoredUnit.load
+
+    def load(self):
+        loads.append(self)
+        return real_load(self)
+
+    monkeypatch.setattr(StoredUnit, "load", load)
+    prog = pt.generate_loopy(g)
+    assert type(_PROGRAM.raw(prog)) is StoredUnit
+    assert prog.generated_inames == first.generated_inames
+    _, result = prog(queue, **inputs)
+    copied = prog.copy()
+    assert type(_PROGRAM.raw(copied)) is StoredUnit
+    exe = prog.bind_to_context(queue.context)
+    lazy = BoundPyOpenCLExecutable.lowered_program
+    assert isinstance(lazy, LazyUnitField)
+    assert type(lazy.raw(exe)) is StoredUnit
+    _, exe_result = exe(queue, **inputs)
+    assert loads == []
+    for name in expected:
+        np.testing.assert_array_equal(result[name], expected[name])
+        np.testing.assert_array_equal(exe_result[name], expected[name])
+    assert prog.program == first.program
+    assert len(loads) == 1 and type(_PROGRAM.raw(prog)) is not StoredUnit
+    assert prog.program is prog.program
+    assert exe.lowered_program == first.program
+    # pickled, a program from the store holds its unit
+    assert pickle.loads(pickle.dumps(_PROGRAM.raw(copied))) == first.program
+    assert copied == first
+
+
+def test_unreadable_lowered_unit_made_anew(store, queue, caplog):
+    """A lowered unit whose stored bytes cannot be unpickled when it is
+    first read is lowered anew from the graph."""
+    from pytato.target.loopy.run.programs import _PROGRAM
+    from pytato.target.loopy.run.stored_unit import StoredUnit
+
+    g = make_random_dag(40, seed=9)
+    first = pt.generate_loopy(g)
+    PROGRAM_CACHE.clear()
+    prog = pt.generate_loopy(g)
+    raw = _PROGRAM.raw(prog)
+    assert type(raw) is StoredUnit
+    raw._data = b"not a pickle"
+    with caplog.at_level(logging.WARNING, logger="pytato"):
+        assert prog.program == first.program
+    assert any("cannot read a unit" in m for m in _messages(caplog))
 
 
 def test_program_from_store_in_another_process(store, queue):

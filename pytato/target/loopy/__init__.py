@@ -16,7 +16,7 @@ See :mod:`pytato.target.loopy.run.programs` for :class:`LoopyTarget`,
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import loopy as lp
@@ -53,6 +53,7 @@ from pytato.target.loopy.run.programs import (
     LoopyTarget,
 )
 from pytato.target.loopy.run.split_build import prestart_merged_workers
+from pytato.target.loopy.run.stored_unit import StoredUnit, unit_facts
 from pytato.target.loopy.schedule.default import default_schedule as schedule_unit
 from pytato.transform.mappers import UnsupportedNodeError
 
@@ -255,7 +256,18 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
         "axis_tag_t_to_not_propagate": axis_tag_t_to_not_propagate,
         "default_schedule": default_schedule and not deferred,
         "device": device}
-    t_unit = None
+    lower_parameters = {
+        "target": target.get_loopy_target(), "options": options,
+        "function_name": function_name,
+        "array_tag_t_to_not_propagate": frozenset(array_tag_t_to_not_propagate),
+        "axis_tag_t_to_not_propagate": frozenset(axis_tag_t_to_not_propagate)}
+
+    def lower_anew() -> lp.TranslationUnit:
+        # (the lowered unit of a stored program whose entry is unreadable)
+        return build_translation_unit(preprocess(result).outputs,
+                                      **lower_parameters)
+
+    t_unit: lp.TranslationUnit | StoredUnit | None = None
     # the key of the user's graph: a graph without data (whose values
     # have no persistent hash) is found in the store before it is
     # preprocessed (preprocessing is a function of the graph, and binds
@@ -266,7 +278,7 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
             user_outputs, topological_order([user_outputs]),
             graph="user", **key_parameters)
         if store_key is not None:
-            t_unit = program_store.load(store_key, "unit")
+            t_unit = _stored_unit(store_key, deferred, lower_anew)
     if t_unit is not None:
         logger.info("program store hit for '%s'", function_name)
         return BoundPyOpenCLProgram(
@@ -284,18 +296,12 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
             store_key = _program_store_key(
                 prep.outputs, order, graph="preprocessed", **key_parameters)
             if store_key is not None:
-                t_unit = program_store.load(store_key, "unit")
+                t_unit = _stored_unit(store_key, deferred, lower_anew)
         if t_unit is not None:
             logger.info("program store hit for '%s'", function_name)
     if t_unit is None:
         with PhaseTimer(logger, "lowering", f"{nnodes} nodes"):
-            t_unit = build_translation_unit(
-                prep.outputs, target=target.get_loopy_target(),
-                options=options, function_name=function_name,
-                array_tag_t_to_not_propagate=frozenset(
-                    array_tag_t_to_not_propagate),
-                axis_tag_t_to_not_propagate=frozenset(
-                    axis_tag_t_to_not_propagate))
+            t_unit = build_translation_unit(prep.outputs, **lower_parameters)
         if default_schedule and not deferred:
             if isinstance(device, cl.Device):
                 prestart_merged_workers(
@@ -306,6 +312,9 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
         if store_key is not None:
             with PhaseTimer(logger, "program store save"):
                 program_store.save(store_key, "unit", t_unit)
+                if deferred:
+                    program_store.save(store_key, "unit-facts",
+                                       unit_facts(t_unit))
     if store_key is not None or deferred:
         prog: BoundProgram = BoundPyOpenCLProgram(
             program=t_unit, bound_arguments=prep.bound_arguments,
@@ -313,6 +322,22 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
     else:
         prog = target.bind_program(t_unit, prep.bound_arguments)
     return prog
+
+
+def _stored_unit(store_key: str, deferred: bool,
+                 lower_anew: Callable[[], lp.TranslationUnit]
+                 ) -> lp.TranslationUnit | StoredUnit | None:
+    """The unit stored under *store_key*, or None. The lowered unit of a
+    program scheduled for each device (*deferred*) stays pickled until it
+    is needed (a :class:`~pytato.target.loopy.run.stored_unit.StoredUnit`,
+    made anew by *lower_anew* if it cannot be read then)."""
+    if deferred:
+        facts = program_store.load(store_key, "unit-facts")
+        data = (None if facts is None
+                else program_store.load_data(store_key, "unit"))
+        if data is not None:
+            return StoredUnit(data, facts, lower_anew)
+    return program_store.load(store_key, "unit")  # type: ignore[no-any-return]
 
 
 def _program_store_key(outputs: DictOfNamedArrays, order: list[GraphNode], *,

@@ -24,6 +24,7 @@ import pytato.target.loopy.run.program_store as program_store
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.run.split_build import prestart_merged_workers
+from pytato.target.loopy.run.stored_unit import StoredUnit, loaded
 from pytato.target.loopy.schedule.default import default_schedule
 
 
@@ -126,19 +127,21 @@ def _device_info(device: cl.Device) -> DeviceInfo:
     return info
 
 
-def _schedule_for(t_unit: lp.TranslationUnit,
+def _schedule_for(lowered: lp.TranslationUnit | StoredUnit,
                   loopy_target: lp.TargetBase | None,
                   info: DeviceInfo, generated_inames: frozenset[str] | None,
                   store_key: str | None, *, to_run: bool = False
                   ) -> tuple[lp.TranslationUnit, str | None]:
-    """*t_unit* (lowered, perhaps transformed by the user) scheduled for
+    """*lowered* (the lowered unit, perhaps transformed by the user; a
+    :class:`~pytato.target.loopy.run.stored_unit.StoredUnit` is unpickled
+    only if the result is not in the store) scheduled for
     the device *info* with
     :func:`~pytato.target.loopy.schedule.default.default_schedule` (the inames of
     the entrypoint not among *generated_inames* are the user's), with the
     loopy target *loopy_target* (the one that
     :class:`~pytato.target.loopy.LoopyPyOpenCLTarget` gives for that device;
     None to keep the unit's); and the key of the result in the program store
-    (derived from *store_key*, the key of *t_unit*; None without one). Taken
+    (derived from *store_key*, the key of *lowered*; None without one). Taken
     from the store where it is there. *to_run*: the unit is for an
     executor (not only to show its code), which may start a worker
     process of merged sub-units while the unit is scheduled
@@ -150,6 +153,7 @@ def _schedule_for(t_unit: lp.TranslationUnit,
         stored = program_store.load(key, "unit")
         if stored is not None:
             return stored, key
+    t_unit = loaded(lowered)
     if loopy_target is not None and t_unit.target != loopy_target:
         try:
             t_unit = t_unit.copy(target=loopy_target)

@@ -13,6 +13,8 @@ values of the size parameters; ``_RepeatedCalls`` keeps the signatures
 bound arrays and runs the calls that match one. Everything here is private
 to the programs of :mod:`pytato.target.loopy.run.programs`; the instrumented
 runs (:mod:`pytato.target.loopy.run.instrumented`) use it too.
+
+.. autodata:: STORED_RUN_MIN_KERNELS
 """
 
 from __future__ import annotations

@@ -14,7 +14,10 @@ generated finds the results here, on disk:
   translation unit: each lookup hashes all of it (about a second each for
   the 10 000-node random DAG of ``benchmarks/bench_codegen.py``, and a cold
   first call stored three results, hashing twice). Here the key is the
-  graph's, computed once.
+  graph's, computed once;
+* for programs of many kernels, the compiled function of their fast calls
+  (:data:`~pytato.target.loopy.run.fast_call.STORED_RUN_MIN_KERNELS`) is
+  kept too.
 
 The key of a program (:func:`program_key`) is a hash of
 
@@ -54,6 +57,13 @@ no longer go through :mod:`loopy`'s caches); remove the folder's file
 sharing the folder (e.g. MPI ranks) may store the same program
 concurrently: the first write wins, and equal keys hold equal programs.
 
+Loading. Entries are unpickled with the garbage collector off, and the
+objects made go straight to its oldest generation (they live as long as
+the program that holds them). The lowered unit of a program generated
+without a device stays pickled until it is read
+(:mod:`~pytato.target.loopy.run.stored_unit`): a process runs such a
+program from the unit scheduled for its device.
+
 Memory of long-running processes. Generating many distinct programs
 grows a process's memory through caches, each bounded or boundable:
 
@@ -86,6 +96,8 @@ on disk again, or regenerated). Setting ``LOOPY_NO_CACHE=1`` and
 .. autofunction:: scheduled_key
 .. autofunction:: store_enabled
 .. autofunction:: load
+.. autofunction:: load_data
+.. autofunction:: loads
 .. autofunction:: save
 .. autodata:: STORE_VERSION
 .. autodata:: TUNING_MODULES
@@ -129,6 +141,7 @@ if TYPE_CHECKING:
 __all__ = [
     "LOOPY_MEMO_LIMIT", "SQLITE_CACHE_KIB", "STORE_VERSION", "TUNING_MODULES",
     "NotPersistentError", "graph_key", "limit_cache_memory", "load",
+    "load_data", "loads",
     "program_key", "release_cache_memory", "save", "scheduled_key",
     "store_enabled", "trim_loopy_memos",
 ]
@@ -390,14 +403,33 @@ def _promote_young_objects() -> None:
 def load(key: str, part: str) -> Any:
     """The *part* (e.g. ``"unit"``) of the program stored under *key*, or
     None if there is none (or it cannot be read)."""
+    data = load_data(key, part)
+    if data is None:
+        return None
     try:
-        return _loads(_store()[key, part])
+        return _loads(data)
+    except Exception as e:  # an unreadable entry: generate anew
+        _logger.warning("program store: cannot read %s of %s (%s: %s)",
+                        part, key[:12], type(e).__name__, e)
+        return None
+
+
+def load_data(key: str, part: str) -> bytes | None:
+    """The *part* of the program stored under *key* as it is stored (to
+    unpickle with :func:`loads`), or None if there is none."""
+    try:
+        return _store()[key, part]  # type: ignore[no-any-return]
     except KeyError:
         return None
     except Exception as e:  # an unreadable entry: generate anew
         _logger.warning("program store: cannot read %s of %s (%s: %s)",
                         part, key[:12], type(e).__name__, e)
         return None
+
+
+def loads(data: bytes) -> Any:
+    """An entry of :func:`load_data` unpickled (as :func:`load` does)."""
+    return _loads(data)
 
 
 def save(key: str, part: str, value: object) -> None:

@@ -143,6 +143,7 @@ from pytato.target.loopy.run.statistics import (
     clear_executors_statistics,
     executors_statistics,
 )
+from pytato.target.loopy.run.stored_unit import LazyUnitField, StoredUnit
 
 
 if TYPE_CHECKING:
@@ -380,8 +381,10 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
 
     def __post_init__(self) -> None:
         if self.schedule_per_device and self.generated_inames is None:
-            object.__setattr__(self, "generated_inames", frozenset(
-                self.program.default_entrypoint.all_inames()))
+            raw = _PROGRAM.raw(self)
+            object.__setattr__(self, "generated_inames", (
+                raw.facts.generated_inames if type(raw) is StoredUnit
+                else frozenset(self.program.default_entrypoint.all_inames())))
 
     @property
     def kernel(self) -> lp.LoopKernel:
@@ -400,9 +403,10 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         shared). A program whose schedule is deferred stays so: a new
         *program* is scheduled for each device at its first call there
         (mapping only the loops that the new unit leaves unmapped)."""
-        same_program = program is None or program is self.program
+        raw = _PROGRAM.raw(self)
+        same_program = program is None or program is raw
         return type(self)(
-            program=self.program if program is None else program,
+            program=raw if program is None else program,
             bound_arguments=(self.bound_arguments if bound_arguments is None
                              else bound_arguments),
             target=self.target if target is None else target,
@@ -438,7 +442,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         entry = self._schedules.get(info)
         if entry is None:
             entry = self._schedules[info] = _schedule_for(
-                self.program, _loopy_target_for(self.target, info), info,
+                _PROGRAM.raw(self), _loopy_target_for(self.target, info), info,
                 self.generated_inames, self.store_key, to_run=to_run)
         return entry
 
@@ -464,10 +468,16 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
 
     @cached_property
     def _arg_spec(self) -> ArgumentSpec:
+        raw = _PROGRAM.raw(self)
+        if type(raw) is StoredUnit:
+            return raw.facts.arg_spec
         return ArgumentSpec.from_kernel(self.program.default_entrypoint)
 
     @cached_property
     def _no_numpy(self) -> bool:
+        raw = _PROGRAM.raw(self)
+        if type(raw) is StoredUnit:
+            return raw.facts.no_numpy
         return bool(self.program.default_entrypoint.options.no_numpy)
 
     def _bound_on(self, queue: cl.CommandQueue) -> Mapping[str, Any]:
@@ -649,7 +659,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         return BoundPyOpenCLExecutable(
             program=_make_executor(t_unit, context, store_key=key),
             bound_arguments=bound, target=self.target, cl_context=context,
-            lowered_program=self.program,
+            lowered_program=_PROGRAM.raw(self),
             generated_inames=self.generated_inames, device_info=info)
 
     def get_code(self, device: cl.Device | None = None) -> str:
@@ -675,6 +685,11 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
 
     def __str__(self) -> str:
         return self.get_code()
+
+
+# (a program from the store holds its lowered unit pickled until it is read)
+_PROGRAM = LazyUnitField("program")
+BoundPyOpenCLProgram.program = _PROGRAM  # type: ignore[assignment]
 
 
 @dataclass(frozen=True, repr=False)
@@ -806,3 +821,7 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
         return dataclasses.replace(
             self, program=_make_executor(t_unit, self.cl_context),
             lowered_program=lowered)
+
+
+BoundPyOpenCLExecutable.lowered_program = LazyUnitField(  # type: ignore[assignment]
+    "lowered_program")
