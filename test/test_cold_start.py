@@ -237,6 +237,60 @@ def test_split_units_from_store(ctx_factory, split_on, monkeypatch, tmp_path,
         np.testing.assert_allclose(out[name], ref, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("deferred", [False, True])
+def test_split_executor_of_stored_unit(ctx_factory, split_on, monkeypatch,
+                                       tmp_path, deferred):
+    """A program from the store runs the split path from the stored facts
+    of its scheduled unit (its arguments, temporaries, options): the unit
+    itself is unpickled only when it is read (the executor's ``t_unit``,
+    ``get_code``), or where a sub-unit is missing from the store, which
+    then splits it again; the results are unchanged."""
+    from pytato.target.loopy.run.stored_unit import StoredUnit
+
+    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
+    monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE")
+    monkeypatch.setattr(program_store, "_STORE", [])
+    queue = cl.CommandQueue(ctx_factory())
+    g = make_random_graph(5)
+    inputs = g.inputs_for(g.outputs)
+    device = None if deferred else queue.device
+    first = pt.generate_loopy(g.outputs, cl_device=device)
+    first(queue, **inputs)
+    code = first.get_code(queue.device)
+    loads: list[StoredUnit] = []
+    real_load = StoredUnit.load
+
+    def load(self):
+        loads.append(self)
+        return real_load(self)
+
+    monkeypatch.setattr(StoredUnit, "load", load)
+    for missing in (False, True):
+        PROGRAM_CACHE.clear()
+        del loads[:]
+        if missing:  # a sub-unit is no longer in the store
+            def store_load(key, part, real=program_store.load):
+                return None if part == "sub-unit" else real(key, part)
+
+            monkeypatch.setattr(program_store, "load", store_load)
+        prog = pt.generate_loopy(g.outputs, cl_device=device)
+        for _ in range(2):
+            _, out = prog(queue, **inputs)
+            for name, ref in g.expected.items():
+                np.testing.assert_allclose(out[name], ref, rtol=1e-10,
+                                           atol=1e-10)
+        assert bool(loads) == missing
+        (executor,) = prog._executors()
+        assert isinstance(executor, split_build.SplitExecutor)
+        assert executor.t_unit.default_entrypoint.instructions
+        assert prog.get_code(queue.device) == code
+        exe = prog.bind_to_context(queue.context)
+        _, out = exe(queue, **inputs)
+        assert exe.kernel.instructions
+        for name, ref in g.expected.items():
+            np.testing.assert_allclose(out[name], ref, rtol=1e-10, atol=1e-10)
+
+
 class _FakeDevice:
     def __init__(self, device_type: int) -> None:
         self.type = device_type

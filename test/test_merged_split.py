@@ -24,11 +24,6 @@ class _FakeDevice:
         self.type = device_type
 
 
-class _FakeKernel:
-    def __init__(self, ninsns: int) -> None:
-        self.instructions = [None] * ninsns
-
-
 @pytest.fixture
 def merged(monkeypatch):
     """The default path choice (no :data:`split.SPLIT_ENV`), two workers,
@@ -47,8 +42,8 @@ def test_merged_split_groups_by_device_and_size(monkeypatch):
     monkeypatch.setenv(split.SPLIT_WORKERS_ENV, "2")
     cpu = _FakeDevice(cl.device_type.CPU)
     gpu = _FakeDevice(cl.device_type.GPU)
-    big = _FakeKernel(split_build.MIN_MERGED_SPLIT_INSTRUCTIONS)
-    small = _FakeKernel(split_build.MIN_MERGED_SPLIT_INSTRUCTIONS - 1)
+    big = split_build.MIN_MERGED_SPLIT_INSTRUCTIONS
+    small = split_build.MIN_MERGED_SPLIT_INSTRUCTIONS - 1
     assert split_build.merged_split_groups([cpu], big) == 2
     assert split_build.merged_split_groups([cpu], small) is None
     assert split_build.merged_split_groups([gpu], big) is None

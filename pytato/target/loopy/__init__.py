@@ -53,7 +53,11 @@ from pytato.target.loopy.run.programs import (
     LoopyTarget,
 )
 from pytato.target.loopy.run.split_build import prestart_merged_workers
-from pytato.target.loopy.run.stored_unit import StoredUnit, unit_facts
+from pytato.target.loopy.run.stored_unit import (
+    StoredUnit,
+    save_unit,
+    stored_unit,
+)
 from pytato.target.loopy.schedule.default import default_schedule as schedule_unit
 from pytato.transform.mappers import UnsupportedNodeError
 
@@ -262,10 +266,17 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
         "array_tag_t_to_not_propagate": frozenset(array_tag_t_to_not_propagate),
         "axis_tag_t_to_not_propagate": frozenset(axis_tag_t_to_not_propagate)}
 
-    def lower_anew() -> lp.TranslationUnit:
-        # (the lowered unit of a stored program whose entry is unreadable)
-        return build_translation_unit(preprocess(result).outputs,
-                                      **lower_parameters)
+    def make_anew() -> lp.TranslationUnit:
+        # (the unit of a stored program whose entry is unreadable)
+        t_unit = build_translation_unit(preprocess(result).outputs,
+                                        **lower_parameters)
+        if default_schedule and not deferred:
+            t_unit = schedule_unit(t_unit, device)
+        return t_unit
+
+    def stored(key: str) -> lp.TranslationUnit | StoredUnit | None:
+        # the unit stays pickled until it is read (see stored_unit)
+        return stored_unit(key, make_anew, facts=True, run=not deferred)
 
     t_unit: lp.TranslationUnit | StoredUnit | None = None
     # the key of the user's graph: a graph without data (whose values
@@ -278,7 +289,7 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
             user_outputs, topological_order([user_outputs]),
             graph="user", **key_parameters)
         if store_key is not None:
-            t_unit = _stored_unit(store_key, deferred, lower_anew)
+            t_unit = stored(store_key)
     if t_unit is not None:
         logger.info("program store hit for '%s'", function_name)
         return BoundPyOpenCLProgram(
@@ -296,7 +307,7 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
             store_key = _program_store_key(
                 prep.outputs, order, graph="preprocessed", **key_parameters)
             if store_key is not None:
-                t_unit = _stored_unit(store_key, deferred, lower_anew)
+                t_unit = stored(store_key)
         if t_unit is not None:
             logger.info("program store hit for '%s'", function_name)
     if t_unit is None:
@@ -311,10 +322,7 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
                 t_unit = schedule_unit(t_unit, device)
         if store_key is not None:
             with PhaseTimer(logger, "program store save"):
-                program_store.save(store_key, "unit", t_unit)
-                if deferred:
-                    program_store.save(store_key, "unit-facts",
-                                       unit_facts(t_unit))
+                save_unit(store_key, t_unit, facts=True, run=not deferred)
     if store_key is not None or deferred:
         prog: BoundProgram = BoundPyOpenCLProgram(
             program=t_unit, bound_arguments=prep.bound_arguments,
@@ -322,22 +330,6 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
     else:
         prog = target.bind_program(t_unit, prep.bound_arguments)
     return prog
-
-
-def _stored_unit(store_key: str, deferred: bool,
-                 lower_anew: Callable[[], lp.TranslationUnit]
-                 ) -> lp.TranslationUnit | StoredUnit | None:
-    """The unit stored under *store_key*, or None. The lowered unit of a
-    program scheduled for each device (*deferred*) stays pickled until it
-    is needed (a :class:`~pytato.target.loopy.run.stored_unit.StoredUnit`,
-    made anew by *lower_anew* if it cannot be read then)."""
-    if deferred:
-        facts = program_store.load(store_key, "unit-facts")
-        data = (None if facts is None
-                else program_store.load_data(store_key, "unit"))
-        if data is not None:
-            return StoredUnit(data, facts, lower_anew)
-    return program_store.load(store_key, "unit")  # type: ignore[no-any-return]
 
 
 def _program_store_key(outputs: DictOfNamedArrays, order: list[GraphNode], *,

@@ -24,7 +24,12 @@ import pytato.target.loopy.run.program_store as program_store
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.run.split_build import prestart_merged_workers
-from pytato.target.loopy.run.stored_unit import StoredUnit, loaded
+from pytato.target.loopy.run.stored_unit import (
+    StoredUnit,
+    loaded,
+    save_unit,
+    stored_unit,
+)
 from pytato.target.loopy.schedule.default import default_schedule
 
 
@@ -131,7 +136,7 @@ def _schedule_for(lowered: lp.TranslationUnit | StoredUnit,
                   loopy_target: lp.TargetBase | None,
                   info: DeviceInfo, generated_inames: frozenset[str] | None,
                   store_key: str | None, *, to_run: bool = False
-                  ) -> tuple[lp.TranslationUnit, str | None]:
+                  ) -> tuple[lp.TranslationUnit | StoredUnit, str | None]:
     """*lowered* (the lowered unit, perhaps transformed by the user; a
     :class:`~pytato.target.loopy.run.stored_unit.StoredUnit` is unpickled
     only if the result is not in the store) scheduled for
@@ -145,32 +150,39 @@ def _schedule_for(lowered: lp.TranslationUnit | StoredUnit,
     from the store where it is there. *to_run*: the unit is for an
     executor (not only to show its code), which may start a worker
     process of merged sub-units while the unit is scheduled
-    (:func:`~pytato.target.loopy.run.split_build.prestart_merged_workers`)."""
+    (:func:`~pytato.target.loopy.run.split_build.prestart_merged_workers`).
+    A unit from the store may be a
+    :class:`~pytato.target.loopy.run.stored_unit.StoredUnit` (see
+    :func:`~pytato.target.loopy.run.stored_unit.loaded`)."""
+    def schedule(to_run: bool = False) -> lp.TranslationUnit:
+        t_unit = loaded(lowered)
+        if loopy_target is not None and t_unit.target != loopy_target:
+            try:
+                t_unit = t_unit.copy(target=loopy_target)
+            except lp.LoopyError:  # preprocessed by the user: keep its target
+                pass
+        user_inames: frozenset[str] = frozenset()
+        if generated_inames is not None:
+            user_inames = frozenset(
+                t_unit.default_entrypoint.all_inames()) - generated_inames
+        if to_run:
+            prestart_merged_workers(info.kind == "cpu",
+                                    len(t_unit.default_entrypoint.instructions))
+        with PhaseTimer(_logger, "default schedule", f"for {info.name!r}"), \
+                FewerCollections():
+            return default_schedule(t_unit, info, user_inames=user_inames)
+
     key = None
     if store_key is not None and program_store.store_enabled():
         key = program_store.scheduled_key(store_key, device_info=info,
                                           loopy_target=loopy_target)
-        stored = program_store.load(key, "unit")
+        # (pickled until read, where its run facts are stored)
+        stored = stored_unit(key, schedule, run=True)
         if stored is not None:
             return stored, key
-    t_unit = loaded(lowered)
-    if loopy_target is not None and t_unit.target != loopy_target:
-        try:
-            t_unit = t_unit.copy(target=loopy_target)
-        except lp.LoopyError:  # preprocessed by the user: keep its target
-            pass
-    user_inames: frozenset[str] = frozenset()
-    if generated_inames is not None:
-        user_inames = frozenset(
-            t_unit.default_entrypoint.all_inames()) - generated_inames
-    if to_run:
-        prestart_merged_workers(info.kind == "cpu",
-                                len(t_unit.default_entrypoint.instructions))
-    with PhaseTimer(_logger, "default schedule", f"for {info.name!r}"), \
-            FewerCollections():
-        scheduled = default_schedule(t_unit, info, user_inames=user_inames)
+    scheduled = schedule(to_run)
     if key is not None:
-        program_store.save(key, "unit", scheduled)
+        save_unit(key, scheduled, run=True)
     return scheduled, key
 
 

@@ -92,6 +92,7 @@ from pytato.target.loopy.run.preprocessing import (
     generate_code,
     preprocess_and_linearize,
 )
+from pytato.target.loopy.run.stored_unit import StoredUnit, loaded
 
 
 __all__ = [
@@ -267,11 +268,12 @@ def _call_without_instructions(knl: lp.LoopKernel, queue: cl.CommandQueue,
     return evt, tuple(outputs.values())
 
 
-def device_code(t_unit: lp.TranslationUnit,
+def device_code(t_unit: lp.TranslationUnit | StoredUnit,
                 store_key: str | None = None) -> str:
-    """The OpenCL code of *t_unit*, as :func:`loopy.generate_code_v2`
-    generates it: from the program store if the program of *store_key* was
-    compiled before, else through
+    """The OpenCL code of *t_unit* (perhaps still pickled: a
+    :class:`~pytato.target.loopy.run.stored_unit.StoredUnit`), as
+    :func:`loopy.generate_code_v2` generates it: from the program store if
+    the program of *store_key* was compiled before, else through
     :func:`~pytato.target.loopy.run.preprocessing.preprocess_and_linearize`
     and :func:`~pytato.target.loopy.run.preprocessing.generate_code` (with
     fewer garbage collections)."""
@@ -281,7 +283,7 @@ def device_code(t_unit: lp.TranslationUnit,
             return stored[1]  # type: ignore[no-any-return]
     with FewerCollections():
         return generate_code(  # type: ignore[no-any-return]
-            preprocess_and_linearize(t_unit)).device_code()
+            preprocess_and_linearize(loaded(t_unit))).device_code()
 
 
 def make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,

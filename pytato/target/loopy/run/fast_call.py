@@ -372,8 +372,7 @@ class _FastCall:
         plan = get_kernel_plan(executor)
         if not plan.subkernels or plan.cl_program is None:
             raise _NoFastCall
-        knl = executor.t_unit[executor.entrypoint]
-        opts = knl.options
+        opts = plan.options
         for name, default in _FAST_OPTION_DEFAULTS.items():
             if getattr(opts, name, default) != default:
                 raise _NoFastCall

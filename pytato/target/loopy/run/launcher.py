@@ -223,6 +223,9 @@ class KernelPlan:
 
     .. attribute:: return_dict
     .. attribute:: no_numpy
+    .. attribute:: options
+
+        The kernel's :class:`loopy.Options`.
 
     .. automethod:: new_kernel
     .. automethod:: allocate_outputs
@@ -269,6 +272,7 @@ class KernelPlan:
             self._temporaries[name] = (tv.shape, np.dtype(tv.dtype.numpy_dtype))
         self.return_dict = bool(knl.options.return_dict)
         self.no_numpy = bool(knl.options.no_numpy)
+        self.options = knl.options
 
         kernels = executor.translation_unit_info(arg_to_dtype).cl_kernels
         #: the program of each kernel, by name (the device code may be

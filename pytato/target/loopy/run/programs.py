@@ -135,6 +135,7 @@ from pytato.target.loopy.run.queues import (
 )
 from pytato.target.loopy.run.split import split_enabled
 from pytato.target.loopy.run.split_build import (
+    SplitExecutor,
     discard_prestarted_workers,
     make_split_executor,
     merged_split_groups,
@@ -143,7 +144,11 @@ from pytato.target.loopy.run.statistics import (
     clear_executors_statistics,
     executors_statistics,
 )
-from pytato.target.loopy.run.stored_unit import LazyUnitField, StoredUnit
+from pytato.target.loopy.run.stored_unit import (
+    LazyUnitField,
+    StoredUnit,
+    loaded,
+)
 
 
 if TYPE_CHECKING:
@@ -157,29 +162,39 @@ __all__ = [
 
 
 
-def _make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,
-                   store_key: str | None = None) -> Any:
+def _make_executor(t_unit: lp.TranslationUnit | StoredUnit,
+                   context: cl.Context, *, store_key: str | None = None
+                   ) -> Any:
     """:func:`~pytato.target.loopy.run.executor.make_executor`, or the
     executor of the split path
     (:func:`~pytato.target.loopy.run.split_build.make_split_executor`)
     where :func:`~pytato.target.loopy.run.split.split_enabled` and the
-    kernel can be split."""
-    if len(t_unit.entrypoints) == 1 \
-            and isinstance(t_unit.target, lp.PyOpenCLTarget):
-        (entrypoint,) = t_unit.entrypoints
+    kernel can be split. A
+    :class:`~pytato.target.loopy.run.stored_unit.StoredUnit` with its
+    :class:`~pytato.target.loopy.run.stored_unit.RunFacts` is unpickled
+    only where the split executor needs it (see
+    :mod:`~pytato.target.loopy.run.stored_unit`)."""
+    run = t_unit.run if type(t_unit) is StoredUnit else None
+    view = loaded(t_unit) if run is None else run.view
+    if len(view.entrypoints) == 1 \
+            and isinstance(view.target, lp.PyOpenCLTarget):
+        (entrypoint,) = view.entrypoints
         groups = None
+        ninstructions = (len(view[entrypoint].instructions) if run is None
+                         else run.ninstructions)
         if split_enabled(context.devices) or (
                 groups := merged_split_groups(context.devices,
-                                              t_unit[entrypoint])):
+                                              ninstructions)):
             with FewerCollections():  # (the split of a large kernel)
-                executor = make_split_executor(t_unit, context, entrypoint,
-                                               store_key=store_key,
-                                               groups=groups)
+                executor = make_split_executor(
+                    view, context, entrypoint, store_key=store_key,
+                    groups=groups,
+                    full_unit=None if run is None else t_unit.load)
             if executor is not None:
                 return executor
     # (a worker process started ahead for merged sub-units is not needed)
     discard_prestarted_workers()
-    return make_executor(t_unit, context, store_key=store_key)
+    return make_executor(loaded(t_unit), context, store_key=store_key)
 
 class LoopyTarget(Target):
     """A :mod:`loopy` code generation target.
@@ -433,12 +448,13 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         return self.copy(program=f(self.program))
 
     def _scheduled(self, info: DeviceInfo, *, to_run: bool = False
-                   ) -> tuple[lp.TranslationUnit, str | None]:
-        """The unit scheduled for the device *info*, and its store key
-        (:attr:`program` itself for programs scheduled when generated);
-        *to_run*: for an executor (see ``_schedule_for``)."""
+                   ) -> tuple[lp.TranslationUnit | StoredUnit, str | None]:
+        """The unit scheduled for the device *info* (perhaps still
+        pickled: a :class:`~pytato.target.loopy.run.stored_unit.StoredUnit`),
+        and its store key (:attr:`program` itself for programs scheduled
+        when generated); *to_run*: for an executor (see ``_schedule_for``)."""
         if not self.schedule_per_device:
-            return self.program, self.store_key
+            return _PROGRAM.raw(self), self.store_key
         entry = self._schedules.get(info)
         if entry is None:
             entry = self._schedules[info] = _schedule_for(
@@ -464,7 +480,12 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         others :attr:`program`, which runs on every device."""
         if not self.schedule_per_device:
             return self.program
-        return self._scheduled(self._shown_info(device))[0]
+        info = self._shown_info(device)
+        t_unit, key = self._scheduled(info)
+        if type(t_unit) is StoredUnit:
+            t_unit = self._schedules[info] = (t_unit.load(), key)
+            return t_unit[0]
+        return t_unit
 
     @cached_property
     def _arg_spec(self) -> ArgumentSpec:
@@ -508,7 +529,8 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         if exe is not None:
             return exe
         if not self.schedule_per_device:
-            exe = _make_executor(self.program, context, store_key=self.store_key)
+            exe = _make_executor(_PROGRAM.raw(self), context,
+                                 store_key=self.store_key)
             self._executor_cache[context] = exe
             return exe
         missing = object()
@@ -651,7 +673,8 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         queue.finish()
         if not self.schedule_per_device:
             return BoundPyOpenCLExecutable(
-                program=_make_executor(self.program, context, store_key=self.store_key),
+                program=_make_executor(_PROGRAM.raw(self), context,
+                                       store_key=self.store_key),
                 bound_arguments=bound,
                 target=self.target, cl_context=context)
         info = _device_info(context.devices[0])
@@ -673,7 +696,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         (:meth:`~pytato.target.loopy.device.DeviceInfo.conservative`).
         Programs scheduled when generated have one code for all devices."""
         if not self.schedule_per_device:
-            return device_code(self.program, self.store_key)
+            return device_code(_PROGRAM.raw(self), self.store_key)
         return device_code(*self._scheduled(self._shown_info(device)))
 
     def show_code(self, device: cl.Device | None = None) -> str:
@@ -736,6 +759,13 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
         """The entrypoint kernel of the executor's translation unit."""
         return self.program.t_unit.default_entrypoint
 
+    def _run_kernel(self) -> lp.LoopKernel:
+        # the kernel's arguments, options (a split executor of a unit from
+        # the store may have no more)
+        if isinstance(self.program, SplitExecutor):
+            return self.program.run_kernel
+        return self.kernel
+
     @property
     def all_bound_args_on_host(self) -> bool:
         """Whether all bound arguments are host (:mod:`numpy`) arrays
@@ -744,7 +774,7 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
         return _all_on_host(self.bound_arguments)
 
     def __post_init__(self) -> None:
-        knl = self.program.t_unit.default_entrypoint
+        knl = self._run_kernel()
         object.__setattr__(self, "_arg_spec", ArgumentSpec.from_kernel(knl))
         object.__setattr__(self, "_no_numpy", bool(knl.options.no_numpy))
         repeated = _RepeatedCalls(

@@ -90,7 +90,7 @@ from pytato.target.loopy.run.split_sizes import hoisted_value
 
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
 
 __all__ = [
@@ -420,7 +420,7 @@ class SplitKernelPlan(KernelPlan):
     the generated sub-units."""
 
     def __init__(self, executor: SplitExecutor) -> None:
-        knl = executor.t_unit[executor.entrypoint]
+        knl = executor.run_kernel
         compiled = executor.compiled()
         subkernels = []
         constants: dict[str, int] = {}
@@ -466,6 +466,7 @@ class SplitKernelPlan(KernelPlan):
             for name, tv in knl.temporary_variables.items() if name in passed}
         self.return_dict = bool(knl.options.return_dict)
         self.no_numpy = bool(knl.options.no_numpy)
+        self.options = knl.options
         kernels = executor.cl_kernels()
         self.cl_programs = {sk.name: kernels[sk.name].program
                             for sk in self.subkernels}
@@ -488,15 +489,30 @@ class SplitExecutor:
     :class:`SplitKernelPlan` is :meth:`kernel_plan`.
 
     :arg units: the sub-units of the kernel (:func:`split_kernel`).
+    :arg full_unit: for a *t_unit* with the arguments, temporaries and
+        options of the kernel but not its instructions (the
+        :class:`~pytato.target.loopy.run.stored_unit.RunFacts` of a unit
+        from the program store, with *units* from there too): gives the
+        whole unit, read where it is needed (a sub-unit missing from the
+        store, or the attribute :attr:`t_unit`).
+
+    .. attribute:: t_unit
+
+        The translation unit.
+
+    .. autoattribute:: run_kernel
     """
 
     def __init__(self, context: cl.Context, t_unit: lp.TranslationUnit,
                  entrypoint: str, units: Sequence[SubUnit],
                  store_key: str | None = None,
                  workers: Sequence[subprocess.Popen[bytes]] = (),
-                 groups: int | None = None) -> None:
+                 groups: int | None = None,
+                 full_unit: Callable[[], lp.TranslationUnit] | None = None
+                 ) -> None:
         self.context = context
-        self.t_unit = t_unit
+        self._view = t_unit
+        self._full_unit = full_unit
         self.entrypoint = entrypoint
         self.units = tuple(units)
         self.store_key = store_key
@@ -511,6 +527,19 @@ class SplitExecutor:
         self._plan: SplitKernelPlan | None = None
         self._dtypes: dict[str, np.dtype[Any]] | None = None
 
+    @property
+    def t_unit(self) -> lp.TranslationUnit:
+        if self._full_unit is not None:
+            self._view = self._full_unit()
+            self._full_unit = None
+        return self._view
+
+    @property
+    def run_kernel(self) -> lp.LoopKernel:
+        """The kernel, perhaps without its instructions (see
+        *full_unit*): its arguments, temporaries and options."""
+        return self._view[self.entrypoint]
+
     def arg_to_dtype(self, kwargs: Mapping[str, Any]) -> None:
         """As :mod:`loopy`'s executors (argument types are the kernel's)."""
         return None
@@ -520,7 +549,9 @@ class SplitExecutor:
         if self._compiled is None:
             workers, self._workers[:] = list(self._workers), []
             try:
-                self._compiled = compile_sub_units(self.t_unit, self.units,
+                # (sub-units of the store have no kernels: no need of the
+                # whole unit unless one is missing there)
+                self._compiled = compile_sub_units(self._view, self.units,
                                                    self._build_device(),
                                                    workers, self._prime())
             except _KernelNeeded:
@@ -569,7 +600,7 @@ class SplitExecutor:
         of each built as a program of its own, several at once)."""
         if self._kernels is None:
             codes = [c.code for c in self.compiled().values()]
-            options = self.t_unit[self.entrypoint].options.build_options
+            options = self.run_kernel.options.build_options
 
             def build(code: str) -> cl.Program:
                 return cl.Program(self.context, code).build(options=options)
@@ -644,15 +675,18 @@ def _open_dtypes(t_unit: lp.TranslationUnit, entrypoint: str
 
 def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
                         entrypoint: str, store_key: str | None = None,
-                        groups: int | None = None
-                        ) -> SplitExecutor | None:
+                        groups: int | None = None,
+                        full_unit: Callable[[], lp.TranslationUnit] | None
+                        = None) -> SplitExecutor | None:
     """A :class:`SplitExecutor` of *t_unit* if it can be split (a single,
     scheduled, unpreprocessed kernel with global barriers), else None.
     *groups*: as in :func:`~pytato.target.loopy.run.split.split_kernel`
     (see :func:`merged_split_groups`).
     With the program's *store_key*, its sub-units (keys and names) are
     taken from the program store if an earlier process saved them (their
-    kernels then are not built: their code is in the store too)."""
+    kernels then are not built: their code is in the store too).
+    *full_unit*: as for :class:`SplitExecutor` (where *t_unit* has no
+    instructions; it is called here if the sub-units are not stored)."""
     if _single_kernel(t_unit) != entrypoint \
             or t_unit.state >= KernelState.PREPROCESSED:
         return None
@@ -669,10 +703,13 @@ def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
             executor = SplitExecutor(
                 context, t_unit, entrypoint,
                 [SubUnit(None, key, tuple(names), ()) for key, names in keys],
-                store_key=store_key, groups=groups)
+                store_key=store_key, groups=groups, full_unit=full_unit)
             executor._dtypes = dtypes
             _logger.info("program store hit for the %d sub-units", len(keys))
             return executor
+    if full_unit is not None:
+        t_unit = full_unit()
+        knl = t_unit[entrypoint]
     # workers import pytato while the kernel is split
     workers = _early_workers(knl)
     try:
@@ -699,14 +736,14 @@ def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
 MIN_MERGED_SPLIT_INSTRUCTIONS = 1000
 
 
-def merged_split_groups(devices: Sequence[cl.Device], knl: lp.LoopKernel
+def merged_split_groups(devices: Sequence[cl.Device], ninstructions: int
                         ) -> int | None:
     """The number of merged sub-units (the *groups* of
     :func:`~pytato.target.loopy.run.split.split_kernel`) in which a kernel
-    *knl* for *devices* is generated in parallel, or None for the single
-    kernel: one per usable CPU where the devices are CPUs, there are
-    several usable CPUs and *knl* has at least
-    :data:`MIN_MERGED_SPLIT_INSTRUCTIONS` instructions, unless
+    of *ninstructions* instructions for *devices* is generated in
+    parallel, or None for the single kernel: one per usable CPU where the
+    devices are CPUs, there are several usable CPUs and the kernel has at
+    least :data:`MIN_MERGED_SPLIT_INSTRUCTIONS` instructions, unless
     :data:`~pytato.target.loopy.run.split.SPLIT_ENV` is set (which chooses
     the path, see :func:`~pytato.target.loopy.run.split.split_enabled`).
 
@@ -717,7 +754,7 @@ def merged_split_groups(devices: Sequence[cl.Device], knl: lp.LoopKernel
     device kernel once (:data:`_WORKER`), so that PoCL's compilation of
     each kernel at its first launch is done there too, in parallel."""
     return _merged_groups(bool(devices) and all(
-        d.type & cl.device_type.CPU for d in devices), len(knl.instructions))
+        d.type & cl.device_type.CPU for d in devices), ninstructions)
 
 
 def _merged_groups(cpu: bool, ninstructions: int) -> int | None:

@@ -1,21 +1,32 @@
 """Translation units from the program store, unpickled when first needed.
 
-A process that finds a program generated without a device in the program
-store (:mod:`~pytato.target.loopy.run.program_store`) runs it from the unit
-scheduled for its device, also stored: the lowered unit
-(:attr:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram.program`)
-is needed only for the user's transformations, for a device whose
-schedule is not stored, or to show it. Unpickling it took 0.08 s of a
-warm process of the 10 000-node DAG of ``benchmarks/bench_codegen.py``
-(PoCL machine). The program holds a :class:`StoredUnit` instead, with the
-few facts its calls need (:class:`UnitFacts`), and unpickles it at the
-first access of the attribute (:class:`LazyUnitField`), where it then
-stays.
+A process that finds a program in the program store
+(:mod:`~pytato.target.loopy.run.program_store`) runs it from the compiled
+code of its scheduled unit, also stored:
+
+* the lowered unit of a program generated without a device
+  (:attr:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram.program`)
+  is needed only for the user's transformations, for a device whose
+  schedule is not stored, or to show it;
+* of the scheduled unit, the executor of the split path
+  (:class:`~pytato.target.loopy.run.split_build.SplitExecutor`) reads the
+  arguments, temporaries and options of its kernel, unless a compiled
+  sub-unit is missing from the store.
+
+Unpickling each took 0.08 s of a warm process of the 10 000-node DAG of
+``benchmarks/bench_codegen.py`` (PoCL machine). Programs hold a
+:class:`StoredUnit` instead, with the few facts their calls need
+(:class:`UnitFacts`, :class:`RunFacts`), and unpickle it at the first
+access of the attribute (:class:`LazyUnitField`), where it then stays.
 
 .. autoclass:: UnitFacts
+.. autoclass:: RunFacts
 .. autoclass:: StoredUnit
 .. autoclass:: LazyUnitField
 .. autofunction:: unit_facts
+.. autofunction:: run_facts
+.. autofunction:: stored_unit
+.. autofunction:: save_unit
 .. autofunction:: loaded
 """
 
@@ -62,25 +73,57 @@ class UnitFacts(NamedTuple):
 
 
 def unit_facts(t_unit: lp.TranslationUnit) -> UnitFacts:
-    """The :class:`UnitFacts` of the lowered unit *t_unit*."""
+    """The :class:`UnitFacts` of *t_unit*."""
     knl = t_unit.default_entrypoint
     return UnitFacts(frozenset(knl.all_inames()),
                      ArgumentSpec.from_kernel(knl), bool(knl.options.no_numpy))
 
 
+class RunFacts(NamedTuple):
+    """What making the executor of a scheduled unit needs of it, stored
+    with it (the part ``"run-facts"`` of its key).
+
+    .. attribute:: view
+
+        The unit with its entrypoint's instructions and domains left out:
+        its arguments, temporaries, options, target and state are those
+        of the unit.
+
+    .. attribute:: ninstructions
+
+        The number of instructions of the entrypoint.
+    """
+
+    view: lp.TranslationUnit
+    ninstructions: int
+
+
+def run_facts(t_unit: lp.TranslationUnit) -> RunFacts | None:
+    """The :class:`RunFacts` of the scheduled unit *t_unit*; None for a unit
+    of several entrypoints."""
+    if len(t_unit.entrypoints) != 1:
+        return None
+    knl = t_unit.default_entrypoint
+    return RunFacts(t_unit.with_kernel(knl.copy(instructions=[], domains=[])),
+                    len(knl.instructions))
+
+
 class StoredUnit:
     """A translation unit as the program store keeps it (pickled), with
-    its :class:`UnitFacts`. :meth:`load` unpickles it; where the stored
-    bytes cannot be read, *regenerate* makes the unit anew (from the
-    user's graph). Pickled, it is the unit."""
+    its :class:`UnitFacts` and, for a scheduled unit, its
+    :class:`RunFacts`. :meth:`load` unpickles it; where the stored bytes
+    cannot be read, *regenerate* makes the unit anew (from the user's
+    graph). Pickled, it is the unit."""
 
-    __slots__ = ("_data", "_regenerate", "facts")
+    __slots__ = ("_data", "_regenerate", "facts", "run")
 
-    def __init__(self, data: bytes, facts: UnitFacts,
-                 regenerate: Callable[[], lp.TranslationUnit]) -> None:
+    def __init__(self, data: bytes, facts: UnitFacts | None,
+                 regenerate: Callable[[], lp.TranslationUnit],
+                 run: RunFacts | None = None) -> None:
         self._data = data
         self._regenerate = regenerate
         self.facts = facts
+        self.run = run
 
     def load(self) -> lp.TranslationUnit:
         """The translation unit."""
@@ -97,6 +140,37 @@ class StoredUnit:
 
 def _same(value: Any) -> Any:
     return value
+
+
+def stored_unit(key: str, regenerate: Callable[[], lp.TranslationUnit], *,
+                facts: bool = False, run: bool = False
+                ) -> lp.TranslationUnit | StoredUnit | None:
+    """The unit stored under *key* (the part ``"unit"``), or None if there
+    is none: a :class:`StoredUnit` if the facts asked for (*facts*: its
+    :class:`UnitFacts`; *run*: its :class:`RunFacts`) are stored with it,
+    else the unit unpickled. *regenerate*: see :class:`StoredUnit`."""
+    unit_facts = program_store.load(key, "unit-facts") if facts else None
+    run_facts = program_store.load(key, "run-facts") if run else None
+    if (facts and unit_facts is None) or (run and run_facts is None) \
+            or not (facts or run):
+        return program_store.load(key, "unit")  # type: ignore[no-any-return]
+    data = program_store.load_data(key, "unit")
+    if data is None:
+        return None
+    return StoredUnit(data, unit_facts, regenerate, run_facts)
+
+
+def save_unit(key: str, t_unit: lp.TranslationUnit, *, facts: bool = False,
+              run: bool = False) -> None:
+    """Save *t_unit* in the program store under *key* (the part
+    ``"unit"``), with the facts that :func:`stored_unit` reads."""
+    program_store.save(key, "unit", t_unit)
+    if facts:
+        program_store.save(key, "unit-facts", unit_facts(t_unit))
+    if run:
+        summary = run_facts(t_unit)
+        if summary is not None:
+            program_store.save(key, "run-facts", summary)
 
 
 def loaded(value: Any) -> Any:
