@@ -27,6 +27,14 @@ def split_on(monkeypatch):
     PROGRAM_CACHE.clear()
 
 
+@pytest.fixture
+def split_store(split_on, monkeypatch, tmp_path):
+    """The split path on, with a new, empty program store."""
+    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
+    monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE")
+    monkeypatch.setattr(program_store, "_STORE", [])
+
+
 def _dg_like(nfields: int, ngroups: int = 3, ndofs: int = 4,
              nels: tuple[int, ...] | None = None
              ) -> tuple[dict[str, pt.Array], dict[str, np.ndarray],
@@ -176,13 +184,9 @@ def test_parallel_equals_serial(ctx_factory, split_on, monkeypatch):
                                    atol=1e-12)
 
 
-def test_sub_unit_store_hit_across_renamed_inputs(ctx_factory, split_on,
-                                                  monkeypatch, tmp_path):
+def test_sub_unit_store_hit_across_renamed_inputs(ctx_factory, split_store):
     """A second program with renamed inputs finds every sub-unit of the
     first in the program store."""
-    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
-    monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE")
-    monkeypatch.setattr(program_store, "_STORE", [])
     queue = cl.CommandQueue(ctx_factory())
     rng = np.random.default_rng(2)
     results = []
@@ -212,14 +216,10 @@ def test_split_not_possible_without_barriers(ctx_factory):
         split.split_kernel(knl)
 
 
-def test_split_units_from_store(ctx_factory, split_on, monkeypatch, tmp_path,
-                                caplog):
+def test_split_units_from_store(ctx_factory, split_store, caplog):
     """A program generated again (in-memory cache cleared) takes its
     sub-units from the store: no split, no loopy, same results."""
     import logging
-    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
-    monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE")
-    monkeypatch.setattr(program_store, "_STORE", [])
     queue = cl.CommandQueue(ctx_factory())
     g = make_random_graph(3)
     inputs = g.inputs_for(g.outputs)
@@ -238,8 +238,8 @@ def test_split_units_from_store(ctx_factory, split_on, monkeypatch, tmp_path,
 
 
 @pytest.mark.parametrize("deferred", [False, True])
-def test_split_executor_of_stored_unit(ctx_factory, split_on, monkeypatch,
-                                       tmp_path, deferred):
+def test_split_executor_of_stored_unit(ctx_factory, split_store, monkeypatch,
+                                       deferred):
     """A program from the store runs the split path from the stored facts
     of its scheduled unit (its arguments, temporaries, options): the unit
     itself is unpickled only when it is read (the executor's ``t_unit``,
@@ -247,9 +247,6 @@ def test_split_executor_of_stored_unit(ctx_factory, split_on, monkeypatch,
     then splits it again; the results are unchanged."""
     from pytato.target.loopy.run.stored_unit import StoredUnit
 
-    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
-    monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE")
-    monkeypatch.setattr(program_store, "_STORE", [])
     queue = cl.CommandQueue(ctx_factory())
     g = make_random_graph(5)
     inputs = g.inputs_for(g.outputs)
@@ -506,13 +503,9 @@ def test_hoisted_with_symbolic_sizes(ctx_factory, split_on):
                                        atol=1e-12)
 
 
-def test_store_hit_across_sizes(ctx_factory, split_on, monkeypatch,
-                                tmp_path):
+def test_store_hit_across_sizes(ctx_factory, split_store):
     """A second program that differs from the first only in its element
     counts finds every sub-unit of the first in the program store."""
-    monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
-    monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE")
-    monkeypatch.setattr(program_store, "_STORE", [])
     queue = cl.CommandQueue(ctx_factory())
     results = []
     for nels in ((40, 80), (56, 200)):
