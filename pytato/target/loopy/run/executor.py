@@ -87,6 +87,7 @@ from pytools import memoize_method
 
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.target.loopy.run import jit_primer, program_store
+from pytato.target.loopy.run.binaries import build_programs
 from pytato.target.loopy.run.launch_once import device_index
 from pytato.target.loopy.run.preprocessing import (
     generate_code,
@@ -642,6 +643,8 @@ def build_kernels(context: cl.Context, code: str,
     """Build the OpenCL C source *code* on *context* with the build
     *options*, and return its kernels by name.
 
+    Programs are built from the binaries of earlier builds where the
+    program store has them (:func:`~pytato.target.loopy.run.binaries.build_programs`).
     The kernels may be built as several programs at once (in threads:
     :mod:`pyopencl` releases the GIL while the OpenCL compiler runs): each
     program has some of the kernels, with all the rest of the source
@@ -662,12 +665,8 @@ def build_kernels(context: cl.Context, code: str,
     """
     sources = chunk_sources(code, nchunks)
     if len(sources) == 1:
-        return _program_kernels(cl.Program(context, code).build(
-            options=options))
-
-    def build(source: str) -> cl.Program:
-        return cl.Program(context, source).build(options=options)
-
+        (program,) = build_programs(context, [code], options)
+        return _program_kernels(program)
     if parallel is None:
         parallel = os.environ.get(BUILD_PARALLEL_ENV, "").strip() or "threads"
     if parallel not in ("threads", "processes"):
@@ -677,10 +676,7 @@ def build_kernels(context: cl.Context, code: str,
         if parallel == "processes" and len(context.devices) == 1:
             programs = _build_in_processes(context, sources, options)
         else:
-            with ThreadPoolExecutor(len(sources),
-                                    thread_name_prefix="pytato-build"
-                                    ) as pool:
-                programs = list(pool.map(build, sources))
+            programs = build_programs(context, sources, options)
     except Exception:  # the one-program build reports it
         _logger.info("building the source as %d programs failed; building "
                      "it as one", len(sources))

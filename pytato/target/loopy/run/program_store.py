@@ -17,7 +17,9 @@ generated finds the results here, on disk:
   graph's, computed once;
 * for programs of many kernels, the compiled function of their fast calls
   (:data:`~pytato.target.loopy.run.fast_call.STORED_RUN_MIN_KERNELS`) is
-  kept too.
+  kept too, and the device binaries of built programs
+  (:mod:`~pytato.target.loopy.run.binaries`, keyed by source, options,
+  device and driver).
 
 The key of a program (:func:`program_key`) is a hash of
 

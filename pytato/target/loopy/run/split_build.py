@@ -38,7 +38,6 @@ import subprocess
 import sys
 import threading
 import weakref
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +56,7 @@ from pymbolic.mapper.substitutor import SubstitutionMapper, make_subst_func
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.diagnostic import UnsupportedByTargetError
 from pytato.target.loopy.run import jit_primer, program_store
+from pytato.target.loopy.run.binaries import build_programs
 from pytato.target.loopy.run.executor import (
     _program_kernels,
     _usable_cpus,
@@ -601,18 +601,12 @@ class SplitExecutor:
         if self._kernels is None:
             codes = [c.code for c in self.compiled().values()]
             options = self.run_kernel.options.build_options
-
-            def build(code: str) -> cl.Program:
-                return cl.Program(self.context, code).build(options=options)
-
             # one program per distinct sub-unit (its source is the same in
-            # every program that has it: pyopencl's binary cache finds
-            # it), built in threads (pyopencl releases the GIL)
+            # every program that has it: the driver's cache, and the
+            # binaries in the program store, find it), built in threads
             with PhaseTimer(_logger, f"OpenCL build ({len(codes)} programs)"):
-                with ThreadPoolExecutor(
-                        max(1, min(len(codes), _usable_cpus())),
-                        thread_name_prefix="pytato-build") as pool:
-                    programs = list(pool.map(build, codes))
+                programs = build_programs(self.context, codes, options,
+                                          threads=_usable_cpus())
             kernels: dict[str, cl.Kernel] = {}
             for program in programs:
                 kernels.update(_program_kernels(program))
