@@ -25,10 +25,13 @@ __kernel void scale(__global double *out, __global const double *x)
 
 @pytest.fixture
 def store(tmp_path, monkeypatch):
-    """A new, empty program store in *tmp_path*."""
+    """A new, empty program store in *tmp_path*; binaries kept for every
+    device (PoCL's too, which :func:`binaries.binaries_cheap` leaves out:
+    reading them is slow, not wrong)."""
     monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
     monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE", raising=False)
     monkeypatch.setattr(program_store, "_STORE", [])
+    monkeypatch.setattr(binaries, "binaries_cheap", lambda device: True)
     return tmp_path
 
 
@@ -96,3 +99,22 @@ def test_without_store(cl_ctx, store, builds, monkeypatch):
 def test_build_errors_raised(cl_ctx, store):
     with pytest.raises((cl.Error, RuntimeError)):
         binaries.build_programs(cl_ctx, ["__kernel void f() { nonsense }"])
+
+
+def test_binaries_kept_for_gpus_not_pocl():
+    class Platform:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    class Device:
+        def __init__(self, kind: int, platform: str) -> None:
+            self.type = kind
+            self.platform = Platform(platform)
+
+    gpu, cpu = cl.device_type.GPU, cl.device_type.CPU
+    assert binaries.binaries_cheap(Device(gpu, "NVIDIA CUDA"))
+    assert not binaries.binaries_cheap(Device(cpu, "Intel(R) OpenCL"))
+    assert not binaries.binaries_cheap(
+        Device(cpu, "Portable Computing Language"))
+    assert not binaries.binaries_cheap(
+        Device(gpu, "Portable Computing Language"))

@@ -5,15 +5,20 @@ from source itself (NVIDIA's, PoCL's). A build from source that hits the
 driver's cache still costs the driver's lookup: on the H100 machine, 3 ms
 a program (the 47 programs of the 10 000-node DAG of
 ``benchmarks/bench_codegen.py``: 0.14 s, 0.09 s in 16 threads), against
-0.6 ms from the program's binary (0.03 s); on PoCL (2 cores), its two
-programs 0.067 s from source, 0.025 s from binaries.
+0.6 ms from the program's binary (0.03 s).
 :func:`build_programs` builds from the binaries that an earlier build of
 the same source saved in the program store
 (:mod:`~pytato.target.loopy.run.program_store`), for the same device,
-driver and options, and saves them after builds from source.
+driver and options, and saves them after builds from source, on the
+devices where reading a program's binary is cheap
+(:func:`binaries_cheap`: GPUs other than PoCL's). On PoCL's CPU device,
+building its two programs took 0.067 s from source, 0.025 s from
+binaries, but reading the binaries of a program just built took 6 s in a
+cold process (PoCL compiles every kernel for them).
 
 .. autofunction:: build_programs
 .. autofunction:: binary_key
+.. autofunction:: binaries_cheap
 """
 
 from __future__ import annotations
@@ -59,6 +64,13 @@ def binary_key(device: cl.Device, options: str | Sequence[str] | None,
     return digest.hexdigest()
 
 
+def binaries_cheap(device: cl.Device) -> bool:
+    """Whether :func:`build_programs` keeps the binaries of programs for
+    *device*: a GPU, not of PoCL."""
+    return bool(device.type & cl.device_type.GPU) \
+        and device.platform.name != "Portable Computing Language"
+
+
 def _build(context: cl.Context, source: str,
            options: str | Sequence[str] | None,
            binary: bytes | None) -> tuple[cl.Program, bool]:
@@ -80,14 +92,16 @@ def build_programs(context: cl.Context, sources: Sequence[str],
     """The programs of *sources* built on *context* with the build
     *options*, several at once (in up to *threads* threads, by default one
     a source: :mod:`pyopencl` releases the GIL while the driver builds).
-    For a context of one device, with the program store on, each is built
-    from the binary saved by an earlier build of its source for that
-    device (its binary is saved after a build from source). Build errors
+    For a context of one device (for which :func:`binaries_cheap`), with
+    the program store on, each is built from the binary saved by an
+    earlier build of its source for that device (its binary is saved
+    after a build from source). Build errors
     are raised as by :meth:`pyopencl.Program.build`."""
     devices = context.devices
     keys: list[str | None] = [None] * len(sources)
     binaries: list[bytes | None] = [None] * len(sources)
-    if len(devices) == 1 and program_store.store_enabled():
+    if len(devices) == 1 and program_store.store_enabled() \
+            and binaries_cheap(devices[0]):
         keys = [binary_key(devices[0], options, s) for s in sources]
         binaries = [program_store.load(k, "binary") for k in keys]
 
