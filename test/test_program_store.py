@@ -530,6 +530,37 @@ def test_loads_without_collections(queue, monkeypatch, collecting):
 
 
 
+class _Probe:
+    """Records whether the garbage collector is on when it is pickled."""
+
+    seen: list[bool] = []
+
+    def __reduce__(self):
+        import gc
+        _Probe.seen.append(gc.isenabled())
+        return (_Probe, ())
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_dumps_without_collections(collecting):
+    """Entries are pickled with the garbage collector off (pickling makes
+    short-lived objects that started collections over the whole process),
+    and it is on again afterwards if it was on before."""
+    import gc
+    was = gc.isenabled()
+    if not collecting:
+        gc.disable()
+    _Probe.seen = []
+    try:
+        value = program_store._loads(program_store._dumps([_Probe(), 1]))
+        assert _Probe.seen == [False]
+        assert type(value[0]) is _Probe
+        assert gc.isenabled() is collecting
+    finally:
+        if was:
+            gc.enable()
+
+
 def test_loads_promotes_to_oldest_generation():
     """Unpickled entries go straight to the collector's oldest generation
     (not walked by two young collections first), unless the process has
