@@ -208,6 +208,25 @@ def test_symbolic_shapes_broadcast() -> None:
     assert pt.array.shape.are_shape_components_equal(w.shape[0] - 1, n)
 
 
+def test_index_expressions_shared() -> None:
+    """The expressions reading the operands of element-wise nodes are
+    shared between nodes of equal (integer) shapes (their hashes computed
+    once); with symbolic shapes they are made anew, equal."""
+    from pytato.frontend.elementwise import index_expr_for
+    x = pt.make_placeholder("x", (4, 1), np.float64)
+    y = pt.make_placeholder("y", (4, 3), np.float64)
+    first = index_expr_for(x, "_in0", 2, (4, 3))
+    assert index_expr_for(x, "_in0", 2, (4, 3)) is first
+    assert str(first) == "_in0[_0, 0]"
+    assert str(index_expr_for(x, "_in0", 2, (4, 1))) == "_in0[_0, _1]"
+    assert (x + y).expr == (x + y).expr
+    n = pt.make_size_param("n")
+    z = pt.make_placeholder("z", (n, 3), np.float64)
+    a = index_expr_for(z, "_in0", 2, (n, 3))
+    b = index_expr_for(z, "_in0", 2, (n, 3))
+    assert a == b and str(a) == "_in0[_0, _1]"
+
+
 def test_deep_chain_equality_hash_pickle_copy() -> None:
     a = pt.make_placeholder("a", (3,), np.float64)
     b1, b2 = a, a

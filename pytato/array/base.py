@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import numpy as np
 from constantdict import constantdict
+from pymbolic.primitives import ExpressionNode
 from pytools.tag import Tag
 
 # (the tag helpers, defined here before pytato.array.tagging: re-exported)
@@ -165,8 +166,10 @@ class _Identity:
         return (_Identity, (self.obj,))
 
 
+# (pymbolic's expressions hold no arrays: kept whole in skeletons)
 _ATOMIC = (int, float, complex, str, bool, bytes, type(None), np.dtype,
-           np.generic, frozenset, slice, Tag, Axis, ReductionDescriptor)
+           np.generic, frozenset, slice, Tag, Axis, ReductionDescriptor,
+           ExpressionNode)
 
 
 class GraphNode:
@@ -244,6 +247,9 @@ def _flatten(value: Any, kids: list[Array]) -> Any:
 # the field names of dataclass types marked ``_pt_flatten``
 _FLATTENED_DATACLASS_FIELDS: dict[type, tuple[str, ...]] = {}
 
+
+# the skeleton of empty mappings (as _flatten_mapping makes it)
+_EMPTY_MAPPING = ("__mapping__", ())
 
 # skeletons of mappings from strings to child nodes (e.g. bindings), by
 # their keys and the index of their first child: shared between nodes
@@ -465,6 +471,8 @@ class Array(GraphNode, _TaggableMixin):
             elif kind is _CHILD:
                 kids.append(value)
                 skel_fields.append(_child_ref(len(kids) - 1))
+            elif kind is _MAPPING and not value:
+                skel_fields.append(_EMPTY_MAPPING)
             else:
                 skel_fields.append(_flatten(value, kids))
         skel = tuple(skel_fields)

@@ -98,9 +98,17 @@ def _as_operand(x: Any, argname: str) -> Any:
                                    f"{type(x).__name__}")
 
 
+# empty arrays of each dtype, standing for arrays in numpy's dtype rules
+# (never written: shared)
+_PROXIES: dict[np.dtype[Any], np.ndarray[Any, Any]] = {}
+
+
 def _proxy(x: Any) -> Any:
     if isinstance(x, Array):
-        return np.empty((0,), dtype=x.dtype)
+        proxy = _PROXIES.get(x.dtype)
+        if proxy is None:
+            proxy = _PROXIES[x.dtype] = np.empty((0,), dtype=x.dtype)
+        return proxy
     return x
 
 
@@ -126,6 +134,19 @@ def _binding_variable(name: str) -> prim.Variable:
     return var
 
 
+# the expressions of index_expr_for by name and integer shapes (immutable,
+# so shared: their hashes are computed once)
+_INDEX_EXPRS: dict[tuple[Any, ...], prim.Subscript] = {}
+_MAX_INDEX_EXPRS = 4096
+
+
+def _int_shape(shape: Any) -> bool:
+    for n in shape:
+        if type(n) is not int:
+            return False
+    return True
+
+
 def index_expr_for(ary: Array, name: str, out_ndim: int,
                    out_shape: Sequence[Any] | None = None) -> Any:
     """The expression reading *ary* (bound as *name*) broadcast to an output
@@ -133,6 +154,20 @@ def index_expr_for(ary: Array, name: str, out_ndim: int,
     shape = ary.shape
     if not shape:
         return _binding_variable(name)
+    if not (_int_shape(shape) and (out_shape is None or _int_shape(out_shape))):
+        return _index_expr(shape, name, out_ndim, out_shape)
+    key = (name, shape, out_ndim,
+           None if out_shape is None else tuple(out_shape))
+    expr = _INDEX_EXPRS.get(key)
+    if expr is None:
+        expr = _index_expr(shape, name, out_ndim, out_shape)
+        if len(_INDEX_EXPRS) < _MAX_INDEX_EXPRS:
+            _INDEX_EXPRS[key] = expr
+    return expr
+
+
+def _index_expr(shape: Sequence[Any], name: str, out_ndim: int,
+                out_shape: Sequence[Any] | None) -> prim.Subscript:
     offset = out_ndim - len(shape)
     idx = []
     for i, n in enumerate(shape):
