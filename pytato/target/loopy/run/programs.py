@@ -377,12 +377,13 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
     #: transformations; the others are the user's)
     generated_inames: frozenset[str] | None = field(
         default=None, compare=False, repr=False)
-    # deferred schedules: the scheduled unit and its store key by device
-    # description; the device description of each context (None where
-    # its devices differ: an executor per device); the executors of such
-    # contexts by (context, description); the description of the device
-    # of the last call
-    _schedules: dict[DeviceInfo, tuple[lp.TranslationUnit, str | None]] = \
+    # deferred schedules: the scheduled unit (perhaps still pickled, see
+    # stored_unit) and its store key by device description; the device
+    # description of each context (None where its devices differ: an
+    # executor per device); the executors of such contexts by (context,
+    # description); the description of the device of the last call
+    _schedules: dict[DeviceInfo,
+                     tuple[lp.TranslationUnit | StoredUnit, str | None]] = \
         field(default_factory=dict, compare=False, repr=False, init=False)
     _context_info: dict[cl.Context, DeviceInfo | None] = field(
         default_factory=dict, compare=False, repr=False, init=False)
