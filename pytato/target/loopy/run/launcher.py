@@ -189,8 +189,8 @@ class SubkernelInfo:
                    ) -> tuple[tuple[int, ...], tuple[int, ...]]:
         """Return ``(global_size, local_size)`` in work items, for the
         value arguments *values*."""
-        groups = tuple(int(evaluate(g, values)) for g in self.group_count) or (1,)
-        local = tuple(int(evaluate(s, values)) for s in self.local_size) or (1,)
+        groups = _eval_shape(self.group_count, values) or (1,)
+        local = _eval_shape(self.local_size, values) or (1,)
         ndim = max(len(groups), len(local))
         groups += (1,) * (ndim - len(groups))
         local += (1,) * (ndim - len(local))
@@ -201,7 +201,9 @@ class SubkernelInfo:
 def _eval_shape(shape: Any, values: Mapping[str, int]) -> tuple[int, ...]:
     if shape is None:
         return ()
-    return tuple(int(evaluate(c, values)) for c in shape)
+    # (constant extents, the commonest, without pymbolic's evaluator)
+    return tuple(c if type(c) is int else int(evaluate(c, values))
+                 for c in shape)
 
 
 class KernelPlan:
