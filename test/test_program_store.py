@@ -312,6 +312,8 @@ def test_lowered_unit_unpickled_when_needed(store, queue, monkeypatch):
     assert sum(u is lowered for u in loads) == 1
     assert type(_PROGRAM.raw(prog)) is not StoredUnit
     assert prog.program is prog.program
+    # (one unpickling, shared by the holders of the stored unit)
+    assert exe.lowered_program is prog.program
     assert exe.lowered_program == first.program
     # pickled, a program from the store holds its unit
     assert pickle.loads(pickle.dumps(_PROGRAM.raw(copied))) == first.program

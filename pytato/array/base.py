@@ -248,7 +248,7 @@ def _flatten(value: Any, kids: list[Array]) -> Any:
 _FLATTENED_DATACLASS_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-# the skeleton of empty mappings (as _flatten_mapping makes it)
+# the skeleton of empty mappings (one object, shared)
 _EMPTY_MAPPING = ("__mapping__", ())
 
 # skeletons of mappings from strings to child nodes (e.g. bindings), by
@@ -258,6 +258,8 @@ _MAX_MAPPING_SKELETONS = 4096
 
 
 def _flatten_mapping(value: Mapping[Any, Any], kids: list[Array]) -> Any:
+    if not value:
+        return _EMPTY_MAPPING
     get = _KIND_OF_TYPE.get
     keys = tuple(value)
     for k, v in value.items():

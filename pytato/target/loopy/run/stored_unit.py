@@ -111,28 +111,35 @@ def run_facts(t_unit: lp.TranslationUnit) -> RunFacts | None:
 class StoredUnit:
     """A translation unit as the program store keeps it (pickled), with
     its :class:`UnitFacts` and, for a scheduled unit, its
-    :class:`RunFacts`. :meth:`load` unpickles it; where the stored bytes
-    cannot be read, *regenerate* makes the unit anew (from the user's
-    graph). Pickled, it is the unit."""
+    :class:`RunFacts`. :meth:`load` unpickles it (once: every holder of
+    the object then shares the unit); where the stored bytes cannot be
+    read, *regenerate* makes the unit anew (from the user's graph).
+    Pickled, it is the unit."""
 
-    __slots__ = ("_data", "_regenerate", "facts", "run")
+    __slots__ = ("_data", "_regenerate", "_unit", "facts", "run")
 
     def __init__(self, data: bytes, facts: UnitFacts | None,
                  regenerate: Callable[[], lp.TranslationUnit],
                  run: RunFacts | None = None) -> None:
         self._data = data
-        self._regenerate = regenerate
+        self._regenerate: Callable[[], lp.TranslationUnit] | None = regenerate
+        self._unit: lp.TranslationUnit | None = None
         self.facts = facts
         self.run = run
 
     def load(self) -> lp.TranslationUnit:
-        """The translation unit."""
-        try:
-            return program_store.loads(self._data)
-        except Exception as e:
-            _logger.warning("program store: cannot read a unit (%s: %s), "
-                            "generating it anew", type(e).__name__, e)
-            return self._regenerate()
+        """The translation unit (unpickled at the first call)."""
+        if self._unit is None:
+            try:
+                unit = program_store.loads(self._data)
+            except Exception as e:
+                _logger.warning("program store: cannot read a unit (%s: %s), "
+                                "generating it anew", type(e).__name__, e)
+                assert self._regenerate is not None
+                unit = self._regenerate()
+            # (neither the bytes nor the graph of regenerate are needed now)
+            self._unit, self._data, self._regenerate = unit, b"", None
+        return self._unit
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_same, (self.load(),))
