@@ -19,8 +19,9 @@ GPU_GRID = (528, 256)   # an H100: 4 groups per compute unit, 256 items
 
 def _two_stage(graph, num_groups, group_size, **kwargs):
     """The program of *graph* (without the default schedule) with every
-    instruction holding a reduction computed in two stages, and global
-    barriers between the instructions."""
+    instruction holding a reduction computed in two stages (in one kernel
+    with ``single_launch=True``), and global barriers between the
+    instructions."""
     return _split_all(graph, lambda knl, insn_id: split_reduction_two_stage(
         knl, insn_id, num_groups=num_groups, group_size=group_size,
         **kwargs))
@@ -53,23 +54,23 @@ def _split_all(graph, split):
     for insn_id in red_ids:
         knl = split(knl, insn_id)
     # global barriers between consecutive instructions (as the default
-    # schedule adds them), in the order of the original instructions
-    order = []
-    for insn in prg.program.default_entrypoint.instructions:
-        if insn.id in red_ids:
-            order += [f"{insn.id}_stage1", f"{insn.id}_two_stage_barrier",
-                      f"{insn.id}_columns_barrier"]
-        order.append(insn.id)
+    # schedule adds them), in the order of the original instructions:
+    # from the last instruction made of one to the first made of the next
     insns = {insn.id: insn for insn in knl.instructions}
-    # (a split may leave an instruction unchanged)
-    order = [iid for iid in order if iid in insns]
+    groups = []
+    for insn in prg.program.default_entrypoint.instructions:
+        made = ([f"{insn.id}_stage1", insn.id] if insn.id in red_ids
+                else [insn.id])
+        # (a split may leave an instruction unchanged)
+        groups.append([iid for iid in made if iid in insns])
     barriers = []
-    for i in range(len(order) - 1):
+    for i in range(len(groups) - 1):
         bid = f"_test_gbarrier_{i}"
         barriers.append(lp.BarrierInstruction(
             id=bid, synchronization_kind="global", mem_kind="global",
-            depends_on=frozenset({order[i]}), within_inames=frozenset()))
-        after = insns[order[i + 1]]
+            depends_on=frozenset({groups[i][-1]}),
+            within_inames=frozenset()))
+        after = insns[groups[i + 1][0]]
         insns[after.id] = after.copy(depends_on=after.depends_on | {bid})
     knl = knl.copy(instructions=[*insns.values(), *barriers])
     return prg.copy(program=prg.program.with_kernel(knl))
@@ -112,45 +113,52 @@ def _check(res, ref, dtype, n):
         np.testing.assert_array_equal(res, ref)
 
 
-def _run(queue, graph, grid, **inputs):
-    prg = _two_stage(graph, *grid)
+def _run(queue, graph, grid, single_launch=False, **inputs):
+    prg = _two_stage(graph, *grid, single_launch=single_launch)
     _, out = prg(queue, **inputs)
     return out
 
 
+SINGLE_LAUNCH = pytest.mark.parametrize("single_launch", [False, True],
+                                        ids=["two_kernels", "one_kernel"])
+
+
+@SINGLE_LAUNCH
 @pytest.mark.parametrize("op", list(_PT_OPS))
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32,
                                    np.complex128, np.bool_])
-def test_ops_and_dtypes(queue, op, dtype):
+def test_ops_and_dtypes(queue, op, dtype, single_launch):
     if op in ("max", "min") and np.dtype(dtype).kind == "c":
         pytest.skip("no ordering of complex numbers")
     rng = np.random.default_rng(7)
     n = 10007
     a = _data(rng, dtype, (n,), op)
     x = pt.make_placeholder("x", (n,), dtype)
-    (res,) = _run(queue, _PT_OPS[op](x), CPU_GRID, x=a)
+    (res,) = _run(queue, _PT_OPS[op](x), CPU_GRID, single_launch, x=a)
     _check(res, _NP_OPS[op](a), dtype, n)
 
 
+@SINGLE_LAUNCH
 @pytest.mark.parametrize("grid", [CPU_GRID, GPU_GRID, (3, 5)])
 @pytest.mark.parametrize("n", [0, 1, 100, 10007, 2**20])
 @pytest.mark.parametrize("op", ["sum", "max", "prod", "all"])
-def test_sizes(queue, op, n, grid):
+def test_sizes(queue, op, n, grid, single_launch):
     if n == 0 and op == "max":
         pytest.skip("max of an empty array")
     dtype = {"all": np.bool_, "max": np.int32}.get(op, np.float64)
     rng = np.random.default_rng(n)
     a = _data(rng, dtype, (n,), op)
     x = pt.make_placeholder("x", (n,), dtype)
-    (res,) = _run(queue, _PT_OPS[op](x), grid, x=a)
+    (res,) = _run(queue, _PT_OPS[op](x), grid, single_launch, x=a)
     _check(res, _NP_OPS[op](a), dtype, n)
 
 
+@SINGLE_LAUNCH
 @pytest.mark.parametrize("grid", [CPU_GRID, GPU_GRID])
-def test_symbolic_size(queue, grid):
+def test_symbolic_size(queue, grid, single_launch):
     n = pt.make_size_param("n")
     x = pt.make_placeholder("x", (n,), np.float64)
-    prg = _two_stage(pt.sum(x), *grid)
+    prg = _two_stage(pt.sum(x), *grid, single_launch=single_launch)
     rng = np.random.default_rng(3)
     for size in [0, 1, 100, 10007, 2**20 + 3]:
         a = rng.random(size)
@@ -167,16 +175,19 @@ def test_chunk(queue, chunk):
     np.testing.assert_allclose(res, a.sum(), rtol=1e-12)
 
 
-def test_nan_propagation(queue):
+@SINGLE_LAUNCH
+def test_nan_propagation(queue, single_launch):
     a = np.random.default_rng(0).random(10007)
     a[5000] = np.nan
     x = pt.make_placeholder("x", (10007,), np.float64)
     for op in [pt.amax, pt.amin]:
-        (res,) = _run(queue, op(x), CPU_GRID, x=a)
+        (res,) = _run(queue, op(x), CPU_GRID, single_launch, x=a)
         assert np.isnan(res)
 
 
-def test_reduction_in_arithmetic_and_outputs_with_inames(queue):
+@SINGLE_LAUNCH
+def test_reduction_in_arithmetic_and_outputs_with_inames(queue,
+                                                         single_launch):
     rng = np.random.default_rng(1)
     n = pt.make_size_param("n")
     x = pt.make_placeholder("x", (n, 10007), np.float64)
@@ -191,7 +202,7 @@ def test_reduction_in_arithmetic_and_outputs_with_inames(queue):
     ya = rng.random(5)
     za = rng.random((5, 3))
     for grid in [CPU_GRID, GPU_GRID]:
-        out = _run(queue, graph, grid, x=xa, y=ya, z=za)
+        out = _run(queue, graph, grid, single_launch, x=xa, y=ya, z=za)
         ref_rows = xa.sum(axis=1) + 1
         np.testing.assert_allclose(out["rows"], ref_rows, rtol=1e-12)
         np.testing.assert_allclose(out["dot"], 2 * (ref_rows * ya).sum(),
@@ -399,3 +410,136 @@ def test_two_stage_unroll_and_final_group(queue, n):
     with pytest.raises(ValueError, match="unroll"):
         split_reduction_two_stage(prg.program.default_entrypoint, insn.id,
                                   num_groups=2, group_size=2, unroll=0)
+
+
+# {{{ single-launch reductions: both stages in one kernel
+
+def test_single_launch_structure():
+    import re
+
+    import loopy as lp
+
+    from pytato.target.loopy.run.preprocessing import (
+        generate_code,
+        preprocess_and_linearize,
+    )
+    from pytato.target.loopy.schedule.reductions import ZeroedTemporary
+    x = pt.make_placeholder("x", (1000,), np.float64)
+    prg = pt.generate_loopy(3 * pt.sum(x), default_schedule=False)
+    knl = prg.program.default_entrypoint
+    (insn,) = knl.instructions
+    new = split_reduction_two_stage(knl, insn.id, num_groups=4,
+                                    group_size=16, single_launch=True)
+    ids = {i.id for i in new.instructions}
+    assert ids == {insn.id, f"{insn.id}_stage1", f"{insn.id}_ticket"}
+    assert not any(isinstance(i, lp.BarrierInstruction)
+                   for i in new.instructions)
+    # stage 2 (the instruction itself) runs in the group that took the
+    # last ticket
+    assert new.id_to_insn[insn.id].predicates
+    (counter,) = [t for t in new.temporary_variables.values()
+                  if any(isinstance(tag, ZeroedTemporary) for tag in t.tags)]
+    assert counter.address_space == lp.AddressSpace.GLOBAL
+    assert counter.shape == (1,)
+    code = generate_code(preprocess_and_linearize(
+        prg.program.with_kernel(new))).device_code()
+    assert code.count("__kernel") == 1
+    # the neutral elements of stage 2's tree are set after the ticket
+    # (loopy gives their initialization the predicate, not the dependency:
+    # see order_after_predicate_writers)
+    before, after = code.split("atomic_inc")
+    late = set(re.findall(r"(neutral\w+) = ", after))
+    assert late
+    assert not late & set(re.findall(r"(neutral\w+) = ", before))
+    # with output inames: two kernels (stage 2 for every output in every
+    # group would cost more than the launch it saves)
+    y = pt.make_placeholder("y", (3, 1000), np.float64)
+    prg = pt.generate_loopy(pt.sum(y, axis=1), default_schedule=False)
+    knl = prg.program.default_entrypoint
+    (insn,) = knl.instructions
+    new = split_reduction_two_stage(knl, insn.id, num_groups=4,
+                                    group_size=16, single_launch=True)
+    assert f"{insn.id}_two_stage_barrier" in new.id_to_insn
+
+
+@pytest.fixture
+def gpu_sum_prog():
+    """The sum and the max of 10**5 doubles, scheduled for a GPU-like device
+    (single-launch reductions), with a counter that each call must find
+    zero."""
+    from pytato.target.loopy.device import DeviceInfo
+    info = DeviceInfo(kind="gpu", compute_units=4, max_work_group_size=256)
+    assert info.single_launch_reductions
+    x = pt.make_placeholder("x", (10**5,), np.float64)
+    prog = pt.generate_loopy({"s": pt.sum(x), "m": pt.amax(2 * x)},
+                             cl_device=info)
+    assert "atomic_inc" in prog.get_code()
+    return prog
+
+
+def _check_sum_max(out, a):
+    np.testing.assert_allclose(out["s"], a.sum(), rtol=1e-12)
+    assert out["m"] == 2 * a.max()
+
+
+def test_single_launch_repeated_calls(cl_ctx, queue, gpu_sum_prog):
+    """The ticket counters are zero at every call: calls on one queue
+    (temporaries kept between calls), on two queues in turn, with an
+    explicit allocator (temporaries per call), on a profiling queue,
+    through the bound executable and through a launcher."""
+    import pyopencl as cl
+    import pyopencl.array as cla
+    from pyopencl.tools import ImmediateAllocator
+
+    rng = np.random.default_rng(5)
+    arrays = [rng.random(10**5) - 0.5 for _ in range(3)]
+    dev = [cla.to_device(queue, a) for a in arrays]
+    other = cl.CommandQueue(cl_ctx)
+    prof = cl.CommandQueue(
+        cl_ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    exe = gpu_sum_prog.bind_to_context(cl_ctx)
+    alloc = ImmediateAllocator(queue)
+    # (each call of a path gets other data than its previous call: a
+    # group taking the last ticket too early would find a partial result
+    # of that call)
+    for k in range(12):
+        _, out = gpu_sum_prog(queue, x=arrays[k % 3])
+        _check_sum_max(out, arrays[k % 3])
+        _, out = gpu_sum_prog(queue, x=dev[(k + 1) % 3])
+        _check_sum_max({n: v.get() for n, v in out.items()},
+                       arrays[(k + 1) % 3])
+        q = other if k % 2 else queue
+        _, out = exe(q, x=dev[k % 3])
+        _check_sum_max({n: v.get(q) for n, v in out.items()}, arrays[k % 3])
+        _, out = exe(queue, x=dev[(k + 2) % 3], allocator=alloc)
+        _check_sum_max({n: v.get() for n, v in out.items()},
+                       arrays[(k + 2) % 3])
+        _, out = gpu_sum_prog(prof, x=arrays[k % 3])
+        _check_sum_max(out, arrays[k % 3])
+    # a launcher's temporaries: the counters are zero before and after
+    # each launch
+    launch = exe.launcher(queue, x=dev[0], per_call=["x"])
+    counters = [t for t in launch.temporaries.values()
+                if t.dtype == np.uint32]
+    assert len(counters) == 2
+    assert all(c.get().tolist() == [0] for c in counters)
+    for k in range(6):
+        launch(x=dev[k % 3]).wait()
+        _check_sum_max({n: v.get() for n, v in launch.outputs.items()},
+                       arrays[k % 3])
+        assert all(c.get().tolist() == [0] for c in counters)
+
+
+def test_single_launch_out_of_order_queue(cl_ctx, gpu_sum_prog):
+    import pyopencl as cl
+    props = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    if not cl_ctx.devices[0].queue_properties & props:
+        pytest.skip("no out-of-order queues on this device")
+    queue = cl.CommandQueue(cl_ctx, properties=props)
+    rng = np.random.default_rng(6)
+    for _ in range(6):
+        a = rng.random(10**5)
+        _, out = gpu_sum_prog(queue, x=a)
+        _check_sum_max(out, a)
+
+# }}}

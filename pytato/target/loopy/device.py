@@ -12,6 +12,8 @@ device that is not at hand). Shared by the stages: it imports none of them.
 .. autodata:: ITEM_LOCAL_MEMORY_RESERVE
 .. autodata:: VECTOR_CALLS_ENV
 .. autofunction:: vector_calls_enabled
+.. autodata:: SINGLE_LAUNCH_ENV
+.. autofunction:: single_launch_enabled
 """
 
 from __future__ import annotations
@@ -25,8 +27,10 @@ import pyopencl as cl
 __all__ = [
     "ITEM_LOCAL_MEMORY_BUDGET",
     "ITEM_LOCAL_MEMORY_RESERVE",
+    "SINGLE_LAUNCH_ENV",
     "VECTOR_CALLS_ENV",
     "DeviceInfo",
+    "single_launch_enabled",
     "vector_calls_enabled",
 ]
 
@@ -54,6 +58,19 @@ def vector_calls_enabled() -> bool:
     """Whether :data:`VECTOR_CALLS_ENV` leaves the vector code of
     :mod:`pytato.target.loopy.schedule.vector_calls` on."""
     return os.environ.get(VECTOR_CALLS_ENV, "").strip() != "0"
+
+
+#: Environment variable switching single-launch reductions on GPUs
+#: (:attr:`DeviceInfo.single_launch_reductions`) off: ``0`` (any other
+#: value, or unset: on). Read when the description of a device is made
+#: (:meth:`DeviceInfo.from_cl_device`).
+SINGLE_LAUNCH_ENV = "PYTATO_SINGLE_LAUNCH_REDUCTIONS"
+
+
+def single_launch_enabled() -> bool:
+    """Whether :data:`SINGLE_LAUNCH_ENV` leaves single-launch reductions
+    on."""
+    return os.environ.get(SINGLE_LAUNCH_ENV, "").strip() != "0"
 
 
 @dataclass(frozen=True)
@@ -88,6 +105,12 @@ class DeviceInfo:
         Bytes of local memory per work-group (default: the 32 KiB that
         OpenCL guarantees).
 
+    .. attribute:: single_launch
+
+        Whether two-stage reductions may run as one kernel on this device
+        (default True; :meth:`from_cl_device` follows
+        :data:`SINGLE_LAUNCH_ENV`); see :attr:`single_launch_reductions`.
+
     .. attribute:: vector_calls
 
         Whether elementwise loop nests calling math functions are computed
@@ -108,6 +131,7 @@ class DeviceInfo:
     .. automethod:: two_stage_groups
     .. attribute:: two_stage_unroll
     .. attribute:: final_group_size
+    .. attribute:: single_launch_reductions
     .. attribute:: min_parallel_outputs
     .. attribute:: item_local_memory_budget
     .. attribute:: accumulator_lanes
@@ -125,6 +149,7 @@ class DeviceInfo:
     min_tiled_outputs: int = 4096
     local_mem_size: int = 32 * 1024
     vector_calls: bool = False
+    single_launch: bool = True
 
     @classmethod
     def from_cl_device(cls, device: cl.Device) -> DeviceInfo:
@@ -135,7 +160,8 @@ class DeviceInfo:
                    name=str(device.name),
                    local_mem_size=int(device.local_mem_size),
                    vector_calls=(vector_calls_enabled() and (
-                       kind == "gpu" or "cl_khr_fp64" in device.extensions)))
+                       kind == "gpu" or "cl_khr_fp64" in device.extensions)),
+                   single_launch=single_launch_enabled())
 
     @classmethod
     def of(cls, device: cl.Device | DeviceInfo | None) -> DeviceInfo:
@@ -262,6 +288,16 @@ class DeviceInfo:
         reduction: at most 256 (fewer levels of its tree than with 1024 on a
         GPU, for a few hundred partial results)."""
         return min(self.two_stage_group_size, 256)
+
+    @property
+    def single_launch_reductions(self) -> bool:
+        """Whether two-stage reductions run as one kernel, the last group
+        to finish stage 1 computing stage 2 (``single_launch`` of
+        :func:`~pytato.target.loopy.schedule.reductions.split_reduction_two_stage`):
+        on GPUs, where the second kernel's launch was 6 % of the sum of
+        2**24 doubles on an H100 (0.0527 against 0.0496 ms per call, back to
+        back; torch 0.0507 ms), unless :attr:`single_launch` is off."""
+        return self.is_gpu and self.single_launch
 
     @property
     def parts_group_size(self) -> int:

@@ -23,14 +23,21 @@ import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
 from loopy.diagnostic import ParameterFinderWarning
+from pyopencl.tools import DeferredAllocator
 
 from pytato.codegen import PhaseTimer
+from pytato.diagnostic import UnsupportedByTargetError
 from pytato.target.loopy.run.fast_call import _FAST_CALLS, _fast_call
 from pytato.target.loopy.run.instrumented import (
     run_instrumented,
     wants_instrumented_run,
 )
-from pytato.target.loopy.run.launcher import supports_instrumented_run
+from pytato.target.loopy.run.launcher import (
+    fill_zeros,
+    get_kernel_plan,
+    supports_instrumented_run,
+    zeroed_temporaries,
+)
 
 
 if TYPE_CHECKING:
@@ -69,14 +76,70 @@ def _run(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
             result = fast(queue, kwargs)
             if result is not None:
                 return result
-        return executor(queue, **kwargs)
+        return _invoke(executor, queue, kwargs)
     with warnings.catch_warnings(), PhaseTimer(
             _logger, "first call (loopy preprocessing, code generation, "
             "OpenCL build)"):
         warnings.simplefilter("ignore", ParameterFinderWarning)
-        result = executor(queue, **kwargs)
+        result = _invoke(executor, queue, kwargs)
     _WARMED_EXECUTORS.add(executor)
     return result
+
+
+# whether an executor's kernels have global temporaries that must be zeros
+# when they start (see _invoke)
+_HAS_ZEROED: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _has_zeroed_temporaries(executor: Any) -> bool:
+    try:
+        return _HAS_ZEROED[executor]
+    except KeyError:
+        pass
+    if getattr(executor, "kernel_plan", None) is not None:
+        # (a split executor: its calls allocate through its plan)
+        result = False
+    else:
+        try:
+            result = bool(get_kernel_plan(executor).zeroed)
+        except UnsupportedByTargetError:
+            knl = executor.t_unit[executor.entrypoint]
+            result = bool(zeroed_temporaries(knl, knl.temporary_variables))
+    _HAS_ZEROED[executor] = result
+    return result
+
+
+class _ZeroingAllocator:
+    """An allocator whose memory is filled with zeros (on *queue*)."""
+
+    def __init__(self, queue: cl.CommandQueue, base: Any) -> None:
+        self.queue = queue
+        self.base = base if base is not None else DeferredAllocator(
+            queue.context)
+
+    def __call__(self, nbytes: int) -> Any:
+        buf = self.base(nbytes)
+        if nbytes:
+            fill_zeros(self.queue, buf, nbytes)
+        return buf
+
+
+def _invoke(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
+            kwargs: dict[str, Any]) -> Any:
+    """Call loopy's *executor*, or, for kernels with global temporaries
+    that must be zeros when they start (the ticket counters of
+    single-launch reductions, see
+    :class:`~pytato.target.loopy.schedule.reductions.ZeroedTemporary`),
+    which loopy's invoker allocates uninitialized, run them enqueued one by
+    one from their plan, which fills those temporaries (or, where the
+    kernels have no plan, through loopy's invoker with memory filled with
+    zeros)."""
+    if not _has_zeroed_temporaries(executor):
+        return executor(queue, **kwargs)
+    if supports_instrumented_run(executor):
+        return run_instrumented(executor, queue, **kwargs)
+    return executor(queue, **{**kwargs, "allocator": _ZeroingAllocator(
+        queue, kwargs.get("allocator"))})
 
 
 def _to_device(queue: cl.CommandQueue, value: Any, allocator: Any = None

@@ -128,7 +128,7 @@ class _SizedCall:
     __slots__ = ("context", "held", "kernels", "names",
                  "ninputs", "out_nbytes", "outputs", "run", "run_profiled",
                  "stats",
-                 "templates", "temporaries")
+                 "templates", "temporaries", "zeroed")
 
     def __init__(self, fast: _FastCall, values: Mapping[str, int]) -> None:
         plan = fast.plan
@@ -183,6 +183,10 @@ class _SizedCall:
                 raise _NoFastCall
             temporaries.append(nbytes)
         self.temporaries = tuple(temporaries)
+        #: the numbers of the temporaries to fill with zeros when they are
+        #: allocated (``plan.zeroed``)
+        self.zeroed = tuple(j for j, name in enumerate(plan._temporaries)
+                            if name in plan.zeroed)
         self.ninputs = len(plan.input_arrays)
         self.run = self._compile_run(self.ninputs)
         self.run_profiled = self._first_run_profiled
@@ -244,7 +248,8 @@ class _SizedCall:
             "held": self.held, "token": object(), "output": self.output,
             "templates": self.templates, "NAMES": self.names,
             "batches": self.stats._batches, "counts": self.stats._counts,
-            "overflow": self.stats._overflow}
+            "overflow": self.stats._overflow,
+            "fill": cl.enqueue_fill_buffer, "ZERO": _ZERO}
 
         def buffer(j: int) -> str:
             if j < ninputs:
@@ -287,6 +292,13 @@ class _SizedCall:
                 "    else:",
                 "        temporaries = [{}]".format(", ".join(
                     f"allocator({nbytes})" for nbytes in self.temporaries)),
+                *([
+                    "        zeroed = [{}]".format(", ".join(
+                        f"fill(queue, temporaries[{j}], ZERO, 0, "
+                        f"{self.temporaries[j]})" for j in self.zeroed)),
+                    "        if info[1]:",
+                    "            wait_for = [*(wait_for or ()), *zeroed]",
+                ] if self.zeroed else []),
                 "        keep = (not info[1] and allocator is not None",
                 "                and allocator is getattr(queue, POOL, None))",
                 "        held[0] = ((token, info, allocator, temporaries)",
@@ -323,6 +335,9 @@ class _SizedCall:
             "".join(f"a{k}, " for k in range(noutputs))))
         exec(_compiled("\n".join(code), len(self.kernels)), names)
         return names["run"]
+
+
+_ZERO = np.zeros(1, dtype=np.uint8)
 
 
 #: Functions of fast calls for programs of at least this many kernels are

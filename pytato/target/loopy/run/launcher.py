@@ -44,6 +44,9 @@ kernels, or whose loopy target packs arguments, cannot be launched (see
 The :class:`KernelPlan` of an executor, what its host code does as data,
 is shared with the fast calls (:mod:`pytato.target.loopy.run.fast_call`)
 and the instrumented runs (:mod:`pytato.target.loopy.run.instrumented`).
+All of them fill the global temporaries that must start as zeros (the
+ticket counters of single-launch reductions, :attr:`KernelPlan.zeroed`)
+when they allocate them.
 
 .. autoclass:: ProgramLauncher
 .. autoclass:: SubkernelInfo
@@ -53,6 +56,8 @@ and the instrumented runs (:mod:`pytato.target.loopy.run.instrumented`).
 .. autofunction:: make_program_launcher
 .. autofunction:: env_switches_set
 .. autofunction:: supports_instrumented_run
+.. autofunction:: zeroed_temporaries
+.. autofunction:: fill_zeros
 """
 
 from __future__ import annotations
@@ -100,6 +105,7 @@ from pytato.launchers import (
     is_out_of_order,
 )
 from pytato.launchers.tracing import OFF_WORDS
+from pytato.target.loopy.schedule.reductions import ZeroedTemporary
 
 
 if TYPE_CHECKING:
@@ -113,10 +119,12 @@ __all__ = [
     "ProgramLauncher",
     "SubkernelInfo",
     "env_switches_set",
+    "fill_zeros",
     "get_kernel_plan",
     "linearized_subkernels",
     "make_program_launcher",
     "supports_instrumented_run",
+    "zeroed_temporaries",
 ]
 
 
@@ -229,6 +237,14 @@ class KernelPlan:
 
         The kernel's :class:`loopy.Options`.
 
+    .. attribute:: zeroed
+
+        The names of the global temporaries that must be zeros when the
+        kernels start (tagged
+        :class:`~pytato.target.loopy.schedule.reductions.ZeroedTemporary`):
+        whoever allocates them fills them with zeros
+        (:meth:`allocate_temporaries` does); the kernels leave them zero.
+
     .. automethod:: new_kernel
     .. automethod:: allocate_outputs
     .. automethod:: allocate_temporaries
@@ -272,6 +288,7 @@ class KernelPlan:
                     f"global temporary {name!r} shares storage "
                     f"({tv.base_storage!r}); not supported by launchers")
             self._temporaries[name] = (tv.shape, np.dtype(tv.dtype.numpy_dtype))
+        self.zeroed = zeroed_temporaries(knl, self._temporaries)
         self.return_dict = bool(knl.options.return_dict)
         self.no_numpy = bool(knl.options.no_numpy)
         self.options = knl.options
@@ -323,10 +340,38 @@ class KernelPlan:
     def allocate_temporaries(self, queue: cl.CommandQueue,
                              values: Mapping[str, int],
                              allocator: Any = None) -> dict[str, cla.Array]:
-        """New device arrays for the global temporaries, by name."""
-        return {name: cla.empty(queue, _eval_shape(shape, values), dtype,
-                                allocator=allocator)
-                for name, (shape, dtype) in self._temporaries.items()}
+        """New device arrays for the global temporaries, by name (those of
+        :attr:`zeroed` filled with zeros before any later command of
+        *queue*)."""
+        result = {name: cla.empty(queue, _eval_shape(shape, values), dtype,
+                                  allocator=allocator)
+                  for name, (shape, dtype) in self._temporaries.items()}
+        for name in self.zeroed:
+            fill_zeros(queue, result[name].base_data, result[name].nbytes)
+        return result
+
+
+def zeroed_temporaries(knl: lp.LoopKernel, names: Collection[str]
+                       ) -> frozenset[str]:
+    """The temporaries among *names* of *knl* tagged
+    :class:`~pytato.target.loopy.schedule.reductions.ZeroedTemporary`."""
+    return frozenset(
+        name for name in names
+        if any(isinstance(tag, ZeroedTemporary)
+               for tag in knl.temporary_variables[name].tags))
+
+
+_ZERO = np.zeros(1, dtype=np.uint8)
+
+
+def fill_zeros(queue: cl.CommandQueue, buf: Any, nbytes: int) -> cl.Event:
+    """Fill the first *nbytes* of the memory *buf* with zeros, before any
+    command enqueued after on *queue* (on an out-of-order queue, the fill
+    is waited for)."""
+    evt = cl.enqueue_fill_buffer(queue, buf, _ZERO, 0, nbytes)
+    if is_out_of_order(queue):
+        evt.wait()
+    return evt
 
 
 _PLANS: weakref.WeakKeyDictionary[PyOpenCLExecutor, KernelPlan | None] = (

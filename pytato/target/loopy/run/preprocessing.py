@@ -51,6 +51,7 @@ each node built and hashed a new :class:`constantdict.constantdict`, 10
 to 15 % of :mod:`loopy`'s time on pytato's kernels.
 
 .. autofunction:: preprocess_program
+.. autofunction:: order_after_predicate_writers
 .. autofunction:: preprocess_and_linearize
 .. autofunction:: generate_code
 .. autofunction:: on_calls_only
@@ -70,7 +71,7 @@ import numpy as np
 import pymbolic.primitives as prim
 from constantdict import constantdict
 from loopy.kernel import KernelState
-from loopy.symbolic import TypeCast
+from loopy.symbolic import TypeCast, get_dependencies
 from loopy.types import LoopyType
 from pymbolic.mapper import CachedMapper
 
@@ -103,7 +104,8 @@ else:
 
 
 __all__ = ["ShorterMapperKeys", "generate_code", "on_calls_only",
-           "preprocess_and_linearize", "preprocess_program"]
+           "order_after_predicate_writers", "preprocess_and_linearize",
+           "preprocess_program"]
 
 
 def _shorter_cache_key(self: Any, expr: Any, *args: Any, **kwargs: Any
@@ -185,8 +187,42 @@ def preprocess_program(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
         t_unit = t_unit.copy(callables_table=constantdict({
             **t_unit.callables_table,
             name: clbl.copy(subkernel=_preprocess_single_kernel(
-                clbl.subkernel, is_entrypoint=True))}))
+                order_after_predicate_writers(clbl.subkernel),
+                is_entrypoint=True))}))
         return on_calls_only(t_unit, name, infer_arg_descr)
+
+
+def order_after_predicate_writers(kernel: lp.LoopKernel) -> lp.LoopKernel:
+    """*kernel* with each predicated instruction depending on the
+    instructions that write the variables of its predicates.
+
+    :mod:`loopy`'s realization of a reduction gives the initialization of
+    the neutral element of a local (tree) reduction the predicates of the
+    reduction's instruction, but not its dependencies, so it could run
+    before the predicate's variable is set (and, where the variable
+    was then false, leave the neutral element unset for the tree). The
+    single-launch reductions of
+    :func:`~pytato.target.loopy.schedule.reductions.split_reduction_two_stage`
+    predicate their second stage on a flag set by their ticket."""
+    predicated = [insn for insn in kernel.instructions if insn.predicates]
+    if not predicated:
+        return kernel
+    writers: dict[str, set[str]] = {}
+    for insn in kernel.instructions:
+        for name in insn.assignee_var_names():
+            writers.setdefault(name, set()).add(insn.id)
+    changed = {}
+    for insn in predicated:
+        names = set().union(*(get_dependencies(p) for p in insn.predicates))
+        needed = {w for name in names for w in writers.get(name, ())
+                  if w != insn.id} - insn.depends_on
+        if needed:
+            changed[insn.id] = insn.copy(
+                depends_on=insn.depends_on | frozenset(needed))
+    if not changed:
+        return kernel
+    return kernel.copy(instructions=[changed.get(insn.id, insn)
+                                     for insn in kernel.instructions])
 
 
 def _resolve_and_infer(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:

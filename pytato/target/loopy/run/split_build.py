@@ -71,6 +71,7 @@ from pytato.target.loopy.run.launcher import (
     KernelPlan,
     SubkernelInfo,
     linearized_subkernels,
+    zeroed_temporaries,
 )
 from pytato.target.loopy.run.preprocessing import (
     _single_kernel,
@@ -464,6 +465,7 @@ class SplitKernelPlan(KernelPlan):
         self._temporaries = {
             name: (tv.shape, dtypes[name])
             for name, tv in knl.temporary_variables.items() if name in passed}
+        self.zeroed = zeroed_temporaries(knl, self._temporaries)
         self.return_dict = bool(knl.options.return_dict)
         self.no_numpy = bool(knl.options.no_numpy)
         self.options = knl.options

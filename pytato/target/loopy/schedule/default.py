@@ -349,7 +349,8 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[lp.Assignment],
             kernel, insn.id, num_groups=info.two_stage_groups(r_len),
             group_size=info.two_stage_group_size, iname=red_iname,
             unroll=info.two_stage_unroll,
-            final_group_size=info.final_group_size)
+            final_group_size=info.final_group_size,
+            single_launch=info.single_launch_reductions)
     kernel = _reduce_across_items(kernel, insn, red_iname,
                                   info.reduction_group_size,
                                   inner_suffix="par", tag="l.0")

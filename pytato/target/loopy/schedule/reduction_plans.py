@@ -482,7 +482,8 @@ def _full_reduction(kernel: lp.LoopKernel, insn: lp.Assignment,
             kernel, insn.id, num_groups=info.two_stage_groups(total),
             group_size=info.two_stage_group_size, iname=flat,
             unroll=info.two_stage_unroll,
-            final_group_size=info.final_group_size)
+            final_group_size=info.final_group_size,
+            single_launch=info.single_launch_reductions)
     target = min(info.reduction_parts, total // MIN_PART_ELEMENTS)
     if target < 2:
         return None
