@@ -543,3 +543,31 @@ def test_single_launch_out_of_order_queue(cl_ctx, gpu_sum_prog):
         _check_sum_max(out, a)
 
 # }}}
+
+
+def test_zeroing_allocator(cl_ctx, queue):
+    """Where a program's kernels have no plan, loopy's invoker allocates
+    their temporaries from an allocator that fills them with zeros."""
+    import pyopencl as cl
+    from pyopencl.tools import ImmediateAllocator
+
+    from pytato.target.loopy.run.dispatch import _ZeroingAllocator
+    from pytato.target.loopy.run.launcher import fill_zeros
+
+    for base in (None, ImmediateAllocator(queue)):
+        alloc = _ZeroingAllocator(queue, base)
+        buf = alloc(4096)
+        got = np.empty(1024, np.uint32)
+        cl.enqueue_copy(queue, got, buf)
+        assert not got.any()
+    # on an out-of-order queue the fill is done when fill_zeros returns
+    props = cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE
+    if cl_ctx.devices[0].queue_properties & props:
+        ooo = cl.CommandQueue(cl_ctx, properties=props)
+        buf = cl.Buffer(cl_ctx, cl.mem_flags.READ_WRITE, 4096)
+        cl.enqueue_copy(ooo, buf, np.full(1024, 7, np.uint32)).wait()
+        evt = fill_zeros(ooo, buf, 4096)
+        assert evt.command_execution_status == cl.command_execution_status.COMPLETE
+        got = np.empty(1024, np.uint32)
+        cl.enqueue_copy(ooo, got, buf).wait()
+        assert not got.any()
