@@ -576,7 +576,10 @@ def test_loads_promotes_to_oldest_generation():
     data = program_store._dumps([{"a": (1, [2.0])} for _ in range(100)])
     value = program_store._loads(data)
     oldest = {id(o) for o in gc.get_objects(generation=2)}
-    assert id(value) in oldest and id(value[0]) in oldest
+    # (unless another library froze objects in this process before: then
+    # loads leave objects where they are, as checked below)
+    assert gc.get_freeze_count() or (
+        id(value) in oldest and id(value[0]) in oldest)
 
     frozen = [object()]
     gc.freeze()
