@@ -133,3 +133,46 @@ def test_argument_errors():
         pt.astype([1, 2], np.int32)
     with pytest.raises(ShapeMismatchError):
         pt.arctan2(x, pt.make_placeholder("y", (3,), np.float64))
+
+
+_OPERATIONS = [
+    ("add", lambda a, b: a + b), ("radd", lambda a, b: 0.5 + a),
+    ("mul_float", lambda a, b: a * 2.5), ("complex", lambda a, b: a * 1j),
+    ("bool", lambda a, b: a + True), ("twice", lambda a, b: a * a),
+    ("compare", lambda a, b: a < b), ("logical", lambda a, b: pt.logical_and(a, b)),
+    ("maximum", lambda a, b: pt.maximum(a, b)), ("sin", lambda a, b: pt.sin(a)),
+    ("power", lambda a, b: a ** 2.0), ("divide", lambda a, b: a / b),
+]
+
+
+@pytest.mark.parametrize(("name", "op"), _OPERATIONS, ids=[n for n, _ in _OPERATIONS])
+@pytest.mark.parametrize("dtypes", [(np.float32, np.float32),
+                                    (np.float32, np.float64),
+                                    (np.int8, np.int64), (np.bool_, np.bool_),
+                                    (np.complex64, np.float64)],
+                         ids=lambda d: f"{np.dtype(d[0]).name}-{np.dtype(d[1]).name}")
+@pytest.mark.parametrize("shape", [(3, 4), ()], ids=["2d", "0d"])
+def test_dtype_rules_cached_build_the_same_nodes(name, op, dtypes, shape):
+    """Operations on arrays of one shape and Python floats, complex numbers
+    or bools take their dtypes from the rules the general path found before
+    (``elementwise._DTYPE_RULES``): the nodes are those of the general
+    path."""
+    from pytato.diagnostic import PytatoError
+    from pytato.frontend import elementwise as ew
+
+    a = pt.make_placeholder("a", shape, dtypes[0])
+    b = pt.make_placeholder("b", shape, dtypes[1])
+    ew._DTYPE_RULES.clear()
+    try:
+        first = op(a, b)
+    except PytatoError as e:
+        # refused: refused again, with the same error (no rule was kept)
+        with pytest.raises(type(e)):
+            op(a, b)
+        return
+    assert ew._DTYPE_RULES
+    again = op(a, b)
+    assert again == first
+    assert again.dtype == first.dtype
+    assert again.expr == first.expr
+    assert dict(again.bindings) == dict(first.bindings)

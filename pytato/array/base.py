@@ -475,6 +475,15 @@ class Array(GraphNode, _TaggableMixin):
                 skel_fields.append(_child_ref(len(kids) - 1))
             elif kind is _MAPPING and not value:
                 skel_fields.append(_EMPTY_MAPPING)
+            elif kind is _TUPLE and type(value) is tuple:
+                # (shapes, axes: a plain tuple of atomic values is its own
+                # skeleton)
+                for v in value:
+                    if get_kind(type(v)) is not _ATOM:
+                        skel_fields.append(_flatten(value, kids))
+                        break
+                else:
+                    skel_fields.append(value)
             else:
                 skel_fields.append(_flatten(value, kids))
         skel = tuple(skel_fields)

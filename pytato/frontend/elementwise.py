@@ -228,6 +228,11 @@ def elementwise(ufunc: Callable[..., Any] | None,
         comparisons), ``"none"`` (no cast) or a dtype.
     :arg out_dtype: overrides the result dtype found through *ufunc*.
     """
+    rule_key = _rule_key(ufunc, operands, op_dtype, out_dtype)
+    if rule_key is not None:
+        rule = _DTYPE_RULES.get(rule_key)
+        if rule is not None:
+            return _same_shape_elementwise(operands, make_expr, *rule)
     if argnames is None:
         argnames = [f"x{i + 1}" for i in range(len(operands))]
     operands = [_as_operand(x, n) for x, n in zip(operands, argnames, strict=True)]
@@ -302,8 +307,81 @@ def elementwise(ufunc: Callable[..., Any] | None,
             e = scalar_literal(x, dt)
         exprs.append(e)
 
+    if rule_key is not None and len(_DTYPE_RULES) < _MAX_DTYPE_RULES:
+        _DTYPE_RULES[rule_key] = (out_dt, cast_dtype)
     return IndexLambda(out_shape, out_dt, make_expr(*exprs),
                        bindings)
+
+
+# {{{ the commonest case, without the general path's checks
+
+# the dtypes (of the result, and the one operands are cast to) of
+# element-wise operations found by the general path, by _rule_key
+_DTYPE_RULES: dict[tuple[Any, ...], tuple[np.dtype[Any], np.dtype[Any] | None]] = {}
+_MAX_DTYPE_RULES = 4096
+
+# Python scalars whose numpy dtype rules (NEP 50) depend on their type
+# only (a Python int's also on its value: OverflowError)
+_WEAK_SCALARS = (float, complex, bool)
+
+
+def _rule_key(ufunc: Any, operands: Sequence[Any], op_dtype: Any,
+              out_dtype: Any) -> tuple[Any, ...] | None:
+    """The key of the dtypes of an element-wise operation whose operands
+    are arrays of one shape of integer extents and Python floats, complex
+    numbers or bools (their dtypes and types decide the result dtype);
+    None for any other."""
+    parts: list[Any] = [ufunc, op_dtype, out_dtype]
+    shape = None
+    for x in operands:
+        tp = type(x)
+        if tp in _WEAK_SCALARS:
+            parts.append(tp)
+        elif isinstance(x, Array):
+            if shape is None:
+                shape = x.shape
+                if not _int_shape(shape):
+                    return None
+            elif x.shape != shape:
+                return None
+            parts.append(x.dtype)
+        else:
+            return None
+    if shape is None:
+        return None
+    return tuple(parts)
+
+
+def _same_shape_elementwise(operands: Sequence[Any],
+                            make_expr: Callable[..., Any],
+                            out_dt: np.dtype[Any],
+                            cast_dtype: np.dtype[Any] | None) -> IndexLambda:
+    """:func:`elementwise` of operands that :func:`_rule_key` accepts, with
+    the dtypes the general path found for operands of their kinds: the
+    same node as the general path builds."""
+    bindings: dict[str, Array] = {}
+    name_of: dict[Array, str] = {}
+    exprs = []
+    shape = None
+    for x in operands:
+        if isinstance(x, Array):
+            shape = x.shape
+            name = name_of.get(x)
+            if name is None:
+                name = f"_in{len(bindings)}"
+                name_of[x] = name
+                bindings[name] = x
+            e = index_expr_for(x, name, len(shape), shape)
+            if cast_dtype is not None and x.dtype != cast_dtype:
+                e = TypeCast(cast_dtype, e)
+        else:
+            dt = cast_dtype if cast_dtype is not None else np.result_type(x)
+            e = scalar_literal(x, dt)
+        exprs.append(e)
+    assert shape is not None
+    return IndexLambda(shape, out_dt, make_expr(*exprs), bindings)
+
+# }}}
 
 
 # {{{ arithmetic
