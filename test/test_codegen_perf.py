@@ -332,3 +332,28 @@ def test_fewer_collections_restores_thresholds():
             assert gc.get_threshold() == (10**6, 50, 10)
     finally:
         gc.set_threshold(*saved)
+
+
+def test_no_automatic_collections_at_exit():
+    """At exit, pytato switches automatic collections off (after the
+    handlers registered later have run); cyclic garbage is still
+    finalized by the interpreter's last collection."""
+    import subprocess
+    import sys
+    code = "\n".join([
+        "import atexit, gc",
+        "atexit.register(lambda: print('before-import handler sees',"
+        " gc.isenabled()))",
+        "import pytato",
+        "atexit.register(lambda: print('later handler sees', gc.isenabled()))",
+        "class Cycle:",
+        "    def __del__(self):",
+        "        print('cycle finalized')",
+        "c = Cycle()",
+        "c.me = c",
+    ])
+    out = subprocess.run([sys.executable, "-c", code], check=True,
+                         capture_output=True, text=True).stdout
+    assert "later handler sees True" in out
+    assert "before-import handler sees False" in out
+    assert "cycle finalized" in out
