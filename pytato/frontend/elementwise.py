@@ -287,26 +287,7 @@ def elementwise(ufunc: Callable[..., Any] | None,
         out_shape = broadcast_shapes(
             *shapes, argnames=[n for x, n in zip(operands, argnames, strict=True)
                                if isinstance(x, Array)])
-    out_ndim = len(out_shape)
-
-    bindings: dict[str, Array] = {}
-    name_of: dict[Array, str] = {}
-    exprs = []
-    for x in operands:
-        if isinstance(x, Array):
-            name = name_of.get(x)
-            if name is None:
-                name = f"_in{len(bindings)}"
-                name_of[x] = name
-                bindings[name] = x
-            e = index_expr_for(x, name, out_ndim, out_shape)
-            if cast_dtype is not None and x.dtype != cast_dtype:
-                e = TypeCast(cast_dtype, e)
-        else:
-            dt = cast_dtype if cast_dtype is not None else np.result_type(x)
-            e = scalar_literal(x, dt)
-        exprs.append(e)
-
+    bindings, exprs = _bindings_and_exprs(operands, out_shape, cast_dtype)
     if rule_key is not None and len(_DTYPE_RULES) < _MAX_DTYPE_RULES:
         _DTYPE_RULES[rule_key] = (out_dt, cast_dtype)
     return IndexLambda(out_shape, out_dt, make_expr(*exprs),
@@ -359,27 +340,36 @@ def _same_shape_elementwise(operands: Sequence[Any],
     """:func:`elementwise` of operands that :func:`_rule_key` accepts, with
     the dtypes the general path found for operands of their kinds: the
     same node as the general path builds."""
+    shape = next(x.shape for x in operands if isinstance(x, Array))
+    bindings, exprs = _bindings_and_exprs(operands, shape, cast_dtype)
+    return IndexLambda(shape, out_dt, make_expr(*exprs), bindings)
+
+
+def _bindings_and_exprs(operands: Sequence[Any], out_shape: Sequence[Any],
+                        cast_dtype: np.dtype[Any] | None
+                        ) -> tuple[dict[str, Array], list[Any]]:
+    """The bindings of the array operands (``_in0, _in1, ...``, one per
+    distinct array) and the scalar expression of each operand (read at the
+    output's indices, cast to *cast_dtype* where it differs)."""
+    out_ndim = len(out_shape)
     bindings: dict[str, Array] = {}
     name_of: dict[Array, str] = {}
     exprs = []
-    shape = None
     for x in operands:
         if isinstance(x, Array):
-            shape = x.shape
             name = name_of.get(x)
             if name is None:
                 name = f"_in{len(bindings)}"
                 name_of[x] = name
                 bindings[name] = x
-            e = index_expr_for(x, name, len(shape), shape)
+            e = index_expr_for(x, name, out_ndim, out_shape)
             if cast_dtype is not None and x.dtype != cast_dtype:
                 e = TypeCast(cast_dtype, e)
         else:
             dt = cast_dtype if cast_dtype is not None else np.result_type(x)
             e = scalar_literal(x, dt)
         exprs.append(e)
-    assert shape is not None
-    return IndexLambda(shape, out_dt, make_expr(*exprs), bindings)
+    return bindings, exprs
 
 # }}}
 
