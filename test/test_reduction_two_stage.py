@@ -571,3 +571,33 @@ def test_zeroing_allocator(cl_ctx, queue):
         got = np.empty(1024, np.uint32)
         cl.enqueue_copy(ooo, got, buf).wait()
         assert not got.any()
+
+
+def test_single_launch_only_where_verified(queue):
+    """Descriptions of devices enable single-launch reductions on NVIDIA's
+    GPUs only (and the environment switch turns them off there)."""
+    from types import SimpleNamespace
+
+    from pytato.target.loopy.device import (
+        DeviceInfo,
+        single_launch_enabled,
+        single_launch_verified,
+    )
+
+    def device(vendor, platform):
+        return SimpleNamespace(vendor=vendor,
+                               platform=SimpleNamespace(name=platform))
+
+    assert single_launch_verified(device("NVIDIA Corporation", "NVIDIA CUDA"))
+    assert not single_launch_verified(device("Advanced Micro Devices, Inc.",
+                                             "AMD Accelerated Parallel "
+                                             "Processing"))
+    assert not single_launch_verified(device("Intel(R) Corporation",
+                                             "Intel(R) OpenCL Graphics"))
+    info = DeviceInfo.from_cl_device(queue.device)
+    assert info.single_launch == (single_launch_enabled()
+                                  and single_launch_verified(queue.device))
+    # hand-made descriptions keep the default (on), for GPUs only
+    gpu = DeviceInfo(kind="gpu", compute_units=4, max_work_group_size=256)
+    cpu = DeviceInfo(kind="cpu", compute_units=4, max_work_group_size=256)
+    assert gpu.single_launch_reductions and not cpu.single_launch_reductions

@@ -14,6 +14,7 @@ device that is not at hand). Shared by the stages: it imports none of them.
 .. autofunction:: vector_calls_enabled
 .. autodata:: SINGLE_LAUNCH_ENV
 .. autofunction:: single_launch_enabled
+.. autofunction:: single_launch_verified
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "VECTOR_CALLS_ENV",
     "DeviceInfo",
     "single_launch_enabled",
+    "single_launch_verified",
     "vector_calls_enabled",
 ]
 
@@ -73,6 +75,15 @@ def single_launch_enabled() -> bool:
     return os.environ.get(SINGLE_LAUNCH_ENV, "").strip() != "0"
 
 
+def single_launch_verified(device: cl.Device) -> bool:
+    """Whether single-launch reductions were verified on GPUs like *device*:
+    NVIDIA's (the test suite's reductions on an H100). Their last group
+    reads the other groups' partial results within the kernel, which relies
+    on how the device's caches keep global memory coherent between compute
+    units; on other GPUs reductions keep their two kernels."""
+    return "nvidia" in (f"{device.vendor} {device.platform.name}").lower()
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """What the schedule needs to know about a device.
@@ -108,8 +119,9 @@ class DeviceInfo:
     .. attribute:: single_launch
 
         Whether two-stage reductions may run as one kernel on this device
-        (default True; :meth:`from_cl_device` follows
-        :data:`SINGLE_LAUNCH_ENV`); see :attr:`single_launch_reductions`.
+        (default True; :meth:`from_cl_device` sets it for NVIDIA's GPUs,
+        :func:`single_launch_verified`, unless :data:`SINGLE_LAUNCH_ENV`
+        is ``0``); see :attr:`single_launch_reductions`.
 
     .. attribute:: vector_calls
 
@@ -161,7 +173,8 @@ class DeviceInfo:
                    local_mem_size=int(device.local_mem_size),
                    vector_calls=(vector_calls_enabled() and (
                        kind == "gpu" or "cl_khr_fp64" in device.extensions)),
-                   single_launch=single_launch_enabled())
+                   single_launch=(single_launch_enabled()
+                                  and single_launch_verified(device)))
 
     @classmethod
     def of(cls, device: cl.Device | DeviceInfo | None) -> DeviceInfo:
