@@ -569,7 +569,11 @@ def run_mpi(nranks: int, args: list[str], timeout: float = 60) -> str:
     """Run ``python *args`` on *nranks* ranks; return the output. A run
     longer than *timeout* seconds (a deadlock) fails the test."""
     cmd = [_mpiexec(), "-n", str(nranks), sys.executable, *args]
-    env = dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1")
+    # (this checkout first, then the environment's own path: dependencies
+    # may be installed there)
+    path = os.pathsep.join(
+        p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=path, OMP_NUM_THREADS="1")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env, cwd=REPO,
                             start_new_session=True)
