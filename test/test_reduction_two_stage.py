@@ -601,3 +601,20 @@ def test_single_launch_only_where_verified(queue):
     gpu = DeviceInfo(kind="gpu", compute_units=4, max_work_group_size=256)
     cpu = DeviceInfo(kind="cpu", compute_units=4, max_work_group_size=256)
     assert gpu.single_launch_reductions and not cpu.single_launch_reductions
+
+
+def test_single_launch_final_group_at_most_the_group(queue):
+    """In one kernel, stage 2 runs on stage 1's work-items: a larger
+    *final_group_size* is cut to the group size."""
+    x = pt.make_placeholder("x", (5000,), np.float64)
+    prg = pt.generate_loopy(pt.sum(x), default_schedule=False)
+    knl = prg.program.default_entrypoint
+    (insn,) = knl.instructions
+    knl = split_reduction_two_stage(knl, insn.id, num_groups=64,
+                                    group_size=16, final_group_size=64,
+                                    single_launch=True)
+    prg = prg.copy(program=prg.program.with_kernel(knl))
+    assert "reqd_work_group_size(16, 1, 1)" in prg.get_code()
+    a = np.random.default_rng(2).random(5000)
+    _, (res,) = prg(queue, x=a)
+    np.testing.assert_allclose(res, a.sum(), rtol=1e-12)

@@ -39,6 +39,7 @@ from pytato.diagnostic import UnsupportedByTargetError
 from pytato.target.loopy.run.launcher import (
     _PROFILE_KEY,
     _TRACE_KEY,
+    _ZERO,
     _enqueue,
     _eval_shape,
     env_switches_set,
@@ -335,9 +336,6 @@ class _SizedCall:
             "".join(f"a{k}, " for k in range(noutputs))))
         exec(_compiled("\n".join(code), len(self.kernels)), names)
         return names["run"]
-
-
-_ZERO = np.zeros(1, dtype=np.uint8)
 
 
 #: Functions of fast calls for programs of at least this many kernels are

@@ -546,6 +546,9 @@ def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
     if out_inames:
         # (stage 2 would be computed by every group, for every output)
         single_launch = False
+    if single_launch:
+        # (stage 2 runs on the work-items of stage 1's groups)
+        final_group_size = min(final_group_size, group_size)
 
     vng = kernel.get_var_name_generator()
     (r_l, r_g, r_s, r_c, r_d, p_l, p_s), partial, stage1_id, barrier_id = \
