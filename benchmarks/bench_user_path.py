@@ -4,8 +4,9 @@ the same run.
 
 Usage::
 
-    python benchmarks/bench_user_path.py [--runs N] [--only NAME]
-        [--small] [--device-schedule] [--show-code NAME]
+    python benchmarks/bench_user_path.py [--runs N] [--rounds R]
+        [--settle S] [--only NAME] [--small] [--device-schedule]
+        [--show-code]
 
 Two paths per workload, both at full sizes by default:
 
@@ -29,6 +30,14 @@ read + write), and the wall time per call (a plain queue: the call and
 ``reference / pytato`` of each (above 1: pytato is faster) against numpy
 (wall time) on CPU devices or torch eager on CUDA (CUDA events for the
 kernel column, wall time with ``torch.cuda.synchronize()`` for the other).
+
+Each workload is timed in ``--rounds`` rounds (default 3): the reference,
+a pause of ``--settle`` seconds (default 0.5 on CPU devices: numpy's
+OpenBLAS threads spin-wait after a call, and on a machine of two cores a
+spinning thread takes a core from PoCL's threads, which made the path
+timed first up to 1.2x slower), then each path. The table has the median
+over the rounds of each best-of-runs time, and the range of the rounds'
+wall ratios.
 
 The device is chosen by ``PYOPENCL_CTX`` (or ``PYOPENCL_TEST``), as
 :func:`pyopencl.create_some_context` does. ``--show-code`` prints the
@@ -263,6 +272,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="small sizes, for a quick check")
     parser.add_argument("--device-schedule", action="store_true",
                         help="pass cl_device= to generate_loopy")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds of reference and pytato timings "
+                        "(medians over them)")
+    parser.add_argument("--settle", type=float, default=None,
+                        help="seconds of pause after the reference's "
+                        "timing (default: 0.5 on CPU devices, 0 on GPUs)")
     parser.add_argument("--show-code", action="store_true",
                         help="print the device code of each workload")
     args = parser.parse_args(argv)
@@ -272,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     ctx = cl.create_some_context(interactive=False)
     dev = ctx.devices[0]
     gpu = bool(dev.type & cl.device_type.GPU)
+    settle = args.settle if args.settle is not None else (0. if gpu else .5)
     queue = cl.CommandQueue(ctx)
     prof_queue = cl.CommandQueue(
         ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
@@ -293,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
           + (f", torch {torch.__version__}" if torch is not None else ""))
     schedule = ("cl_device=dev" if args.device_schedule
                 else "no device (user path)")
-    print(f"# schedule: {schedule}; best of {args.runs}; "
+    print(f"# schedule: {schedule}; median over {args.rounds} rounds of "
+          f"the best of {args.runs}; pause {settle} s after the reference; "
           f"ratio = {ref_name} / pytato (>1: pytato faster)")
     # the copy bandwidth as bench_kernels.py measures it (this script's
     # folder is first on sys.path when it runs)
@@ -306,9 +323,10 @@ def main(argv: list[str] | None = None) -> int:
           "% copy and % copy dev: GB/s of each against the copy's")
     header = (f"| workload | path | kernel ms | device ms | wall ms | GB/s "
               f"| % copy | % copy dev | {ref_name} kernel ms "
-              f"| {ref_name} wall ms | kernel ratio | wall ratio | ok |")
+              f"| {ref_name} wall ms | kernel ratio | wall ratio "
+              f"| wall ratio range | ok |")
     print(header)
-    print("| --- " * 13 + "|")
+    print("| --- " * 14 + "|")
     sys.stdout.flush()
 
     failures = 0
@@ -333,21 +351,43 @@ def main(argv: list[str] | None = None) -> int:
         if torch is not None:
             t_inputs = {k: torch.from_numpy(v).cuda()
                         for k, v in inputs.items()}
-            r_kernel, r_wall = time_ref(
-                lambda w=wl, i=t_inputs: w.ref(torch, i), args.runs, True)
-        else:
-            r_kernel, r_wall = time_ref(
-                lambda w=wl, i=inputs: w.ref(np, i), args.runs, False)
 
         paths: list[tuple[str, Any, Callable[[Any], Any]]] = [
             ("program", prog, lambda q, p=prog, i=dev_inputs: p(q, **i)),
             ("bound", bound, lambda q, b=bound, i=dev_inputs: b(q, **i)),
         ]
-        for path, runner, call in paths:
-            runner.clear_statistics()
-            t_kernel, t_wall, out = time_call(call, queue, prof_queue,
-                                              args.runs)
-            t_device = device_time(runner.statistics)
+        # rounds: the reference, a pause (numpy's BLAS threads spin-wait
+        # for a while after a call: on a machine of two cores one of them
+        # would take a core from the device's threads), then each path;
+        # the median over the rounds of each best-of-runs time, and the
+        # range of the per-round ratios
+        refs: list[tuple[float, float]] = []
+        rounds: dict[str, list[tuple[float, float, float]]] = {
+            path: [] for path, _, _ in paths}
+        outs: dict[str, Any] = {}
+        for _ in range(args.rounds):
+            if torch is not None:
+                refs.append(time_ref(
+                    lambda w=wl, i=t_inputs: w.ref(torch, i), args.runs,
+                    True))
+            else:
+                refs.append(time_ref(
+                    lambda w=wl, i=inputs: w.ref(np, i), args.runs, False))
+            time.sleep(settle)
+            for path, runner, call in paths:
+                runner.clear_statistics()
+                t_kernel, t_wall, outs[path] = time_call(
+                    call, queue, prof_queue, args.runs)
+                rounds[path].append(
+                    (t_kernel, t_wall, device_time(runner.statistics)))
+        r_kernel = float(np.median([r[0] for r in refs]))
+        r_wall = float(np.median([r[1] for r in refs]))
+        for path, _, _ in paths:
+            t_kernel, t_wall, t_device = (
+                float(np.median(col)) for col in zip(*rounds[path], strict=True))
+            ratios = [ref[1] / got[1]
+                      for ref, got in zip(refs, rounds[path], strict=True)]
+            out = outs[path]
             got = out.get(queue) if hasattr(out, "get") else np.asarray(out)
             tol = 1e-4 if expected.dtype == np.float32 else 1e-8
             # absolute tolerance on the scale of the values: results that
@@ -365,7 +405,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{100 * gbs / copy_gbs:.0f} | {dev_pct:.0f} | "
                   f"{r_kernel * 1e3:.3f} | "
                   f"{r_wall * 1e3:.3f} | {r_kernel / t_kernel:.2f} | "
-                  f"{r_wall / t_wall:.2f} | {'yes' if ok else 'NO'} |")
+                  f"{r_wall / t_wall:.2f} | "
+                  f"{min(ratios):.2f}-{max(ratios):.2f} | "
+                  f"{'yes' if ok else 'NO'} |")
             sys.stdout.flush()
     return 1 if failures else 0
 
