@@ -35,7 +35,8 @@ Each workload is timed in ``--rounds`` rounds (default 3): the reference,
 a pause of ``--settle`` seconds (default 0.5 on CPU devices: numpy's
 OpenBLAS threads spin-wait after a call, and on a machine of two cores a
 spinning thread takes a core from PoCL's threads, which made the path
-timed first up to 1.2x slower), then each path. The table has the median
+timed first up to 1.2x slower), then each path, each after 0.1 s of
+untimed calls (the first calls after a pause run slower). The table has the median
 over the rounds of each best-of-runs time, and the range of the rounds'
 wall ratios.
 
@@ -186,6 +187,10 @@ def device_time(stats: Any) -> float:
     return sum(k.min for k in stats.values())
 
 
+#: Seconds of untimed calls before a path's timing (:func:`time_call`).
+WARM_UP_S = 0.1
+
+
 def time_call(call: Callable[[Any], Any], queue: Any, prof_queue: Any,
               runs: int) -> tuple[float, float, Any]:
     """(kernel time, wall time per call, result) of ``call(queue)``. The
@@ -216,8 +221,15 @@ def time_call(call: Callable[[Any], Any], queue: Any, prof_queue: Any,
         queue.finish()
         return time.perf_counter() - t0
 
-    _, out = call(queue)
-    queue.finish()
+    # warm up for WARM_UP_S at least: after a pause the first calls run
+    # slower (on the 2-core PoCL host, the first 20 ms or so), which
+    # would count against the path timed first in a round
+    t_end = time.perf_counter() + WARM_UP_S
+    while True:
+        _, out = call(queue)
+        queue.finish()
+        if time.perf_counter() >= t_end:
+            break
     return best(kernel, runs), best(wall, runs), _result(out)
 
 
