@@ -1,0 +1,42 @@
+"""The benchmark scripts still run: ``benchmarks/bench_user_path.py`` at
+small sizes on the test device, its results checked against numpy by the
+script itself (exit status 1 on a mismatch)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pyopencl as cl
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _ctx_spec(device: cl.Device) -> str:
+    """``PYOPENCL_CTX`` naming *device* (platform and device indices)."""
+    for i, platform in enumerate(cl.get_platforms()):
+        for j, dev in enumerate(platform.get_devices()):
+            if dev.int_ptr == device.int_ptr:
+                return f"{i}:{j}"
+    raise LookupError(f"device {device.name} not found among the platforms")
+
+
+def test_bench_user_path_runs(cl_ctx: cl.Context) -> None:
+    env = dict(os.environ)
+    env.pop("PYOPENCL_TEST", None)
+    env["PYOPENCL_CTX"] = _ctx_spec(cl_ctx.devices[0])
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_user_path.py"),
+         "--small", "--runs", "1", "--rounds", "2", "--settle", "0",
+         "--only", "sum 1-D"],
+        env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line for line in proc.stdout.splitlines()
+            if line.startswith("| sum 1-D |")]
+    # one row per path, each with its result checked ("yes")
+    assert len(rows) == 2, proc.stdout
+    assert all(row.rstrip().endswith("| yes |") for row in rows), proc.stdout
+    assert "median over 2 rounds" in proc.stdout
