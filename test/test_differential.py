@@ -83,7 +83,8 @@ def test_random_graphs_kernel_creation(seed: int, monkeypatch) -> None:
         == reference.program.default_entrypoint
 
 
-TYPED_DTYPES = [np.bool_, np.int8, np.int32, np.int64, np.uint8, np.float32,
+TYPED_DTYPES = [np.bool_, np.int8, np.int32, np.int64, np.uint8, np.uint32,
+                np.uint64, np.float32,
                 np.float64, np.complex64, np.complex128]
 
 

@@ -41,7 +41,7 @@ _CASES = [
                            "complex128")),
     *(("prod", d) for d in ("int32", "float64", "complex128")),
     *((op, d) for op in ("amax", "amin")
-      for d in ("int32", "float32", "float64")),
+      for d in ("int32", "float32", "float64", "uint8", "uint32", "uint64")),
     *((op, d) for op in ("any", "all") for d in ("bool", "float64")),
 ]
 
@@ -61,6 +61,10 @@ def _data(rng, dtype, shape, op):
         return x.astype(dtype)
     if dtype.kind == "i":
         return rng.integers(-50, 50, shape).astype(dtype)
+    if dtype.kind == "u":
+        # the whole range: the neutral elements of min and max are its ends
+        return rng.integers(0, np.iinfo(dtype).max, shape, dtype=dtype,
+                            endpoint=True)
     if op in ("any", "all"):
         # zeros are false: mostly nonzero for all, mostly zero for any
         x = (rng.random(shape) < (0.999 if op == "all" else 0.001))
@@ -289,7 +293,7 @@ def test_cpu_column_reductions_by_row_blocks(queue, op, dtype):
         expected[f"r{k}"] = np_op(inputs[f"x{k}"], axis=axis)
     with lp.CacheMode(False):
         prg = pt.generate_loopy(graph, cl_device=SCHEDULES["cpu"])
-    needs_callable = op in ("amax", "amin") and dtype == "int32"
+    needs_callable = op in ("amax", "amin") and np.dtype(dtype).kind in "iu"
     assert _row_block_barriers(prg) == (0 if needs_callable
                                         else len(_BLOCK_SHAPES))
     _, res = prg(queue, **inputs)

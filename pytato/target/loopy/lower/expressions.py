@@ -112,7 +112,7 @@ _REDUCTION_OPS: dict[type[ReductionOperation], str] = {
 class _NumpyExtremumMixin:
     """numpy semantics for loopy's max/min reductions: NaNs propagate (where
     OpenCL's ``fmax``/``fmin`` drop them), and integer types narrower than
-    32 bits have a neutral element."""
+    32 bits and unsigned types have a neutral element."""
 
     _cmp: str
     _is_max: bool
@@ -125,6 +125,11 @@ class _NumpyExtremumMixin:
         if nd.kind in "iu" and nd.itemsize < 4:
             info = np.iinfo(nd)
             return int(info.min if self._is_max else info.max), callables_table
+        if nd.kind == "u":
+            # loopy's UINT_MAX and ULONG_MAX are names its type inference
+            # does not know: the bound as a constant of the dtype instead
+            return (nd.type(0 if self._is_max else np.iinfo(nd).max),
+                    callables_table)
         return super().neutral_element(  # type: ignore[misc]
             *dtypes, callables_table=callables_table, target=target)
 
@@ -408,6 +413,9 @@ def _is_inexact(dtype: ScalarDType) -> bool:
             or (isinstance(dtype, np.dtype) and dtype.kind in "fc"))
 
 
+_UINT64 = np.dtype(np.uint64)
+
+
 class ScalarToLoopyMapper(IdentityMapper):
     """Lowers the scalar expression of an :class:`~pytato.array.IndexLambda`
     to a loopy expression: output indices are replaced by *index_map*,
@@ -531,7 +539,26 @@ class ScalarToLoopyMapper(IdentityMapper):
             # numpy's sum of booleans is their logical or (C's would store
             # True + True as 2 in a bool array)
             return prim.LogicalOr(tuple(self._truth(c) for c in expr.children))
+        if dtype == _UINT64:
+            return prim.Sum(self._uint64_children(expr))
         return super().map_sum(expr)
+
+    def map_product(self, expr: prim.Product) -> Expression:
+        if self._dtype(expr) == _UINT64:
+            return prim.Product(self._uint64_children(expr))
+        return super().map_product(expr)
+
+    def _uint64_children(self, expr: prim.Sum | prim.Product
+                         ) -> tuple[Expression, ...]:
+        """The lowered children of a ``uint64`` sum or product, Python
+        integers among them (the ``-1`` of a negation or subtraction) as
+        ``uint64`` constants, wrapped modulo 2**64 as numpy does. loopy
+        types a Python integer as a signed integer, and a signed with an
+        unsigned 64-bit integer as ``float64``: a reduction of ``-x``
+        accumulated in ``double``, losing every value above 2**53."""
+        return tuple(
+            np.uint64(child % 2**64) if type(child) is int else self.rec(child)
+            for child in expr.children)
 
     def map_logical_not(self, expr: prim.LogicalNot) -> Expression:
         return prim.LogicalNot(self._truth(expr.child))

@@ -44,9 +44,12 @@ import numpy as np
 import pymbolic.primitives as prim
 from cgen import Const, Pointer
 from loopy.schedule.tools import get_subkernel_arg_info
-from loopy.symbolic import TypeCast as LoopyTypeCast
+from loopy.symbolic import Literal, TypeCast as LoopyTypeCast
 from loopy.target.c.codegen.expression import CExpressionToCodeMapper
-from loopy.target.pyopencl import PyOpenCLCASTBuilder
+from loopy.target.pyopencl import (
+    ExpressionToPyOpenCLCExpressionMapper,
+    PyOpenCLCASTBuilder,
+)
 from loopy.types import LoopyType, NumpyType
 from pymbolic.mapper.stringifier import (
     PREC_BITWISE_AND,
@@ -350,6 +353,19 @@ def _exact_floor_division(preamble_info: Any) -> Any:
             yield f"04_{name}", body
 
 
+class _ExpressionToCExpressionMapper(
+        ExpressionToPyOpenCLCExpressionMapper):  # type: ignore[misc]
+    """loopy's mapper, printing ``uint32`` constants as OpenCL ``uint``
+    literals (``7u``): loopy suffixes them ``ul``, a 64-bit ``ulong``, and
+    OpenCL's overloaded built-ins refuse mixed arguments (``max(acc, b ==
+    0 ? 0ul : a % b)`` on ``uint`` operands was ambiguous)."""
+
+    def map_constant(self, expr: Any, type_context: Any) -> Any:
+        if isinstance(expr, np.uint32):
+            return Literal(f"{int(expr)}u")
+        return super().map_constant(expr, type_context)
+
+
 class _CASTBuilder(PyOpenCLCASTBuilder):
     """:class:`loopy.target.pyopencl.PyOpenCLCASTBuilder` declaring the
     pointers of kernels with many arguments without ``restrict``, whose
@@ -366,7 +382,7 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
         # product feeds real() and imag()) was printed as C's '*' on structs,
         # which OpenCL refuses. Such values pass through functions taking
         # or returning complex values.
-        mapper = super().get_expression_to_c_expression_mapper(codegen_state)
+        mapper = _ExpressionToCExpressionMapper(codegen_state)
         if not mapper.allow_complex \
                 and _calls_on_complex(codegen_state.callables_table):
             mapper.allow_complex = True
