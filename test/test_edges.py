@@ -500,6 +500,41 @@ def test_float_remainder_sign_of_zero(queue, dtype):
     _assert_same(got["c"], a % dtype(-2.0))
 
 
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_float_floor_divide_and_remainder_as_numpy(queue, dtype):
+    """numpy's floating-point ``//`` and ``%`` (``npy_divmod``) for every
+    pair of special values: infinite divisors (``1 // -inf`` is -1,
+    ``1 % -inf`` is -inf), infinite dividends (NaN), zeros and NaN; and
+    exact remainders of large dividends, also of 64-bit integers mixed with
+    floats (computed from ``fmod``: ``a - b*floor(a/b)`` lost every digit),
+    in reductions too."""
+    special = np.array([0.0, -0.0, 1.0, -1.0, 2.5, -7.25, 1e30, -3e-30,
+                        np.inf, -np.inf, np.nan], dtype)
+    a, b = (v.ravel() for v in np.meshgrid(special, special))
+    rng = np.random.default_rng(3)
+    big = rng.integers(-2**63, 2**63 - 1, 64, dtype=np.int64)
+    ubig = rng.integers(0, 2**64 - 1, 64, dtype=np.uint64, endpoint=True)
+    div = (rng.standard_normal(64) * 10).astype(dtype)
+    m = (rng.standard_normal((40, 50)) * 1e6).astype(dtype)
+    n = (rng.standard_normal((40, 50)) + 0.1).astype(dtype)
+    got = _run(queue, lambda pt, x: {
+        "q": x["a"] // x["b"], "r": x["a"] % x["b"],
+        "qi": x["big"] // x["div"], "ri": x["big"] % x["div"],
+        "qu": x["ubig"] // x["div"], "ru": x["ubig"] % x["div"],
+        "rs": x["a"] % 2.5, "qs": x["a"] // -0.5,
+        "red": pt.sum(x["m"] % x["n"], axis=1)},
+        {"a": a, "b": b, "big": big, "ubig": ubig, "div": div, "m": m, "n": n})
+    with np.errstate(all="ignore"):
+        refs = {"q": a // b, "r": a % b, "qi": big // div, "ri": big % div,
+                "qu": ubig // div, "ru": ubig % div,
+                "rs": a % 2.5, "qs": a // -0.5}
+    for k, ref in refs.items():
+        _assert_same(got[k], ref)
+    np.testing.assert_allclose(got["red"], np.sum(m % n, axis=1),
+                               rtol=1e-4 if dtype == np.float32 else 1e-12)
+
+
 def test_roll_broadcasts_shift_and_axis(queue):
     x = np.arange(12.0).reshape(3, 4)
     got = _run(queue, lambda m, a: {

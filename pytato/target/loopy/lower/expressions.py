@@ -413,6 +413,12 @@ def _is_inexact(dtype: ScalarDType) -> bool:
             or (isinstance(dtype, np.dtype) and dtype.kind in "fc"))
 
 
+def _float_name(dtype: ScalarDType) -> str:
+    """The name of a real floating-point scalar dtype (``float64`` for a
+    Python float)."""
+    return dtype.name if isinstance(dtype, np.dtype) else "float64"
+
+
 _UINT64 = np.dtype(np.uint64)
 
 
@@ -629,8 +635,12 @@ class ScalarToLoopyMapper(IdentityMapper):
 
     def map_floor_div(self, expr: prim.FloorDiv) -> Expression:
         num, den = self._operand(expr.numerator), self._operand(expr.denominator)
-        if _is_inexact(self._dtype(expr)):
-            return prim.Call(prim.Variable("floor"), (prim.Quotient(num, den),))
+        dtype = self._dtype(expr)
+        if _is_inexact(dtype):
+            if _is_complex(dtype):
+                return prim.Call(prim.Variable("floor"),
+                                 (prim.Quotient(num, den),))
+            return _call(f"_pt_floordiv_{_float_name(dtype)}", num, den)
         simple = simplify_floor_div(num, den, self.state.index_ranges)
         if simple is not None:
             return simple
@@ -645,19 +655,14 @@ class ScalarToLoopyMapper(IdentityMapper):
 
     def map_remainder(self, expr: prim.Remainder) -> Expression:
         num, den = self._operand(expr.numerator), self._operand(expr.denominator)
-        if _is_inexact(self._dtype(expr)):
-            # numpy: the result has the sign of the divisor
-            quot = prim.Call(prim.Variable("floor"), (prim.Quotient(num, den),))
-            rem = prim.Sum((num, prim.Product((-1, den, quot))))
-            dtype = np.dtype(self._dtype(expr))
-            if dtype.kind == "c":
-                return rem
-            # a zero remainder has the sign of the divisor, as in numpy: it
-            # is +0.0 here, negated for a negative divisor (not a -0.0
-            # literal: loopy prints 0.0 and -0.0 of one kernel alike)
-            return prim.If(prim.LogicalAnd((prim.Comparison(rem, "==", 0),
-                                            prim.Comparison(den, "<", 0))),
-                           prim.Product((-1, rem)), rem)
+        dtype = self._dtype(expr)
+        if _is_inexact(dtype):
+            if _is_complex(dtype):
+                quot = prim.Call(prim.Variable("floor"),
+                                 (prim.Quotient(num, den),))
+                return prim.Sum((num, prim.Product((-1, den, quot))))
+            # numpy's: the sign of the divisor, from fmod (exact)
+            return _call(f"_pt_remainder_{_float_name(dtype)}", num, den)
         simple = simplify_remainder(num, den, self.state.index_ranges)
         if simple is not None:
             return simple

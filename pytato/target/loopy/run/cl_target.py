@@ -303,6 +303,62 @@ class _GuardedIntegerDivision(lp.ScalarCallable):
                f"{ctype} b)\n{{{body}\n}}\n")
 
 
+#: numpy's floating-point ``//`` and ``%`` (its ``npy_divmod``): the
+#: remainder from ``fmod`` (exact, where ``a - b*floor(a/b)`` loses every
+#: digit of a large *a*), given the divisor's sign; the quotient from the
+#: remainder, snapped to the nearest integer; infinities and zeros as numpy
+#: has them (``1 // -inf`` is -1, ``inf // 2`` NaN, ``1 % -inf`` -inf)
+_FLOAT_DIVMOD = """
+static inline {c} _pt_divmod_{c}({c} a, {c} b, {c} *floordiv)
+{{
+    {c} mod = fmod(a, b);
+    if (b == 0) {{ *floordiv = a / b; return mod; }}
+    {c} div = (a - mod) / b;
+    if (mod != 0 || isnan(mod)) {{
+        if ((b < 0) != (mod < 0)) {{ mod += b; div -= ({c}) 1; }}
+    }}
+    else
+        mod = copysign(({c}) 0, b);
+    if (div != 0 || isnan(div)) {{
+        {c} fl = floor(div);
+        if (div - fl > ({c}) 0.5) fl += ({c}) 1;
+        *floordiv = fl;
+    }}
+    else
+        *floordiv = copysign(({c}) 0, a / b);
+    return mod;
+}}
+"""
+
+
+class _FloatDivmod(lp.ScalarCallable):
+    """``_pt_floordiv_<float dtype>(a, b)`` and
+    ``_pt_remainder_<float dtype>(a, b)``: numpy's ``//`` and ``%`` of
+    floating-point *a* and *b*, computed in the dtype of the name (the
+    dtype of the pytato expression: a weak Python float operand does not
+    widen a ``float32`` computation)."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        op, dtype_name = self.name[len("_pt_"):].split("_")
+        c = {"float32": "float", "float64": "double"}[dtype_name]
+        nt = NumpyType(np.dtype(dtype_name))
+        return (self.copy(name_in_target=f"_pt_{op}_{c}",
+                          arg_id_to_dtype={0: nt, 1: nt, -1: nt}),
+                clbl_inf_ctx)
+
+    def generate_preambles(self, target: Any) -> Any:
+        c = {"float32": "float", "float64": "double"}[
+            self.arg_id_to_dtype[-1].numpy_dtype.name]
+        yield (f"45_pytato_divmod_{c}", _FLOAT_DIVMOD.format(c=c))
+        if self.name_in_target.startswith("_pt_floordiv"):
+            body = f"{c} q; _pt_divmod_{c}(a, b, &q); return q;"
+        else:
+            body = f"{c} q; return _pt_divmod_{c}(a, b, &q);"
+        yield (f"46_{self.name_in_target}",
+               f"static inline {c} {self.name_in_target}({c} a, {c} b)"
+               f" {{ {body} }}\n")
+
+
 def _calls_on_complex(callables_table: Any) -> bool:
     """Whether a function of the translation unit takes or returns a
     complex value (remembered for the last table: code generation asks
@@ -418,6 +474,9 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
         for op in _GUARDED_DIVISION:
             callables[f"_pt_int_{op}"] = _GuardedIntegerDivision(
                 name=f"_pt_int_{op}")
+            for dtype in ("float32", "float64"):
+                callables[f"_pt_{op}_{dtype}"] = _FloatDivmod(
+                    name=f"_pt_{op}_{dtype}")
         for dtype in _INT_C_TYPES:
             callables[f"_pt_float_to_{dtype}"] = _FloatToInt(
                 name=f"_pt_float_to_{dtype}")
