@@ -535,6 +535,38 @@ def test_float_floor_divide_and_remainder_as_numpy(queue, dtype):
                                rtol=1e-4 if dtype == np.float32 else 1e-12)
 
 
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.int32, np.uint32,
+                                   np.int64, np.uint64])
+def test_shifts_by_any_count(queue, dtype):
+    """numpy's ``<<`` and ``>>`` for counts outside ``[0, bits)`` (negative
+    or too large): every bit shifted out, leaving 0, or -1 for negative
+    values shifted right (OpenCL takes the count modulo the width); in
+    range, as C's, with narrow types wrapped; also mixed dtypes."""
+    info = np.iinfo(dtype)
+    a = np.array([0, 1, 3, info.max, info.min, info.max // 3, 7, 1], dtype)
+    bits = 8 * np.dtype(dtype).itemsize
+    counts = [0, 1, bits - 1, bits, bits + 1, 2 * bits + 1, 5, 3]
+    if info.min < 0:
+        a[-1] = -5
+        counts[-2:] = [-1, -bits - 2]
+    b = np.array(counts, dtype)
+    c = np.array([1, 2, 70, 9, 0, 3, 64, 65], np.int64)
+    # (uint64 with int64 is float64 in numpy, and shifting it refused)
+    mixed = np.result_type(a, c).kind in "iu"
+    got = _run(queue, lambda pt, x: {
+        "l": x["a"] << x["b"], "r": x["a"] >> x["b"],
+        "lc": x["a"] << bits, "rc": x["a"] >> (bits + 3), "l2": x["a"] << 2,
+        **({"lm": x["a"] << x["c"], "rm": x["a"] >> x["c"]} if mixed else {})},
+        {"a": a, "b": b, "c": c} if mixed else {"a": a, "b": b})
+    refs = {"l": a << b, "r": a >> b, "lc": a << bits, "rc": a >> (bits + 3),
+            "l2": a << 2}
+    if mixed:
+        refs.update({"lm": a << c, "rm": a >> c})
+    for k, ref in refs.items():
+        _assert_same(got[k], ref)
+
+
 def test_roll_broadcasts_shift_and_axis(queue):
     x = np.arange(12.0).reshape(3, 4)
     got = _run(queue, lambda m, a: {

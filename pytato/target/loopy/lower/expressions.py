@@ -274,7 +274,8 @@ class _ScalarDTypeMapper:
         children = getattr(expr, "children", None)
         if children is None:
             children = [getattr(expr, a) for a in ("numerator", "denominator",
-                                                   "base", "exponent")
+                                                   "base", "exponent",
+                                                   "shiftee", "shift")
                         if hasattr(expr, a)]
         return np.result_type(*(self(c) for c in children))
 
@@ -698,8 +699,27 @@ class ScalarToLoopyMapper(IdentityMapper):
         return prim.Power(base, self._operand(exponent))
 
     def map_right_shift(self, expr: prim.RightShift) -> Expression:
-        return prim.RightShift(self._operand(expr.shiftee),
-                               self._operand(expr.shift))
+        return self._shift(expr, prim.RightShift, "shr")
+
+    def map_left_shift(self, expr: prim.LeftShift) -> Expression:
+        return self._shift(expr, prim.LeftShift, "shl")
+
+    def _shift(self, expr: prim.LeftShift | prim.RightShift,
+               cls: type[prim.LeftShift | prim.RightShift], op: str
+               ) -> Expression:
+        """A shift by a constant count within the width of the result's
+        dtype as C's; any other through the target's function of numpy's
+        result for every count (OpenCL takes the count modulo the width:
+        ``1 << 33`` in ``int32`` gave 2, numpy gives 0)."""
+        shiftee, shift = self._operand(expr.shiftee), self._operand(expr.shift)
+        dtype = self._dtype(expr)
+        count = expr.shift
+        if not (isinstance(dtype, np.dtype) and dtype.kind in "iu") or (
+                isinstance(count, (int, np.integer))
+                and not isinstance(count, (bool, np.bool_))
+                and 0 <= int(count) < 8 * dtype.itemsize):
+            return cls(shiftee, shift)
+        return _call(f"_pt_int_{op}", shiftee, shift)
 
     def map_if(self, expr: prim.If) -> Expression:
         return prim.If(self._truth(expr.condition), self._operand(expr.then),

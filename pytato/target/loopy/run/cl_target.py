@@ -254,6 +254,19 @@ class _FloatToInt(lp.ScalarCallable):
                f" {{ {body} }}\n")
 
 
+_GUARDED_SHIFT = {
+    # numpy's shifts for every shift count (OpenCL takes the count modulo
+    # the width): a count outside [0, bits) shifts every bit out, leaving
+    # 0, or the sign (-1 for negative a) for a right shift
+    "shl": """
+        if (b < 0 || b >= {bits}) return 0;
+        return ({ctype}) (a << b);""",
+    "shr": """
+        if (b < 0 || b >= {bits}) return ({signed} && a < 0) ? -1 : 0;
+        return a >> b;""",
+}
+
+
 _GUARDED_DIVISION = {
     # numpy's integer // and % for every divisor (0 for a zero divisor, a
     # wrapped negation for -1), as functions: for operands holding a
@@ -274,7 +287,9 @@ _GUARDED_DIVISION = {
 
 class _GuardedIntegerDivision(lp.ScalarCallable):
     """``_pt_int_floordiv(a, b)`` and ``_pt_int_remainder(a, b)``: numpy's
-    integer ``//`` and ``%`` of *a* and *b* for every divisor."""
+    integer ``//`` and ``%`` of *a* and *b* for every divisor;
+    ``_pt_int_shl(a, b)`` and ``_pt_int_shr(a, b)``: its ``<<`` and ``>>``
+    for every shift count."""
 
     def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
         dtypes = [arg_id_to_dtype.get(k) for k in (0, 1)]
@@ -296,8 +311,9 @@ class _GuardedIntegerDivision(lp.ScalarCallable):
         ctype = _INT_C_TYPES[dtype.name]
         utype = _INT_C_TYPES["u" + dtype.name.lstrip("u")]
         op = self.name[len("_pt_int_"):]
-        body = _GUARDED_DIVISION[op].format(
-            ctype=ctype, utype=utype, signed=int(dtype.kind == "i"))
+        body = {**_GUARDED_DIVISION, **_GUARDED_SHIFT}[op].format(
+            ctype=ctype, utype=utype, signed=int(dtype.kind == "i"),
+            bits=8 * dtype.itemsize)
         yield (f"46_pytato_{op}_{ctype}",
                f"static inline {ctype} {self.name_in_target}({ctype} a, "
                f"{ctype} b)\n{{{body}\n}}\n")
@@ -471,6 +487,9 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
         callables = dict(super().known_callables)
         callables["_pt_complex"] = _ComplexFromParts(name="_pt_complex")
         callables["_pt_narrow_int"] = _NarrowIntWrap(name="_pt_narrow_int")
+        for op in _GUARDED_SHIFT:
+            callables[f"_pt_int_{op}"] = _GuardedIntegerDivision(
+                name=f"_pt_int_{op}")
         for op in _GUARDED_DIVISION:
             callables[f"_pt_int_{op}"] = _GuardedIntegerDivision(
                 name=f"_pt_int_{op}")
