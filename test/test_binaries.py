@@ -118,3 +118,41 @@ def test_binaries_kept_for_gpus_not_pocl():
         Device(cpu, "Portable Computing Language"))
     assert not binaries.binaries_cheap(
         Device(gpu, "Portable Computing Language"))
+
+
+def test_correctly_rounded_float_division_option(cl_ctx):
+    """Programs are built with ``-cl-fp32-correctly-rounded-divide-sqrt``
+    on devices that support it (once, whatever the user's options)."""
+    dev = cl_ctx.devices[0]
+    supported = bool(dev.single_fp_config
+                     & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
+    flag = binaries.CORRECTLY_ROUNDED_OPTION
+    for options in (None, "-cl-mad-enable", ["-DX=1", flag]):
+        got = binaries.device_build_options(cl_ctx.devices, options)
+        assert got.count(flag) == int(supported or (
+            isinstance(options, list) and flag in options))
+    assert binaries.device_build_options([], None) == []
+
+
+def test_float32_division_and_sqrt_as_numpy(queue):
+    """float32 ``/``, ``//``, ``%`` and ``sqrt`` equal numpy's bit for bit
+    on devices with correctly rounded division (NVIDIA's default division
+    is within 2.5 ulp)."""
+    import pytato as pt
+    dev = queue.device
+    if not dev.single_fp_config \
+            & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
+        pytest.skip("the device has no correctly rounded float division")
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal(4096) * 10.0 ** rng.integers(-20, 20, 4096)
+         ).astype(np.float32)
+    b = (rng.standard_normal(4096) * 10.0 ** rng.integers(-20, 20, 4096)
+         ).astype(np.float32)
+    x = pt.make_placeholder("x", a.shape, np.float32)
+    y = pt.make_placeholder("y", b.shape, np.float32)
+    _, got = pt.generate_loopy({"q": x / y, "f": x // y, "r": x % y,
+                                "s": pt.sqrt(pt.abs(x))})(queue, x=a, y=b)
+    with np.errstate(all="ignore"):
+        refs = {"q": a / b, "f": a // b, "r": a % b, "s": np.sqrt(np.abs(a))}
+    for k, ref in refs.items():
+        np.testing.assert_array_equal(got[k], ref, err_msg=k)

@@ -16,9 +16,15 @@ building its two programs took 0.067 s from source, 0.025 s from
 binaries, but reading the binaries of a program just built took 6 s in a
 cold process (PoCL compiles every kernel for them).
 
+Programs are built with :func:`device_build_options`: the user's options,
+and correctly rounded ``float`` division and square roots where the
+devices support them (numpy's results).
+
 .. autofunction:: build_programs
 .. autofunction:: binary_key
 .. autofunction:: binaries_cheap
+.. autofunction:: device_build_options
+.. autodata:: CORRECTLY_ROUNDED_OPTION
 """
 
 from __future__ import annotations
@@ -69,6 +75,46 @@ def binaries_cheap(device: cl.Device) -> bool:
     *device*: a GPU, not of PoCL."""
     return bool(device.type & cl.device_type.GPU) \
         and device.platform.name != "Portable Computing Language"
+
+
+#: the build option that makes ``float`` division and square roots
+#: correctly rounded, as numpy's (OpenCL allows 2.5 ulp for division and 3
+#: for ``sqrt``: NVIDIA's ``1e30f // -7.25f`` was one ulp off numpy's)
+CORRECTLY_ROUNDED_OPTION = "-cl-fp32-correctly-rounded-divide-sqrt"
+
+# whether a device (by its handle) reports correctly rounded float division
+_CORRECTLY_ROUNDED: dict[int, bool] = {}
+
+
+def device_build_options(devices: Sequence[cl.Device],
+                         options: str | Sequence[str] | None
+                         ) -> list[str]:
+    """The build *options* for programs on *devices*, with
+    :data:`CORRECTLY_ROUNDED_OPTION` added where every device supports it
+    (``CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT``) and it is not there."""
+    if options is None:
+        result = []
+    elif isinstance(options, str):
+        result = [options]
+    else:
+        result = list(options)
+    if devices and all(_correctly_rounded(d) for d in devices) \
+            and CORRECTLY_ROUNDED_OPTION not in result:
+        result.append(CORRECTLY_ROUNDED_OPTION)
+    return result
+
+
+def _correctly_rounded(device: cl.Device) -> bool:
+    key = device.int_ptr
+    supported = _CORRECTLY_ROUNDED.get(key)
+    if supported is None:
+        try:
+            supported = bool(device.single_fp_config
+                             & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT)
+        except (cl.Error, AttributeError):  # pragma: no cover
+            supported = False
+        _CORRECTLY_ROUNDED[key] = supported
+    return supported
 
 
 def _build(context: cl.Context, source: str,

@@ -87,7 +87,7 @@ from pytools import memoize_method
 
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.target.loopy.run import jit_primer, program_store
-from pytato.target.loopy.run.binaries import build_programs
+from pytato.target.loopy.run.binaries import build_programs, device_build_options
 from pytato.target.loopy.run.launch_once import device_index
 from pytato.target.loopy.run.preprocessing import (
     generate_code,
@@ -225,16 +225,17 @@ class PhasedExecutor(PyOpenCLExecutor):
                 self, arg_to_dtype)
         with FewerCollections():
             code, invoker = self._code_and_invoker(t_unit, arg_to_dtype)
-        with PhaseTimer(_logger, "OpenCL build"):
-            built = build_kernels(self.context, code,
-                                  options=options.build_options)
         device = self.context.devices[0]
+        build_options = device_build_options(self.context.devices,
+                                             options.build_options)
+        with PhaseTimer(_logger, "OpenCL build"):
+            built = build_kernels(self.context, code, options=build_options)
         if self._generated and len(self.context.devices) == 1 \
                 and jit_primer.wanted(device, len(built)):
             specs = jit_primer.launch_specs(t_unit)
             if specs is not None:
                 jit_primer.start_primer(device, chunk_sources(code),
-                                        options.build_options, specs)
+                                        build_options, specs)
         kernels = _Kernels()
         for name, kernel in built.items():
             setattr(kernels, name, kernel)

@@ -56,7 +56,7 @@ from pymbolic.mapper.substitutor import SubstitutionMapper, make_subst_func
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.diagnostic import UnsupportedByTargetError
 from pytato.target.loopy.run import jit_primer, program_store
-from pytato.target.loopy.run.binaries import build_programs
+from pytato.target.loopy.run.binaries import build_programs, device_build_options
 from pytato.target.loopy.run.executor import (
     _program_kernels,
     _usable_cpus,
@@ -389,7 +389,8 @@ def _compile_sub_units(t_unit: lp.TranslationUnit, units: Sequence[SubUnit],
         compiled = None
         if nworkers > 1:
             address = None if device is None else _device_address(
-                device, t_unit.default_entrypoint.options.build_options)
+                device, device_build_options(
+                    [device], t_unit.default_entrypoint.options.build_options))
             try:
                 compiled = _compile_in_processes(
                     [(unit_t_unit(u), u.canonical_names) for u in todo],
@@ -602,7 +603,8 @@ class SplitExecutor:
         of each built as a program of its own, several at once)."""
         if self._kernels is None:
             codes = [c.code for c in self.compiled().values()]
-            options = self.run_kernel.options.build_options
+            options = device_build_options(
+                self.context.devices, self.run_kernel.options.build_options)
             # one program per distinct sub-unit (its source is the same in
             # every program that has it: the driver's cache, and the
             # binaries in the program store, find it), built in threads
