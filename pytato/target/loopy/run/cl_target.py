@@ -285,7 +285,11 @@ _GUARDED_DIVISION = {
 }
 
 
-class _GuardedIntegerDivision(lp.ScalarCallable):
+#: the bodies of :class:`_GuardedIntegerOp`'s functions, by operation
+_GUARDED_INTEGER_OPS = {**_GUARDED_DIVISION, **_GUARDED_SHIFT}
+
+
+class _GuardedIntegerOp(lp.ScalarCallable):
     """``_pt_int_floordiv(a, b)`` and ``_pt_int_remainder(a, b)``: numpy's
     integer ``//`` and ``%`` of *a* and *b* for every divisor;
     ``_pt_int_shl(a, b)`` and ``_pt_int_shr(a, b)``: its ``<<`` and ``>>``
@@ -311,7 +315,7 @@ class _GuardedIntegerDivision(lp.ScalarCallable):
         ctype = _INT_C_TYPES[dtype.name]
         utype = _INT_C_TYPES["u" + dtype.name.lstrip("u")]
         op = self.name[len("_pt_int_"):]
-        body = {**_GUARDED_DIVISION, **_GUARDED_SHIFT}[op].format(
+        body = _GUARDED_INTEGER_OPS[op].format(
             ctype=ctype, utype=utype, signed=int(dtype.kind == "i"),
             bits=8 * dtype.itemsize)
         yield (f"46_pytato_{op}_{ctype}",
@@ -487,12 +491,10 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
         callables = dict(super().known_callables)
         callables["_pt_complex"] = _ComplexFromParts(name="_pt_complex")
         callables["_pt_narrow_int"] = _NarrowIntWrap(name="_pt_narrow_int")
-        for op in _GUARDED_SHIFT:
-            callables[f"_pt_int_{op}"] = _GuardedIntegerDivision(
+        for op in _GUARDED_INTEGER_OPS:
+            callables[f"_pt_int_{op}"] = _GuardedIntegerOp(
                 name=f"_pt_int_{op}")
         for op in _GUARDED_DIVISION:
-            callables[f"_pt_int_{op}"] = _GuardedIntegerDivision(
-                name=f"_pt_int_{op}")
             for dtype in ("float32", "float64"):
                 callables[f"_pt_{op}_{dtype}"] = _FloatDivmod(
                     name=f"_pt_{op}_{dtype}")
