@@ -39,7 +39,7 @@ elements) on the device: first call, kernel and wall time per call
 ``--build-nodes N`` only measures the device build of the N-node DAG
 (for the device of the context): its code is generated, then built as one
 OpenCL program and as the programs of
-:func:`pytato.target.loopy.run.executor.build_kernels` (its default chunk
+:func:`pytato.target.loopy.run.parallel_builds.build_kernels` (its default chunk
 count, or ``PYTATO_BUILD_CHUNKS``; built in threads, then in processes),
 each from a source made unique by a comment (no driver cache hits), and
 the first call of the program is timed, in a new context (loopy's work,

@@ -55,6 +55,7 @@ from pytato.target import Target
 from pytato.transform.calls import inline_call_result
 from pytato.transform.lower_to_index_lambda import _LOWERABLE, to_index_lambda
 from pytato.transform.mappers import CopyMapper
+from pytato.tuning import record_defaults
 
 
 if TYPE_CHECKING:
@@ -504,3 +505,7 @@ class ProgramCache(Generic[_ProgramT]):
         return len(self._data)
 
 # }}}
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

@@ -30,15 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-import islpy as isl
-import loopy as lp
 import numpy as np
 import pymbolic
 import pymbolic.primitives as prim
 from constantdict import constantdict
-from loopy.symbolic import aff_from_expr, pw_aff_to_expr
 from pymbolic.mapper.dependency import DependencyMapper
 from pytools.tag import Tag
 
@@ -63,8 +60,18 @@ from pytato.diagnostic import (
     ShapeMismatchError,
 )
 from pytato.function import _is_size_expression
+from pytato.lazy_imports import lazy_module
 from pytato.scalar_expr import evaluate, is_quasi_affine, substitute
 from pytato.utils import _size_params_of
+
+
+if TYPE_CHECKING:
+    import islpy as isl
+    import loopy as lp
+else:
+    # (imported at first use: see pytato.lazy_imports)
+    isl = lazy_module("islpy")
+    lp = lazy_module("loopy")
 
 
 __all__ = [
@@ -396,7 +403,7 @@ def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
                     f"solve_constraints: {side} (in {lhs} == {rhs}) is not an "
                     "affine expression")
         try:
-            aff = aff_from_expr(space, lhs - rhs)
+            aff = lp.symbolic.aff_from_expr(space, lhs - rhs)
         except Exception as e:
             raise ShapeInferenceFailure(
                 f"solve_constraints: cannot express {lhs} == {rhs} in the "
@@ -421,7 +428,7 @@ def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
             raise ShapeInferenceFailure(
                 f"solve_constraints: the constraints {list(constraints)} do "
                 f"not determine '{var}'")
-        value = pw_aff_to_expr(lo)
+        value = lp.symbolic.pw_aff_to_expr(lo)
         result[var] = int(value) if isinstance(value, (int, np.integer)) \
             else value
     return result

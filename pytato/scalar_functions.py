@@ -50,12 +50,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pymbolic.primitives as prim
-from loopy.kernel.function_interface import ScalarCallable
-from loopy.types import NumpyType
 
 from pytato.array.base import Array
 from pytato.diagnostic import (
@@ -67,6 +65,13 @@ from pytato.diagnostic import (
 )
 from pytato.frontend._coerce import as_array
 from pytato.frontend.elementwise import elementwise
+from pytato.lazy_imports import lazy_module
+
+
+if TYPE_CHECKING:
+    import loopy as lp
+else:
+    lp = lazy_module("loopy")
 
 
 __all__ = [
@@ -100,7 +105,7 @@ class ScalarFunction:
     """
 
     name: str
-    loopy_callable: ScalarCallable | None
+    loopy_callable: lp.ScalarCallable | None
     numpy_impl: Callable[..., Any] | None = None
     jax_impl: Callable[..., Any] | None = None
 
@@ -133,7 +138,7 @@ class ScalarFunction:
 
         try:
             new, _ = self.loopy_callable.with_types(
-                {i: NumpyType(dt) for i, dt in enumerate(arg_dtypes)}, None)
+                {i: lp.types.NumpyType(dt) for i, dt in enumerate(arg_dtypes)}, None)
         except Exception as e:
             raise fail(f"{type(e).__name__}: {e}") from e
         res = (new.arg_id_to_dtype or {}).get(-1)
@@ -145,7 +150,7 @@ class ScalarFunction:
 _REGISTRY: dict[str, ScalarFunction] = {}
 
 
-def register_scalar_function(name: str, loopy_callable: ScalarCallable | None, *,
+def register_scalar_function(name: str, loopy_callable: lp.ScalarCallable | None, *,
                              numpy_impl: Callable[..., Any] | None = None,
                              jax_impl: Callable[..., Any] | None = None
                              ) -> ScalarFunction:
@@ -163,7 +168,7 @@ def register_scalar_function(name: str, loopy_callable: ScalarCallable | None, *
     if not isinstance(name, str) or not name.isidentifier():
         raise InvalidArgumentError(f"'name' must be an identifier, got {name!r}")
     if loopy_callable is not None:
-        if not isinstance(loopy_callable, ScalarCallable):
+        if not isinstance(loopy_callable, lp.ScalarCallable):
             raise InvalidArgumentTypeError(
                 "'loopy_callable' must be a loopy.ScalarCallable, "
                 f"got {type(loopy_callable).__name__}")

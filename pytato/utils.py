@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pymbolic.primitives as prim
-from loopy.symbolic import pwaff_from_expr
 from pytools import UniqueNameGenerator
 
 from pytato.array.base import Array, ShapeComponent, ShapeType
@@ -213,6 +212,8 @@ class ShapeToISLExpressionMapper:
 
     def __call__(self, expr: ShapeComponent) -> isl.PwAff:
         """The affine function of the shape component *expr*."""
+        # (loopy, imported at first use: see pytato.lazy_imports)
+        from loopy.symbolic import pwaff_from_expr
         return pwaff_from_expr(self.space, shape_component_to_expr(expr), ())
 
 # }}}

@@ -14,6 +14,7 @@ import pytato as pt
 from pytato.target.loopy import PROGRAM_CACHE
 from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.run import program_store, split, split_build, split_sizes
+from pytato.target.loopy.run.kernel_facts import kernel_facts
 
 
 @pytest.fixture
@@ -367,7 +368,8 @@ def test_early_workers_stopped(ctx_factory, split_on, monkeypatch):
 
     monkeypatch.setattr(split_build, "_start_workers", recording_start)
     monkeypatch.setattr(split_build, "MIN_INSTRUCTIONS_PER_WORKER", 1)
-    exe = split_build.make_split_executor(t_unit, ctx, entrypoint)
+    facts = kernel_facts(t_unit, entrypoint)
+    exe = split_build.make_split_executor(facts, ctx, lambda: t_unit)
     if exe is None:
         pytest.skip("graph not split")
     assert len(started) == 2
@@ -378,7 +380,7 @@ def test_early_workers_stopped(ctx_factory, split_on, monkeypatch):
     assert all(p.poll() is not None for p in started)
 
     started.clear()
-    exe = split_build.make_split_executor(t_unit, ctx, entrypoint)
+    exe = split_build.make_split_executor(facts, ctx, lambda: t_unit)
     assert len(started) == 2
     del exe
     gc.collect()

@@ -14,9 +14,9 @@ from random_graphs import make_random_dag
 import pytato as pt
 from pytato.target.loopy import PROGRAM_CACHE
 from pytato.target.loopy.run import jit_primer, split, split_build
-from pytato.target.loopy.run.executor import _program_kernels
 from pytato.target.loopy.run.launch_once import launch_each_once
 from pytato.target.loopy.run.launcher import get_kernel_plan
+from pytato.target.loopy.run.parallel_builds import _program_kernels
 
 
 class _FakeDevice:

@@ -6,10 +6,13 @@
 .. automodule:: pytato.analysis.materialized
 .. automodule:: pytato.analysis.cost
 .. automodule:: pytato.analysis.mappers
+.. automodule:: pytato.analysis.key_builder
 .. automodule:: pytato.analysis.graph_key
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from pytato.analysis.cost import (
     CostEstimate,
@@ -33,7 +36,6 @@ from pytato.analysis.mappers import (
     ListOfUsersCollector,
     MaterializedNodeCollector,
     NodeMultiplicityMapper,
-    PytatoKeyBuilder,
     TagCountMapper,
 )
 from pytato.analysis.materialized import collect_materialized_nodes
@@ -50,3 +52,12 @@ __all__ = [
     "get_node_type_counts", "get_num_call_sites", "get_num_nodes",
     "get_num_tags_of_type", "get_nusers", "is_einsum_similar_to_subscript",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # (PytatoKeyBuilder imports loopy: at first use, see pytato.lazy_imports)
+    if name == "PytatoKeyBuilder":
+        # (imports loopy: at first use)
+        from pytato.analysis.key_builder import PytatoKeyBuilder
+        return PytatoKeyBuilder
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,6 @@ from enum import Enum
 from typing import Any
 
 import numpy as np
-from loopy.tools import LoopyKeyBuilder
 from pymbolic.primitives import Variable
 
 from pytato.array.base import GraphNode, topological_order
@@ -150,6 +149,8 @@ class _Encoder:
             # objects that say what their persistent hash is, e.g. the
             # translation unit of a loopy call
             try:
+                # (loopy, at first use: see pytato.lazy_imports)
+                from loopy.tools import LoopyKeyBuilder
                 return f"pk:{self(tp)}:{LoopyKeyBuilder()(value)}"
             except TypeError as e:
                 raise NotPersistentError(str(e)) from e

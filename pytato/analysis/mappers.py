@@ -12,7 +12,6 @@ recursion limit) and visit each node object once.
 .. autoclass:: MaterializedNodeCollector
 .. autoclass:: NodeMultiplicityMapper
 .. autoclass:: TagCountMapper
-.. autoclass:: PytatoKeyBuilder
 """
 
 from __future__ import annotations
@@ -20,19 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import numpy as np
-from loopy.tools import LoopyKeyBuilder
-
 from pytato.analysis._outputs import output_roots
-from pytato.analysis.graph_key import graph_key
 from pytato.array.base import Array, GraphNode, topological_order
 from pytato.array.inputs import InputArgumentBase
 from pytato.tags import ImplStored
 
 
 if TYPE_CHECKING:
-    import numpy as np
-    from pytools import Hash
     from typing_extensions import TypeIs
 
     from pytato.analysis._outputs import Outputs
@@ -45,7 +38,6 @@ __all__ = [
     "ListOfUsersCollector",
     "MaterializedNodeCollector",
     "NodeMultiplicityMapper",
-    "PytatoKeyBuilder",
     "TagCountMapper",
 ]
 
@@ -358,23 +350,11 @@ class TagCountMapper(_NodeMapper):
         return self.combine(*counts)
 
 
-class PytatoKeyBuilder(LoopyKeyBuilder):  # type: ignore[misc]
-    """A :class:`pytools.persistent_dict.KeyBuilder` (for persistent
-    caches) that also hashes :mod:`pytato` graphs (by their structure, as
-    the program store does: equal graphs give equal keys in every process)
-    and :class:`numpy.ndarray`\\ s (by dtype, shape and contents).
-
-    A graph holding a :class:`~pytato.array.DataWrapper` raises
-    :class:`TypeError`: wrapped data has no persistent hash.
-    """
-
-    def rec(self, key_hash: Hash, key: object) -> Hash:
-        if isinstance(key, GraphNode):
-            key_hash.update(f"pytato-graph:{graph_key([key])}".encode())
-            return key_hash
-        return super().rec(key_hash, key)  # type: ignore[no-any-return]
-
-    def update_for_ndarray(self, key_hash: Hash, key: np.ndarray) -> None:
-        self.rec(key_hash, key.dtype)
-        self.rec(key_hash, key.shape)
-        key_hash.update(np.ascontiguousarray(key).tobytes())
+def __getattr__(name: str) -> Any:
+    # PytatoKeyBuilder extends loopy's key builder: imported at first use
+    # (see pytato.lazy_imports)
+    if name == "PytatoKeyBuilder":
+        # (imports loopy: at first use)
+        from pytato.analysis.key_builder import PytatoKeyBuilder
+        return PytatoKeyBuilder
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

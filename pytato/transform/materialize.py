@@ -97,6 +97,7 @@ from pytato.transform.mappers import (
     CopyMapper,
     TransformMapperCache,
 )
+from pytato.tuning import record_defaults
 
 
 if TYPE_CHECKING:
@@ -541,3 +542,7 @@ class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, None, []]):
         return MPMSMaterializerAccumulator(frozenset(), result)
 
 # }}}
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

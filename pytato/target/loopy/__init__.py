@@ -19,7 +19,6 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import loopy as lp
 import pyopencl as cl
 
 from pytato.array.base import Array, GraphNode, topological_order
@@ -33,18 +32,12 @@ from pytato.codegen import (
     preprocess,
 )
 from pytato.diagnostic import CannotBeLoweredToLoopyError
+from pytato.lazy_imports import lazy_module
 from pytato.tags import ImplStored, ImplSubstitution, Named, PrefixNamed, Tag
 from pytato.target.loopy._moved import install as _install_moved_modules
 from pytato.target.loopy.device import DeviceInfo
-
-# calls, loopy calls, foreign functions and sparse products lower through
-# the extended mapper of pytato.target.loopy.lower.calls
-from pytato.target.loopy.lower.calls import (
-    build_translation_unit_with_calls as build_translation_unit,
-)
 from pytato.target.loopy.lower.index_checks import IndexCheckedProgram, index_checks
 from pytato.target.loopy.run import program_store
-from pytato.target.loopy.run.cl_math import out_of_line_math_enabled
 from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
 from pytato.target.loopy.run.programs import (
     BoundPyOpenCLExecutable,
@@ -58,12 +51,16 @@ from pytato.target.loopy.run.stored_unit import (
     save_unit,
     stored_unit,
 )
-from pytato.target.loopy.schedule.default import default_schedule as schedule_unit
+from pytato.target.loopy.run.target_parameters import out_of_line_math_enabled
 from pytato.transform.mappers import UnsupportedNodeError
 
 
 if TYPE_CHECKING:
+    import loopy as lp
+
     from pytato.target import BoundProgram
+else:
+    lp = lazy_module("loopy")
 
 
 __all__ = [
@@ -76,7 +73,11 @@ _install_moved_modules()
 logger = logging.getLogger("pytato.codegen")
 
 
-def _options_key(options: lp.Options) -> tuple[tuple[str, str], ...]:
+def _options_key(options: lp.Options | None) -> tuple[tuple[str, str], ...]:
+    # (None: the default options, lp.Options(return_dict=<dict result>);
+    # a key without loopy, which a warm process need not import)
+    if options is None:
+        return (("<default>", ""),)
     return tuple(sorted((k, repr(v)) for k, v in vars(options).items()))
 
 
@@ -181,7 +182,7 @@ def generate_loopy(
             None, cl_device):
         raise ValueError("'cl_device' differs from the device of 'target'")
     if options is None:
-        options = lp.Options(return_dict=is_dict)
+        pass  # lp.Options(return_dict=is_dict), made where it is needed
     elif not isinstance(options, lp.Options):
         raise TypeError(f"'options' must be a loopy.Options, got "
                         f"{type(options).__name__}")
@@ -226,7 +227,7 @@ def _generate_checked(result: Array | DictOfNamedArrays | Mapping[str, Array],
     if not flags:
         return generate_loopy(result, target, options, **kwargs)
     if options is None:
-        options = lp.Options(return_dict=True)
+        pass  # (the default options of a dict result)
     elif not is_dict or not options.return_dict:
         options = options.copy(return_dict=True)
     data = {name: outputs[name] for name in outputs}
@@ -239,7 +240,7 @@ def _generate_checked(result: Array | DictOfNamedArrays | Mapping[str, Array],
 
 
 def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
-                    target: LoopyTarget, options: lp.Options, *,
+                    target: LoopyTarget, options: lp.Options | None, *,
                     is_dict: bool, function_name: str,
                     cl_device: cl.Device | None,
                     array_tag_t_to_not_propagate: frozenset[type[Tag]],
@@ -260,18 +261,36 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
         "axis_tag_t_to_not_propagate": axis_tag_t_to_not_propagate,
         "default_schedule": default_schedule and not deferred,
         "device": device}
-    lower_parameters = {
-        "target": target.get_loopy_target(), "options": options,
-        "function_name": function_name,
-        "array_tag_t_to_not_propagate": frozenset(array_tag_t_to_not_propagate),
-        "axis_tag_t_to_not_propagate": frozenset(axis_tag_t_to_not_propagate)}
+
+    def lower(outputs: DictOfNamedArrays) -> lp.TranslationUnit:
+        # (the lowering and schedule stages, and loopy, are imported here:
+        # a process finding its programs in the store needs neither)
+        import loopy as lp
+
+        # calls, loopy calls, foreign functions and sparse products lower
+        # through the extended mapper of pytato.target.loopy.lower.calls
+        from pytato.target.loopy.lower.calls import (
+            build_translation_unit_with_calls,
+        )
+        return build_translation_unit_with_calls(
+            outputs, target=target.get_loopy_target(),
+            options=(lp.Options(return_dict=is_dict) if options is None
+                     else options),
+            function_name=function_name,
+            array_tag_t_to_not_propagate=frozenset(
+                array_tag_t_to_not_propagate),
+            axis_tag_t_to_not_propagate=frozenset(axis_tag_t_to_not_propagate))
+
+    def schedule_unit(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
+        # (imported here, as the lowering stage above)
+        from pytato.target.loopy.schedule.default import default_schedule
+        return default_schedule(t_unit, device)
 
     def make_anew() -> lp.TranslationUnit:
         # (the unit of a stored program whose entry is unreadable)
-        t_unit = build_translation_unit(preprocess(result).outputs,
-                                        **lower_parameters)
+        t_unit = lower(preprocess(result).outputs)
         if default_schedule and not deferred:
-            t_unit = schedule_unit(t_unit, device)
+            t_unit = schedule_unit(t_unit)
         return t_unit
 
     def stored(key: str) -> lp.TranslationUnit | StoredUnit | None:
@@ -312,14 +331,14 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
             logger.info("program store hit for '%s'", function_name)
     if t_unit is None:
         with PhaseTimer(logger, "lowering", f"{nnodes} nodes"):
-            t_unit = build_translation_unit(prep.outputs, **lower_parameters)
+            t_unit = lower(prep.outputs)
         if default_schedule and not deferred:
             if isinstance(device, cl.Device):
                 prestart_merged_workers(
                     bool(device.type & cl.device_type.CPU),
                     len(t_unit.default_entrypoint.instructions))
             with PhaseTimer(logger, "default schedule"):
-                t_unit = schedule_unit(t_unit, device)
+                t_unit = schedule_unit(t_unit)
         if store_key is not None:
             with PhaseTimer(logger, "program store save"):
                 save_unit(store_key, t_unit, facts=True, run=not deferred)
@@ -353,7 +372,7 @@ def _program_store_key(outputs: DictOfNamedArrays, order: list[GraphNode], *,
         parameters[name] = frozenset(parameters[name])
     try:
         return program_store.program_key(
-            [outputs], order=order, loopy_target=target.get_loopy_target(),
+            [outputs], order=order, loopy_target=target.loopy_target_key(),
             default_schedule=default_schedule, device_info=info,
             **parameters)
     except program_store.NotPersistentError as e:

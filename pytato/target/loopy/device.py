@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 import pyopencl as cl
 
+from pytato.tuning import record_defaults
+
 
 __all__ = [
     "ITEM_LOCAL_MEMORY_BUDGET",
@@ -353,3 +355,6 @@ class DeviceInfo:
             return 32 * self.compute_units * self.group_size
         return 4 * self.compute_units
 
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

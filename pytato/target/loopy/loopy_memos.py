@@ -11,8 +11,7 @@ cache memory). Imports no stage.
 from __future__ import annotations
 
 import linecache
-
-from loopy import symbolic as _loopy_symbolic
+import sys
 
 
 __all__ = ["GENERATED_SOURCE_LIMIT", "LOOPY_MEMO_LIMIT", "trim_loopy_memos"]
@@ -40,8 +39,9 @@ def trim_loopy_memos(limit: int | None = None) -> None:
     beyond :data:`GENERATED_SOURCE_LIMIT` (beyond *limit*, if smaller)."""
     if limit is None:
         limit = LOOPY_MEMO_LIMIT
-    fn = getattr(_loopy_symbolic, "_get_dependencies_and_reduction_inames",
-                 None)
+    # (a process that has not imported loopy has no memo)
+    fn = getattr(sys.modules.get("loopy.symbolic"),
+                 "_get_dependencies_and_reduction_inames", None)
     # (pytools' memoize keeps the memo on the undecorated function)
     memo = getattr(getattr(fn, "__wrapped__", fn), "_memoize_dic", None)
     if memo is not None and len(memo) > limit:

@@ -99,6 +99,7 @@ from pytato.target.loopy.lower.graph import (
     build_translation_unit,
 )
 from pytato.target.loopy.lower.sparse import SparseLoweringMixin
+from pytato.tuning import record_defaults
 
 
 __all__ = [
@@ -532,3 +533,7 @@ def _register_foreign_functions(t_unit: lp.TranslationUnit
 
 
 # }}}
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

@@ -57,6 +57,7 @@ from loopy.symbolic import (
 from pymbolic.typing import Expression
 
 from pytato.target.loopy.loopy_walk import UncachedLoopyWalkMapper
+from pytato.tuning import record_defaults
 
 
 if TYPE_CHECKING:
@@ -364,3 +365,7 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
                             if i not in drop_domains]
 
     # }}}
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

@@ -98,6 +98,7 @@ from pytato.transform.materialize import (
     MAX_INLINE_DEPTH,
     get_stored_nodes,
 )
+from pytato.tuning import record_defaults
 
 
 # }}}
@@ -584,3 +585,7 @@ def _data_rank(arg: lp.KernelArgument | lp.TemporaryVariable) -> int:
     if isinstance(arg, lp.TemporaryVariable):
         return 3
     return 2 if arg.is_output else 1
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

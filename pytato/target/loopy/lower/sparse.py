@@ -53,6 +53,7 @@ from pytato.target.loopy.lower.graph import (
     StoredResult,
     _filter_tags,
 )
+from pytato.tuning import record_defaults
 
 
 if TYPE_CHECKING:
@@ -249,3 +250,7 @@ class SparseLoweringMixin:
                   "col_indices": mat.elem_col_indices, "x": expr.array}
         return self.emit_call(
             callee, values, arrays, {"y": expr}, {})["y"]
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

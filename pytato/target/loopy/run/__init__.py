@@ -17,7 +17,11 @@ the kernels.
   (its flags, its default memory pool);
 * :mod:`~pytato.target.loopy.run.preprocessing` and
   :mod:`~pytato.target.loopy.run.executor`: loopy's preprocessing, code
-  generation and the device builds;
+  generation and the device builds, and
+  :mod:`~pytato.target.loopy.run.parallel_builds` the builds of several
+  programs at once and the worker processes;
+* :mod:`~pytato.target.loopy.run.target_parameters`: what the loopy
+  target of a program is made from;
 * :mod:`~pytato.target.loopy.run.cl_target`: pytato's OpenCL loopy target;
 * :mod:`~pytato.target.loopy.run.program_store`: the on-disk store of
   generated programs, and :mod:`~pytato.target.loopy.run.program_cache`
@@ -37,4 +41,13 @@ Within the stage, imports go one way: ``programs`` builds on the others;
 ``dispatch`` on ``instrumented``, ``fast_call`` and ``launcher``;
 ``instrumented`` on ``fast_call``; ``fast_call`` on ``launcher``,
 ``queues`` and ``statistics``; ``deferred_schedule`` on ``program_store``.
+
+A process whose programs are all in the program store runs them without
+importing :mod:`loopy` (see :mod:`pytato.lazy_imports`): the modules on
+that path (``programs``, ``deferred_schedule``, ``dispatch``,
+``fast_call``, ``instrumented``, ``launcher``, ``split_build``,
+``parallel_builds``, ``program_store``, ``stored_unit``, ...) import
+:mod:`loopy` and the modules that need it (``cl_target``, ``executor``,
+``preprocessing``, the lowering and schedule stages) where they are
+used.
 """

@@ -29,9 +29,8 @@ arguments).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import loopy as lp
 import numpy as np
 import pyopencl.array as cla
 from pymbolic import evaluate
@@ -44,7 +43,14 @@ from pytato.diagnostic import (
     MissingArgumentError,
     UnknownArgumentError,
 )
+from pytato.lazy_imports import lazy_module
 from pytato.tags import ForceValueArgTag
+
+
+if TYPE_CHECKING:
+    import loopy as lp
+else:
+    lp = lazy_module("loopy")
 
 
 __all__ = ["ArgumentSpec"]

@@ -39,7 +39,6 @@ switches the wrappers on, for graphs whose build time matters more.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import loopy as lp
@@ -48,20 +47,16 @@ import pymbolic.primitives as prim
 from loopy.target.opencl import OpenCLCallable
 from loopy.target.pyopencl import PyOpenCLCallable
 
+# (defined there, without loopy: the program store's keys read the switch)
+from pytato.target.loopy.run.target_parameters import (
+    OUT_OF_LINE_MATH_ENV,
+    out_of_line_math_enabled,
+)
+
 
 __all__ = ["OUT_OF_LINE_FUNCTIONS", "OUT_OF_LINE_MATH_ENV", "MathFunction",
            "out_of_line_math_enabled"]
 
-#: The environment variable that switches out-of-line math functions on
-#: (``1``), read when a program's loopy target is made.
-OUT_OF_LINE_MATH_ENV = "PYTATO_OUT_OF_LINE_MATH"
-
-
-def out_of_line_math_enabled() -> bool:
-    """Whether programs call the functions of :data:`OUT_OF_LINE_FUNCTIONS`
-    out of line: :data:`OUT_OF_LINE_MATH_ENV` is ``1`` (off by default)."""
-    flag = os.environ.get(OUT_OF_LINE_MATH_ENV, "").strip().lower()
-    return flag in ("1", "true", "yes", "on")
 
 
 #: The functions (by their name in :mod:`loopy`) whose real calls go

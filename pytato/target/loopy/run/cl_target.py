@@ -63,17 +63,18 @@ from pytato.target.loopy.run.cl_complex import COMPLEX_FUNCTIONS, ComplexFunctio
 from pytato.target.loopy.run.cl_math import OUT_OF_LINE_FUNCTIONS, MathFunction
 from pytato.target.loopy.run.program_store import _source_digest
 
+# (defined there, without loopy: the keys of the program store use them)
+from pytato.target.loopy.run.target_parameters import (
+    GPU_MAX_RESTRICT_ARGUMENTS,
+    MAX_RESTRICT_ARGUMENTS,
+)
+from pytato.tuning import record_defaults
+
 
 __all__ = ["GPU_MAX_RESTRICT_ARGUMENTS", "MAX_RESTRICT_ARGUMENTS",
            "PytatoPyOpenCLTarget"]
 
 
-#: Device kernels with more arguments than this declare their pointer
-#: arguments without ``restrict`` (see the module documentation).
-MAX_RESTRICT_ARGUMENTS = 32
-
-#: :data:`MAX_RESTRICT_ARGUMENTS` for programs generated for a GPU.
-GPU_MAX_RESTRICT_ARGUMENTS = 128
 
 
 class _ComplexFromParts(lp.ScalarCallable):
@@ -562,3 +563,7 @@ class PytatoPyOpenCLTarget(lp.PyOpenCLTarget):
 
     def get_device_ast_builder(self) -> _CASTBuilder:
         return _CASTBuilder(self)
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

@@ -17,11 +17,9 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import islpy as isl
-import loopy as lp
-
 import pytato.target.loopy.run.program_store as program_store
 from pytato.codegen import FewerCollections, PhaseTimer
+from pytato.lazy_imports import lazy_module
 from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.run.split_build import prestart_merged_workers
 from pytato.target.loopy.run.stored_unit import (
@@ -30,11 +28,17 @@ from pytato.target.loopy.run.stored_unit import (
     save_unit,
     stored_unit,
 )
-from pytato.target.loopy.schedule.default import default_schedule
 
 
 if TYPE_CHECKING:
+    import islpy as isl
+    import loopy as lp
     import pyopencl as cl
+
+    from pytato.target.loopy.run.programs import LoopyPyOpenCLTarget
+else:
+    isl = lazy_module("islpy")
+    lp = lazy_module("loopy")
 
 
 _logger = logging.getLogger("pytato.target.loopy")
@@ -133,7 +137,7 @@ def _device_info(device: cl.Device) -> DeviceInfo:
 
 
 def _schedule_for(lowered: lp.TranslationUnit | StoredUnit,
-                  loopy_target: lp.TargetBase | None,
+                  device_target: LoopyPyOpenCLTarget | None,
                   info: DeviceInfo, generated_inames: frozenset[str] | None,
                   store_key: str | None, *, to_run: bool = False
                   ) -> tuple[lp.TranslationUnit | StoredUnit, str | None]:
@@ -143,9 +147,9 @@ def _schedule_for(lowered: lp.TranslationUnit | StoredUnit,
     the device *info* with
     :func:`~pytato.target.loopy.schedule.default.default_schedule` (the inames of
     the entrypoint not among *generated_inames* are the user's), with the
-    loopy target *loopy_target* (the one that
-    :class:`~pytato.target.loopy.LoopyPyOpenCLTarget` gives for that device;
-    None to keep the unit's); and the key of the result in the program store
+    loopy target that *device_target* (the program's
+    :class:`~pytato.target.loopy.LoopyPyOpenCLTarget` for that device; None
+    to keep the unit's target) gives; and the key of the result in the program store
     (derived from *store_key*, the key of *lowered*; None without one). Taken
     from the store where it is there. *to_run*: the unit is for an
     executor (not only to show its code), which may start a worker
@@ -156,9 +160,11 @@ def _schedule_for(lowered: lp.TranslationUnit | StoredUnit,
     :func:`~pytato.target.loopy.run.stored_unit.loaded`)."""
     def schedule(to_run: bool = False) -> lp.TranslationUnit:
         t_unit = loaded(lowered)
-        if loopy_target is not None and t_unit.target != loopy_target:
+        new_target = (None if device_target is None
+                      else device_target.get_loopy_target())
+        if new_target is not None and t_unit.target != new_target:
             try:
-                t_unit = t_unit.copy(target=loopy_target)
+                t_unit = t_unit.copy(target=new_target)
             except lp.LoopyError:  # preprocessed by the user: keep its target
                 pass
         user_inames: frozenset[str] = frozenset()
@@ -168,14 +174,19 @@ def _schedule_for(lowered: lp.TranslationUnit | StoredUnit,
         if to_run:
             prestart_merged_workers(info.kind == "cpu",
                                     len(t_unit.default_entrypoint.instructions))
+        # (the schedule stage imports loopy: here, not where the
+        # scheduled unit is found in the store)
+        from pytato.target.loopy.schedule.default import default_schedule
         with PhaseTimer(_logger, "default schedule", f"for {info.name!r}"), \
                 FewerCollections():
             return default_schedule(t_unit, info, user_inames=user_inames)
 
     key = None
     if store_key is not None and program_store.store_enabled():
-        key = program_store.scheduled_key(store_key, device_info=info,
-                                          loopy_target=loopy_target)
+        key = program_store.scheduled_key(
+            store_key, device_info=info,
+            loopy_target=(None if device_target is None
+                          else device_target.loopy_target_key()))
         # (pickled until read, where its run facts are stored)
         stored = stored_unit(key, schedule, run=True)
         if stored is not None:

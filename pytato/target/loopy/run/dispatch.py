@@ -14,6 +14,7 @@ to the host with ``_to_device``, ``_without_offset`` and ``_to_host``.
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
 import weakref
 from collections.abc import Mapping
@@ -22,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
-from loopy.diagnostic import ParameterFinderWarning
 from pyopencl.tools import DeferredAllocator
 
 from pytato.codegen import PhaseTimer
@@ -80,7 +80,11 @@ def _run(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
     with warnings.catch_warnings(), PhaseTimer(
             _logger, "first call (loopy preprocessing, code generation, "
             "OpenCL build)"):
-        warnings.simplefilter("ignore", ParameterFinderWarning)
+        # (loopy's executors, which warn so, need loopy imported; the
+        # executor of a program from the store may run without it)
+        diagnostic = sys.modules.get("loopy.diagnostic")
+        if diagnostic is not None:
+            warnings.simplefilter("ignore", diagnostic.ParameterFinderWarning)
         result = _invoke(executor, queue, kwargs)
     _WARMED_EXECUTORS.add(executor)
     return result

@@ -47,17 +47,21 @@ import subprocess
 import sys
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import loopy as lp
 import numpy as np
 import pyopencl as cl
-from loopy.kernel.array import FixedStrideArrayDimTag
-from loopy.kernel.data import ValueArg
 
 from pytato.diagnostic import UnsupportedByTargetError
 from pytato.target.loopy.run import launch_once
 from pytato.target.loopy.run.launcher import linearized_subkernels
+
+
+if TYPE_CHECKING:
+    import loopy as lp
+else:
+    from pytato.lazy_imports import lazy_module
+    lp = lazy_module("loopy")
 
 
 __all__ = ["MAX_BYTES", "MIN_KERNELS", "PRIME_ENV", "enabled",
@@ -92,7 +96,7 @@ def _nbytes(var: Any) -> int | None:
     itemsize = var.dtype.numpy_dtype.itemsize
     tags = var.dim_tags or ()
     if len(tags) == len(shape) and all(
-            isinstance(t, FixedStrideArrayDimTag)
+            isinstance(t, lp.kernel.array.FixedStrideArrayDimTag)
             and isinstance(t.stride, (int, np.integer)) for t in tags):
         if any(n == 0 for n in shape):
             return itemsize
@@ -124,7 +128,7 @@ def launch_specs(t_unit: lp.TranslationUnit) -> list[LaunchSpec] | None:
         sizes = []
         for name in sub.arg_names:
             var = variables.get(name)
-            if var is None or isinstance(var, ValueArg):
+            if var is None or isinstance(var, lp.ValueArg):
                 return None
             nbytes = _nbytes(var)
             if nbytes is None:

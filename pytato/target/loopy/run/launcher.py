@@ -69,19 +69,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
-import loopy as lp
 import numpy as np
 import pyopencl as cl
 import pyopencl.array as cla
-from loopy.diagnostic import ParameterFinderWarning
-from loopy.kernel.array import get_strides
-from loopy.schedule import (
-    CallKernel,
-    EnterLoop,
-    LeaveLoop,
-    get_insn_ids_for_block_at,
-)
-from loopy.schedule.tools import get_subkernel_arg_info
 from pymbolic import evaluate
 
 from pytato.diagnostic import (
@@ -105,13 +95,18 @@ from pytato.launchers import (
     is_out_of_order,
 )
 from pytato.launchers.tracing import OFF_WORDS
-from pytato.target.loopy.schedule.reductions import ZeroedTemporary
+from pytato.lazy_imports import lazy_module
 
 
 if TYPE_CHECKING:
+    import loopy as lp
+    import loopy.schedule as _schedule
     from loopy.target.pyopencl_execution import PyOpenCLExecutor
 
     from pytato.target.loopy.run.arguments import ArgumentSpec
+else:
+    lp = lazy_module("loopy")
+    _schedule = lazy_module("loopy.schedule")
 
 
 __all__ = [
@@ -142,18 +137,20 @@ def linearized_subkernels(knl: lp.LoopKernel, callables_table: Any
     subkernels = []
     depth = 0
     for idx, item in enumerate(sched):
-        if isinstance(item, EnterLoop):
+        if isinstance(item, _schedule.EnterLoop):
             depth += 1
-        elif isinstance(item, LeaveLoop):
+        elif isinstance(item, _schedule.LeaveLoop):
             depth -= 1
-        elif isinstance(item, CallKernel):
-            ids = get_insn_ids_for_block_at(sched, idx)
+        elif isinstance(item, _schedule.CallKernel):
+            ids = _schedule.get_insn_ids_for_block_at(sched, idx)
             if not ids:
                 continue
             if depth:
                 raise UnsupportedByTargetError(
                     f"kernel {item.kernel_name!r} is enqueued inside a host "
                     "loop; launchers support straight-line host code only")
+            # (loopy's, imported where a linearized kernel is at hand)
+            from loopy.schedule.tools import get_subkernel_arg_info
             info = get_subkernel_arg_info(knl, item.kernel_name)
             if info.passed_inames:
                 raise UnsupportedByTargetError(
@@ -296,7 +293,7 @@ class KernelPlan:
         kernels = executor.translation_unit_info(arg_to_dtype).cl_kernels
         #: the program of each kernel, by name (the device code may be
         #: built as several programs, see
-        #: :func:`pytato.target.loopy.run.executor.build_kernels`)
+        #: :func:`pytato.target.loopy.run.parallel_builds.build_kernels`)
         self.cl_programs: dict[str, cl.Program] = {
             sk.name: getattr(kernels, sk.name).program
             for sk in self.subkernels}
@@ -311,6 +308,8 @@ class KernelPlan:
                                       np.dtype(arg.dtype.numpy_dtype))
         if arg.is_output:
             self.outputs.append(arg.name)
+            # (loopy's, imported where a kernel is at hand)
+            from loopy.kernel.array import get_strides
             self._strides[arg.name] = tuple(get_strides(arg))
         else:
             self.input_arrays.append(arg.name)
@@ -355,6 +354,8 @@ def zeroed_temporaries(knl: lp.LoopKernel, names: Collection[str]
                        ) -> frozenset[str]:
     """The temporaries among *names* of *knl* tagged
     :class:`~pytato.target.loopy.schedule.reductions.ZeroedTemporary`."""
+    # (the schedule stage imports loopy: here, where a kernel is at hand)
+    from pytato.target.loopy.schedule.reductions import ZeroedTemporary
     return frozenset(
         name for name in names
         if any(isinstance(tag, ZeroedTemporary)
@@ -391,7 +392,7 @@ def get_kernel_plan(executor: PyOpenCLExecutor) -> KernelPlan:
     except KeyError:
         try:
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ParameterFinderWarning)
+                warnings.simplefilter("ignore", lp.diagnostic.ParameterFinderWarning)
                 plan = KernelPlan(executor, executor.arg_to_dtype({}))
         except UnsupportedByTargetError:
             _PLANS[executor] = None

@@ -114,28 +114,27 @@ import copyreg
 import dataclasses
 import gc
 import hashlib
-import importlib
 import io
 import logging
 import os
 import pickle
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import loopy as lp
-import loopy.tools
-from loopy.kernel import LoopKernel
-from loopy.kernel.tools import SetOperationCacheManager
-from loopy.version import DATA_MODEL_VERSION
+from pytools import strtobool
 from pytools.persistent_dict import KeyBuilder, WriteOncePersistentDict
 
 from pytato.analysis.graph_key import NotPersistentError, _Encoder, graph_key
 from pytato.target.loopy.loopy_memos import LOOPY_MEMO_LIMIT, trim_loopy_memos
 from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
+from pytato.tuning import changed_constants
 
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
+
+    from loopy.kernel import LoopKernel
 
     from pytato.array.base import GraphNode
 
@@ -150,7 +149,7 @@ __all__ = [
 
 _logger = logging.getLogger("pytato.target.loopy")
 
-STORE_VERSION = 1
+STORE_VERSION = 2
 """The layout of the stored entries (part of every key)."""
 
 
@@ -191,9 +190,10 @@ def _source_digest() -> str:
 #: The modules whose public constants (upper-case names of numbers,
 #: strings and tuples, e.g.
 #: :data:`pytato.target.loopy.schedule.tiling_plan.MAX_ELEMENTS_PER_ITEM`)
-#: tune code generation: their current values are part of every key, so
-#: that a program generated after one was changed is not found under the
-#: old values.
+#: tune code generation: those changed since the module's code set them
+#: are part of every key (:func:`pytato.tuning.changed_constants`), so that
+#: a program generated after one was changed is not found under the
+#: values as written (which the digest of the sources covers).
 TUNING_MODULES = (
     "pytato.codegen",
     "pytato.transform.materialize",
@@ -211,17 +211,48 @@ TUNING_MODULES = (
     "pytato.target.loopy.schedule.tiling_plan",
     "pytato.target.loopy.schedule.vector_calls",
     "pytato.target.loopy.run.cl_target",
+    "pytato.target.loopy.run.target_parameters",
 )
 
 
+_DEPENDENCY_VERSIONS: list[tuple[Any, ...]] = []
+
+#: The packages whose versions name :mod:`loopy`'s data model (as
+#: ``loopy.version.DATA_MODEL_VERSION`` does).
+DEPENDENCIES = ("loopy", "islpy", "cgen")
+
+
+def _dependency_versions() -> tuple[Any, ...]:
+    """The installed versions of :data:`DEPENDENCIES`, found without
+    importing them (a warm process need not import :mod:`loopy`): the
+    names of their distributions' metadata folders, and the modification
+    time and size of their ``__init__.py``."""
+    if not _DEPENDENCY_VERSIONS:
+        import importlib.util  # (once a process: not needed before)
+        result: list[Any] = []
+        for name in DEPENDENCIES:
+            spec = importlib.util.find_spec(name)
+            if spec is None or spec.origin is None:
+                result.append((name, None))
+                continue
+            stat = os.stat(spec.origin)
+            site = os.path.dirname(os.path.dirname(spec.origin))
+            try:
+                dists = sorted(d for d in os.listdir(site)
+                               if d.startswith(f"{name}-")
+                               and d.endswith((".dist-info", ".egg-info")))
+            except OSError:
+                dists = []
+            result.append((name, spec.origin, stat.st_mtime_ns,
+                           stat.st_size, tuple(dists)))
+        _DEPENDENCY_VERSIONS.append(tuple(result))
+    return _DEPENDENCY_VERSIONS[0]
+
+
 def _tuning_constants() -> tuple[tuple[str, Any], ...]:
-    simple = (int, float, str, bool, tuple, frozenset)
-    return tuple(
-        (f"{module}.{name}", value)
-        for module in TUNING_MODULES
-        for name, value in sorted(vars(importlib.import_module(module)).items())
-        if name.isupper() and not name.startswith("_")
-        and isinstance(value, simple))
+    # (their values as written are in the sources' digest; the modules a
+    # process does not import are not read)
+    return changed_constants(TUNING_MODULES)
 
 
 def program_key(roots: Iterable[GraphNode], *,
@@ -237,7 +268,8 @@ def program_key(roots: Iterable[GraphNode], *,
     """
     encode = _Encoder()
     text = encode(("pytato-program", STORE_VERSION, _source_digest(),
-                   DATA_MODEL_VERSION, _tuning_constants(), graph_key(roots, order),
+                   _dependency_versions(), _tuning_constants(),
+                   graph_key(roots, order),
                    tuple((name, parameters[name])
                          for name in sorted(parameters))))
     return hashlib.sha256(text.encode()).hexdigest()
@@ -271,7 +303,17 @@ def store_enabled() -> bool:
     """Whether programs are looked up in and saved to the store (see the
     module documentation)."""
     flag = os.environ.get("PYTATO_NO_PROGRAM_STORE", "")
-    return bool(lp.CACHING_ENABLED) and flag in ("", "0")
+    return _loopy_caching_enabled() and flag in ("", "0")
+
+
+def _loopy_caching_enabled() -> bool:
+    """:data:`loopy.CACHING_ENABLED`; without importing :mod:`loopy`
+    where it is not imported yet (the environment variables it reads)."""
+    loopy = sys.modules.get("loopy")
+    if loopy is not None:
+        return bool(loopy.CACHING_ENABLED)
+    return not (strtobool(os.environ.get("LOOPY_NO_CACHE", "false"))
+                or strtobool(os.environ.get("CG_NO_CACHE", "false")))
 
 
 def _store() -> WriteOncePersistentDict[tuple[str, str], bytes]:
@@ -301,7 +343,9 @@ def _set_sqlite_cache(pdict: object, kib: int) -> None:
 
 
 def _persistent_dicts() -> list[object]:
-    return [*getattr(loopy.tools, "caches", ()), *_STORE]
+    # (loopy's caches exist only where loopy.tools is imported)
+    tools = sys.modules.get("loopy.tools")
+    return [*getattr(tools, "caches", ()), *_STORE]
 
 
 def limit_cache_memory(kib: int = SQLITE_CACHE_KIB) -> None:
@@ -322,7 +366,9 @@ def release_cache_memory() -> None:
     working; later generations find results on disk or regenerate
     them."""
     PROGRAM_CACHE.clear()
-    lp.clear_in_mem_caches()
+    loopy = sys.modules.get("loopy")
+    if loopy is not None:
+        loopy.clear_in_mem_caches()
     for pdict in _STORE:
         pdict.clear_in_mem_cache()
     trim_loopy_memos(0)
@@ -339,6 +385,8 @@ def _rebuild_kernel(cls: type[LoopKernel], attributes: dict[str, object]
     """A :class:`loopy.LoopKernel` from its attributes, as
     :meth:`loopy.LoopKernel.__setstate__` restores it (without a stored
     persistent hash: it is computed if it is ever needed)."""
+    # (loopy is imported by now: unpickling the kernel's class did it)
+    from loopy.kernel.tools import SetOperationCacheManager
     kernel = object.__new__(cls)
     for name, value in attributes.items():
         object.__setattr__(kernel, name, value)
@@ -368,8 +416,10 @@ def _dumps(value: object) -> bytes:
     process, PoCL machine)."""
     buf = io.BytesIO()
     pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = {**copyreg.dispatch_table,  # type: ignore[misc]
-                              LoopKernel: _reduce_kernel}
+    loopy_kernel = sys.modules.get("loopy.kernel")
+    if loopy_kernel is not None:  # (else no kernel is there to pickle)
+        pickler.dispatch_table = {  # type: ignore[misc]
+            **copyreg.dispatch_table, loopy_kernel.LoopKernel: _reduce_kernel}
     enabled = gc.isenabled()
     gc.disable()
     try:

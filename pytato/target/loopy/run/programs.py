@@ -92,21 +92,15 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import loopy as lp
 import numpy as np
 import pyopencl as cl
 
 from pytato.codegen import FewerCollections
 from pytato.launchers import LauncherStatistics
+from pytato.lazy_imports import lazy_module
 from pytato.target import BoundProgram, Target
 from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.run.arguments import ArgumentSpec
-from pytato.target.loopy.run.cl_math import out_of_line_math_enabled
-from pytato.target.loopy.run.cl_target import (
-    GPU_MAX_RESTRICT_ARGUMENTS,
-    MAX_RESTRICT_ARGUMENTS,
-    PytatoPyOpenCLTarget,
-)
 from pytato.target.loopy.run.deferred_schedule import (
     _device_info,
     _schedule_for,
@@ -118,10 +112,10 @@ from pytato.target.loopy.run.dispatch import (
     _to_host,
     _without_offset,
 )
-from pytato.target.loopy.run.executor import device_code, make_executor
 from pytato.target.loopy.run.fast_call import (
     _RepeatedCalls,
 )
+from pytato.target.loopy.run.kernel_facts import KernelFacts, kernel_facts
 from pytato.target.loopy.run.launcher import (
     ProgramLauncher,
     make_program_launcher,
@@ -149,10 +143,18 @@ from pytato.target.loopy.run.stored_unit import (
     StoredUnit,
     loaded,
 )
+from pytato.target.loopy.run.target_parameters import (
+    loopy_target_key,
+    loopy_target_parameters,
+    out_of_line_math_enabled,
+)
 
 
 if TYPE_CHECKING:
+    import loopy as lp
     from loopy.target.pyopencl_execution import PyOpenCLExecutor
+else:
+    lp = lazy_module("loopy")
 
 
 __all__ = [
@@ -175,26 +177,34 @@ def _make_executor(t_unit: lp.TranslationUnit | StoredUnit,
     only where the split executor needs it (see
     :mod:`~pytato.target.loopy.run.stored_unit`)."""
     run = t_unit.run if type(t_unit) is StoredUnit else None
-    view = loaded(t_unit) if run is None else run.view
-    if len(view.entrypoints) == 1 \
-            and isinstance(view.target, lp.PyOpenCLTarget):
-        (entrypoint,) = view.entrypoints
+    if run is not None:
+        facts: KernelFacts | None = run.kernel
+        full_unit = t_unit.load
+    else:
+        unit = loaded(t_unit)
+        facts = (kernel_facts(unit, next(iter(unit.entrypoints)))
+                 if len(unit.entrypoints) == 1 else None)
+
+        def full_unit() -> lp.TranslationUnit:
+            return unit
+    if facts is not None and facts.pyopencl_target:
         groups = None
-        ninstructions = (len(view[entrypoint].instructions) if run is None
-                         else run.ninstructions)
         if split_enabled(context.devices) or (
                 groups := merged_split_groups(context.devices,
-                                              ninstructions)):
+                                              facts.ninstructions)):
             with FewerCollections():  # (the split of a large kernel)
                 executor = make_split_executor(
-                    view, context, entrypoint, store_key=store_key,
-                    groups=groups,
-                    full_unit=None if run is None else t_unit.load)
+                    facts, context, store_key=store_key, groups=groups,
+                    full_unit=full_unit)
             if executor is not None:
                 return executor
     # (a worker process started ahead for merged sub-units is not needed)
     discard_prestarted_workers()
+    # (loopy's executor: imported here, not by a process that runs
+    # programs from the store on the split path)
+    from pytato.target.loopy.run.executor import make_executor
     return make_executor(loaded(t_unit), context, store_key=store_key)
+
 
 class LoopyTarget(Target):
     """A :mod:`loopy` code generation target.
@@ -230,18 +240,27 @@ class LoopyPyOpenCLTarget(LoopyTarget):
     def __init__(self, device: cl.Device | None = None) -> None:
         self.device = device
 
+    def _loopy_target_parameters(self) -> dict[str, Any]:
+        # a pyopencl device, or a schedule's DeviceInfo
+        gpu = (bool(self.device.type & cl.device_type.GPU)
+               if isinstance(self.device, cl.Device)
+               else bool(getattr(self.device, "is_gpu", False)))
+        return loopy_target_parameters(gpu, out_of_line_math_enabled())
+
     def get_loopy_target(self) -> lp.PyOpenCLTarget:
         """A :class:`~pytato.target.loopy.run.cl_target.PytatoPyOpenCLTarget`:
         :class:`loopy.PyOpenCLTarget` whose kernels of many arguments
         declare their pointers without ``restrict`` (faster to compile;
         with a higher limit for a GPU :attr:`device`)."""
-        # a pyopencl device, or a schedule's DeviceInfo
-        gpu = (bool(self.device.type & cl.device_type.GPU)
-               if isinstance(self.device, cl.Device)
-               else bool(getattr(self.device, "is_gpu", False)))
-        return PytatoPyOpenCLTarget(max_restrict_arguments=(
-            GPU_MAX_RESTRICT_ARGUMENTS if gpu else MAX_RESTRICT_ARGUMENTS),
-            out_of_line_math=out_of_line_math_enabled())
+        # (loopy's target class: imported where a unit is generated)
+        from pytato.target.loopy.run.cl_target import PytatoPyOpenCLTarget
+        return PytatoPyOpenCLTarget(**self._loopy_target_parameters())
+
+    def loopy_target_key(self) -> tuple[Any, ...]:
+        """What the program store's keys name :meth:`get_loopy_target` by
+        (see :func:`~pytato.target.loopy.run.target_parameters.loopy_target_key`;
+        computed without :mod:`loopy`)."""
+        return loopy_target_key(self._loopy_target_parameters())
 
     def bind_program(self, program: lp.TranslationUnit,
                      bound_arguments: Mapping[str, Any]) -> BoundPyOpenCLProgram:
@@ -261,15 +280,16 @@ class LoopyPyOpenCLTarget(LoopyTarget):
 
 
 def _loopy_target_for(target: Target, info: DeviceInfo
-                      ) -> lp.TargetBase | None:
-    """The :mod:`loopy` target that *target* gives for the device *info*
-    (None for targets other than :class:`LoopyPyOpenCLTarget`: the unit
-    keeps its own)."""
+                      ) -> LoopyPyOpenCLTarget | None:
+    """*target* for the device *info*, whose
+    :meth:`~LoopyPyOpenCLTarget.get_loopy_target` is the unit's target
+    there (None for targets other than :class:`LoopyPyOpenCLTarget`: the
+    unit keeps its own)."""
     if not isinstance(target, LoopyPyOpenCLTarget):
         return None
     device_target = copy.copy(target)
     device_target.device = info
-    return device_target.get_loopy_target()
+    return device_target
 
 
 def _all_on_host(bound_arguments: Mapping[str, Any]) -> bool:
@@ -696,6 +716,8 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         conservative schedule
         (:meth:`~pytato.target.loopy.device.DeviceInfo.conservative`).
         Programs scheduled when generated have one code for all devices."""
+        # (imports loopy: see pytato.lazy_imports)
+        from pytato.target.loopy.run.executor import device_code
         if not self.schedule_per_device:
             return device_code(_PROGRAM.raw(self), self.store_key)
         return device_code(*self._scheduled(self._shown_info(device)))
@@ -760,12 +782,6 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
         """The entrypoint kernel of the executor's translation unit."""
         return self.program.t_unit.default_entrypoint
 
-    def _run_kernel(self) -> lp.LoopKernel:
-        # the kernel's arguments, options (a split executor of a unit from
-        # the store may have no more)
-        if isinstance(self.program, SplitExecutor):
-            return self.program.run_kernel
-        return self.kernel
 
     @property
     def all_bound_args_on_host(self) -> bool:
@@ -775,9 +791,17 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
         return _all_on_host(self.bound_arguments)
 
     def __post_init__(self) -> None:
-        knl = self._run_kernel()
-        object.__setattr__(self, "_arg_spec", ArgumentSpec.from_kernel(knl))
-        object.__setattr__(self, "_no_numpy", bool(knl.options.no_numpy))
+        if isinstance(self.program, SplitExecutor):
+            # (the facts of its kernel: the executor of a unit from the
+            # store may have no more)
+            facts = self.program.facts
+            arg_spec, no_numpy = facts.arg_spec, facts.options.no_numpy
+        else:
+            knl = self.kernel
+            arg_spec = ArgumentSpec.from_kernel(knl)
+            no_numpy = bool(knl.options.no_numpy)
+        object.__setattr__(self, "_arg_spec", arg_spec)
+        object.__setattr__(self, "_no_numpy", no_numpy)
         repeated = _RepeatedCalls(
             self.program, self.bound_arguments, self.cl_context.int_ptr)
         object.__setattr__(self, "_repeated", repeated)

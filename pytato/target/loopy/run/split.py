@@ -65,19 +65,12 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import islpy as isl
 import numpy as np
 import pymbolic.primitives as prim
 import pyopencl as cl
 from constantdict import constantdict
-from loopy.kernel.data import (
-    AddressSpace,
-    ArrayArg,
-    GroupInameTag,
-    ValueArg,
-)
-from loopy.kernel.instruction import BarrierInstruction
 
+from pytato.lazy_imports import lazy_module
 from pytato.target.loopy.run.split_sizes import (
     _NAMES,
     _arg_dict,
@@ -92,7 +85,15 @@ from pytato.target.loopy.run.split_sizes import (
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Mapping, Sequence
 
+    import islpy as isl
     import loopy as lp
+    import loopy.kernel.data as _kdata
+    import loopy.kernel.instruction as _kinsn
+else:
+    # (imported at first use: see pytato.lazy_imports)
+    isl = lazy_module("islpy")
+    _kdata = lazy_module("loopy.kernel.data")
+    _kinsn = lazy_module("loopy.kernel.instruction")
 
 
 __all__ = [
@@ -243,7 +244,7 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def _is_global_barrier(insn: Any) -> bool:
-    return (isinstance(insn, BarrierInstruction)
+    return (isinstance(insn, _kinsn.BarrierInstruction)
             and insn.synchronization_kind == "global")
 
 
@@ -287,7 +288,7 @@ def _declaration_text(knl: lp.LoopKernel, name: str, as_arg: bool,
     var = _arg_dict(knl).get(name)
     if var is None:
         var = knl.temporary_variables[name]
-    if isinstance(var, ValueArg):
+    if isinstance(var, _kdata.ValueArg):
         return f"value {var.dtype!r}"
     kind = ("arg" if as_arg else f"temp {var.address_space!r} "
             f"{getattr(var, 'initializer', None) is not None} "
@@ -400,7 +401,7 @@ def _single_piece_grid(knl: lp.LoopKernel, hoisted: _Hoisted) -> bool:
     for dom in hoisted.domains:
         dom_set = dom.to_set()
         for i, name in enumerate(dom.get_var_names(isl.dim_type.set)):
-            tags = knl.iname_tags_of_type(name, GroupInameTag)
+            tags = knl.iname_tags_of_type(name, _kdata.GroupInameTag)
             if not tags:
                 continue
             bound = dom_set.dim_max(i)
@@ -483,7 +484,7 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
             users.setdefault(name, []).append(p)
     for name, tv in knl.temporary_variables.items():
         if len(users.get(name, ())) > 1 and (
-                tv.address_space != AddressSpace.GLOBAL
+                tv.address_space != _kdata.AddressSpace.GLOBAL
                 or tv.base_storage is not None or tv.initializer is not None):
             raise SplitNotPossible(f"temporary {name!r} used in two phases")
 
@@ -493,7 +494,7 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         if len(users.get(name, ())) > 1 and tv.dtype is None \
                 and name not in dtypes:
             raise SplitNotPossible(f"the type of {name!r} is not known")
-    value_args = [a for a in knl.args if isinstance(a, ValueArg)]
+    value_args = [a for a in knl.args if isinstance(a, _kdata.ValueArg)]
     dom_names = [frozenset(dom.get_var_names(isl.dim_type.set)) for dom in knl.domains]
     domains_of: dict[str, list[int]] = {}
     for k, dnames in enumerate(dom_names):
@@ -532,10 +533,10 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         arrays = sorted(
             n for n in arg_names | temp_names
             if (n in _arg_dict(knl)
-                and not isinstance(_arg_dict(knl)[n], ValueArg))
+                and not isinstance(_arg_dict(knl)[n], _kdata.ValueArg))
             or (n in knl.temporary_variables
                 and knl.temporary_variables[n].address_space
-                == AddressSpace.GLOBAL))
+                == _kdata.AddressSpace.GLOBAL))
         hoisted = _hoist(knl, insns, domains, arrays) if hoist else None
         if hoisted is None or not _single_piece_grid(knl, hoisted):
             hoisted = _Hoisted(domains, list(insns), {}, set())
@@ -550,15 +551,15 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         args = []
         for tv_name in sorted(shared):
             tv = knl.temporary_variables[tv_name]
-            args.append(ArrayArg(
+            args.append(_kdata.ArrayArg(
                 tv_name, dtype=tv.dtype if tv.dtype is not None
                 else dtypes[tv_name], shape=shapes.get(tv_name, tv.shape),
                 dim_tags=tv.dim_tags,
-                offset=tv.offset, address_space=AddressSpace.GLOBAL,
+                offset=tv.offset, address_space=_kdata.AddressSpace.GLOBAL,
                 is_output=tv_name in written,
                 is_input=tv_name not in written))
         for arg in knl.args:
-            if arg.name in names and not isinstance(arg, ValueArg):
+            if arg.name in names and not isinstance(arg, _kdata.ValueArg):
                 args.append(arg.copy(is_output=arg.name in written,
                                      is_input=arg.name not in written,
                                      shape=shapes.get(arg.name, arg.shape)))
@@ -567,7 +568,7 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         temps = {n: tv.copy(shape=shapes[n]) if n in shapes else tv
                  for n, tv in temps.items()}
         args.extend(a for a in value_args if a.name in arg_names)
-        args.extend(ValueArg(n, dtype=knl.index_dtype)
+        args.extend(_kdata.ValueArg(n, dtype=knl.index_dtype)
                     for n in sorted(hoisted.params))
         ids = {i.id for i in insns}
         # (copies only where a dependency is left out: a copy of a loopy
@@ -796,7 +797,7 @@ def _components(knl: lp.LoopKernel, insns: list[Any]) -> list[list[Any]]:
         out = insn.assignee_var_names()
         if (not any(d in ids for d in insn.depends_on) and out
                 and all(n in temps and temps[n].address_space
-                        != AddressSpace.GLOBAL for n in out)
+                        != _kdata.AddressSpace.GLOBAL for n in out)
                 and not (insn.read_dependency_names() - set(out)
                          - all_inames)):
             copied[insn.id] = insn

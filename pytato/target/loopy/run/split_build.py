@@ -41,42 +41,33 @@ import weakref
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import loopy as lp
 import numpy as np
 import pymbolic.primitives as prim
 import pyopencl as cl
 import pyopencl.array as cla
 from constantdict import constantdict
-from loopy.kernel import KernelState
-from loopy.kernel.data import ArrayArg, ValueArg
-from loopy.kernel.function_interface import CallableKernel
-from loopy.version import DATA_MODEL_VERSION
 from pymbolic.mapper.substitutor import SubstitutionMapper, make_subst_func
 
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.diagnostic import UnsupportedByTargetError
+from pytato.lazy_imports import lazy_module
 from pytato.target.loopy.run import jit_primer, program_store
 from pytato.target.loopy.run.binaries import build_programs, device_build_options
-from pytato.target.loopy.run.executor import (
+from pytato.target.loopy.run.instrumented import run_instrumented
+from pytato.target.loopy.run.kernel_facts import KernelFacts
+from pytato.target.loopy.run.launch_once import device_index, launch_each_once
+from pytato.target.loopy.run.launcher import (
+    KernelPlan,
+    SubkernelInfo,
+    linearized_subkernels,
+)
+from pytato.target.loopy.run.parallel_builds import (
     _program_kernels,
     _usable_cpus,
     count_from_env,
     run_in_processes,
     start_processes,
     stop_processes,
-)
-from pytato.target.loopy.run.instrumented import run_instrumented
-from pytato.target.loopy.run.launch_once import device_index, launch_each_once
-from pytato.target.loopy.run.launcher import (
-    KernelPlan,
-    SubkernelInfo,
-    linearized_subkernels,
-    zeroed_temporaries,
-)
-from pytato.target.loopy.run.preprocessing import (
-    _single_kernel,
-    generate_code,
-    preprocess_and_linearize,
 )
 from pytato.target.loopy.run.split import (
     SPLIT_ENV,
@@ -92,6 +83,10 @@ from pytato.target.loopy.run.split_sizes import hoisted_value
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
+
+    import loopy as lp
+else:
+    lp = lazy_module("loopy")
 
 
 __all__ = [
@@ -139,6 +134,11 @@ def _compile_one(t_unit: lp.TranslationUnit,
     :func:`~pytato.target.loopy.run.launch_once.launch_each_once` are
     appended to it (none where they depend on values of the call)."""
     with FewerCollections():
+        # (loopy's passes: imported where a sub-unit is generated)
+        from pytato.target.loopy.run.preprocessing import (
+            generate_code,
+            preprocess_and_linearize,
+        )
         lin = preprocess_and_linearize(t_unit)
         code = generate_code(lin, cache=False).device_code()
     if specs is not None:
@@ -319,7 +319,7 @@ def _early_workers(knl: lp.LoopKernel) -> list[subprocess.Popen[bytes]]:
 def _sub_key(unit: SubUnit) -> str:
     return hashlib.sha256(repr((
         "pytato-sub-unit", program_store.STORE_VERSION,
-        program_store._source_digest(), DATA_MODEL_VERSION,
+        program_store._source_digest(), program_store._dependency_versions(),
         unit.key)).encode()).hexdigest()
 
 
@@ -380,7 +380,8 @@ def _compile_sub_units(t_unit: lp.TranslationUnit, units: Sequence[SubUnit],
         assert unit.kernel is not None
         name = unit.kernel.name
         return t_unit.copy(
-            callables_table=constantdict({name: CallableKernel(unit.kernel)}),
+            callables_table=constantdict({
+                name: lp.CallableKernel(unit.kernel)}),
             entrypoints=frozenset({name}))
 
     nworkers = _workers([len(u.instructions) for u in todo])
@@ -422,7 +423,7 @@ class SplitKernelPlan(KernelPlan):
     the generated sub-units."""
 
     def __init__(self, executor: SplitExecutor) -> None:
-        knl = executor.run_kernel
+        facts = executor.facts
         compiled = executor.compiled()
         subkernels = []
         constants: dict[str, int] = {}
@@ -444,7 +445,7 @@ class SplitKernelPlan(KernelPlan):
                     tuple(subst(g) for g in gsize),
                     tuple(subst(s) for s in lsize)))
         self.subkernels = tuple(subkernels)
-        index_dtype = np.dtype(knl.index_dtype.numpy_dtype)
+        index_dtype = facts.index_dtype
         #: the hoisted constants passed to the device kernels, typed
         self._constants = {n: index_dtype.type(v)
                            for n, v in sorted(constants.items())}
@@ -453,23 +454,30 @@ class SplitKernelPlan(KernelPlan):
         self.outputs = []
         self._strides = {}
         self._array_info = {}
-        for arg in knl.args:
-            if isinstance(arg, ValueArg):
-                self.value_args[arg.name] = np.dtype(arg.dtype.numpy_dtype)
+        for arg in facts.args:
+            if arg.kind == "value" and arg.dtype is not None:
+                self.value_args[arg.name] = arg.dtype
                 continue
-            if not isinstance(arg, ArrayArg):
+            if arg.kind != "array" or arg.dtype is None:
                 raise UnsupportedByTargetError(
                     f"argument {arg.name!r} is not supported by the split path")
-            self._add_array_argument(arg)
+            self._array_info[arg.name] = (arg.shape, arg.dtype)
+            if arg.is_output:
+                self.outputs.append(arg.name)
+                assert arg.strides is not None
+                self._strides[arg.name] = arg.strides
+            else:
+                self.input_arrays.append(arg.name)
         passed = {n for sk in self.subkernels for n in sk.arg_names}
         dtypes = executor.temporary_dtypes()
         self._temporaries = {
             name: (tv.shape, dtypes[name])
-            for name, tv in knl.temporary_variables.items() if name in passed}
-        self.zeroed = zeroed_temporaries(knl, self._temporaries)
-        self.return_dict = bool(knl.options.return_dict)
-        self.no_numpy = bool(knl.options.no_numpy)
-        self.options = knl.options
+            for name, tv in facts.temporaries.items() if name in passed}
+        self.zeroed = frozenset(name for name in self._temporaries
+                                if facts.temporaries[name].zeroed)
+        self.return_dict = facts.options.return_dict
+        self.no_numpy = facts.options.no_numpy
+        self.options = facts.options
         kernels = executor.cl_kernels()
         self.cl_programs = {sk.name: kernels[sk.name].program
                             for sk in self.subkernels}
@@ -491,32 +499,34 @@ class SplitExecutor:
     executors: call it as one (``executor(queue, **kwargs)``); its
     :class:`SplitKernelPlan` is :meth:`kernel_plan`.
 
+    :arg facts: the :class:`~pytato.target.loopy.run.kernel_facts.KernelFacts`
+        of the kernel (its arguments, temporaries and options: all that
+        running it needs).
     :arg units: the sub-units of the kernel (:func:`split_kernel`).
-    :arg full_unit: for a *t_unit* with the arguments, temporaries and
-        options of the kernel but not its instructions (the
-        :class:`~pytato.target.loopy.run.stored_unit.RunFacts` of a unit
-        from the program store, with *units* from there too): gives the
-        whole unit, read where it is needed (a sub-unit missing from the
-        store, or the attribute :attr:`t_unit`).
+    :arg full_unit: gives the translation unit, read where it is needed (a
+        sub-unit missing from the store, or the attribute :attr:`t_unit`):
+        a program from the program store runs from *facts* and the
+        compiled sub-units there, without :mod:`loopy`.
 
     .. attribute:: t_unit
 
         The translation unit.
 
-    .. autoattribute:: run_kernel
+    .. attribute:: facts
     """
 
-    def __init__(self, context: cl.Context, t_unit: lp.TranslationUnit,
-                 entrypoint: str, units: Sequence[SubUnit],
+    def __init__(self, context: cl.Context, facts: KernelFacts,
+                 units: Sequence[SubUnit],
+                 full_unit: Callable[[], lp.TranslationUnit],
                  store_key: str | None = None,
                  workers: Sequence[subprocess.Popen[bytes]] = (),
                  groups: int | None = None,
-                 full_unit: Callable[[], lp.TranslationUnit] | None = None
                  ) -> None:
         self.context = context
-        self._view = t_unit
+        self.facts = facts
+        self._unit: lp.TranslationUnit | None = None
         self._full_unit = full_unit
-        self.entrypoint = entrypoint
+        self.entrypoint = facts.name
         self.units = tuple(units)
         self.store_key = store_key
         #: the *groups* of :func:`~pytato.target.loopy.run.split.split_kernel`
@@ -532,16 +542,9 @@ class SplitExecutor:
 
     @property
     def t_unit(self) -> lp.TranslationUnit:
-        if self._full_unit is not None:
-            self._view = self._full_unit()
-            self._full_unit = None
-        return self._view
-
-    @property
-    def run_kernel(self) -> lp.LoopKernel:
-        """The kernel, perhaps without its instructions (see
-        *full_unit*): its arguments, temporaries and options."""
-        return self._view[self.entrypoint]
+        if self._unit is None:
+            self._unit = self._full_unit()
+        return self._unit
 
     def arg_to_dtype(self, kwargs: Mapping[str, Any]) -> None:
         """As :mod:`loopy`'s executors (argument types are the kernel's)."""
@@ -554,7 +557,9 @@ class SplitExecutor:
             try:
                 # (sub-units of the store have no kernels: no need of the
                 # whole unit unless one is missing there)
-                self._compiled = compile_sub_units(self._view, self.units,
+                # (a unit not loaded yet is not needed: sub-units of the
+                # store have no kernels, and one missing there raises)
+                self._compiled = compile_sub_units(self._unit, self.units,
                                                    self._build_device(),
                                                    workers, self._prime())
             except _KernelNeeded:
@@ -604,7 +609,7 @@ class SplitExecutor:
         if self._kernels is None:
             codes = [c.code for c in self.compiled().values()]
             options = device_build_options(
-                self.context.devices, self.run_kernel.options.build_options)
+                self.context.devices, list(self.facts.options.build_options))
             # one program per distinct sub-unit (its source is the same in
             # every program that has it: the driver's cache, and the
             # binaries in the program store, find it), built in threads
@@ -671,48 +676,46 @@ def _open_dtypes(t_unit: lp.TranslationUnit, entrypoint: str
             if tv.dtype is not None}
 
 
-def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
-                        entrypoint: str, store_key: str | None = None,
-                        groups: int | None = None,
-                        full_unit: Callable[[], lp.TranslationUnit] | None
-                        = None) -> SplitExecutor | None:
-    """A :class:`SplitExecutor` of *t_unit* if it can be split (a single,
-    scheduled, unpreprocessed kernel with global barriers), else None.
-    *groups*: as in :func:`~pytato.target.loopy.run.split.split_kernel`
-    (see :func:`merged_split_groups`).
+def make_split_executor(facts: KernelFacts, context: cl.Context,
+                        full_unit: Callable[[], lp.TranslationUnit],
+                        store_key: str | None = None,
+                        groups: int | None = None) -> SplitExecutor | None:
+    """A :class:`SplitExecutor` of the unit whose entrypoint has the
+    :class:`~pytato.target.loopy.run.kernel_facts.KernelFacts` *facts* if it
+    can be split (a single, scheduled, unpreprocessed kernel with global
+    barriers), else None. *full_unit* gives the unit (as for
+    :class:`SplitExecutor`). *groups*: as in
+    :func:`~pytato.target.loopy.run.split.split_kernel` (see
+    :func:`merged_split_groups`).
     With the program's *store_key*, its sub-units (keys and names) are
     taken from the program store if an earlier process saved them (their
-    kernels then are not built: their code is in the store too).
-    *full_unit*: as for :class:`SplitExecutor` (where *t_unit* has no
-    instructions; it is called here if the sub-units are not stored)."""
-    if _single_kernel(t_unit) != entrypoint \
-            or t_unit.state >= KernelState.PREPROCESSED:
+    kernels then are not built, nor the unit read: their code is in the
+    store too)."""
+    if not facts.single_kernel or facts.preprocessed:
         return None
-    if getattr(t_unit.target, "limit_arg_size_nbytes", None) is not None:
+    if facts.packs_arguments:
         # arguments packed by loopy's host code: not in the split's plan
         return None
-    knl = t_unit[entrypoint]
-    if knl.options.write_code or knl.options.edit_code:
+    if facts.options.write_code or facts.options.edit_code:
         return None
     if store_key is not None and program_store.store_enabled():
         stored = program_store.load(store_key, "split-units")
         if stored is not None:
             keys, dtypes = stored
             executor = SplitExecutor(
-                context, t_unit, entrypoint,
+                context, facts,
                 [SubUnit(None, key, tuple(names), ()) for key, names in keys],
-                store_key=store_key, groups=groups, full_unit=full_unit)
+                full_unit, store_key=store_key, groups=groups)
             executor._dtypes = dtypes
             _logger.info("program store hit for the %d sub-units", len(keys))
             return executor
-    if full_unit is not None:
-        t_unit = full_unit()
-        knl = t_unit[entrypoint]
+    t_unit = full_unit()
+    knl = t_unit[facts.name]
     # workers import pytato while the kernel is split
     workers = _early_workers(knl)
     try:
         with PhaseTimer(_logger, "kernel split into sub-units"):
-            units = split_kernel(knl, _open_dtypes(t_unit, entrypoint),
+            units = split_kernel(knl, _open_dtypes(t_unit, facts.name),
                                  **_merging(groups))
     except SplitNotPossible as e:
         stop_processes(workers)
@@ -723,8 +726,11 @@ def make_split_executor(t_unit: lp.TranslationUnit, context: cl.Context,
         raise
     _logger.info("kernel split into %d sub-units, %d distinct", len(units),
                  len({u.key for u in units}))
-    return SplitExecutor(context, t_unit, entrypoint, units,
-                         store_key=store_key, workers=workers, groups=groups)
+    executor = SplitExecutor(context, facts, units, lambda: t_unit,
+                             store_key=store_key, workers=workers,
+                             groups=groups)
+    executor._unit = t_unit
+    return executor
 
 
 #: Kernels of fewer instructions than this are not split on CPUs

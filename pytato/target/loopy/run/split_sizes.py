@@ -20,19 +20,27 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import islpy as isl
 import numpy as np
 import pymbolic.primitives as prim
-from loopy.kernel.data import AddressSpace, GroupInameTag, LocalInameTag
-from loopy.kernel.instruction import BarrierInstruction
-from loopy.symbolic import StringifyMapper
 from pymbolic.mapper.coefficient import CoefficientCollector
+
+from pytato.lazy_imports import lazy_module
 
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
 
+    import islpy as isl
     import loopy as lp
+    import loopy.kernel.data as _kdata
+    import loopy.kernel.instruction as _kinsn
+    import loopy.symbolic as _symbolic
+else:
+    # (imported at first use: see pytato.lazy_imports)
+    isl = lazy_module("islpy")
+    _kdata = lazy_module("loopy.kernel.data")
+    _kinsn = lazy_module("loopy.kernel.instruction")
+    _symbolic = lazy_module("loopy.symbolic")
 
 
 __all__ = ["HOISTED_PREFIX", "hoisted_name", "hoisted_value"]
@@ -80,7 +88,7 @@ def _expr_text(value: Any) -> str:
     if isinstance(value, (prim.ExpressionNode, np.generic, int, float,
                           complex)) and not isinstance(value, bool):
         if not _STRINGIFY:
-            class _Typed(StringifyMapper):
+            class _Typed(_symbolic.StringifyMapper):
                 def map_constant(self, expr: Any, *args: Any) -> str:
                     return f"{type(expr).__name__}({expr!r})"
 
@@ -125,10 +133,10 @@ def _parallel_inames(knl: lp.LoopKernel) -> tuple[frozenset[str],
     if entry is None or entry[0] is not knl:
         _PARALLEL.clear()
         group = frozenset(n for n, iname in knl.inames.items()
-                          if any(isinstance(t, GroupInameTag)
+                          if any(isinstance(t, _kdata.GroupInameTag)
                                  for t in iname.tags))
         local = frozenset(n for n, iname in knl.inames.items()
-                          if any(isinstance(t, LocalInameTag)
+                          if any(isinstance(t, _kdata.LocalInameTag)
                                  for t in iname.tags))
         entry = _PARALLEL[id(knl)] = (knl, group, local)
     return entry[1], entry[2]
@@ -266,15 +274,15 @@ def _hoist(knl: lp.LoopKernel, insns: Sequence[Any],
         return _Hoisted(list(domains), insns, {}, params)
 
     def private_only(insn: Any) -> bool:
-        return all(n in temps and temps[n].address_space == AddressSpace.PRIVATE
+        return all(n in temps and temps[n].address_space == _kdata.AddressSpace.PRIVATE
                    for n in insn.assignee_var_names())
 
     # domains with work-group inames: tightened by the predicates all of
     # their writing instructions share, sizes hoisted
     unit_names = {n for insn in insns for n in _insn_names(insn)}
     may_tighten = not any(
-        isinstance(insn, BarrierInstruction) for insn in insns) and not any(
-        temps[n].address_space == AddressSpace.LOCAL
+        isinstance(insn, _kinsn.BarrierInstruction) for insn in insns) and not any(
+        temps[n].address_space == _kdata.AddressSpace.LOCAL
         for n in unit_names if n in temps)
     new_domains = []
     for dom in domains:

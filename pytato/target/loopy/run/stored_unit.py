@@ -10,8 +10,10 @@ code of its scheduled unit, also stored:
   schedule is not stored, or to show it;
 * of the scheduled unit, the executor of the split path
   (:class:`~pytato.target.loopy.run.split_build.SplitExecutor`) reads the
-  arguments, temporaries and options of its kernel, unless a compiled
-  sub-unit is missing from the store.
+  arguments, temporaries and options of its kernel
+  (:class:`~pytato.target.loopy.run.kernel_facts.KernelFacts`, stored as
+  plain data: no :mod:`loopy` needed), unless a compiled sub-unit is
+  missing from the store.
 
 Unpickling each took 0.08 s of a warm process of the 10 000-node DAG of
 ``benchmarks/bench_codegen.py`` (PoCL machine). Programs hold a
@@ -37,6 +39,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pytato.target.loopy.run.program_store as program_store
 from pytato.target.loopy.run.arguments import ArgumentSpec
+from pytato.target.loopy.run.kernel_facts import KernelFacts, kernel_facts
 
 
 if TYPE_CHECKING:
@@ -81,21 +84,16 @@ def unit_facts(t_unit: lp.TranslationUnit) -> UnitFacts:
 
 class RunFacts(NamedTuple):
     """What making the executor of a scheduled unit needs of it, stored
-    with it (the part ``"run-facts"`` of its key).
+    with it (the part ``"run-facts"`` of its key): plain data, which a
+    process unpickles without :mod:`loopy`.
 
-    .. attribute:: view
+    .. attribute:: kernel
 
-        The unit with its entrypoint's instructions and domains left out:
-        its arguments, temporaries, options, target and state are those
-        of the unit.
-
-    .. attribute:: ninstructions
-
-        The number of instructions of the entrypoint.
+        The :class:`~pytato.target.loopy.run.kernel_facts.KernelFacts` of
+        the entrypoint.
     """
 
-    view: lp.TranslationUnit
-    ninstructions: int
+    kernel: KernelFacts
 
 
 def run_facts(t_unit: lp.TranslationUnit) -> RunFacts | None:
@@ -103,9 +101,8 @@ def run_facts(t_unit: lp.TranslationUnit) -> RunFacts | None:
     of several entrypoints."""
     if len(t_unit.entrypoints) != 1:
         return None
-    knl = t_unit.default_entrypoint
-    return RunFacts(t_unit.with_kernel(knl.copy(instructions=[], domains=[])),
-                    len(knl.instructions))
+    (entrypoint,) = t_unit.entrypoints
+    return RunFacts(kernel_facts(t_unit, entrypoint))
 
 
 class StoredUnit:

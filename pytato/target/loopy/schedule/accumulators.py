@@ -94,6 +94,7 @@ from pytato.target.loopy.lower.expressions import (
     _truth_value,
 )
 from pytato.target.loopy.schedule.analysis import _reduction_inames
+from pytato.tuning import record_defaults
 
 
 __all__ = ["realize_sequential_reductions"]
@@ -573,3 +574,7 @@ def realize_sequential_reductions(t_unit: lp.TranslationUnit,
         return t_unit, added
     kernel = kernel.copy(instructions=new_insns, temporary_variables=new_temps)
     return t_unit.with_kernel(lane_plan.apply(kernel)), added
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

@@ -51,6 +51,7 @@ from pytato.target.loopy.schedule.reductions import (
     _the_reduction,
     _with_stages,
 )
+from pytato.tuning import record_defaults
 
 
 __all__ = [
@@ -487,3 +488,7 @@ def split_reduction_row_tiles(kernel: lp.LoopKernel, insn_id: str, *,
                           inner_tag="l.0")
 
 # }}}
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

@@ -217,6 +217,7 @@ from pytato.target.loopy.schedule.vector_calls import (
     apply_vector_nests,
     plan_vector_nest,
 )
+from pytato.tuning import record_defaults
 
 
 if TYPE_CHECKING:
@@ -466,3 +467,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
         kernel = _add_global_barriers(kernel, nests, level,
                                       alone=frozenset(range(ours, len(nests))))
     return t_unit.with_kernel(kernel)
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

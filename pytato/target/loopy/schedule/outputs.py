@@ -28,6 +28,7 @@ from loopy.types import LoopyType
 from pymbolic.typing import ArithmeticExpression, Expression
 
 from pytato.target.loopy.schedule.analysis import _prod
+from pytato.tuning import record_defaults
 
 
 #: Kernels with more loop nests than this do not join output inames:
@@ -458,3 +459,7 @@ def _rewrite_inames(kernel: lp.LoopKernel, domains: list[isl.BasicSet],
     return kernel.copy(
         domains=domains, instructions=new_insns, inames=inames,
         applied_iname_rewrites=(*kernel.applied_iname_rewrites, all_subst))
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

@@ -58,6 +58,7 @@ from pytato.target.loopy.schedule.reductions import (
     split_reduction_columns,
     split_reduction_two_stage,
 )
+from pytato.tuning import record_defaults
 
 
 if TYPE_CHECKING:
@@ -501,3 +502,7 @@ def _full_reduction(kernel: lp.LoopKernel, insn: lp.Assignment,
     return split_reduction_parts(kernel, insn.id, num_parts=parts,
                                  group_size=info.parts_group_size,
                                  iname=iname)
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

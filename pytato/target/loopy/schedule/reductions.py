@@ -92,6 +92,7 @@ from pymbolic.typing import ArithmeticExpression, Expression
 from pytools.tag import Tag, tag_dataclass
 
 from pytato.target.loopy.schedule.analysis import _constant_length, box_extent
+from pytato.tuning import record_defaults
 
 
 __all__ = [
@@ -853,5 +854,10 @@ def flatten_reduction_inames(kernel: lp.LoopKernel, insn_id: str,
         domains=domains, inames=all_inames), flat
 
 # }}}
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())
+
 
 # vim: foldmethod=marker

@@ -37,6 +37,7 @@ from pymbolic.typing import ArithmeticExpression, Expression
 
 from pytato.target.loopy.device import ITEM_LOCAL_MEMORY_BUDGET
 from pytato.target.loopy.schedule.analysis import _own_domain, _prod
+from pytato.tuning import record_defaults
 
 
 __all__ = [
@@ -458,3 +459,7 @@ def _elements_per_item(staged: list[_Staged], eb: int,
     return max(1, m)
 
 # }}}
+
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())

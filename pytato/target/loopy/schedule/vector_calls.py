@@ -85,6 +85,7 @@ from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag
 
 from pytato.target.loopy.schedule.analysis import _own_domain
 from pytato.target.loopy.schedule.outputs import SILENCED_WRITE_RACES
+from pytato.tuning import record_defaults
 
 
 if TYPE_CHECKING:
@@ -795,3 +796,6 @@ def apply_vector_nests(kernel: lp.LoopKernel, plans: Sequence[VectorNest]
     return kernel, {plan.insn_ids[0]: new_id[plan.insn_ids[0]]
                     for plan in plans}
 
+
+# (the constants above as written, for the program store's keys)
+record_defaults(__name__, globals())
