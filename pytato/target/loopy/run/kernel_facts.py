@@ -217,7 +217,6 @@ def kernel_facts(t_unit: lp.TranslationUnit, entrypoint: str
     for arg in knl.args:
         kind = ("value" if isinstance(arg, lp.ValueArg)
                 else "array" if isinstance(arg, lp.ArrayArg)
-                and not arg._separation_info
                 else type(arg).__name__)
         is_output = bool(getattr(arg, "is_output", False))
         args.append(ArgFacts(
