@@ -115,7 +115,7 @@ from pytato.target.loopy.run.dispatch import (
 from pytato.target.loopy.run.fast_call import (
     _RepeatedCalls,
 )
-from pytato.target.loopy.run.kernel_facts import KernelFacts, kernel_facts
+from pytato.target.loopy.run.kernel_facts import kernel_facts
 from pytato.target.loopy.run.launcher import (
     ProgramLauncher,
     make_program_launcher,
@@ -178,20 +178,26 @@ def _make_executor(t_unit: lp.TranslationUnit | StoredUnit,
     :mod:`~pytato.target.loopy.run.stored_unit`)."""
     run = t_unit.run if type(t_unit) is StoredUnit else None
     if run is not None:
-        facts: KernelFacts | None = run.kernel
-        full_unit = t_unit.load
+        pyopencl_target = run.kernel.pyopencl_target
+        ninstructions = run.kernel.ninstructions
     else:
         unit = loaded(t_unit)
-        facts = (kernel_facts(unit, next(iter(unit.entrypoints)))
-                 if len(unit.entrypoints) == 1 else None)
-
-        def full_unit() -> lp.TranslationUnit:
-            return unit
-    if facts is not None and facts.pyopencl_target:
+        pyopencl_target = (len(unit.entrypoints) == 1
+                           and isinstance(unit.target, lp.PyOpenCLTarget))
+        ninstructions = (len(unit.default_entrypoint.instructions)
+                         if pyopencl_target else 0)
+    if pyopencl_target:
         groups = None
         if split_enabled(context.devices) or (
                 groups := merged_split_groups(context.devices,
-                                              facts.ninstructions)):
+                                              ninstructions)):
+            if run is not None:
+                facts, full_unit = run.kernel, t_unit.load
+            else:
+                facts = kernel_facts(unit, unit.default_entrypoint.name)
+
+                def full_unit() -> lp.TranslationUnit:
+                    return unit
             with FewerCollections():  # (the split of a large kernel)
                 executor = make_split_executor(
                     facts, context, store_key=store_key, groups=groups,
