@@ -274,7 +274,13 @@ class KernelPlan:
                 raise UnsupportedByTargetError(
                     f"argument {arg.name!r} ({type(arg).__name__}) is not "
                     "supported by launchers")
-            self._add_array_argument(arg)
+            strides = None
+            if arg.is_output:
+                # (loopy's, imported where a kernel is at hand)
+                from loopy.kernel.array import get_strides
+                strides = tuple(get_strides(arg))
+            self._add_array_argument(arg.name, arg.shape,
+                                     np.dtype(arg.dtype.numpy_dtype), strides)
         passed = {n for sk in self.subkernels for n in sk.arg_names}
         self._temporaries: dict[str, tuple[Any, np.dtype[Any]]] = {}
         for name, tv in knl.temporary_variables.items():
@@ -301,18 +307,17 @@ class KernelPlan:
             self.cl_programs[self.subkernels[0].name] if self.subkernels
             else None)
 
-    def _add_array_argument(self, arg: lp.ArrayArg) -> None:
-        """Record the array argument *arg*: its shape and dtype, and its
-        strides if it is an output."""
-        self._array_info[arg.name] = (arg.shape,
-                                      np.dtype(arg.dtype.numpy_dtype))
-        if arg.is_output:
-            self.outputs.append(arg.name)
-            # (loopy's, imported where a kernel is at hand)
-            from loopy.kernel.array import get_strides
-            self._strides[arg.name] = tuple(get_strides(arg))
+    def _add_array_argument(self, name: str, shape: Any,
+                            dtype: np.dtype[Any],
+                            strides: tuple[Any, ...] | None) -> None:
+        """Record the array argument *name*: its *shape* and *dtype*, and,
+        for an output, its *strides* in elements (None: an input)."""
+        self._array_info[name] = (shape, dtype)
+        if strides is not None:
+            self.outputs.append(name)
+            self._strides[name] = strides
         else:
-            self.input_arrays.append(arg.name)
+            self.input_arrays.append(name)
 
     def new_kernel(self, name: str) -> cl.Kernel:
         """A new instance of the kernel *name* (with arguments of its own)."""

@@ -461,13 +461,9 @@ class SplitKernelPlan(KernelPlan):
             if arg.kind != "array" or arg.dtype is None:
                 raise UnsupportedByTargetError(
                     f"argument {arg.name!r} is not supported by the split path")
-            self._array_info[arg.name] = (arg.shape, arg.dtype)
-            if arg.is_output:
-                self.outputs.append(arg.name)
-                assert arg.strides is not None
-                self._strides[arg.name] = arg.strides
-            else:
-                self.input_arrays.append(arg.name)
+            # (KernelFacts keep the strides of outputs only)
+            self._add_array_argument(arg.name, arg.shape, arg.dtype,
+                                     arg.strides if arg.is_output else None)
         passed = {n for sk in self.subkernels for n in sk.arg_names}
         dtypes = executor.temporary_dtypes()
         self._temporaries = {
