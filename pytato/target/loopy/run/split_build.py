@@ -168,8 +168,16 @@ def _compile_one(t_unit: lp.TranslationUnit,
     return CompiledSubUnit(code, tuple(launches))
 
 
+def _import_code_generation() -> None:
+    """Import :mod:`loopy` and pytato's modules that run it on a sub-unit
+    (in a worker process, before its jobs arrive: ``import pytato``
+    leaves loopy unimported, see :mod:`pytato.lazy_imports`)."""
+    # (loopy's passes: imported where sub-units are generated)
+    import pytato.target.loopy.run.preprocessing  # noqa: F401
+
+
 # a worker process: its argument is the parent's sys.path (JSON); it
-# imports pytato's code generation first (so that workers started early,
+# imports pytato's code generation and loopy first (so that workers started early,
 # see _Workers, import while the parent splits the kernel), then reads
 # (device, prime, [(translation unit, names), ...]) pickled on stdin, all
 # of it before unpickling, writes the pickled list of CompiledSubUnit on
@@ -183,9 +191,12 @@ _WORKER = """
 import json, pickle, sys, time
 t = [time.perf_counter()]
 sys.path[:0] = json.loads(sys.argv[1])
-from pytato.target.loopy.run.split_build import _compile_one, _build_in_worker
+from pytato.target.loopy.run.split_build import (
+    _build_in_worker, _compile_one, _import_code_generation)
+_import_code_generation()
 t.append(time.perf_counter())
 data = sys.stdin.buffer.read()
+t.append(time.perf_counter())
 from pytato.target.loopy.run.program_store import _loads
 device, prime, jobs = _loads(data)
 t.append(time.perf_counter())
@@ -196,7 +207,7 @@ if specs is not None:
     _build_in_worker(device, [c.code for c in result], specs)
     t.append(time.perf_counter())
 # (logged by the parent at the DEBUG level)
-sys.stderr.write("import, input, loopy, build and launches: "
+sys.stderr.write("import, wait, input, loopy, build and launches: "
                  + ", ".join(f"{b - a:.2f}" for a, b in zip(t, t[1:])) + " s")
 sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
 sys.stdout.buffer.flush()
