@@ -607,3 +607,50 @@ def test_gpu_schedule_vector_code(queue, dtype, n):
         scale = float(np.max(np.abs(ref))) if n else 0.0
         _check(np.asarray(res[k]), ref.astype(dtype), _rtol(dtype),
                atol=_rtol(dtype) * scale)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gpu_many_trig_calls_stay_scalar(queue, dtype):
+    """On GPUs a nest of more than ``GPU_MAX_TRIG_CALLS`` calls of ``sin``,
+    ``cos`` or ``tan`` stays scalar code (its vector code is slower there);
+    one of that many is vector code, and so is one of many ``exp``. Results
+    equal numpy's either way."""
+    gpu = dataclasses.replace(GPU, vector_calls=True)
+    limit = vector_calls.GPU_MAX_TRIG_CALLS
+    n = 1003
+    x = pt.make_placeholder("x", (n,), dtype)
+    xv = np.random.default_rng(3).uniform(-3, 3, n).astype(dtype)
+
+    def at_limit(m: Any, v: Any) -> Any:
+        return sum((m.sin if k % 2 else m.cos)((k + 1) * v)
+                   for k in range(limit))
+
+    def over_limit(m: Any, v: Any) -> Any:
+        return sum(m.sin((k + 1) * v) for k in range(limit)) + m.tan(v / 4)
+
+    def many_exp(m: Any, v: Any) -> Any:
+        return sum(m.exp(v / (k + 1)) for k in range(3 * limit))
+
+    for make, vector in ((at_limit, True), (over_limit, False),
+                         (many_exp, True)):
+        prog = pt.generate_loopy(make(pt, x), cl_device=gpu)
+        assert ("vload4(" in prog.get_code()) == vector, make.__name__
+        _, (out,) = prog(queue, x=xv)
+        ref = make(np, xv)
+        _check(np.asarray(out), ref.astype(dtype), _rtol(dtype) * 10,
+               atol=_rtol(dtype) * 10 * float(np.max(np.abs(ref))))
+
+
+def test_vector_code_computes_each_store_once():
+    """Instructions of a nest that depend on a private temporary of the same
+    nest are emitted once each (they were emitted twice)."""
+    gpu = dataclasses.replace(GPU, vector_calls=True)
+    n = 1000
+    x = pt.make_placeholder("x", (n,), np.float64)
+    y = pt.make_placeholder("y", (n,), np.float64)
+    s = pt.sin(x)
+    graph = {"c": s * 2 + x**2 - pt.exp(-x), "t": s + pt.cos(y)}
+    code = pt.generate_loopy(graph, cl_device=gpu).get_code()
+    # (n a multiple of the lanes: no scalar rest)
+    assert code.count("vstore4(") == 2, code
+    assert code.count("sin(") == 1, code

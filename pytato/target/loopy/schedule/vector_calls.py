@@ -48,7 +48,9 @@ A loop nest qualifies when
   logical operations, ``isnan`` and conditional expressions
   (``where``, ``maximum``, ``minimum``);
 * it calls at least one of :data:`TRANSCENDENTAL_FUNCTIONS` (or raises to
-  a non-integer power): other elementwise nests PoCL vectorizes by itself.
+  a non-integer power): other elementwise nests PoCL vectorizes by itself;
+* on GPUs, it calls :data:`GPU_TRIG_FUNCTIONS` at most
+  :data:`GPU_MAX_TRIG_CALLS` times.
 
 Anything else (integers, booleans, complex numbers, gathers, broadcasts,
 reductions, shifted or transposed accesses, casts) leaves the nest to the
@@ -60,6 +62,8 @@ functions and comparisons.
 .. autodata:: DOUBLE_LANES
 .. autodata:: FLOAT_LANES
 .. autodata:: GPU_LANES
+.. autodata:: GPU_TRIG_FUNCTIONS
+.. autodata:: GPU_MAX_TRIG_CALLS
 .. autodata:: FLOAT_VIA_DOUBLE
 .. autodata:: DOUBLE_IN_HALVES
 .. autodata:: TRANSCENDENTAL_FUNCTIONS
@@ -82,6 +86,7 @@ import numpy as np
 import pymbolic.primitives as prim
 from loopy.kernel.array import FixedStrideArrayDimTag
 from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag
+from pymbolic.mapper import WalkMapper
 
 from pytato.target.loopy.schedule.analysis import _own_domain
 from pytato.target.loopy.schedule.outputs import SILENCED_WRITE_RACES
@@ -103,6 +108,8 @@ __all__ = [
     "FLOAT_LANES",
     "FLOAT_VIA_DOUBLE",
     "GPU_LANES",
+    "GPU_MAX_TRIG_CALLS",
+    "GPU_TRIG_FUNCTIONS",
     "TRANSCENDENTAL_FUNCTIONS",
     "UNARY_FUNCTIONS",
     "VectorNest",
@@ -122,6 +129,22 @@ FLOAT_LANES = 8
 #: Elements per work-item of vector nests on GPUs (``sin``/``exp`` of
 #: 2**27 floats on the H100: 0.36 ms in ``float4``, 0.48 ms one by one).
 GPU_LANES = 4
+
+#: Functions whose vector code on GPUs is slow where a nest calls many of
+#: them (their range reduction, with a slow path for large arguments, is
+#: long code, kept for each of a work-item's elements): see
+#: :data:`GPU_MAX_TRIG_CALLS`.
+GPU_TRIG_FUNCTIONS = frozenset({"sin", "cos", "tan"})
+
+#: Nests calling :data:`GPU_TRIG_FUNCTIONS` more often than this stay
+#: scalar code on GPUs. Kernel times on the H100 (2026-11-25, sums of
+#: ``sin((k+1)*x)`` over 2**24 doubles / 2**25 floats, ``float4`` /
+#: ``double4`` vector code against scalar code): 4 calls 0.190 / 0.188 ms
+#: (doubles) and 0.128 / 0.177 ms (floats); 5 calls 0.292 / 0.232 and
+#: 0.183 / 0.204 ms; 8 calls 0.674 / 0.364 and 0.443 / 0.277 ms; 12 calls
+#: 2.19 / 0.54 and 0.94 / 0.37 ms. ``exp`` in vector code was as fast or
+#: faster for up to 12 calls.
+GPU_MAX_TRIG_CALLS = 4
 
 #: Functions that vector nests of ``float`` compute in ``double`` vectors
 #: on CPUs: PoCL 3.1's ``sin``, ``cos`` and ``tan`` of ``float`` vectors
@@ -164,6 +187,30 @@ _COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
 #: the names of the C code (a prefix no pytato name starts with)
 _BASE = "_pt_vc_base"
 _ELEMENT = "_pt_vc_e"
+
+
+class _TrigCallCounter(WalkMapper):
+    """Counts the calls of :data:`GPU_TRIG_FUNCTIONS` in what it walks."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def visit(self, expr: object, *args: object, **kwargs: object) -> bool:
+        if isinstance(expr, prim.Call) \
+                and isinstance(expr.function, prim.Variable) \
+                and expr.function.name in GPU_TRIG_FUNCTIONS:
+            self.count += 1
+        return True
+
+
+def _trig_calls(insns: Sequence[lp.Assignment]) -> int:
+    """The number of calls of :data:`GPU_TRIG_FUNCTIONS` in the expressions
+    of *insns* (which the vector emitter accepted)."""
+    counter = _TrigCallCounter()
+    for insn in insns:
+        counter(insn.expression)
+    return counter.count
 
 
 class _NotVectorizable(Exception):
@@ -668,6 +715,8 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
         # (most nests stop here: the checks below cost more)
         if not nest.transcendental or not _is_box(dom, inames, shape):
             return None
+        if info.is_gpu and _trig_calls(ordered) > GPU_MAX_TRIG_CALLS:
+            return None
         scalar = _Emitter(nest, 1)
         for insn in ordered:
             scalar.store(insn)
@@ -723,15 +772,13 @@ def _in_order(insns: Sequence[lp.Assignment]) -> list[lp.Assignment]:
     result: list[lp.Assignment] = []
     pending = list(insns)
     while pending:
-        rest = [insn for insn in pending
-                if not (insn.depends_on & ids) <= done]
-        if len(rest) == len(pending):
+        ready = [insn for insn in pending
+                 if (insn.depends_on & ids) <= done]
+        if not ready:
             raise _NotVectorizable("cyclic dependencies")
-        for insn in pending:
-            if (insn.depends_on & ids) <= done:
-                result.append(insn)
-                done.add(insn.id)
-        pending = rest
+        result.extend(ready)
+        done.update(insn.id for insn in ready)
+        pending = [insn for insn in pending if insn.id not in done]
     return result
 
 
