@@ -193,10 +193,10 @@ def test_failed_workers_fall_back_to_this_process(ctx_factory, merged,
     if not queue.device.type & cl.device_type.CPU:
         pytest.skip("merged sub-units are for CPU devices")
 
-    def fail(*args, **kwargs):
-        raise RuntimeError("code generation process failed: killed")
-
-    monkeypatch.setattr(split_build, "_compile_in_processes", fail)
+    # worker processes that die before they answer
+    split_build.discard_prestarted_workers()
+    monkeypatch.setattr(split_build, "_WORKER",
+                        "import sys; sys.stderr.write('killed'); sys.exit(3)")
     dag = make_random_dag(120, seed=9, n=6)
     rng = np.random.default_rng(9)
     inputs = {f"in{i}": rng.standard_normal((6, 6)) for i in range(4)}

@@ -83,7 +83,7 @@ from pytato.target.loopy.run.split_sizes import (
 
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
     import islpy as isl
     import loopy as lp
@@ -423,7 +423,9 @@ def _single_piece_grid(knl: lp.LoopKernel, hoisted: _Hoisted) -> bool:
 def split_kernel(knl: lp.LoopKernel,
                  dtypes: Mapping[str, Any] | None = None,
                  hoist: bool | None = None,
-                 groups: int | None = None) -> list[SubUnit]:
+                 groups: int | None = None,
+                 on_unit: Callable[[SubUnit], None] | None = None
+                 ) -> list[SubUnit]:
     """Cut the scheduled, unpreprocessed kernel *knl* into its phases (see
     the module documentation), in order.
 
@@ -443,6 +445,9 @@ def split_kernel(knl: lp.LoopKernel,
         nests sub-units of their own (one code generation for all), and
         ends the merged sub-unit before it. Merged sub-units of several
         phases keep their constants.
+    :arg on_unit: called with each sub-unit as soon as it is made, in
+        order (so that its code generation can start while the rest of
+        the kernel is split).
     :raises SplitNotPossible: if *knl* has no global barriers, or if a
         phase needs something the split cannot give it (a temporary that
         is not global used in two phases, nested domains, substitution
@@ -461,13 +466,15 @@ def split_kernel(knl: lp.LoopKernel,
     try:
         if hoist is None:
             hoist = os.environ.get(SPLIT_HOIST_ENV, "").strip() != "0"
-        return _split(knl, dtypes, hoist, groups)
+        return _split(knl, dtypes, hoist, groups, on_unit)
     finally:
         _NAMES.clear()
 
 
 def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
-           hoist: bool, groups: int | None = None) -> list[SubUnit]:
+           hoist: bool, groups: int | None = None,
+           on_unit: Callable[[SubUnit], None] | None = None
+           ) -> list[SubUnit]:
     phase = _phases(knl)
     nphases = max(phase.values(), default=-1) + 1
     insns_of: list[list[Any]] = [[] for _ in range(nphases)]
@@ -623,7 +630,13 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
                 counts[u.key] = counts.get(u.key, 0) + 1
         phase_parts.append(parts)  # type: ignore[arg-type]
     order = {i.id: k for k, i in enumerate(knl.instructions)}
-    result = []
+    units: list[SubUnit] = []
+
+    def emit(unit: SubUnit) -> None:
+        units.append(unit)
+        if on_unit is not None:
+            on_unit(unit)
+
     built: set[str] = set()
     # the nests not yet made a sub-unit: a phase's rest, or (merged) the
     # nests of several phases
@@ -657,10 +670,10 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         insns = sorted({i.id: i for part in pending for i in part}.values(),
                        key=lambda i: order[i.id])
         if len(pending) > 1:
-            result.append(make_unit(_with_barriers(knl, insns, phase),
+            emit(make_unit(_with_barriers(knl, insns, phase),
                                     hoist=False))
         else:
-            result.append(make_unit(insns))
+            emit(make_unit(insns))
         pending.clear()
 
     for parts in phase_parts:
@@ -678,7 +691,7 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
             if u.key not in built:  # the kernel of the first of a key
                 u = make_unit(u.instructions)
                 built.add(u.key)
-            result.append(u)
+            emit(u)
         if groups is None:
             if rest:
                 pending.append(rest)
@@ -701,7 +714,7 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
             pending.append(insns)
             merged_weight += weight
     flush()
-    return result
+    return units
 
 
 def _with_barriers(knl: lp.LoopKernel, insns: list[Any],

@@ -5,7 +5,11 @@ compute the same thing on other arrays, so :mod:`loopy` preprocesses,
 linearizes and generates code for one of them (:func:`compile_sub_units`),
 and the device kernels are built once. Distinct sub-units can be generated
 in worker processes
-(:data:`~pytato.target.loopy.run.split.SPLIT_WORKERS_ENV`). Results are
+(:data:`~pytato.target.loopy.run.split.SPLIT_WORKERS_ENV`), started before
+the kernel is split: each gets a sub-unit as soon as the split makes it
+and the process is free (the costliest waiting first, see
+:mod:`~pytato.target.loopy.run.job_processes`), and builds the code it
+generated for the device while it generates the next. Results are
 kept in the program store (:mod:`pytato.target.loopy.run.program_store`)
 under the canonical key, so that programs sharing a kernel share its code.
 
@@ -37,8 +41,10 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 import weakref
 from dataclasses import dataclass
+from queue import SimpleQueue
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -54,6 +60,12 @@ from pytato.lazy_imports import lazy_module
 from pytato.target.loopy.run import jit_primer, program_store
 from pytato.target.loopy.run.binaries import build_programs, device_build_options
 from pytato.target.loopy.run.instrumented import run_instrumented
+from pytato.target.loopy.run.job_processes import (
+    JobProcessError,
+    JobProcesses,
+    read_frame,
+    write_frame,
+)
 from pytato.target.loopy.run.kernel_facts import KernelFacts
 from pytato.target.loopy.run.launch_once import device_index, launch_each_once
 from pytato.target.loopy.run.launcher import (
@@ -65,7 +77,6 @@ from pytato.target.loopy.run.parallel_builds import (
     _program_kernels,
     _usable_cpus,
     count_from_env,
-    run_in_processes,
     start_processes,
     stop_processes,
 )
@@ -176,43 +187,18 @@ def _import_code_generation() -> None:
     import pytato.target.loopy.run.preprocessing  # noqa: F401
 
 
-# a worker process: its argument is the parent's sys.path (JSON); it
-# imports pytato's code generation and loopy first (so that workers started early,
-# see _Workers, import while the parent splits the kernel), then reads
-# (device, prime, [(translation unit, names), ...]) pickled on stdin, all
-# of it before unpickling, writes the pickled list of CompiledSubUnit on
-# stdout; with a device (see _device_address), it also builds the code of
-# each sub-unit there, which puts the binary in pyopencl's on-disk cache
-# for the parent's build: after writing, or, if *prime*, before, and then
-# launches each device kernel once (see jit_primer), which puts the
-# kernels compiled for their launch in PoCL's cache for the parent's
-# first call
+# a worker process: its argument is the parent's sys.path (JSON); it runs
+# _worker_main, which imports pytato's code generation and loopy first (so
+# that workers started early, see _early_workers, import while the parent
+# splits the kernel), then speaks the frames of JobProcesses: a header
+# (device address or None, prime), then a job a frame (translation unit,
+# canonical names), each answered with its CompiledSubUnit
 _WORKER = """
-import json, pickle, sys, time
-t = [time.perf_counter()]
+import json, sys, time
+start = time.perf_counter()
 sys.path[:0] = json.loads(sys.argv[1])
-from pytato.target.loopy.run.split_build import (
-    _build_in_worker, _compile_one, _import_code_generation)
-_import_code_generation()
-t.append(time.perf_counter())
-data = sys.stdin.buffer.read()
-t.append(time.perf_counter())
-from pytato.target.loopy.run.program_store import _loads
-device, prime, jobs = _loads(data)
-t.append(time.perf_counter())
-specs = [] if prime and device is not None else None
-result = [_compile_one(t_unit, names, specs) for t_unit, names in jobs]
-t.append(time.perf_counter())
-if specs is not None:
-    _build_in_worker(device, [c.code for c in result], specs)
-    t.append(time.perf_counter())
-# (logged by the parent at the DEBUG level)
-sys.stderr.write("import, wait, input, loopy, build and launches: "
-                 + ", ".join(f"{b - a:.2f}" for a, b in zip(t, t[1:])) + " s")
-sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
-sys.stdout.buffer.flush()
-if device is not None and specs is None:
-    _build_in_worker(device, [c.code for c in result])
+from pytato.target.loopy.run.split_build import _worker_main
+_worker_main(start)
 """
 
 
@@ -233,67 +219,211 @@ def _device_address(device: cl.Device, options: Sequence[str] | str | None
     return (*device_index(device), options)
 
 
-def _build_in_worker(address: _DeviceAddress, codes: Sequence[str],
-                     specs: Sequence[jit_primer.LaunchSpec] = ()) -> None:
-    """Build each of *codes* for the device at *address* (in a worker
-    process: pyopencl keeps the binaries on disk, where the parent's build
-    of the same sources finds them), then launch each kernel of *specs*
-    once (:func:`~pytato.target.loopy.run.launch_once.launch_each_once`:
-    PoCL keeps the kernels compiled for their launch on disk too).
-    Failures are left to the parent's build and launches, which report
-    them."""
-    platform, device, options = address
-    try:
-        context = cl.Context([cl.get_platforms()[platform].get_devices()[device]])
-        kernels: dict[str, cl.Kernel] = {}
-        for code in codes:
-            kernels.update(_program_kernels(
-                cl.Program(context, code).build(options=options)))
-        if specs:
-            launch_each_once(context, kernels, specs)
-    except cl.Error as e:  # the parent builds (and reports) anyway
-        _logger.debug("build in a worker process failed: %s", e)
+class _WorkerBuilds:
+    """The builds of a worker process, in a thread of their own, in the
+    order given, while the process generates the next sub-units: each
+    code built for the device at the address (pyopencl keeps the binaries
+    on disk, where the parent's build of the same source finds them), then
+    each kernel of its launch specifications launched once
+    (:func:`~pytato.target.loopy.run.launch_once.launch_each_once`: PoCL
+    keeps the kernels compiled for their launch on disk too). Failures are
+    left to the parent's build and launches, which report them."""
+
+    def __init__(self, address: _DeviceAddress) -> None:
+        self.address = address
+        self._todo: SimpleQueue[
+            tuple[str, Sequence[jit_primer.LaunchSpec]] | None] = \
+            SimpleQueue()
+        self.busy = 0.0
+        self._thread = threading.Thread(target=self._run, daemon=True,
+                                        name="pytato-worker-builds")
+        self._thread.start()
+
+    def add(self, code: str, specs: Sequence[jit_primer.LaunchSpec]) -> None:
+        self._todo.put((code, specs))
+
+    def finish(self) -> None:
+        """Wait until all is built."""
+        self._todo.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        platform, device, options = self.address
+        context = None
+        while (item := self._todo.get()) is not None:
+            start = time.perf_counter()
+            code, specs = item
+            try:
+                if context is None:
+                    context = cl.Context(
+                        [cl.get_platforms()[platform].get_devices()[device]])
+                kernels = _program_kernels(
+                    cl.Program(context, code).build(options=options))
+                if specs:
+                    launch_each_once(context, kernels, specs)
+            except cl.Error as e:  # the parent builds (and reports) anyway
+                _logger.debug("build in a worker process failed: %s", e)
+            self.busy += time.perf_counter() - start
 
 
-def _compile_in_processes(jobs: Sequence[tuple[lp.TranslationUnit,
-                                                Sequence[str]]],
-                          nworkers: int,
-                          device: _DeviceAddress | None = None,
-                          workers: Sequence[subprocess.Popen[bytes]] = (),
-                          prime: bool = False
-                          ) -> list[CompiledSubUnit]:
-    """:func:`_compile_one` of each of *jobs* in *nworkers* new Python
-    processes (not forked: the calling process may hold an OpenCL
-    context), the jobs spread by weight
-    (:func:`~pytato.target.loopy.run.split.unit_weight`); the processes of
-    *workers* (started by :func:`_start_workers`) first, new ones if
-    there are fewer. With a *device*, each worker then builds the code it
-    generated for it, which warms pyopencl's binary cache for the
-    parent's build; if *prime*, they do so before they answer, and launch
-    each device kernel once (see :data:`_WORKER`)."""
-    loads = [0] * nworkers
-    shares: list[list[int]] = [[] for _ in range(nworkers)]
-    weights = [unit_weight(t_unit.default_entrypoint.instructions) + 1
-               for t_unit, _ in jobs]
-    for i in sorted(range(len(jobs)), key=lambda i: -weights[i]):
-        w = loads.index(min(loads))
-        shares[w].append(i)
-        loads[w] += weights[i]
-    shares = [share for share in shares if share]
-    procs = list(workers)
-    if len(procs) < len(shares):
-        procs += _start_workers(len(shares) - len(procs))
-    outputs = run_in_processes(
-        _WORKER,
-        [program_store._dumps((device, prime, [jobs[i] for i in share]))
-         for share in shares],
-        "code generation", error_chars=3000, processes=procs)
-    result: list[CompiledSubUnit | None] = [None] * len(jobs)
-    for share, out in zip(shares, outputs, strict=True):
-        for i, comp in zip(share, pickle.loads(out), strict=True):
-            result[i] = comp
-    assert all(r is not None for r in result)
-    return result  # type: ignore[return-value]
+def _worker_main(start: float) -> None:
+    """The loop of a worker process (:data:`_WORKER`, started at *start*)."""
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    _import_code_generation()
+    imported = time.perf_counter()
+    header = read_frame(stdin)
+    assert header is not None
+    address, prime = pickle.loads(header)
+    builds = None if address is None else _WorkerBuilds(address)
+    first = None
+    jobs = 0
+    loopy = 0.0
+    while (frame := read_frame(stdin)) is not None:
+        t = time.perf_counter()
+        if first is None:
+            first = t
+        t_unit, names = program_store._loads(frame)
+        specs: list[jit_primer.LaunchSpec] | None = \
+            [] if prime and builds is not None else None
+        comp = _compile_one(t_unit, names, specs)
+        write_frame(stdout, pickle.dumps(comp,
+                                         protocol=pickle.HIGHEST_PROTOCOL))
+        if builds is not None:
+            builds.add(comp.code, specs or ())
+        jobs += 1
+        loopy += time.perf_counter() - t
+    answered = time.perf_counter()
+    if builds is not None:
+        builds.finish()
+    end = time.perf_counter()
+    # (logged by the parent at the DEBUG level)
+    sys.stderr.write(
+        f"{jobs} jobs; import {imported - start:.2f} s, first job after "
+        f"{(first or answered) - imported:.2f} s, loopy {loopy:.2f} s, "
+        f"builds {0 if builds is None else builds.busy:.2f} s, "
+        f"{end - answered:.2f} s of them after the last answer")
+
+
+def _job_input(t_unit: lp.TranslationUnit, unit: SubUnit) -> bytes:
+    """What a worker process gets to generate *unit* (see
+    :func:`_worker_main`): its kernel's translation unit, and its canonical
+    names."""
+    return program_store._dumps((_unit_t_unit(t_unit, unit),
+                                 unit.canonical_names))
+
+
+class _SubUnitJobs:
+    """The distinct sub-units of a kernel generated by :mod:`loopy` as they
+    come (:meth:`add`): taken from the program store where they are there,
+    else generated in the worker processes *workers* (a
+    :class:`~pytato.target.loopy.run.job_processes.JobProcesses`, the
+    costliest first), or, with no workers, in this process when the result
+    is asked for (:meth:`result`). *device*, *prime*: see
+    :func:`compile_sub_units`."""
+
+    def __init__(self, t_unit: lp.TranslationUnit,
+                 device: cl.Device | None,
+                 workers: Sequence[subprocess.Popen[bytes]] = (),
+                 prime: bool = False) -> None:
+        self.t_unit = t_unit
+        self.device = device
+        self.use_store = program_store.store_enabled()
+        self.done: dict[str, CompiledSubUnit] = {}
+        self.todo: dict[str, SubUnit] = {}
+        self.processes: JobProcesses | None = None
+        self.start(workers, prime)
+
+    def start(self, workers: Sequence[subprocess.Popen[bytes]],
+              prime: bool = False) -> None:
+        """Hand the sub-units added so far, and those to come, to the
+        worker processes *workers* (none: this process generates them)."""
+        if not workers:
+            return
+        assert self.processes is None
+        device = self.device
+        address = None if device is None else _device_address(
+            device, device_build_options(
+                [device],
+                self.t_unit.default_entrypoint.options.build_options))
+        self.processes = JobProcesses(
+            workers, pickle.dumps((address, prime)), "code generation",
+            error_chars=3000)
+        for unit in self.todo.values():
+            self._submit(unit)
+
+    def _submit(self, unit: SubUnit) -> None:
+        assert self.processes is not None
+        self.processes.submit(unit.key, unit_weight(unit.instructions) + 1,
+                              lambda: _job_input(self.t_unit, unit))
+
+    def add(self, unit: SubUnit) -> None:
+        """Have *unit* generated, unless one of its key is."""
+        key = unit.key
+        if key in self.done or key in self.todo:
+            return
+        if self.use_store:
+            try:
+                stored = program_store.load(_sub_key(unit), "sub-unit")
+            except program_store.NotPersistentError:
+                self.use_store = False
+                stored = None
+            if stored is not None:
+                self.done[key] = stored
+                STATS["store_hits"] += 1
+                return
+        if unit.kernel is None:
+            raise _KernelNeeded(key)
+        self.todo[key] = unit
+        if self.processes is not None:
+            self._submit(unit)
+
+    def close(self) -> None:
+        """Say that no more sub-units come (the worker processes finish
+        theirs, and exit)."""
+        if self.processes is not None:
+            self.processes.close()
+
+    def cancel(self) -> None:
+        """Stop the worker processes."""
+        if self.processes is not None:
+            self.processes.cancel()
+
+    def result(self) -> dict[str, CompiledSubUnit]:
+        """The :class:`CompiledSubUnit` of each key added (waiting for the
+        worker processes; generating in this process what they did not, if
+        they failed)."""
+        if self.processes is not None:
+            try:
+                answers = self.processes.results()
+            except JobProcessError as e:
+                # (a process that died: here, where an error of the code
+                # generation is raised as it is)
+                _logger.warning("code generation in worker processes "
+                                "failed, generating in this process: %s", e)
+                answers = {}
+            self.processes = None
+        else:
+            answers = {}
+        for key, unit in self.todo.items():
+            answer = answers.get(key)
+            comp = (pickle.loads(answer) if answer is not None
+                    else _compile_one(_unit_t_unit(self.t_unit, unit),
+                                      unit.canonical_names))
+            self.done[key] = comp
+            STATS["generated"] += 1
+            if self.use_store:
+                program_store.save(_sub_key(unit), "sub-unit", comp)
+        self.todo.clear()
+        return self.done
+
+
+def _unit_t_unit(t_unit: lp.TranslationUnit, unit: SubUnit
+                 ) -> lp.TranslationUnit:
+    assert unit.kernel is not None
+    name = unit.kernel.name
+    return t_unit.copy(
+        callables_table=constantdict({name: lp.CallableKernel(unit.kernel)}),
+        entrypoints=frozenset({name}))
 
 
 #: Instructions to generate per worker process, at least: a process
@@ -348,81 +478,41 @@ def compile_sub_units(t_unit: lp.TranslationUnit,
     (sub-units of the kernel of *t_unit*), from the program store where it
     is there, else generated by :mod:`loopy`, in worker processes
     (:data:`~pytato.target.loopy.run.split.SPLIT_WORKERS_ENV`) where there
-    are several to generate. With a *device*, the workers also build the
-    code they generate for it (with the kernel's build options), so that
-    the caller's builds find the binaries in pyopencl's on-disk cache.
-    *workers* are worker processes started earlier (:func:`_start_workers`),
-    used first; they are stopped when done or not needed. If *prime*, the
-    workers build before they answer, then launch each device kernel once
-    (:data:`_WORKER`)."""
+    are several to generate, each process taking the costliest sub-unit
+    left when it is done with one. With a *device*, the workers also build
+    the code they generate for it (with the kernel's build options, while
+    they generate the next), so that the caller's builds find the
+    binaries in pyopencl's on-disk cache. *workers* are worker processes
+    started earlier (:func:`_start_workers`), used first; they are stopped
+    when done or not needed. If *prime*, the workers also launch each
+    device kernel once after building it (see :func:`_worker_main`)."""
     try:
-        return _compile_sub_units(t_unit, units, device, workers, prime)
+        # (store lookups first: the number of processes is that of the
+        # sub-units left)
+        jobs = _SubUnitJobs(t_unit, device)
+        for unit in units:
+            jobs.add(unit)
+        todo = list(jobs.todo.values())
+        nworkers = _workers([len(u.instructions) for u in todo])
+        procs: list[subprocess.Popen[bytes]] = []
+        if nworkers > 1:
+            procs = list(workers[:nworkers])
+            stop_processes(workers[nworkers:])
+            if len(procs) < nworkers:
+                try:
+                    procs += _start_workers(nworkers - len(procs))
+                except OSError as e:
+                    _logger.warning("worker processes not started, "
+                                    "generating in this process: %s", e)
+        else:
+            stop_processes(workers)
+        with PhaseTimer(_logger, f"loopy on {len(todo)} distinct sub-units "
+                        f"({len(units)} in all, {max(len(procs), 1)} "
+                        "processes)"):
+            jobs.start(procs, prime)
+            return jobs.result()
     finally:
         stop_processes(workers)
-
-
-def _compile_sub_units(t_unit: lp.TranslationUnit, units: Sequence[SubUnit],
-                       device: cl.Device | None,
-                       workers: Sequence[subprocess.Popen[bytes]],
-                       prime: bool = False
-                       ) -> dict[str, CompiledSubUnit]:
-    distinct: dict[str, SubUnit] = {}
-    for u in units:
-        distinct.setdefault(u.key, u)
-    result: dict[str, CompiledSubUnit] = {}
-    use_store = program_store.store_enabled()
-    todo = []
-    for key, unit in distinct.items():
-        if use_store:
-            try:
-                stored = program_store.load(_sub_key(unit), "sub-unit")
-            except program_store.NotPersistentError:
-                use_store = False
-                stored = None
-            if stored is not None:
-                result[key] = stored
-                STATS["store_hits"] += 1
-                continue
-        if unit.kernel is None:
-            raise _KernelNeeded(key)
-        todo.append(unit)
-
-    def unit_t_unit(unit: SubUnit) -> lp.TranslationUnit:
-        assert unit.kernel is not None
-        name = unit.kernel.name
-        return t_unit.copy(
-            callables_table=constantdict({
-                name: lp.CallableKernel(unit.kernel)}),
-            entrypoints=frozenset({name}))
-
-    nworkers = _workers([len(u.instructions) for u in todo])
-    with PhaseTimer(_logger, f"loopy on {len(todo)} distinct sub-units "
-                    f"({len(units)} in all, {nworkers} processes)"):
-        compiled = None
-        if nworkers > 1:
-            address = None if device is None else _device_address(
-                device, device_build_options(
-                    [device], t_unit.default_entrypoint.options.build_options))
-            try:
-                compiled = _compile_in_processes(
-                    [(unit_t_unit(u), u.canonical_names) for u in todo],
-                    nworkers, address, workers, prime)
-            except (RuntimeError, OSError) as e:
-                # (a process that could not start or died: here, where
-                # an error of the code generation is raised as it is)
-                _logger.warning("code generation in worker processes "
-                                "failed, generating in this process: %s", e)
-        if compiled is None:
-            compiled = [_compile_one(unit_t_unit(u), u.canonical_names)
-                        for u in todo]
-    STATS["generated"] += len(todo)
-    for unit, comp in zip(todo, compiled, strict=True):
-        result[unit.key] = comp
-        if use_store:
-            program_store.save(_sub_key(unit), "sub-unit", comp)
-    return result
-
-# }}}
 
 
 # {{{ host side
@@ -526,8 +616,8 @@ class SplitExecutor:
                  units: Sequence[SubUnit],
                  full_unit: Callable[[], lp.TranslationUnit],
                  store_key: str | None = None,
-                 workers: Sequence[subprocess.Popen[bytes]] = (),
                  groups: int | None = None,
+                 jobs: _SubUnitJobs | None = None,
                  ) -> None:
         self.context = context
         self.facts = facts
@@ -538,10 +628,12 @@ class SplitExecutor:
         self.store_key = store_key
         #: the *groups* of :func:`~pytato.target.loopy.run.split.split_kernel`
         self.groups = groups
-        # worker processes started early (see _early_workers), for the
-        # first code generation; stopped if the executor goes unused
-        self._workers = list(workers)
-        weakref.finalize(self, stop_processes, self._workers)
+        # the code generation of the sub-units started while the kernel
+        # was split (see make_split_executor); its worker processes are
+        # stopped if the executor goes unused
+        self._jobs = jobs
+        self._stop_jobs = None if jobs is None else weakref.finalize(
+            self, jobs.cancel)
         self._compiled: dict[str, CompiledSubUnit] | None = None
         self._kernels: dict[str, cl.Kernel] | None = None
         self._plan: SplitKernelPlan | None = None
@@ -559,16 +651,18 @@ class SplitExecutor:
 
     def compiled(self) -> dict[str, CompiledSubUnit]:
         """The generated sub-units by key (:func:`compile_sub_units`)."""
+        if self._compiled is None and self._jobs is not None:
+            assert self._stop_jobs is not None
+            self._stop_jobs.detach()
+            jobs, self._jobs = self._jobs, None
+            self._compiled = jobs.result()
         if self._compiled is None:
-            workers, self._workers[:] = list(self._workers), []
             try:
-                # (sub-units of the store have no kernels: no need of the
-                # whole unit unless one is missing there)
                 # (a unit not loaded yet is not needed: sub-units of the
                 # store have no kernels, and one missing there raises)
                 self._compiled = compile_sub_units(self._unit, self.units,
                                                    self._build_device(),
-                                                   workers, self._prime())
+                                                   prime=self._prime())
             except _KernelNeeded:
                 # sub-units from the store, not all of them there: split
                 with PhaseTimer(_logger, "kernel split into sub-units"):
@@ -582,17 +676,10 @@ class SplitExecutor:
         return self._compiled
 
     def _prime(self) -> bool:
-        """Whether the worker processes launch each device kernel once
-        (merged sub-units, see :func:`merged_split_groups`)."""
-        device = self._build_device()
-        return (self.groups is not None and device is not None
-                and jit_primer.enabled(device))
+        return _primes(self.groups, self._build_device())
 
     def _build_device(self) -> cl.Device | None:
-        """The device that worker processes build the code for (the
-        context's, if it has one)."""
-        devices = self.context.devices
-        return devices[0] if len(devices) == 1 else None
+        return _build_device(self.context)
 
     def temporary_dtypes(self) -> dict[str, np.dtype[Any]]:
         """The types of the kernel's temporaries (inferred where the
@@ -657,6 +744,20 @@ class SplitExecutor:
 # }}}
 
 
+def _build_device(context: cl.Context) -> cl.Device | None:
+    """The device that worker processes build the code for (the
+    context's, if it has one)."""
+    devices = context.devices
+    return devices[0] if len(devices) == 1 else None
+
+
+def _primes(groups: int | None, device: cl.Device | None) -> bool:
+    """Whether the worker processes launch each device kernel once
+    (merged sub-units, see :func:`merged_split_groups`)."""
+    return (groups is not None and device is not None
+            and jit_primer.enabled(device))
+
+
 def _merging(groups: int | None) -> dict[str, Any]:
     """The arguments of :func:`~pytato.target.loopy.run.split.split_kernel`
     for *groups* merged sub-units (:func:`merged_split_groups`), None for
@@ -718,24 +819,36 @@ def make_split_executor(facts: KernelFacts, context: cl.Context,
             return executor
     t_unit = full_unit()
     knl = t_unit[facts.name]
-    # workers import pytato while the kernel is split
+    # workers import pytato while the kernel is split, and generate the
+    # sub-units as the split makes them
     workers = _early_workers(knl)
+    jobs = None
     try:
+        if workers:
+            device = _build_device(context)
+            jobs = _SubUnitJobs(t_unit, device, workers,
+                                _primes(groups, device))
         with PhaseTimer(_logger, "kernel split into sub-units"):
             units = split_kernel(knl, _open_dtypes(t_unit, facts.name),
+                                 on_unit=None if jobs is None else jobs.add,
                                  **_merging(groups))
     except SplitNotPossible as e:
+        if jobs is not None:
+            jobs.cancel()
         stop_processes(workers)
         _logger.info("kernel not split: %s", e)
         return None
     except BaseException:
+        if jobs is not None:
+            jobs.cancel()
         stop_processes(workers)
         raise
+    if jobs is not None:
+        jobs.close()
     _logger.info("kernel split into %d sub-units, %d distinct", len(units),
                  len({u.key for u in units}))
     executor = SplitExecutor(context, facts, units, lambda: t_unit,
-                             store_key=store_key, workers=workers,
-                             groups=groups)
+                             store_key=store_key, groups=groups, jobs=jobs)
     executor._unit = t_unit
     return executor
 
