@@ -79,6 +79,41 @@ def test_python_int_overflow(dtype, value) -> None:
         assert isinstance(info.value, PytatoError)
 
 
+@pytest.mark.parametrize(("dtype", "value"), [
+    (np.int8, 300), (np.int8, -129), (np.uint8, -1), (np.uint8, 256),
+    (np.int32, 2**40), (np.uint64, -1), (np.uint64, 2**64),
+    (np.int64, -2**63 - 1), (np.int64, 2**70), (np.bool_, 300)])
+def test_comparison_with_python_int_out_of_range(ctx_factory, dtype,
+                                                 value) -> None:
+    """An integer array compared with a Python integer outside its dtype's
+    range gives numpy 2's result (the same for every element), with the
+    operators on either side and the functions; where numpy refuses, so
+    do we."""
+    import operator
+
+    import pyopencl as cl
+    queue = cl.CommandQueue(ctx_factory())
+    xv = _values(dtype, 5)
+    x = pt.make_placeholder("x", (5,), dtype)
+    ops = [operator.lt, operator.le, operator.gt, operator.ge]
+    cases = [*((lambda m, a, op=op: op(a, value)) for op in ops),
+             *((lambda m, a, op=op: op(value, a)) for op in ops),
+             *((lambda m, a, name=name: getattr(m, name)(a, value))
+               for name in ("less", "less_equal", "greater", "greater_equal",
+                            "equal", "not_equal")),
+             lambda m, a: m.equal(value, a)]
+    for case in cases:
+        try:
+            want = np.asarray(case(np, xv))
+        except OverflowError:
+            with pytest.raises(OverflowError):
+                case(pt, x)
+            continue
+        _, (got,) = pt.generate_loopy(case(pt, x))(queue, x=xv)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+
+
 def test_where_python_int_overflow() -> None:
     for dtype in (np.bool_, np.int64):
         c = pt.make_placeholder("c", (3,), np.bool_)

@@ -55,6 +55,7 @@ Building blocks for other element-wise operations:
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -73,6 +74,7 @@ from pytato.diagnostic import (
     InvalidArgumentTypeError,
     ScalarOverflowError,
 )
+from pytato.frontend.creation import full
 from pytato.scalar_expr import SCALAR_CLASSES, TypeCast, negated
 
 
@@ -433,9 +435,46 @@ right_shift = _binop(np.right_shift, lambda a, b: prim.RightShift(a, b),
                      "right shift")
 
 
+_PYTHON_COMPARISONS: dict[str, Callable[[int, int], bool]] = {
+    "==": operator.eq, "!=": operator.ne, "<": operator.lt,
+    "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def _out_of_range_comparison(op: str, x1: Any, x2: Any) -> Array | None:
+    """The result of comparing an integer array with a Python integer
+    outside the range of its dtype, as numpy 2 defines it (the same for
+    every element: ``int8_array < 1000`` is all true), or None for other
+    operands."""
+    for arr, value, swapped in ((x1, x2, False), (x2, x1, True)):
+        if isinstance(arr, Array) and type(value) is int \
+                and arr.dtype.kind in "iu":
+            info = np.iinfo(arr.dtype)
+            if info.min <= value <= info.max:
+                return None
+            # every element is between the bounds: like the nearer one
+            bound = int(info.max if value > info.max else info.min)
+            a, b = (value, bound) if swapped else (bound, value)
+            return full(arr.shape, _PYTHON_COMPARISONS[op](a, b),
+                        dtype=np.bool_)
+    return None
+
+
 def _cmp(ufunc: Any, op: str) -> Callable[[Any, Any], Any]:
-    return _binop(ufunc, lambda a, b: prim.Comparison(a, op, b),
-                  f"comparison '{op}'", op_dtype="common")
+    compare = _binop(ufunc, lambda a, b: prim.Comparison(a, op, b),
+                     f"comparison '{op}'", op_dtype="common")
+
+    def fn(x1: Any, x2: Any) -> Any:
+        if type(x1) is int or type(x2) is int:
+            result = _out_of_range_comparison(op, x1, x2)
+            if result is not None:
+                return result
+        return compare(x1, x2)
+
+    fn.__name__ = compare.__name__
+    fn.__doc__ = (f"{compare.__doc__} An integer array compared with a "
+                  "Python integer outside the range of its dtype gives the "
+                  "same result for every element, as in numpy 2.")
+    return fn
 
 
 equal = _cmp(np.equal, "==")
