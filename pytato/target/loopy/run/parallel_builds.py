@@ -270,8 +270,10 @@ def start_processes(script: str, count: int, args: Sequence[str] = ()
     """Start *count* new Python processes running *script* (``python -c``,
     with the arguments *args*; not forked: the calling process may hold an
     OpenCL context), each to read its input on its standard input (see
-    :func:`run_in_processes`). Starting them early lets them import
-    what they need while the caller prepares their inputs."""
+    :func:`run_in_processes` and
+    :class:`~pytato.target.loopy.run.job_processes.JobProcesses`).
+    Starting them early lets them import what they need while the caller
+    prepares their inputs."""
     return [subprocess.Popen([sys.executable, "-c", script, *args],
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE)
@@ -287,31 +289,18 @@ def stop_processes(procs: Sequence[subprocess.Popen[bytes]]) -> None:
 
 
 def run_in_processes(script: str, inputs: Sequence[bytes], what: str, *,
-                     error_chars: int = 2000,
-                     processes: Sequence[subprocess.Popen[bytes]] | None = None
-                     ) -> list[bytes]:
+                     error_chars: int = 2000) -> list[bytes]:
     """Run the Python *script* (``python -c``) in a new process for each
     of *inputs* (not forked: the calling process may hold an OpenCL
     context), all at once, each reading its input on its standard input;
     return what each wrote on its standard output.
 
-    :arg processes: processes of *script* already started
-        (:func:`start_processes`), at least one per input; those left over
-        are stopped.
     :raises RuntimeError: naming *what* the processes do, with the last
         *error_chars* characters of the standard error of the first failed
         process (one that exited with an error or wrote nothing). The
         processes left are killed.
     """
-    if processes is None:
-        procs = start_processes(script, len(inputs))
-    else:
-        if len(processes) < len(inputs):
-            stop_processes(processes)
-            raise ValueError(f"{len(inputs)} inputs for {len(processes)} "
-                             "processes")
-        procs = list(processes[:len(inputs)])
-        stop_processes(processes[len(inputs):])
+    procs = start_processes(script, len(inputs))
 
     start = time.perf_counter()
 
