@@ -980,6 +980,48 @@ def test_callable_passes_on_the_calling_instructions(monkeypatch):
             == lp.linearize(lp.preprocess_program(c_unit))
 
 
+def test_no_hash_of_whole_kernels(monkeypatch):
+    """Linearization and code generation of a unit of one kernel do not
+    hash the kernel (loopy's grid-size memo keys hold the table of
+    callables, which gets a cheaper hash: names, states and sizes); equal
+    tables get equal such hashes, and a table hashed already keeps its
+    hash."""
+    from constantdict import constantdict
+
+    from pytato.target.loopy.run import preprocessing
+    x = pt.make_placeholder("x", (16, 16), np.float64)
+    y = pt.sin(2 * x + 1) * 3 + (x - 1).T
+    t_unit = pt.generate_loopy(
+        {"a": y, "b": pt.sum(y, axis=1)},
+        cl_device=_preprocessing_devices()["cpu"]).program
+    with lp.CacheMode(False):
+        reference = lp.generate_code_v2(lp.linearize(
+            lp.preprocess_program(t_unit))).device_code()
+    hashed = []
+    original = lp.LoopKernel.__hash__
+    monkeypatch.setattr(lp.LoopKernel, "__hash__",
+                        lambda self: hashed.append(self) or original(self))
+    lin = preprocessing.preprocess_and_linearize(t_unit)
+    with lp.CacheMode(False):
+        code = preprocessing.generate_code(lin, cache=False).device_code()
+    assert hashed == []
+    assert code == reference
+
+    def table():
+        return t_unit.copy(callables_table=constantdict(
+            dict(t_unit.callables_table)))
+    a, b = table(), table()
+    assert a.callables_table is not b.callables_table
+    preprocessing.cheap_table_hash(a)
+    preprocessing.cheap_table_hash(b)
+    assert hash(a.callables_table) == hash(b.callables_table)
+    assert hashed == []
+    c = table()
+    full = hash(c.callables_table)
+    assert len(hashed) == 1
+    assert hash(preprocessing.cheap_table_hash(c).callables_table) == full
+
+
 def test_preprocessing_of_several_kernels_by_loopy(monkeypatch):
     """Units with a callee kernel (here from :func:`pytato.loopy.call_loopy`)
     are preprocessed by :func:`loopy.preprocess_program` itself."""
