@@ -346,3 +346,60 @@ def test_flat_nests_index_through_variables(queue):
         np.testing.assert_allclose(res["v"],
                                    np.roll(2 * a, 3, axis=1) * 2 * a)
         np.testing.assert_allclose(res["w"], (2 * a).sum(axis=1))
+
+
+def test_analysis_shortcuts_agree_with_loopy():
+    """The schedule's quick reads of a kernel (the constant extent of an
+    iname from its domain, whether an expression holds a reduction, and
+    the memos of ``remembered``) give what loopy's analyses give, on the
+    kernels of random DAGs with and without the schedule, and on a
+    triangular and an empty domain."""
+    import loopy as lp
+    from random_graphs import make_random_dag
+
+    from pytato.target.loopy.schedule import analysis
+
+    units = []
+    for seed in (3, 11):
+        prg = pt.generate_loopy(make_random_dag(300, seed=seed),
+                                default_schedule=False)
+        units += [prg.program, default_schedule(prg.program, GPU),
+                  default_schedule(prg.program, CPU)]
+    x = pt.make_placeholder("x", (16, 8), np.float64)
+    units.append(pt.generate_loopy(
+        {"a": pt.sum(x, axis=1), "b": pt.amax(x) + x[::-1, :0].sum()},
+        default_schedule=False).program)
+    units.append(lp.make_kernel(
+        "{[i, j]: 0 <= i < 16 and 0 <= j <= i}", "a[i, j] = 1",
+        lang_version=(2018, 2)))
+    units.append(lp.make_kernel(
+        "{[i, j]: 0 <= i < 5 and 0 <= j < n}",
+        "a[i] = sum(j, b[i, j])", lang_version=(2018, 2)))
+    checked = 0
+    for t_unit in units:
+        knl = t_unit.default_entrypoint
+        for iname in sorted(knl.all_inames()):
+            quick = analysis._box_length(knl, iname)
+            try:
+                ref = int(knl.get_constant_iname_length(iname))
+            except Exception:
+                ref = None
+            assert quick is None or quick == ref, iname
+            with analysis.remembered():
+                assert analysis._constant_length(knl, iname) == ref
+                assert analysis._constant_length(knl, iname) == ref
+            checked += quick is not None
+        for insn in knl.instructions:
+            expected = frozenset(insn.reduction_inames())
+            assert analysis._reduction_inames(insn) == expected
+            with analysis.remembered():
+                assert analysis._reduction_inames(insn) == expected
+                assert analysis._reduction_inames(insn) == expected
+            if not isinstance(insn, lp.Assignment):
+                continue
+            finder = analysis._ReductionFinder()
+            finder(insn.expression)
+            assert analysis._holds_reduction(insn.expression) \
+                in (finder.found, None)
+    assert checked > 100
+    assert analysis._MEMOS is None
