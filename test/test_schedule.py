@@ -349,14 +349,17 @@ def test_flat_nests_index_through_variables(queue):
 
 
 def test_analysis_shortcuts_agree_with_loopy():
-    """The schedule's quick reads of a kernel (the constant extent of an
-    iname from its domain, whether an expression holds a reduction, and
-    the memos of ``remembered``) give what loopy's analyses give, on the
+    """The schedule's and the split's quick reads of a kernel (the
+    constant extent of an iname from its domain, whether an expression
+    holds a reduction, the names an instruction uses, and the memos of
+    ``remembered``) give what loopy's analyses give, on the
     kernels of random DAGs with and without the schedule, and on a
     triangular and an empty domain."""
     import loopy as lp
     from random_graphs import make_random_dag
 
+    from pytato.target.loopy.loopy_walk import holds_reduction
+    from pytato.target.loopy.run.split_sizes import _names_of
     from pytato.target.loopy.schedule import analysis
 
     units = []
@@ -368,6 +371,13 @@ def test_analysis_shortcuts_agree_with_loopy():
     x = pt.make_placeholder("x", (16, 8), np.float64)
     units.append(pt.generate_loopy(
         {"a": pt.sum(x, axis=1), "b": pt.amax(x) + x[::-1, :0].sum()},
+        default_schedule=False).program)
+    z = pt.make_placeholder("z", (16, 8), np.complex128)
+    n = pt.make_placeholder("n", (16, 8), np.int32)
+    units.append(pt.generate_loopy(
+        {"c": pt.where(x > 1, x ** 2.5, n // 3 + n % 5), "d": abs(z) * z,
+         "e": pt.logical_and(x < 2, pt.logical_not(n > 0)),
+         "f": x.astype(np.float32) ** n},
         default_schedule=False).program)
     units.append(lp.make_kernel(
         "{[i, j]: 0 <= i < 16 and 0 <= j <= i}", "a[i, j] = 1",
@@ -395,11 +405,14 @@ def test_analysis_shortcuts_agree_with_loopy():
             with analysis.remembered():
                 assert analysis._reduction_inames(insn) == expected
                 assert analysis._reduction_inames(insn) == expected
+            assert _names_of(insn) == frozenset(
+                insn.dependency_names() | insn.within_inames
+                | insn.reduction_inames())
             if not isinstance(insn, lp.Assignment):
                 continue
             finder = analysis._ReductionFinder()
             finder(insn.expression)
-            assert analysis._holds_reduction(insn.expression) \
+            assert holds_reduction(insn.expression) \
                 in (finder.found, None)
     assert checked > 100
     assert analysis._MEMOS is None

@@ -24,14 +24,16 @@ from typing import Any
 
 import islpy as isl
 import loopy as lp
-import numpy as np
 import pymbolic.primitives as prim
 from loopy.kernel.data import InameImplementationTag
-from loopy.symbolic import Reduction as LoopyReduction, TypeCast
+from loopy.symbolic import Reduction as LoopyReduction
 from pymbolic.mapper.dependency import DependencyMapper
 from pymbolic.typing import Expression
 
-from pytato.target.loopy.loopy_walk import UncachedLoopyWalkMapper
+from pytato.target.loopy.loopy_walk import (
+    UncachedLoopyWalkMapper,
+    holds_reduction,
+)
 
 
 __all__ = ["box_extent", "remembered"]
@@ -182,43 +184,6 @@ class _ReductionFinder(UncachedLoopyWalkMapper):
         self.found = True
 
 
-# expression types that cannot be reductions, and their children
-_CHILDREN: dict[type, Any] = {
-    prim.Variable: lambda e: (),
-    prim.Subscript: lambda e: (e.aggregate, e.index),
-    prim.Sum: lambda e: e.children,
-    prim.Product: lambda e: e.children,
-    prim.Quotient: lambda e: (e.numerator, e.denominator),
-    prim.FloorDiv: lambda e: (e.numerator, e.denominator),
-    prim.Remainder: lambda e: (e.numerator, e.denominator),
-    prim.Power: lambda e: (e.base, e.exponent),
-    prim.Call: lambda e: (e.function, *e.parameters),
-    prim.Comparison: lambda e: (e.left, e.right),
-    prim.LogicalAnd: lambda e: e.children,
-    prim.LogicalOr: lambda e: e.children,
-    prim.LogicalNot: lambda e: (e.child,),
-    prim.If: lambda e: (e.condition, e.then, e.else_),
-    TypeCast: lambda e: (e.child,),
-    tuple: lambda e: e,
-}
-
-
-def _holds_reduction(expr: object) -> bool | None:
-    """Whether *expr* holds a :class:`loopy.Reduction`, by a walk over the
-    common expression types (None where it meets another)."""
-    stack = [expr]
-    while stack:
-        e = stack.pop()
-        children = _CHILDREN.get(type(e))
-        if children is not None:
-            stack.extend(children(e))
-        elif type(e) is LoopyReduction:
-            return True
-        elif not isinstance(e, (int, float, complex, np.generic)):
-            return None
-    return False
-
-
 def _reduction_inames(insn: lp.InstructionBase) -> frozenset[str]:
     """``insn.reduction_inames()``, without :mod:`loopy`'s analysis of
     the dependencies of *insn* (which comes with it) where the expression
@@ -229,7 +194,7 @@ def _reduction_inames(insn: lp.InstructionBase) -> frozenset[str]:
         entry = memos[1].get(id(insn))
         if entry is not None and entry[0] is insn:
             return entry[1]
-    found = _holds_reduction(getattr(insn, "expression", None))
+    found = holds_reduction(getattr(insn, "expression", None))
     if found is None:
         finder = _ReductionFinder()
         try:
