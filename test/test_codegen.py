@@ -1052,3 +1052,21 @@ def test_preprocessing_of_several_kernels_by_loopy(monkeypatch):
         code = preprocessing.generate_code(reference)
     assert generated == [reference]
     assert "twice" in code.device_code()
+
+
+def test_branches_on_constant_conditions_folded(queue):
+    """A selection whose condition compares integer constants (a
+    concatenation indexed at constant positions) is lowered to the branch
+    it takes: no self-comparison in the code (which compilers warn of),
+    and numpy's values."""
+    x = pt.make_placeholder("x", (3, 2), np.float64)
+    y = pt.concatenate([x[1:], x[:1]])
+    graph = {"a": y[2], "b": y[0]}
+    prog = pt.generate_loopy(graph)
+    code = prog.get_code(queue.device)
+    assert "2 < 2" not in code and "0 < 2" not in code
+    xv = np.arange(6.0).reshape(3, 2)
+    yv = np.concatenate([xv[1:], xv[:1]])
+    _, out = prog(queue, x=xv)
+    np.testing.assert_array_equal(out["a"], yv[2])
+    np.testing.assert_array_equal(out["b"], yv[0])

@@ -416,3 +416,40 @@ def test_analysis_shortcuts_agree_with_loopy():
                 in (finder.found, None)
     assert checked > 100
     assert analysis._MEMOS is None
+
+
+def test_one_element_outputs_without_race_warnings(queue, monkeypatch):
+    """Outputs of one element, whose index is the constant 0 and whose
+    loop (of extent 1) is mapped onto a work-group, are stored by one
+    work-item: loopy's write-race warning is silenced for them (and their
+    values are numpy's)."""
+    import warnings
+
+    import loopy as lp
+    from loopy.diagnostic import WriteRaceConditionWarning
+
+    monkeypatch.setenv("PYTATO_NO_PROGRAM_STORE", "1")
+    x = pt.make_placeholder("x", (1,), np.uint32)
+    d = pt.make_data_wrapper(np.arange(4, dtype=np.uint32))
+    graph = {"a": pt.einsum("j,i->i", d, x), "b": x * x}
+    with warnings.catch_warnings(record=True) as caught, \
+            lp.CacheMode(False):
+        warnings.simplefilter("always")
+        _, out = pt.generate_loopy(graph)(queue, x=np.array([3], np.uint32))
+    assert not [w for w in caught
+                if issubclass(w.category, WriteRaceConditionWarning)]
+    np.testing.assert_array_equal(out["a"], [18])
+    np.testing.assert_array_equal(out["b"], [9])
+    # a real race is still reported: a store of every work-item into one
+    # element of a longer loop
+    knl = lp.make_kernel("{[i]: 0 <= i < 64}", "y[0] = x[i]",
+                         [lp.GlobalArg("x", np.float64, (64,)),
+                          lp.GlobalArg("y", np.float64, (1,),
+                                       is_output=True)],
+                         lang_version=(2018, 2))
+    knl = lp.tag_inames(knl, {"i": "l.0"})
+    from pytato.target.loopy.schedule.default import (
+        _single_writer_races_silenced,
+    )
+    kernel = knl.default_entrypoint
+    assert _single_writer_races_silenced(kernel) is kernel

@@ -280,6 +280,39 @@ class _ScalarDTypeMapper:
         return np.result_type(*(self(c) for c in children))
 
 
+_COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+            ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
+            "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+
+
+def _constant_truth(cond: object) -> bool | None:
+    """The value of *cond* if it is a comparison of two integer constants
+    (None otherwise)."""
+    if not isinstance(cond, prim.Comparison):
+        return None
+    left, right = _constant_int(cond.left), _constant_int(cond.right)
+    if left is None or right is None:
+        return None
+    return bool(_COMPARE[cond.operator](left, right))
+
+
+def _constant_int(expr: object) -> int | None:
+    """The value of *expr* if it is an integer constant or a sum or
+    product of such (None otherwise)."""
+    if isinstance(expr, (int, np.integer)) and not isinstance(expr, bool):
+        return int(expr)
+    if isinstance(expr, (prim.Sum, prim.Product)):
+        values = [_constant_int(c) for c in expr.children]
+        if any(v is None for v in values):
+            return None
+        result = 0 if isinstance(expr, prim.Sum) else 1
+        for v in values:
+            assert v is not None
+            result = result + v if isinstance(expr, prim.Sum) else result * v
+        return result
+    return None
+
+
 def _is_complex(dtype: ScalarDType) -> bool:
     return (isinstance(dtype, complex)
             or (isinstance(dtype, np.dtype) and dtype.kind == "c"))
@@ -722,7 +755,15 @@ class ScalarToLoopyMapper(IdentityMapper):
         return _call(f"_pt_int_{op}", shiftee, shift)
 
     def map_if(self, expr: prim.If) -> Expression:
-        return prim.If(self._truth(expr.condition), self._operand(expr.then),
+        cond = self._truth(expr.condition)
+        known = _constant_truth(cond)
+        if known is not None \
+                and self._dtype(expr.then) == self._dtype(expr.else_):
+            # (a condition on constant indices, e.g. of a concatenation
+            # along an axis of length 1: the branch taken, without a
+            # self-comparison that compilers warn of)
+            return self._operand(expr.then if known else expr.else_)
+        return prim.If(cond, self._operand(expr.then),
                        self._operand(expr.else_))
 
     def map_reduce(self, expr: Reduce) -> Expression:

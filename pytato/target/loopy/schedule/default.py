@@ -173,10 +173,12 @@ The layouts of reductions and their tuning constants are in
 from __future__ import annotations
 
 from collections.abc import Collection
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING
 
 import islpy as isl
 import loopy as lp
+from loopy.kernel.data import ConcurrentTag
 from loopy.translation_unit import CallablesTable
 
 from pytato.target.loopy.device import DeviceInfo
@@ -473,7 +475,34 @@ def _default_schedule(t_unit: lp.TranslationUnit, info: DeviceInfo,
     if any(_has_impl_tag(kernel, i) for i in kernel.all_inames()):
         kernel = _add_global_barriers(kernel, nests, level,
                                       alone=frozenset(range(ours, len(nests))))
-    return t_unit.with_kernel(kernel)
+    return t_unit.with_kernel(_single_writer_races_silenced(kernel))
+
+
+def _single_writer_races_silenced(kernel: lp.LoopKernel) -> lp.LoopKernel:
+    """*kernel* with loopy's write-race warning silenced for the stores
+    whose hardware-mapped inames missing from their left-hand side all
+    have the constant extent 1 (an output of one element, whose index is
+    the constant 0): one work-item runs them (loopy guards each
+    instruction by the bounds of its inames), so there is no race, but
+    loopy's check, which does not look at extents, would warn."""
+    silenced = set()
+    for insn in kernel.instructions:
+        if not isinstance(insn, lp.Assignment):
+            continue
+        parallel = {i for i in insn.within_inames
+                    if kernel.iname_tags_of_type(i, ConcurrentTag)}
+        if not parallel:
+            continue
+        name = f"write_race({insn.id})"
+        if any(fnmatchcase(name, p) for p in kernel.silenced_warnings):
+            continue
+        indexed = set().union(*insn.assignee_subscript_deps())
+        racing = parallel - indexed
+        if racing and all(_constant_length(kernel, i) == 1 for i in racing):
+            silenced.add(name)
+    if not silenced:
+        return kernel
+    return kernel.copy(silenced_warnings=kernel.silenced_warnings | silenced)
 
 
 # (the constants above as written, for the program store's keys)
