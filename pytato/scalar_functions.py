@@ -18,7 +18,10 @@ or *jax_impl* (for :func:`pytato.generate_jax`), and raise
 In scalar expressions, the function is called as
 ``pytato.foreign.<name>`` (see :mod:`pytato.scalar_expr`).
 
-Example::
+Example (loopy wants the callable's fields hashable: a
+:class:`constantdict.constantdict` of the argument dtypes)::
+
+    from constantdict import constantdict
 
     class Sinc(lp.ScalarCallable):
         def with_types(self, arg_id_to_dtype, clbl_inf_ctx):
@@ -28,7 +31,7 @@ Example::
             if dt.numpy_dtype != np.float64:
                 raise LoopyError("sinc: only float64")
             return (self.copy(name_in_target="my_sinc",
-                              arg_id_to_dtype={0: dt, -1: dt}),
+                              arg_id_to_dtype=constantdict({0: dt, -1: dt})),
                     clbl_inf_ctx)
 
         def generate_preambles(self, target):

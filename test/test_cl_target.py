@@ -193,3 +193,27 @@ def test_shorter_mapper_keys_same_code_and_restored():
     with preprocessing.ShorterMapperKeys():
         key = Counting().get_cache_key(x, flag=True)
     assert key[:3] == (type(x), x, ()) and dict(key[3]) == {"flag": True}
+
+
+def test_target_functions_hashable_for_loopy(queue):
+    """The target's functions give loopy hashable argument types
+    (``constantdict``): loopy deprecates others ("will stop working in
+    2026")."""
+    import warnings
+
+    import loopy as lp
+    x = pt.make_placeholder("x", (5,), np.float64)
+    n = pt.make_placeholder("n", (5,), np.int32)
+    z = pt.make_placeholder("z", (5,), np.complex128)
+    graph = {"a": z * z / (z + 1), "b": abs(z) + pt.exp(z).real,
+             "c": x.astype(np.complex64) * z, "d": n // 3 + n % 4 + n ** 2,
+             "e": pt.sqrt(z) + x, "f": x ** n, "g": (x + 1j * x) ** 2}
+    rng = np.random.default_rng(3)
+    inputs = {"x": rng.uniform(1, 2, 5), "n": np.arange(5, dtype=np.int32),
+              "z": rng.uniform(1, 2, 5) + 1j * rng.uniform(1, 2, 5)}
+    with warnings.catch_warnings(record=True) as caught, \
+            lp.CacheMode(False):
+        warnings.simplefilter("always")
+        _, out = pt.generate_loopy(graph)(queue, **inputs)
+    assert not [w for w in caught if "hashable" in str(w.message)]
+    np.testing.assert_allclose(out["a"], inputs["z"] ** 2 / (inputs["z"] + 1))

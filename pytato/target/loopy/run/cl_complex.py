@@ -36,6 +36,7 @@ from typing import Any
 
 import loopy as lp
 import numpy as np
+from constantdict import constantdict
 from loopy.types import NumpyType
 
 
@@ -604,8 +605,8 @@ class ComplexFunction(lp.ScalarCallable):
         sfx = _TYPES[dtype][3]
         cplx = NumpyType(dtype)
         return (self.copy(name_in_target=f"{self.name}_{sfx}",
-                          arg_id_to_dtype={**dict.fromkeys(range(nargs), cplx),
-                                           -1: cplx}),
+                          arg_id_to_dtype=constantdict({
+                              **dict.fromkeys(range(nargs), cplx), -1: cplx})),
                 clbl_inf_ctx)
 
     def generate_preambles(self, target: Any) -> Any:

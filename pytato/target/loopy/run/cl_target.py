@@ -43,6 +43,7 @@ import loopy as lp
 import numpy as np
 import pymbolic.primitives as prim
 from cgen import Const, Pointer
+from constantdict import constantdict
 from loopy.schedule.tools import get_subkernel_arg_info
 from loopy.symbolic import Literal, TypeCast as LoopyTypeCast
 from loopy.target.c.codegen.expression import CExpressionToCodeMapper
@@ -92,8 +93,9 @@ class _ComplexFromParts(lp.ScalarCallable):
         name = "cfloat_new" if real == np.float32 else "cdouble_new"
         cplx = NumpyType(np.result_type(real, np.complex64))
         return (self.copy(name_in_target=name,
-                          arg_id_to_dtype={0: NumpyType(real), 1: NumpyType(real),
-                                           -1: cplx}),
+                          arg_id_to_dtype=constantdict({
+                              0: NumpyType(real), 1: NumpyType(real),
+                              -1: cplx})),
                 clbl_inf_ctx)
 
 
@@ -169,7 +171,7 @@ class _NarrowIntWrap(lp.ScalarCallable):
             raise TypeError(f"_pt_narrow_int: unexpected dtype {dtype}")
         result = dt if dtype.kind != "b" else type(dt)(np.dtype(np.int8))
         return (self.copy(name_in_target=name,
-                          arg_id_to_dtype={0: dt, -1: result}),
+                          arg_id_to_dtype=constantdict({0: dt, -1: result})),
                 clbl_inf_ctx)
 
     def emit_call(self, expression_to_code_mapper: Any, expression: Any,
@@ -236,7 +238,7 @@ class _FloatToInt(lp.ScalarCallable):
         dst = np.dtype(self.name[len("_pt_float_to_"):])
         return (self.copy(
             name_in_target=f"_pt_{src.name}_to_{_INT_C_TYPES[dst.name]}",
-            arg_id_to_dtype={0: dt, -1: NumpyType(dst)}), clbl_inf_ctx)
+            arg_id_to_dtype=constantdict({0: dt, -1: NumpyType(dst)})), clbl_inf_ctx)
 
     def generate_preambles(self, target: Any) -> Any:
         src_c = {"float32": "float", "float64": "double"}[
@@ -308,7 +310,7 @@ class _GuardedIntegerOp(lp.ScalarCallable):
         op = self.name[len("_pt_int_"):]
         nt = NumpyType(dtype)
         return (self.copy(name_in_target=f"_pt_{op}_{dtype.name}",
-                          arg_id_to_dtype={0: nt, 1: nt, -1: nt}),
+                          arg_id_to_dtype=constantdict({0: nt, 1: nt, -1: nt})),
                 clbl_inf_ctx)
 
     def generate_preambles(self, target: Any) -> Any:
@@ -364,7 +366,7 @@ class _FloatDivmod(lp.ScalarCallable):
         c = {"float32": "float", "float64": "double"}[dtype_name]
         nt = NumpyType(np.dtype(dtype_name))
         return (self.copy(name_in_target=f"_pt_{op}_{c}",
-                          arg_id_to_dtype={0: nt, 1: nt, -1: nt}),
+                          arg_id_to_dtype=constantdict({0: nt, 1: nt, -1: nt})),
                 clbl_inf_ctx)
 
     def generate_preambles(self, target: Any) -> Any:
