@@ -80,11 +80,12 @@ import numpy as np
 import pymbolic.primitives as prim
 from constantdict import constantdict
 from loopy.kernel import KernelState
-from loopy.symbolic import TypeCast, get_dependencies
+from loopy.symbolic import get_dependencies
 from loopy.types import LoopyType
 from pymbolic.mapper import CachedMapper
 
 from pytato.diagnostic import NameClashError
+from pytato.target.loopy.loopy_walk import CHILDREN
 
 
 try:
@@ -269,22 +270,10 @@ def _resolve_and_infer(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
 
 # {{{ the callable passes on the instructions that call
 
-# expression types that need no callable, and their children
+# expression types that need no callable, and their children (the
+# common types but powers and calls, which a callable may implement)
 _PLAIN_CHILDREN: dict[type, Any] = {
-    prim.Variable: lambda e: (),
-    prim.Subscript: lambda e: (e.aggregate, e.index),
-    prim.Sum: lambda e: e.children,
-    prim.Product: lambda e: e.children,
-    prim.Quotient: lambda e: (e.numerator, e.denominator),
-    prim.FloorDiv: lambda e: (e.numerator, e.denominator),
-    prim.Remainder: lambda e: (e.numerator, e.denominator),
-    prim.Comparison: lambda e: (e.left, e.right),
-    prim.LogicalAnd: lambda e: e.children,
-    prim.LogicalOr: lambda e: e.children,
-    prim.LogicalNot: lambda e: (e.child,),
-    prim.If: lambda e: (e.condition, e.then, e.else_),
-    TypeCast: lambda e: (e.child,),
-    tuple: lambda e: e,
+    **{t: f for t, f in CHILDREN.items() if t not in (prim.Power, prim.Call)},
     int: lambda e: (),
     float: lambda e: (),
     bool: lambda e: (),
