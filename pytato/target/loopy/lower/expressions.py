@@ -23,6 +23,8 @@ fresh inames in the :class:`~pytato.target.loopy.lower.graph.CodeGenState`.
 
 from __future__ import annotations
 
+import math
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -280,9 +282,8 @@ class _ScalarDTypeMapper:
         return np.result_type(*(self(c) for c in children))
 
 
-_COMPARE = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
-            ">": lambda a, b: a > b, ">=": lambda a, b: a >= b,
-            "==": lambda a, b: a == b, "!=": lambda a, b: a != b}
+_COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt,
+            ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
 
 
 def _constant_truth(cond: object) -> bool | None:
@@ -303,13 +304,10 @@ def _constant_int(expr: object) -> int | None:
         return int(expr)
     if isinstance(expr, (prim.Sum, prim.Product)):
         values = [_constant_int(c) for c in expr.children]
-        if any(v is None for v in values):
+        ints = [v for v in values if v is not None]
+        if len(ints) != len(values):
             return None
-        result = 0 if isinstance(expr, prim.Sum) else 1
-        for v in values:
-            assert v is not None
-            result = result + v if isinstance(expr, prim.Sum) else result * v
-        return result
+        return sum(ints) if isinstance(expr, prim.Sum) else math.prod(ints)
     return None
 
 

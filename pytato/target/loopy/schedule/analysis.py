@@ -5,21 +5,18 @@ inames of its contiguous (last) indices, and the output inames of a plain
 store. Queries only: nothing here changes a kernel.
 
 .. autofunction:: box_extent
-.. autofunction:: remembered
 
-While :func:`remembered` is active (the default schedule of a kernel),
-the constant extent of an iname and the reduction inames of an
-instruction are computed once per kernel domains and instruction
-objects: the schedule's passes make many copies of the kernel, each of
-which would compute them again (loopy memoizes per kernel object). For
-the 10 000-node DAG of ``benchmarks/bench_codegen.py`` that was about a
-third of a second of the GPU schedule's 1.5 s.
+The constant extent of an iname is read from its domain where that has
+no parameters, and whether an instruction holds a reduction by a walk by
+a stack: loopy's bounds analysis and its mappers, memoized per kernel
+object, started over on each of the many copies of the kernel that the
+schedule's passes make (about a third of a second of the GPU schedule of
+the 10 000-node DAG of ``benchmarks/bench_codegen.py``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 from typing import Any
 
 import islpy as isl
@@ -36,31 +33,7 @@ from pytato.target.loopy.loopy_walk import (
 )
 
 
-__all__ = ["box_extent", "remembered"]
-
-
-# the memos of remembered(): by the identities of the objects a result
-# depends on (kept alive by the entries, checked on lookup); None when
-# off
-_MEMOS: list[dict[Any, tuple[Any, ...]]] | None = None
-
-
-@contextmanager
-def remembered() -> Iterator[None]:
-    """Within this context, remember the constant extents of inames (by
-    the kernel's domains and assumptions) and the reduction inames of
-    instructions (by instruction), as long as the objects they were
-    computed from are the same objects. Forgotten on exit; nested uses
-    share the outermost's memos."""
-    global _MEMOS
-    if _MEMOS is not None:
-        yield
-        return
-    _MEMOS = [{}, {}]
-    try:
-        yield
-    finally:
-        _MEMOS = None
+__all__ = ["box_extent"]
 
 
 def _has_impl_tag(kernel: lp.LoopKernel, iname: str) -> bool:
@@ -97,23 +70,13 @@ def _box_length(kernel: lp.LoopKernel, iname: str) -> int | None:
 
 
 def _constant_length(kernel: lp.LoopKernel, iname: str) -> int | None:
-    memos = _MEMOS
-    if memos is not None:
-        doms, assumptions = kernel.domains, kernel.assumptions
-        key = (iname, id(doms), id(assumptions))
-        entry = memos[0].get(key)
-        if entry is not None and entry[0] is doms \
-                and entry[1] is assumptions:
-            return entry[2]
     length = _box_length(kernel, iname)
-    if length is None:
-        try:
-            length = int(kernel.get_constant_iname_length(iname))
-        except Exception:
-            length = None
-    if memos is not None:
-        memos[0][key] = (doms, assumptions, length)
-    return length
+    if length is not None:
+        return length
+    try:
+        return int(kernel.get_constant_iname_length(iname))
+    except Exception:
+        return None
 
 
 def box_extent(kernel: lp.LoopKernel, iname: str) -> int | None:
@@ -189,11 +152,6 @@ def _reduction_inames(insn: lp.InstructionBase) -> frozenset[str]:
     the dependencies of *insn* (which comes with it) where the expression
     holds no reduction: a walk, visiting all nodes that analysis visits,
     finds out first."""
-    memos = _MEMOS
-    if memos is not None:
-        entry = memos[1].get(id(insn))
-        if entry is not None and entry[0] is insn:
-            return entry[1]
     found = holds_reduction(getattr(insn, "expression", None))
     if found is None:
         finder = _ReductionFinder()
@@ -203,10 +161,7 @@ def _reduction_inames(insn: lp.InstructionBase) -> frozenset[str]:
             found = True
         else:
             found = finder.found
-    names = frozenset(insn.reduction_inames()) if found else frozenset()
-    if memos is not None:
-        memos[1][id(insn)] = (insn, names)
-    return names
+    return frozenset(insn.reduction_inames()) if found else frozenset()
 
 
 def _output_inames(insn: lp.InstructionBase) -> list[str] | None:

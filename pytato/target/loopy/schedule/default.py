@@ -189,7 +189,6 @@ from pytato.target.loopy.schedule.analysis import (
     _has_impl_tag,
     _reduction_inames,
     _ReductionCollector,
-    remembered,
 )
 from pytato.target.loopy.schedule.barriers import (
     _add_global_barriers,
@@ -380,19 +379,13 @@ def default_schedule(t_unit: lp.TranslationUnit,
     :returns: a new translation unit (*t_unit* itself if every loop nest is
         the user's); results are unchanged.
     """
-    with remembered():
-        return _default_schedule(t_unit, DeviceInfo.of(device),
-                                 frozenset(user_inames))
-
-
-def _default_schedule(t_unit: lp.TranslationUnit, info: DeviceInfo,
-                      user_inames: frozenset[str]) -> lp.TranslationUnit:
+    info = DeviceInfo.of(device)
     kernel = t_unit.default_entrypoint
     value_args = frozenset(a.name for a in kernel.args
                            if isinstance(a, lp.ValueArg))
     # kernels with instructions other than plain stores (calls, sparse
     # products with data-dependent loops) keep their sequential loops
-    groups = _loop_groups(kernel, user_inames)
+    groups = _loop_groups(kernel, frozenset(user_inames))
     if len(t_unit.callables_table) > 1 or groups is None:
         return t_unit
     if groups and all(order is None for _, order in groups):
