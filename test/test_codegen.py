@@ -734,8 +734,15 @@ def test_call_time_errors():
         prog(q, x=xv, y=yv, z=zv, wx=np.ones(2))
     with pytest.raises(ArgumentShapeError, match="'y'"):
         prog(q, **{**good, "y": np.ones(5, np.int32)})
-    with pytest.raises(ArgumentShapeError, match=r"'z'.*2"):
+    with pytest.raises(ArgumentShapeError, match=r"'z'.*2") as info:
         prog(q, **{**good, "z": np.ones(8)})
+    # a symbolic shape is given with its value
+    assert "n=4" in str(info.value) and "i.e. (9,)" in str(info.value)
+    # a constant one once
+    with pytest.raises(ArgumentShapeError, match="'v'") as info:
+        pt.generate_loopy(pt.make_placeholder("v", (3,), np.float64) + 1)(
+            q, v=np.ones(4))
+    assert str(info.value) == "argument 'v': expected shape (3,), got (4,)"
     with pytest.raises(ArgumentShapeError, match="'x'"):
         prog(q, **{**good, "x": np.ones((4, 2))})
     with pytest.raises(ArgumentShapeError, match="'x'"):

@@ -268,10 +268,13 @@ class ArgumentSpec:
                 at = (" with " + ", ".join(f"{p}={values[p]} ({source[p]})"
                                            for p in params)
                       if params else "")
+                declared = _fmt_shape(shape)
+                evaluated = _fmt_shape(expected)
+                # (the evaluated shape only where it says more)
+                ie = f", i.e. {evaluated}" if evaluated != declared else ""
                 raise ArgumentShapeError(
-                    f"argument '{name}': expected shape {_fmt_shape(shape)}"
-                    f"{at}, i.e. {_fmt_shape(expected)}, got "
-                    f"{tuple(ary.shape)}")
+                    f"argument '{name}': expected shape {declared}"
+                    f"{at}{ie}, got {tuple(ary.shape)}")
 
     def _cache_key(self, kwargs: Mapping[str, Any]) -> tuple[Any, ...] | None:
         """What the outcome of :meth:`process` depends on, for arguments
