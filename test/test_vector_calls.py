@@ -170,6 +170,31 @@ def test_several_outputs_and_private_values(queue, dtype):
         assert f"vload{_lanes(dtype, queue)}(" in code
 
 
+@pytest.mark.parametrize("cl_device", [None, VCPU])
+def test_several_nests_in_one_kernel(queue, cl_device):
+    """Nests small enough to share one kernel (one work-item each: found by
+    the random graphs, seed 70081) declare bases of their own; the
+    kernel built with one name twice failed in the OpenCL compiler."""
+    rng = np.random.default_rng(5)
+    a, b = rng.uniform(-2, 2, 6), rng.uniform(-2, 2, 2)
+    x1 = pt.make_placeholder("x1", (6,), np.float64)
+    x2 = pt.make_placeholder("x2", (2,), np.float64)
+    s1 = pt.sin(x1).tagged(pt.tags.ImplStored())
+    s2 = pt.sin(x2).tagged(pt.tags.ImplStored())
+    graph = {"out1": s1[:2] * s2 + 1, "out2": s2 - s1[4:]}
+    kwargs = {} if cl_device is None else {"cl_device": cl_device}
+    res, code = _run(queue, graph, {"x1": a, "x2": b}, **kwargs)
+    _check(res["out1"], np.sin(a[:2]) * np.sin(b) + 1, 1e-12)
+    _check(res["out2"], np.sin(b) - np.sin(a[4:]), 1e-12)
+    if cl_device is not None or _vector_device(queue):
+        for kernel in code.split("__kernel")[1:]:
+            bases = [line.split("=")[0].split()[-1]
+                     for line in kernel.split("\n")
+                     if line.strip().startswith("int _pt_vc_base")]
+            assert len(bases) == len(set(bases))
+        assert code.count("int _pt_vc_base") >= 2
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_zero_dimensional_operands(queue, dtype):
     """0-d arrays (a placeholder, the result of a full reduction) are the

@@ -77,6 +77,7 @@ functions and comparisons.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -186,6 +187,7 @@ _COMPARISONS = frozenset({"<", "<=", ">", ">=", "==", "!="})
 
 #: the names of the C code (a prefix no pytato name starts with)
 _BASE = "_pt_vc_base"
+_BASE_WORD = re.compile(rf"\b{_BASE}\b")
 _ELEMENT = "_pt_vc_e"
 
 
@@ -817,8 +819,14 @@ def apply_vector_nests(kernel: lp.LoopKernel, plans: Sequence[VectorNest]
         cid = ids(f"_pt_vector_{plan.insn_ids[0]}")
         flat = prim.Sum((prim.Product((g, prim.Variable(outer))),
                          prim.Variable(inner)))
+        # (loopy declares the base in the scope of the kernel's body where
+        # the nest needs no guard: several nests of one kernel need names
+        # of their own)
+        base_name = vng(_BASE)
+        code = plan.code if base_name == _BASE else \
+            _BASE_WORD.sub(base_name, plan.code)
         replacement[plan.insn_ids[0]] = lp.CInstruction(
-            [(_BASE, prim.Product((w, flat)))], plan.code,
+            [(base_name, prim.Product((w, flat)))], code,
             read_variables=plan.read_variables,
             assignees=tuple(prim.Variable(n) for n in plan.written),
             id=cid, depends_on=deps,
