@@ -37,7 +37,12 @@ def test_random_graphs_opencl(queue: object, seed: int) -> None:
     g = make_random_graph(seed, dtype=dtype)
     prg = pt.generate_loopy(g.outputs)
     _, result = prg(queue, **g.inputs_for(g.outputs))
-    _check(result, g, rtol=2e-4 if dtype == np.float32 else 1e-10)
+    # float32: as in test_random_graphs_gpu_schedule (seeds 70375 and
+    # 70399: numpy's exact zeros, differences of equal values summed in
+    # the same order, came out as 1e-9 to 2e-6 here, where the two sums
+    # are computed by kernels of different layouts)
+    _check(result, g, rtol=2e-4 if dtype == np.float32 else 1e-10,
+           atol=1e-5 if dtype == np.float32 else 1e-12)
 
 
 @pytest.mark.parametrize("seed", range(2000, 2040))
