@@ -451,7 +451,11 @@ def _float_name(dtype: ScalarDType) -> str:
     return dtype.name if isinstance(dtype, np.dtype) else "float64"
 
 
-_UINT64 = np.dtype(np.uint64)
+#: unsigned types whose sums and products with a Python integer loopy
+#: types wrongly: as ``float64`` (``uint64`` with a signed constant) or
+#: ``int64`` (``uint32``: ``max(long, uint)`` of a maximum over ``a - b``
+#: is ambiguous in OpenCL C); narrower types are promoted to ``int`` by C
+_WIDE_UNSIGNED = frozenset({np.dtype(np.uint32), np.dtype(np.uint64)})
 
 
 class ScalarToLoopyMapper(IdentityMapper):
@@ -577,25 +581,30 @@ class ScalarToLoopyMapper(IdentityMapper):
             # numpy's sum of booleans is their logical or (C's would store
             # True + True as 2 in a bool array)
             return prim.LogicalOr(tuple(self._truth(c) for c in expr.children))
-        if dtype == _UINT64:
-            return prim.Sum(self._uint64_children(expr))
+        if dtype in _WIDE_UNSIGNED:
+            return prim.Sum(self._unsigned_children(expr, dtype))
         return super().map_sum(expr)
 
     def map_product(self, expr: prim.Product) -> Expression:
-        if self._dtype(expr) == _UINT64:
-            return prim.Product(self._uint64_children(expr))
+        dtype = self._dtype(expr)
+        if dtype in _WIDE_UNSIGNED:
+            return prim.Product(self._unsigned_children(expr, dtype))
         return super().map_product(expr)
 
-    def _uint64_children(self, expr: prim.Sum | prim.Product
-                         ) -> tuple[Expression, ...]:
-        """The lowered children of a ``uint64`` sum or product, Python
-        integers among them (the ``-1`` of a negation or subtraction) as
-        ``uint64`` constants, wrapped modulo 2**64 as numpy does. loopy
-        types a Python integer as a signed integer, and a signed with an
-        unsigned 64-bit integer as ``float64``: a reduction of ``-x``
-        accumulated in ``double``, losing every value above 2**53."""
+    def _unsigned_children(self, expr: prim.Sum | prim.Product,
+                           dtype: np.dtype[Any]) -> tuple[Expression, ...]:
+        """The lowered children of a sum or product of the unsigned *dtype*
+        (one of :data:`_WIDE_UNSIGNED`), Python integers among them (the
+        ``-1`` of a negation or subtraction) as constants of *dtype*,
+        wrapped modulo its range as numpy does. loopy types a Python
+        integer as a signed integer, and a signed with an unsigned 64-bit
+        integer as ``float64`` (a reduction of ``-x`` accumulated in
+        ``double``, losing every value above 2**53), with an unsigned
+        32-bit one as ``int64``."""
+        modulus = 2**(8 * dtype.itemsize)
         return tuple(
-            np.uint64(child % 2**64) if type(child) is int else self.rec(child)
+            dtype.type(child % modulus) if type(child) is int
+            else self.rec(child)
             for child in expr.children)
 
     def map_logical_not(self, expr: prim.LogicalNot) -> Expression:
