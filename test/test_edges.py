@@ -765,8 +765,24 @@ def test_extrema_of_differences_and_negations(queue, dtype):
                     outs[key] = getattr(pt, red)(f(pa, pb), axis=axis)
                     refs[key] = getattr(np, red)(f(a, b), axis=axis)
     _, got = pt.generate_loopy(outs)(queue, a=a, b=b)
+    # NVIDIA's OpenCL compiler (driver 580.159.04, H100) miscompiles the
+    # maximum of negated int values from INT_MIN, in every spelling of the
+    # negation (-x, -1*x, 0-x, ~x+1, through uint): amax(-b) of 0..11
+    # came out 9. Known and not yet worked around: the other results stay
+    # checked there, and these must fail (strict), so that a fixed driver
+    # or a workaround shows up.
+    nvidia_bug = (np.dtype(dtype) == np.int32
+                  and "nvidia" in queue.device.platform.name.lower())
+    suspect = {k for k in refs if k.startswith("neg_amax")} if nvidia_bug \
+        else set()
     for k, ref in refs.items():
-        _assert_same(got[k], ref)
+        if k not in suspect:
+            _assert_same(got[k], ref)
+    if suspect:
+        if all(np.array_equal(got[k], refs[k]) for k in suspect):
+            pytest.fail("NVIDIA's max of negated ints is right now: "
+                        "remove the exception")
+        pytest.xfail("NVIDIA's compiler: max(INT_MIN, -x) miscompiled")
 
 
 def test_concatenate_with_empty_reshaped_operand(queue):
