@@ -1077,3 +1077,32 @@ def test_branches_on_constant_conditions_folded(queue):
     _, out = prog(queue, x=xv)
     np.testing.assert_array_equal(out["a"], yv[2])
     np.testing.assert_array_equal(out["b"], yv[0])
+
+
+
+def test_comparisons_of_comparisons(queue):
+    """Comparisons whose operands are comparisons are parenthesized in the
+    code: loopy prints them with Python's chaining precedence, and
+    ``(x == y) >= (y != z)`` came out as ``x == y >= y != z``, which C
+    reads as ``(x == (y >= y)) != z``."""
+    x, y, z = (pt.make_placeholder(name, (16,), np.int32) for name in "xyz")
+    graph = {
+        "a": pt.greater_equal(pt.equal(x, y), pt.not_equal(y, z)),
+        "b": pt.equal(pt.less(x, y), pt.less(y, z)),
+        "c": pt.less(pt.equal(x, y), z),
+        "d": pt.not_equal(pt.equal(x, y), pt.logical_not(pt.less(y, z))),
+        "e": pt.less(pt.logical_not(pt.equal(x, y)), pt.equal(y, z)),
+    }
+    prog = pt.generate_loopy(graph)
+    rng = np.random.default_rng(0)
+    xv, yv, zv = (rng.integers(-1, 3, 16).astype(np.int32) for _ in range(3))
+    _, out = prog(queue, x=xv, y=yv, z=zv)
+    ref = {
+        "a": np.greater_equal(xv == yv, yv != zv),
+        "b": np.equal(xv < yv, yv < zv),
+        "c": np.less(xv == yv, zv),
+        "d": np.not_equal(xv == yv, ~(yv < zv)),
+        "e": np.less(~(xv == yv), yv == zv),
+    }
+    for name, expected in ref.items():
+        np.testing.assert_array_equal(out[name], expected, err_msg=name)

@@ -56,6 +56,7 @@ from pymbolic.mapper.stringifier import (
     PREC_BITWISE_AND,
     PREC_BITWISE_OR,
     PREC_BITWISE_XOR,
+    PREC_COMPARISON,
     PREC_NONE,
 )
 
@@ -100,10 +101,28 @@ class _ComplexFromParts(lp.ScalarCallable):
 
 
 class _CExpressionToCodeMapper(CExpressionToCodeMapper):  # type: ignore[misc]
-    """Parenthesizes ``&``, ``|`` and ``^`` inside other operations: loopy
-    uses Python's precedence, where they bind tighter than comparisons, and
-    prints ``(a & 1) == 0`` as ``a & 1 == 0``, which C reads as
-    ``a & (1 == 0)``."""
+    """Parenthesizes what loopy prints with Python's precedence where C's
+    differs:
+
+    * ``&``, ``|`` and ``^`` inside other operations: in Python they bind
+      tighter than comparisons, and loopy prints ``(a & 1) == 0`` as
+      ``a & 1 == 0``, which C reads as ``a & (1 == 0)``;
+    * comparisons inside comparisons: Python chains them, and loopy prints
+      ``(a == b) >= (c != d)`` as ``a == b >= c != d``, which C reads as
+      ``(a == (b >= c)) != d``;
+    * a logical not as the operand of a comparison, ``(!a) < b``: C reads
+      ``!a < b`` the same, but compilers warn of it.
+    """
+
+    def map_comparison(self, expr: Any, enclosing_prec: int) -> str:
+        def operand(side: Any) -> str:
+            # one level above comparisons: nested ones are parenthesized
+            s = self.rec(side, PREC_COMPARISON + 1)
+            return f"({s})" if isinstance(side, prim.LogicalNot) else s
+
+        return self.parenthesize_if_needed(
+            f"{operand(expr.left)} {expr.operator} {operand(expr.right)}",
+            enclosing_prec, PREC_COMPARISON)
 
     def _bitwise(self, op: str, prec: int, expr: Any,
                  enclosing_prec: int) -> str:
