@@ -1079,6 +1079,41 @@ def test_branches_on_constant_conditions_folded(queue):
     np.testing.assert_array_equal(out["b"], yv[0])
 
 
+@pytest.mark.parametrize("dtype", [np.bool_, np.int32, np.uint8, np.float64])
+def test_self_comparisons_folded(queue, dtype):
+    """An integer or boolean compared with itself (``maximum(x, x)``,
+    ``x < x``) is lowered to its value, and ``!x < y`` to ``(x == 0) < y``:
+    no code that compilers warn of (a self-comparison, a logical not
+    applied to the left-hand side only). Floating-point self-comparisons
+    stay (NaN differs from itself). numpy's values throughout."""
+    import re
+    x = pt.make_placeholder("x", (5,), dtype)
+    graph = {"mx": pt.maximum(x, x), "mn": pt.minimum(x, x),
+             "lt": x < x, "le": x <= x, "eq": pt.equal(x, x),
+             "ne": pt.not_equal(x, x)}
+    if dtype == np.bool_:
+        graph["notmin"] = pt.minimum(pt.logical_not(x), x)
+        graph["notlt"] = pt.logical_not(x) < x
+    prog = pt.generate_loopy(graph)
+    code = prog.get_code(queue.device)
+    if dtype != np.float64:
+        assert not re.search(r"(x\[[^\]]*\]) *(<|>|==|!=|<=|>=) *\1", code), \
+            code
+    assert not re.search(r"!x\[[^\]]*\] *(<|>|==|!=|<=|>=)", code), code
+    xv = (np.array([0, 1, 1, 0, 1], dtype) if dtype == np.bool_
+          else np.array([3, 0, 200, 7, 1]).astype(dtype))
+    if dtype == np.float64:
+        xv[1] = np.nan
+    _, out = prog(queue, x=xv)
+    ref = {"mx": np.maximum(xv, xv), "mn": np.minimum(xv, xv),
+           "lt": xv < xv, "le": xv <= xv, "eq": xv == xv, "ne": xv != xv}
+    if dtype == np.bool_:
+        ref["notmin"] = np.minimum(~xv, xv)
+        ref["notlt"] = ~xv < xv
+    for name, expected in ref.items():
+        assert out[name].dtype == expected.dtype, name
+        np.testing.assert_array_equal(out[name], expected, err_msg=name)
+
 
 def test_comparisons_of_comparisons(queue):
     """Comparisons whose operands are comparisons are parenthesized in the

@@ -638,6 +638,12 @@ class ScalarToLoopyMapper(IdentityMapper):
                                  prim.Comparison(ri, "==", ri))),
                 prim.LogicalAnd((prim.Comparison(lr, "==", rr),
                                  prim.Comparison(li, expr.operator, ri)))))
+        if left == right and not _is_inexact(self._dtype(expr.left)) \
+                and not _is_inexact(self._dtype(expr.right)):
+            # an integer compared with itself (``maximum(x, x)``): its
+            # value, without the self-comparison that compilers warn of
+            # (floating-point ones stay: NaN is not equal to itself)
+            return int(expr.operator in ("==", "<=", ">="))
         return prim.Comparison(left, expr.operator, right)
 
     def map_type_cast(self, expr: TypeCast) -> Expression:
@@ -770,8 +776,12 @@ class ScalarToLoopyMapper(IdentityMapper):
             # along an axis of length 1: the branch taken, without a
             # self-comparison that compilers warn of)
             return self._operand(expr.then if known else expr.else_)
-        return prim.If(cond, self._operand(expr.then),
-                       self._operand(expr.else_))
+        then, else_ = self._operand(expr.then), self._operand(expr.else_)
+        if then == else_ \
+                and self._dtype(expr.then) == self._dtype(expr.else_):
+            # (``maximum(x, x)``: both branches the same)
+            return then
+        return prim.If(cond, then, else_)
 
     def map_reduce(self, expr: Reduce) -> Expression:
         state = self.state
