@@ -746,10 +746,12 @@ def test_extrema_of_narrow_integer_expressions(queue, dtype):
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.uint64,
                                    np.int32, np.int64])
 def test_extrema_of_differences_and_negations(queue, dtype):
-    """``amax``/``amin`` over ``a - b``, ``-b`` and ``3*b`` wrap as numpy's
-    (random typed graph seed 71153: for ``uint32`` loopy typed ``a +
-    -1*b`` as ``long``, and OpenCL's ``max(long, uint)`` failed to
-    compile)."""
+    """``amax``/``amin`` over ``a - b``, ``-b``, ``-(2*b)``, ``0 - b`` and
+    ``3*b`` wrap as numpy's (random typed graph seed 71153: for ``uint32``
+    loopy typed ``a + -1*b`` as ``long``, and OpenCL's ``max(long, uint)``
+    failed to compile; NVIDIA's compiler, driver 580.159.04, computed ``amax(-b)``,
+    ``amax(-(2*b))`` and ``amax(0 - b)`` of ``int32`` wrongly until the
+    negation went through a call)."""
     a = np.array(5, dtype)
     b = np.arange(12, dtype=dtype).reshape(4, 3)
     pa = pt.make_placeholder("a", (), dtype)
@@ -758,6 +760,8 @@ def test_extrema_of_differences_and_negations(queue, dtype):
     with np.errstate(over="ignore"):
         for name, f in {"diff": lambda x, y: x - y,
                         "neg": lambda x, y: -y,
+                        "neg2": lambda x, y: -(2 * y),
+                        "zero_minus": lambda x, y: 0 - y,
                         "scaled": lambda x, y: 3 * y - x}.items():
             for red in ("amin", "amax"):
                 for axis in (None, 1):
@@ -765,24 +769,8 @@ def test_extrema_of_differences_and_negations(queue, dtype):
                     outs[key] = getattr(pt, red)(f(pa, pb), axis=axis)
                     refs[key] = getattr(np, red)(f(a, b), axis=axis)
     _, got = pt.generate_loopy(outs)(queue, a=a, b=b)
-    # NVIDIA's OpenCL compiler (driver 580.159.04, H100) miscompiles the
-    # maximum of negated int values from INT_MIN, in every spelling of the
-    # negation (-x, -1*x, 0-x, ~x+1, through uint): amax(-b) of 0..11
-    # came out 9. Known and not yet worked around: the other results stay
-    # checked there, and these must fail (strict), so that a fixed driver
-    # or a workaround shows up.
-    nvidia_bug = (np.dtype(dtype) == np.int32
-                  and "nvidia" in queue.device.platform.name.lower())
-    suspect = {k for k in refs if k.startswith("neg_amax")} if nvidia_bug \
-        else set()
     for k, ref in refs.items():
-        if k not in suspect:
-            _assert_same(got[k], ref)
-    if suspect:
-        if all(np.array_equal(got[k], refs[k]) for k in suspect):
-            pytest.fail("NVIDIA's max of negated ints is right now: "
-                        "remove the exception")
-        pytest.xfail("NVIDIA's compiler: max(INT_MIN, -x) miscompiled")
+        _assert_same(got[k], ref)
 
 
 def test_concatenate_with_empty_reshaped_operand(queue):

@@ -59,6 +59,7 @@ from pytato.scalar_expr import (
 )
 from pytato.scalar_functions import get_scalar_function
 from pytato.target.loopy.lower.index_arith import (
+    is_integer_constant,
     simplify_floor_div,
     simplify_remainder,
 )
@@ -318,6 +319,37 @@ def _is_complex(dtype: ScalarDType) -> bool:
 
 def _call(name: str, *args: Expression) -> prim.Call:
     return prim.Call(prim.Variable(name), args)
+
+
+def _opaque_negation(expr: Expression) -> Expression:
+    """*expr*, the operand of an ``int32`` maximum or minimum, with a
+    negative constant factor (``-1 * b``, ``-2 * b``) taken out as a call of
+    ``_pt_neg_int32`` (not inlined): NVIDIA's OpenCL compiler computed
+    ``max(acc, -b[i])`` over the loop of a reduction wrongly (see
+    :class:`pytato.target.loopy.run.cl_target._NegatedInt`). The value is
+    the same, wrapped as numpy wraps it. So are the negated terms of a sum
+    whose other terms are constants (``0 - b``, which the compiler folds to
+    ``-b``; ``a - b`` of a variable ``a`` was computed right)."""
+    if isinstance(expr, prim.Sum):
+        if all(isinstance(t, prim.Product) or is_integer_constant(t)
+               for t in expr.children):
+            return prim.Sum(tuple(_opaque_negation(t)
+                                  for t in expr.children))
+        return expr
+    if not isinstance(expr, prim.Product):
+        return expr
+    factors = list(expr.children)
+    for k, factor in enumerate(factors):
+        if isinstance(factor, (int, np.integer)) \
+                and not isinstance(factor, (bool, np.bool_)) and factor < 0:
+            if factor == -1:
+                del factors[k]
+            else:
+                factors[k] = -int(factor)
+            rest = factors[0] if len(factors) == 1 else prim.Product(
+                tuple(factors))
+            return _call("_pt_neg_int32", rest)
+    return expr
 
 
 #: ``pytato.c99`` functions of one complex argument that the target
@@ -810,6 +842,9 @@ class ScalarToLoopyMapper(IdentityMapper):
             # infers, an explicit conversion stays (:meth:`_operand` made
             # one for integers, not for bools)
             inner = _call("_pt_narrow_int", inner)
+        if isinstance(expr.op, (MaxReductionOperation, MinReductionOperation)) \
+                and dtype == np.dtype(np.int32):
+            inner = _opaque_negation(inner)
         op = _loopy_reduction_op(expr.op, dtype)
         return LoopyReduction(op, tuple(inames),
                               inner, allow_simultaneous=False)

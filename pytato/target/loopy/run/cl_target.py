@@ -212,6 +212,35 @@ class _NarrowIntWrap(lp.ScalarCallable):
             yield (f"44_pytato_wrap_{ctype}", _WRAP_SIGNED[ctype])
 
 
+#: ``-x`` of an ``int``, as a function that NVIDIA's compiler cannot see
+#: through (see :class:`_NegatedInt`).
+_NEG_INT = ("__attribute__((noinline)) int _pt_neg_int32(int x)"
+            " { return (int) (0u - (uint) x); }\n")
+
+
+class _NegatedInt(lp.ScalarCallable):
+    """``_pt_neg_int32(x)``: ``-x`` of an ``int32`` value, with numpy's
+    wrap-around, in a function that is not inlined. The lowering negates
+    so the values of ``int32`` maxima and minima of negated values
+    (``amax(-b)``, ``amax(-2*b)``): NVIDIA's OpenCL compiler (driver
+    580.159.04; H100 and H200) computed ``max(acc, -b[i])`` over the
+    unrolled loop of a reduction wrongly (``amax(-b)`` of 0..11 gave 9),
+    in every spelling of the negation, but not through a call."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        dt = arg_id_to_dtype.get(0)
+        if dt is None:
+            return self, clbl_inf_ctx
+        if dt.numpy_dtype != np.dtype(np.int32):
+            raise TypeError(f"_pt_neg_int32: unexpected dtype {dt}")
+        return (self.copy(name_in_target="_pt_neg_int32",
+                          arg_id_to_dtype=constantdict({0: dt, -1: dt})),
+                clbl_inf_ctx)
+
+    def generate_preambles(self, target: Any) -> Any:
+        yield ("44_pytato_neg_int32", _NEG_INT)
+
+
 _INT_C_TYPES = {"int8": "char", "uint8": "uchar", "int16": "short",
                 "uint16": "ushort", "int32": "int", "uint32": "uint",
                 "int64": "long", "uint64": "ulong"}
@@ -513,6 +542,7 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
         callables = dict(super().known_callables)
         callables["_pt_complex"] = _ComplexFromParts(name="_pt_complex")
         callables["_pt_narrow_int"] = _NarrowIntWrap(name="_pt_narrow_int")
+        callables["_pt_neg_int32"] = _NegatedInt(name="_pt_neg_int32")
         for op in _GUARDED_INTEGER_OPS:
             callables[f"_pt_int_{op}"] = _GuardedIntegerOp(
                 name=f"_pt_int_{op}")
