@@ -1,6 +1,7 @@
-"""The benchmark scripts still run: ``benchmarks/bench_user_path.py`` at
-small sizes on the test device, its results checked against numpy by the
-script itself (exit status 1 on a mismatch)."""
+"""The benchmark scripts still run: ``benchmarks/bench_user_path.py`` and
+``benchmarks/bench_cpu_ceiling.py`` at small sizes on the test device, their
+results checked against numpy by the scripts themselves (exit status 1 on a
+mismatch)."""
 
 from __future__ import annotations
 
@@ -40,3 +41,18 @@ def test_bench_user_path_runs(cl_ctx: cl.Context) -> None:
     assert len(rows) == 2, proc.stdout
     assert all(row.rstrip().endswith("| yes |") for row in rows), proc.stdout
     assert "median over 2 rounds" in proc.stdout
+
+
+def test_bench_cpu_ceiling_runs(cl_ctx: cl.Context) -> None:
+    env = dict(os.environ)
+    env.pop("PYOPENCL_TEST", None)
+    env["PYOPENCL_CTX"] = _ctx_spec(cl_ctx.devices[0])
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_cpu_ceiling.py"),
+         "--small", "--runs", "1", "--rounds", "1", "--settle", "0"],
+        env=env, capture_output=True, text=True, timeout=600, check=False)
+    # exit status 1 on a result that differs from numpy's
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line for line in proc.stdout.splitlines()
+            if line.startswith("| pytato ")]
+    assert len(rows) == 3, proc.stdout
