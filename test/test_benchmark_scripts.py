@@ -25,34 +25,33 @@ def _ctx_spec(device: cl.Device) -> str:
     raise LookupError(f"device {device.name} not found among the platforms")
 
 
-def test_bench_user_path_runs(cl_ctx: cl.Context) -> None:
+def _run_script(cl_ctx: cl.Context, script: str, *args: str) -> str:
+    """The standard output of ``benchmarks/<script>`` run with *args* on the
+    test device (asserting exit status 0: the scripts exit with 1 on a
+    result that differs from the reference)."""
     env = dict(os.environ)
     env.pop("PYOPENCL_TEST", None)
     env["PYOPENCL_CTX"] = _ctx_spec(cl_ctx.devices[0])
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_user_path.py"),
-         "--small", "--runs", "1", "--rounds", "2", "--settle", "0",
-         "--only", "sum 1-D"],
+        [sys.executable, str(ROOT / "benchmarks" / script), *args],
         env=env, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    rows = [line for line in proc.stdout.splitlines()
+    return proc.stdout
+
+
+def test_bench_user_path_runs(cl_ctx: cl.Context) -> None:
+    out = _run_script(cl_ctx, "bench_user_path.py", "--small", "--runs", "1",
+                      "--rounds", "2", "--settle", "0", "--only", "sum 1-D")
+    rows = [line for line in out.splitlines()
             if line.startswith("| sum 1-D |")]
     # one row per path, each with its result checked ("yes")
-    assert len(rows) == 2, proc.stdout
-    assert all(row.rstrip().endswith("| yes |") for row in rows), proc.stdout
-    assert "median over 2 rounds" in proc.stdout
+    assert len(rows) == 2, out
+    assert all(row.rstrip().endswith("| yes |") for row in rows), out
+    assert "median over 2 rounds" in out
 
 
 def test_bench_cpu_ceiling_runs(cl_ctx: cl.Context) -> None:
-    env = dict(os.environ)
-    env.pop("PYOPENCL_TEST", None)
-    env["PYOPENCL_CTX"] = _ctx_spec(cl_ctx.devices[0])
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "bench_cpu_ceiling.py"),
-         "--small", "--runs", "1", "--rounds", "1", "--settle", "0"],
-        env=env, capture_output=True, text=True, timeout=600, check=False)
-    # exit status 1 on a result that differs from numpy's
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    rows = [line for line in proc.stdout.splitlines()
-            if line.startswith("| pytato ")]
-    assert len(rows) == 3, proc.stdout
+    out = _run_script(cl_ctx, "bench_cpu_ceiling.py", "--small", "--runs",
+                      "1", "--rounds", "1", "--settle", "0")
+    rows = [line for line in out.splitlines() if line.startswith("| pytato ")]
+    assert len(rows) == 3, out
