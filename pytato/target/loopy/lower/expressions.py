@@ -340,8 +340,7 @@ def _opaque_negation(expr: Expression) -> Expression:
         return expr
     factors = list(expr.children)
     for k, factor in enumerate(factors):
-        if isinstance(factor, (int, np.integer)) \
-                and not isinstance(factor, (bool, np.bool_)) and factor < 0:
+        if is_integer_constant(factor) and factor < 0:
             if factor == -1:
                 del factors[k]
             else:

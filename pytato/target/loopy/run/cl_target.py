@@ -221,7 +221,7 @@ _NEG_INT = ("__attribute__((noinline)) int _pt_neg_int32(int x)"
 class _NegatedInt(lp.ScalarCallable):
     """``_pt_neg_int32(x)``: ``-x`` of an ``int32`` value, with numpy's
     wrap-around, in a function that is not inlined. The lowering negates
-    so the values of ``int32`` maxima and minima of negated values
+    through it in the operands of ``int32`` maxima and minima
     (``amax(-b)``, ``amax(-2*b)``): NVIDIA's OpenCL compiler (driver
     580.159.04; H100 and H200) computed ``max(acc, -b[i])`` over the
     unrolled loop of a reduction wrongly (``amax(-b)`` of 0..11 gave 9),
