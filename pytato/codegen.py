@@ -47,7 +47,7 @@ from pytato.array.base import Array, GraphNode
 from pytato.array.constructors import make_dict_of_named_arrays
 from pytato.array.inputs import DataWrapper, Placeholder
 from pytato.array.lambdas import IndexLambda
-from pytato.array.results import DictOfNamedArrays
+from pytato.array.results import DictOfNamedArrays, NamedArray
 from pytato.diagnostic import NameClashError
 from pytato.scalar_expr import is_integral_scalar_expression
 from pytato.tags import ForceValueArgTag, InlineCallTag, Named, PrefixNamed
@@ -163,7 +163,7 @@ def normalize_outputs(result: Array | DictOfNamedArrays | Mapping[str, Array]
     if isinstance(result, DictOfNamedArrays):
         if list(result) == sorted(result):
             return result
-        return DictOfNamedArrays({k: result[k] for k in sorted(result)},
+        return DictOfNamedArrays({k: result._data[k] for k in sorted(result)},
                                  tags=result.tags)
     if isinstance(result, Mapping):
         return make_dict_of_named_arrays({k: result[k] for k in sorted(result)})
@@ -232,6 +232,12 @@ class _Preprocessor(CopyMapper):
     def clone_for_callee(self, function: FunctionDefinition) -> _Preprocessor:
         # function bodies hold no data wrappers (pytato.function)
         return _Preprocessor({}, self.lower)
+
+    def map_named_array(self, expr: NamedArray) -> Array:
+        # an entry of a DictOfNamedArrays used in a graph is its array
+        if isinstance(expr._container, DictOfNamedArrays):
+            return self.rec(expr.expr)  # type: ignore[return-value]
+        return self.map_array(expr)
 
     def map_named_call_result(self, expr: NamedCallResult) -> Array:
         if expr._container.tags_of_type(InlineCallTag):

@@ -251,9 +251,16 @@ class FunctionDefinition(_TaggableMixin):
         """A copy of *self* with the fields in *kwargs* replaced."""
         return dataclasses.replace(self, **kwargs)
 
-    def __call__(self, **bindings: Array) -> Call:
-        """A :class:`Call` of *self* with *bindings*."""
-        return Call(self, bindings)
+    def __call__(self, **bindings: Array
+                 ) -> Array | tuple[Array, ...] | Mapping[str, Array]:
+        """Call *self* with *bindings* and return the results as the traced
+        function returned them (see :attr:`return_type`): a
+        :class:`NamedCallResult` for :attr:`ReturnType.ARRAY`, a tuple of
+        them for :attr:`ReturnType.TUPLE_OF_ARRAYS`, and a
+        :class:`constantdict.constantdict` from result names to them for
+        :attr:`ReturnType.DICT_OF_ARRAYS`. All are results of one
+        :class:`Call`, reachable as ``result.call``."""
+        return _call_results(Call(self, bindings))
 
 # }}}
 
@@ -503,8 +510,9 @@ def trace_call(f: Callable[..., Any], *args: Any,
     Arguments that are not arrays are passed to *f* unchanged (they are
     part of the traced function). The result mirrors what *f* returned: a
     :class:`NamedCallResult` for an array, a tuple of them for a tuple (or
-    list), and the :class:`Call` (a mapping from the dict's keys to
-    :class:`NamedCallResult`\ s) for a dict.
+    list), and a :class:`constantdict.constantdict` from the dict's keys to
+    :class:`NamedCallResult`\ s for a dict, as in the reference pytato
+    (each result's :attr:`NamedCallResult.call` is the :class:`Call`).
 
     *f* is traced on every call, so that values it captures are current.
     Calls of the same *f* and *identifier* on arguments of the same shapes
@@ -557,12 +565,17 @@ def trace_call(f: Callable[..., Any], *args: Any,
     fdef = FunctionDefinition(frozenset(bindings), return_type, returns,
                               tags=frozenset({FunctionIdentifier(identifier)}))
     fdef = _intern(f, identifier, args, kwargs, fdef)
-    call = Call(fdef, bindings)
-    if return_type == ReturnType.ARRAY:
+    return _call_results(Call(fdef, bindings))
+
+
+def _call_results(call: Call) -> Array | tuple[Array, ...] | Mapping[str, Array]:
+    """The results of *call* shaped as its function's :attr:`return_type`."""
+    fn = call.function
+    if fn.return_type == ReturnType.ARRAY:
         return call["_"]
-    if return_type == ReturnType.TUPLE_OF_ARRAYS:
-        return tuple(call[f"_{i}"] for i in range(len(returns)))
-    return call
+    if fn.return_type == ReturnType.TUPLE_OF_ARRAYS:
+        return tuple(call[f"_{i}"] for i in range(len(fn.returns)))
+    return constantdict({name: call[name] for name in fn.returns})
 
 
 def _intern(f: Callable[..., Any], identifier: Hashable, args: Iterable[object],

@@ -19,7 +19,7 @@ import dataclasses
 from typing import Any
 
 from pytato.array.base import Array, GraphNode, _ChildRef, topological_order
-from pytato.array.results import DictOfNamedArrays
+from pytato.array.results import DictOfNamedArrays, named_arrays_of
 from pytato.visualization.labels import describe_array, format_tags, node_operation
 
 
@@ -88,7 +88,7 @@ def graph_to_str(result: Any, verbose: bool = False) -> str:
         if isinstance(node, DictOfNamedArrays):
             lines.append(f"{name} = {{"
                          + ", ".join(f"{k!r}: {names[id(v)]}"
-                                     for k, v in node.items()) + "}")
+                                     for k, v in node._data.items()) + "}")
         elif verbose and isinstance(node, Array):
             lines.append(f"{name} = {type(node).__name__}("
                          f"{', '.join(_node_fields(node, names))})")
@@ -149,8 +149,9 @@ class Reprifier:
             inner = ", ".join(self(v, depth) for v in expr)
             return f"({inner},)" if len(expr) == 1 else f"({inner})"
         if hasattr(expr, "items") and not isinstance(expr, type):
+            items = named_arrays_of(expr).items()
             return "{" + ", ".join(f"{k!r}: {self(v, depth)}"
-                                   for k, v in expr.items()) + "}"
+                                   for k, v in items) + "}"
         return _fmt_value(expr, None)
 
 

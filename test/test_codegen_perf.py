@@ -131,7 +131,7 @@ def test_default_policy_contains_mpms():
     default = get_stored_nodes(prep)
     mpms = get_stored_nodes(prep, store_shared=False)
     assert mpms <= default
-    assert len(default - set(prep.values())) == 1
+    assert len(default - set(prep._data.values())) == 1
 
 
 def test_cheap_shared_node_computed_again(queue):
@@ -166,7 +166,7 @@ def test_costly_shared_node_stored(case, monkeypatch):
     if case == "threshold":
         monkeypatch.setattr(mat, "MAX_SHARED_RECOMPUTE", 1)
     prep = preprocess(pt.make_dict_of_named_arrays(out)).outputs
-    stored = get_stored_nodes(prep) - set(prep.values())
+    stored = get_stored_nodes(prep) - set(prep._data.values())
     assert len(stored) == 1
 
 
@@ -179,7 +179,7 @@ def test_recomputed_chain_is_bounded():
     for _ in range(12):
         r = r * 1.5 + r[::-1]
     prep = preprocess(pt.make_dict_of_named_arrays({"o": r})).outputs
-    stored = get_stored_nodes(prep) - set(prep.values())
+    stored = get_stored_nodes(prep) - set(prep._data.values())
     assert 0 < len(stored) < 12
     knl = _kernel({"o": r})
     for insn in knl.instructions:

@@ -48,7 +48,7 @@ def test_deep_chain(chain: pt.Array) -> None:
     d = pt.make_dict_of_named_arrays({"a": mid, "b": mid * 2})
     d2 = pickle.loads(pickle.dumps(d))
     assert isinstance(d2, pt.DictOfNamedArrays) and d2 == d
-    assert d2["b"].bindings["_in0"] is d2["a"]
+    assert d2["b"].expr.bindings["_in0"] is d2["a"].expr
     assert d2.tags == d.tags
 
     # printing: each node once, no recursion

@@ -477,9 +477,9 @@ def test_copy_dict_of_named_arrays() -> None:
 
     out = copy_dict_of_named_arrays(source_dict=d, copy_mapper=Rename())
     z = pt.make_placeholder("z", (3,))
-    assert out["a"] == pt.sin(z) and out["b"] == pt.sin(z) + 1
+    assert out["a"].expr == pt.sin(z) and out["b"].expr == pt.sin(z) + 1
     # one mapper for all outputs: the shared subexpression stays shared
-    assert out["b"].bindings["_in0"] is out["a"]
+    assert out["b"].expr.bindings["_in0"] is out["a"].expr
 
 
 def test_clone_for_callee_shares_function_cache() -> None:
@@ -523,7 +523,7 @@ def test_rewrite_einsums_with_no_broadcasts_size1_axes(queue, dtype) -> None:
     out = pt.rewrite_einsums_with_no_broadcasts(
         pt.make_dict_of_named_arrays({"e1": e1, "e2": e2}))
     for name in ("e1", "e2"):
-        new = out[name]
+        new = out[name].expr
         assert isinstance(new, Einsum)
         # no operand keeps a size-1 axis broadcast against a longer one
         assert all(1 not in arg.shape for arg in new.args), name
@@ -644,12 +644,12 @@ def test_unify_axes_tags_upstream_keywords(queue) -> None:
     red = pt.make_dict_of_named_arrays({
         "s": pt.sum(x, axis=1), "e": pt.einsum("ij,j->i", x, v)})
     tagged = unify_axes_tags(red, tag_t=_OtherAxis)
-    (s_descr,) = tagged["s"].var_to_reduction_descr.values()
-    (e_descr,) = tagged["e"].redn_axis_to_redn_descr.values()
+    (s_descr,) = tagged["s"].expr.var_to_reduction_descr.values()
+    (e_descr,) = tagged["e"].expr.redn_axis_to_redn_descr.values()
     assert s_descr.tags == e_descr.tags == frozenset({_OtherAxis()})
-    assert tagged["e"].args[1].axes[0].tags == frozenset({_OtherAxis()})
+    assert tagged["e"].expr.args[1].axes[0].tags == frozenset({_OtherAxis()})
     untagged = unify_axes_tags(red, tag_t=_OtherAxis, unify_redn_descrs=False)
-    (s_descr,) = untagged["s"].var_to_reduction_descr.values()
+    (s_descr,) = untagged["s"].expr.var_to_reduction_descr.values()
     assert not s_descr.tags
     v_np = rng.standard_normal(3)
     res = _run_cl(queue, tagged, x=x_np, v=v_np)
@@ -756,9 +756,9 @@ def test_upstream_transform_modules_import() -> None:
     from pytato.analysis import get_list_of_users
     acc = MPMSMaterializer(get_list_of_users(outs), frozenset())(outs)
     assert isinstance(acc, MPMSMaterializerAccumulator)
-    (s_new,) = acc.expr["p"].bindings.values()
+    (s_new,) = acc.expr["p"].expr.bindings.values()
     assert s_new == s.tagged(pt.tags.ImplStored())
-    assert acc.expr["q"].bindings["_in0"] is s_new
+    assert acc.expr["q"].expr.bindings["_in0"] is s_new
 
 # }}}
 

@@ -107,7 +107,7 @@ def test_passes_accept_arrays_and_dicts(pass_name: str) -> None:
     fn = getattr(pt, pass_name)
     assert fn(y) == y
     d = fn(pt.make_dict_of_named_arrays({"y": y}))
-    assert isinstance(d, pt.DictOfNamedArrays) and d["y"] == y
+    assert isinstance(d, pt.DictOfNamedArrays) and d["y"].expr == y
     d = fn({"y": y})
     assert isinstance(d, dict) and d["y"] == y
 
@@ -159,8 +159,8 @@ def test_dce_drops_unused_bindings_and_their_subgraphs() -> None:
                       {"a": x + 1, "b": unused},
                       var_to_reduction_descr={"_r9": pt.ReductionDescriptor()})
     out = pt.eliminate_dead_code(pt.make_dict_of_named_arrays({"o": lam}))
-    assert set(out["o"].bindings) == {"a"}
-    assert not out["o"].var_to_reduction_descr
+    assert set(out["o"].expr.bindings) == {"a"}
+    assert not out["o"].expr.var_to_reduction_descr
     assert set(out["o"]._pt_inputs) == {"x"}
     assert get_num_nodes(out) == 3
     assert out["o"].tags == lam.tags and out["o"].axes == lam.axes

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import TypeAlias
 
 from pytato.array.base import Array, GraphNode
+from pytato.array.results import named_arrays_of
 
 
 Outputs: TypeAlias = "GraphNode | Mapping[str, Array] | Iterable[Array]"
@@ -43,7 +44,7 @@ def output_arrays(outputs: Outputs) -> dict[str, Array]:
     if isinstance(outputs, Array):
         return {"_pt_out": outputs}
     if isinstance(outputs, Mapping):
-        return dict(outputs)
+        return dict(named_arrays_of(outputs))
     if isinstance(outputs, Iterable) and not isinstance(outputs, str):
         return {f"_pt_out_{i}": v for i, v in enumerate(outputs)}
     raise TypeError("'outputs' must be an array, a DictOfNamedArrays or a "

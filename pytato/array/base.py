@@ -713,6 +713,12 @@ def _records(roots: list[Array]) -> list[Any]:
             records.append((type(node), names, skel,
                             tuple(index[id(k)] for k in node._pt_kids),  # type: ignore
                             node.non_equality_tags))
+        elif hasattr(type(node), "_pt_from_kids"):
+            # a node that rebuilds itself from its skeleton and children
+            # (e.g. a DictOfNamedArrays inside a graph)
+            records.append((type(node), node._pt_skel,  # type: ignore
+                            tuple(index[id(k)] for k in node._pt_kids),  # type: ignore
+                            None))
         elif _is_flat_dataclass_node(node):
             # e.g. a distributed send: rebuilt from its fields, its children
             # shared with the rest of the graph
@@ -742,6 +748,9 @@ def _build(records: list[Any]) -> list[Any]:
             cls, names, skel, kid_idx, net = rec
             built.append(unflatten(cls, names, skel,
                                    tuple(built[i] for i in kid_idx), net))
+        elif isinstance(rec, tuple) and len(rec) == 4:
+            cls, skel, kid_idx, _ = rec
+            built.append(cls._pt_from_kids(skel, tuple(built[i] for i in kid_idx)))
         elif isinstance(rec, tuple):
             cls, skel, kid_idx = rec
             kids = tuple(built[i] for i in kid_idx)

@@ -53,6 +53,11 @@ class AbstractResultWithNamedArrays(GraphNode, Mapping[str, Array],
 class DictOfNamedArrays(AbstractResultWithNamedArrays):
     """A mapping from valid Python identifiers to :class:`Array`\\ s.
 
+    As in the reference pytato, ``result[name]`` (and so ``values()`` and
+    ``items()``) gives a :class:`NamedArray` referring to this container,
+    with the array's shape, dtype, axes and tags; its
+    :attr:`NamedArray.expr` is the array itself.
+
     :arg data: the mapping from names to arrays.
     :arg tags: a :class:`frozenset` of tags (*None* for none).
 
@@ -79,12 +84,37 @@ class DictOfNamedArrays(AbstractResultWithNamedArrays):
         object.__setattr__(self, "_pt_hash", hash(
             ("DictOfNamedArrays", tuple(self._data.items()), self.tags)))
         object.__setattr__(self, "_pt_inputs", _merge_inputs(self._pt_kids, None))
+        object.__setattr__(self, "_pt_named", {})
+
+    @classmethod
+    def _pt_from_kids(cls, skel: tuple[Any, ...], kids: tuple[Array, ...]
+                      ) -> DictOfNamedArrays:
+        """Rebuild from :attr:`_pt_skel` and :attr:`_pt_kids` (pickling)."""
+        names, tags = skel
+        return cls(dict(zip(names, kids, strict=True)), tags=tags)
 
     def _with_new_tags(self, tags: frozenset[Tag]) -> DictOfNamedArrays:
         return DictOfNamedArrays(self._data, tags=tags)
 
-    def __getitem__(self, name: str) -> Array:
-        return self._data[name]
+    def __getitem__(self, name: str) -> NamedArray:
+        # as in the reference pytato: the array named *name* as a node that
+        # refers to this container (its .expr is the array itself); one
+        # node per name, so that graphs built from it share it
+        try:
+            return self._pt_named[name]  # type: ignore[attr-defined,no-any-return]
+        except KeyError:
+            pass
+        ary = self._data[name]
+        result = self._pt_named.setdefault(  # type: ignore[attr-defined]
+            name, NamedArray(self, name, axes=ary.axes, tags=ary.tags,
+                             non_equality_tags=ary.non_equality_tags))
+        return result  # type: ignore[no-any-return]
+
+    def _get_result_shape(self, name: str) -> ShapeType:
+        return self._data[name].shape
+
+    def _get_result_dtype(self, name: str) -> np.dtype[Any]:
+        return self._data[name].dtype
 
     def __reduce__(self) -> Any:
         # one flat record list for all outputs keeps shared nodes shared
@@ -122,7 +152,11 @@ class DictOfNamedArrays(AbstractResultWithNamedArrays):
 @array_dataclass
 class NamedArray(DerivedShapeMixin, Array):
     """The array named :attr:`name` in the result container
-    :attr:`_container` (e.g. one output of a call)."""
+    :attr:`_container` (an entry of a :class:`DictOfNamedArrays`, or one
+    output of a call).
+
+    .. autoattribute:: expr
+    """
 
     _container: Any
     name: str
@@ -134,11 +168,26 @@ class NamedArray(DerivedShapeMixin, Array):
 
     @property
     def expr(self) -> Array:
-        return self._container[self.name]
+        """The array this names: the entry of the :class:`DictOfNamedArrays`
+        container."""
+        if isinstance(self._container, DictOfNamedArrays):
+            return self._container._data[self.name]
+        raise TypeError(
+            f"'expr' is only defined for the entries of a DictOfNamedArrays, "
+            f"not of a {type(self._container).__name__}")
 
     @property
     def dtype(self) -> np.dtype[Any]:
         return self._container._get_result_dtype(self.name)
+
+
+def named_arrays_of(outputs: Mapping[str, Array]) -> Mapping[str, Array]:
+    """The arrays of *outputs* by name: the arrays themselves (not their
+    :class:`NamedArray` entries) for a :class:`DictOfNamedArrays`, else
+    *outputs*."""
+    if isinstance(outputs, DictOfNamedArrays):
+        return outputs._data
+    return outputs
 
 
 def _make_dict_of_named_arrays(data: dict[str, Array], tags: frozenset[Tag]
@@ -152,7 +201,7 @@ def reduce_dict_of_named_arrays(result: Any) -> tuple[Any, ...]:
     """``__reduce__`` of a :class:`~pytato.DictOfNamedArrays`: the graphs of
     all its arrays in one flat list, so that nodes shared between outputs
     stay shared after unpickling."""
-    roots = list(result.values())
+    roots = list(result._data.values())
     records = _records(roots)
     index = {id(n): i for i, n in enumerate(topological_order(roots))}
     return (_rebuild_dict, (records, tuple(result.keys()),

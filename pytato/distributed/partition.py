@@ -581,7 +581,7 @@ def _build_partition(rank: int, outputs: DictOfNamedArrays,
     # one part per level at which data is sent, and one for the last output
     anchors = {level[id(_resolve(s.data))] for s in sends_by_id.values()}
     if outputs:
-        anchors.add(max(level[id(_resolve(a))] for a in outputs.values()))
+        anchors.add(max(level[id(_resolve(a))] for a in outputs._data.values()))
     sorted_anchors = sorted(anchors)
 
     def part_of_level(lvl: int) -> PartId:
@@ -605,7 +605,7 @@ def _build_partition(rank: int, outputs: DictOfNamedArrays,
     names: dict[int, str] = {}
     part_outputs: dict[PartId, dict[str, Array]] = {
         pid: {} for pid in range(len(sorted_anchors))}
-    for name, ary in outputs.items():
+    for name, ary in outputs._data.items():
         ary = _resolve(ary)
         names.setdefault(id(ary), name)
         part_outputs[max(part_of(ary), 0)][name] = ary

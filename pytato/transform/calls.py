@@ -119,7 +119,7 @@ def _apply(mapper: CopyMapper, expr: ArrayOrNamesOrDictTc
         return mapper(expr)  # type: ignore[return-value]
     if isinstance(expr, Mapping):
         new = mapper(DictOfNamedArrays(dict(expr)))
-        return (type(expr)(new)  # type: ignore[return-value]
+        return (type(expr)(new._data)  # type: ignore[return-value]
                 if isinstance(expr, dict) else new)
     raise TypeError("expected an Array, a DictOfNamedArrays or a dict of "
                     f"arrays, got {type(expr).__name__}")

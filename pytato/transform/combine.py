@@ -130,7 +130,7 @@ class CombineMapper(CachedMapper[ResultT, FunctionResultT, []]):
         return self.map_array(expr)
 
     def map_dict_of_named_arrays(self, expr: DictOfNamedArrays) -> ResultT:
-        return self.combine(*(self.rec(v) for v in expr.values()))
+        return self.combine(*(self.rec(v) for v in expr._data.values()))
 
     def map_distributed_send(self, expr: DistributedSend) -> ResultT:
         return self.combine(self.rec(expr.data))

@@ -276,8 +276,8 @@ class _CopyMethods(Generic[P]):
     def map_dict_of_named_arrays(self, expr: DictOfNamedArrays,
                                  *args: P.args, **kwargs: P.kwargs
                                  ) -> DictOfNamedArrays:
-        new = {k: self.rec(v, *args, **kwargs) for k, v in expr.items()}
-        if all(new[k] is v for k, v in expr.items()):
+        new = {k: self.rec(v, *args, **kwargs) for k, v in expr._data.items()}
+        if all(new[k] is v for k, v in expr._data.items()):
             return expr
         return DictOfNamedArrays(new, tags=expr.tags)
 

@@ -293,6 +293,6 @@ def get_dependencies(expr: DictOfNamedArrays) -> dict[str, frozenset[Array]]:
     """For each output of *expr*, the set of arrays it depends on (itself
     included)."""
     dep_mapper = DependencyMapper()
-    return {name: dep_mapper(val) for name, val in expr.items()}
+    return {name: dep_mapper(val) for name, val in expr._data.items()}
 
 # }}}

@@ -328,7 +328,7 @@ def get_stored_nodes(outputs: DictOfNamedArrays, *,
             if name in node_info.gathered:
                 gathered.add(ary)
 
-    stored: set[Array] = set(outputs.values())
+    stored: set[Array] = set(outputs._data.values())
     depth: dict[Array, int] = {}
     growth: dict[Array, int] = {}
     reduces: dict[Array, bool] = {}
@@ -452,7 +452,7 @@ def materialize_with_mpms(expr: Array | DictOfNamedArrays
     lowerer = _Lowerer()
     lowered = lowerer(outputs)
     stored = get_stored_nodes(lowered, store_shared=False)
-    output_arrays = set(outputs.values())
+    output_arrays = set(outputs._data.values())
     to_tag = set()
     for node in topological_order([outputs]):
         if (not isinstance(node, Array) or isinstance(node, InputArgumentBase)
@@ -465,7 +465,7 @@ def materialize_with_mpms(expr: Array | DictOfNamedArrays
         return expr
     result = _Tagger(to_tag)(outputs)
     if isinstance(expr, Array):
-        return result["_pt_out"]  # type: ignore[no-any-return]
+        return result._data["_pt_out"]  # type: ignore[no-any-return]
     return result  # type: ignore[no-any-return]
 
 # }}}
@@ -536,10 +536,13 @@ class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, None, []]):
 
     def map_dict_of_named_arrays(self, expr: DictOfNamedArrays
                                  ) -> MPMSMaterializerAccumulator:
-        new = {k: self.rec(v).expr for k, v in expr.items()}
-        result = (expr if all(new[k] is v for k, v in expr.items())
+        new = {k: self.rec(v).expr for k, v in expr._data.items()}
+        result = (expr if all(new[k] is v for k, v in expr._data.items())
                   else DictOfNamedArrays(new, tags=expr.tags))
         return MPMSMaterializerAccumulator(frozenset(), result)
+
+    # an entry of a DictOfNamedArrays: mapped with its container
+    map_named_array = map_array
 
 # }}}
 

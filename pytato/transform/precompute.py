@@ -114,7 +114,7 @@ def precompute_subexpressions(expr: Any,
     """
     if isinstance(expr, dict):
         return dict(precompute_subexpressions(DictOfNamedArrays(expr),
-                                              evaluate))
+                                              evaluate)._data)
     roots = [expr]
     order, const = _find_constants(roots)
     frontier: dict[int, Array] = {}

@@ -544,7 +544,7 @@ def unify_axes_tags(
             node_t_to_not_propagate_through=node_t_to_not_propagate_through,
             tag_t=tag_t,
             equations_collector_t=equations_collector_t,
-            unify_redn_descrs=unify_redn_descrs))
+            unify_redn_descrs=unify_redn_descrs)._data)
     if not (isinstance(tag_t, type) and issubclass(tag_t, Tag)):
         raise TypeError(f"unify_axes_tags: 'tag_t' must be a subclass of "
                         f"pytools.tag.Tag, got {tag_t!r}")

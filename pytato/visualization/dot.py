@@ -288,7 +288,7 @@ class DotGraphBuilder:
 
 def _outputs_of(result: Any) -> dict[str, GraphNode]:
     if isinstance(result, DictOfNamedArrays):
-        return dict(result.items())
+        return dict(result._data)
     if isinstance(result, Mapping):
         return dict(result)
     if isinstance(result, GraphNode):

@@ -230,7 +230,7 @@ def _generate_checked(result: Array | DictOfNamedArrays | Mapping[str, Array],
         pass  # (the default options of a dict result)
     elif not is_dict or not options.return_dict:
         options = options.copy(return_dict=True)
-    data = {name: outputs[name] for name in outputs}
+    data = dict(outputs._data)
     data.update({name: flag for name, (flag, _) in flags.items()})
     prog = generate_loopy(make_dict_of_named_arrays(data), target, options,
                           **kwargs)

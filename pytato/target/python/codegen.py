@@ -369,7 +369,7 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
 
     def map_named_array(self, expr: NamedArray) -> str:
         if isinstance(expr._container, DictOfNamedArrays):
-            return self.rec(expr._container[expr.name])
+            return self.rec(expr._container._data[expr.name])
         raise NotImplementedError(
             f"{type(expr._container).__name__} results cannot be generated as "
             "Python code")
@@ -444,9 +444,9 @@ def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
     mapper = PythonCodeGenMapper(
         target, {name: s.var_name for name, s in specs.items()}, data_names,
         functions=functions)
-    result_vars = generate_body(mapper, list(outputs.values()))
+    result_vars = generate_body(mapper, list(outputs._data.values()))
     results = {name: target.output_code(var, ary.dtype)
-               for (name, ary), var in zip(outputs.items(), result_vars,
+               for (name, ary), var in zip(outputs._data.items(), result_vars,
                                            strict=True)}
     if single_output is not None:
         ret = results[single_output]

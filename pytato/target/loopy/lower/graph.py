@@ -348,7 +348,7 @@ class CodeGenMapper(CachedMapper):
         return self.map_array(expr)
 
     def map_dict_of_named_arrays(self, expr: DictOfNamedArrays) -> None:
-        for v in expr.values():
+        for v in expr._data.values():
             self.rec(v)
 
     def map_placeholder(self, expr: Placeholder) -> ImplementedResult:
@@ -446,7 +446,7 @@ def _reserve_names(outputs: DictOfNamedArrays, order: Sequence[Any],
     for name in outputs:
         names.add_name(name)
     seen: dict[str, Array] = {}
-    output_arrays = set(outputs.values())
+    output_arrays = set(outputs._data.values())
     for node in order:
         # Named tags of inputs and outputs are ignored: those have names
         if not isinstance(node, IndexLambda) or node in output_arrays:
@@ -498,12 +498,12 @@ def build_translation_unit(
     elements are never read), so that no kernel is launched for them.
     """
     trim_loopy_memos()
-    empty_outputs = {name: ary for name, ary in outputs.items()
+    empty_outputs = {name: ary for name, ary in outputs._data.items()
                      if has_no_elements(ary)}
     computed = outputs
     if empty_outputs:
         computed = DictOfNamedArrays(
-            {k: v for k, v in outputs.items() if k not in empty_outputs},
+            {k: v for k, v in outputs._data.items() if k not in empty_outputs},
             tags=outputs.tags)
     # (the inputs of the graph, and the sizes in the shapes of empty
     # outputs, are still kernel arguments)
@@ -520,12 +520,12 @@ def build_translation_unit(
                          frozenset(axis_tag_t_to_not_propagate))
 
     output_names_of: dict[Array, list[str]] = {}
-    for name, ary in computed.items():
+    for name, ary in computed._data.items():
         output_names_of.setdefault(ary, []).append(name)
     stored = {node for node in (stored_nodes or get_stored_nodes)(computed)
               if not has_no_elements(node)}
-    stored.update(computed.values())
-    for ary in computed.values():
+    stored.update(computed._data.values())
+    for ary in computed._data.values():
         if not isinstance(ary, IndexLambda):
             stored.discard(ary)
     mapper = (make_mapper or CodeGenMapper)(state, stored, output_names_of)
@@ -536,7 +536,7 @@ def build_translation_unit(
         state.add_output_arg(name, ary)
 
     # outputs not computed in place: inputs, and second names of an array
-    for name, ary in computed.items():
+    for name, ary in computed._data.items():
         result = mapper.rec(ary)
         if isinstance(result, StoredResult) and result.name == name:
             continue
