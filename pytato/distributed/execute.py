@@ -207,8 +207,9 @@ def execute_distributed_partition(
     programs' temporaries, the queue's default otherwise. The values of
     *input_args* may be :mod:`numpy` or :mod:`pyopencl` arrays (numpy
     arrays are transferred to the device once). Programs are called as
-    ``prg(queue, allocator=..., **inputs)``; those that return numpy
-    arrays have their outputs transferred to the device.
+    ``prg(queue, allocator=..., **inputs)`` (with ``out_host=False`` if
+    they take that argument); numpy arrays they return are transferred to
+    the device.
 
     Programs that take no queue (those of :func:`pytato.generate_numpy`,
     called with ``queue=None``) are called as ``prg(**inputs)`` with host
@@ -222,9 +223,12 @@ def execute_distributed_partition(
     complete.
 
     The communication tags of the partition must be integers (see
-    :func:`~pytato.distributed.number_distributed_tags`). Run
-    :func:`~pytato.distributed.verify_distributed_partition` first: a
-    receive without a matching send waits forever.
+    :func:`~pytato.distributed.number_distributed_tags`). The partition
+    must have been verified (see
+    :func:`~pytato.distributed.verify_distributed_partition`, which
+    :func:`~pytato.distributed.find_distributed_partition` calls unless
+    Python runs with ``-O``): a receive without a matching send waits
+    forever.
 
     :arg input_args: the values of the user inputs (placeholders and size
         parameters) by name.

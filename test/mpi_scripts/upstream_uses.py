@@ -357,13 +357,16 @@ SCENARIOS = {fn.__name__.replace("_", "-"): fn for fn in (
 
 def main() -> None:
     comm = MPI.COMM_WORLD
+    name = None
     try:
         for name in sys.argv[1:]:
             SCENARIOS[name](comm)
     except BaseException:
-        sys.stdout.write(f"FAILED rank {comm.rank}:\n{traceback.format_exc()}")
+        sys.stdout.write(f"FAILED rank {comm.rank}, scenario {name}:\n"
+                         f"{traceback.format_exc()}")
         sys.stdout.flush()
         comm.Abort(1)
+        sys.exit(1)
     sys.stdout.write(f"OK rank {comm.rank}\n")
     sys.stdout.flush()
 
