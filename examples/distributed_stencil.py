@@ -105,7 +105,8 @@ def run(comm: Any, nx: int, ny: int, nsteps: int, target: str,
     out = pt.execute_distributed_partition(
         partition, prgs, queue, comm,
         input_args={"u0": u0[start:stop]})["u"]
-    if not isinstance(out, np.ndarray):
+    if queue is not None:
+        # a pyopencl array on the queue
         out = out.get(queue)
 
     pieces = comm.gather(out, root=0)

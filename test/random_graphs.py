@@ -310,17 +310,53 @@ class _Builder:
 ALL_OPS = tuple(name[3:] for name in dir(_Builder) if name.startswith("op_"))
 
 
+class _CommBuilder(_Builder):
+    """Also passes values around a ring of MPI ranks: every rank builds the
+    same graph (the same seed), so the value a rank receives from the next
+    rank equals the one it sends to the previous rank, and the numpy
+    reference is the value itself."""
+
+    def __init__(self, rng: np.random.Generator, dtype: np.dtype[Any],
+                 rank: int, size: int) -> None:
+        super().__init__(rng, dtype)
+        self.rank = rank
+        self.size = size
+        self.ntags = 0
+
+    def op_comm(self) -> Pair | None:
+        picked = self.pick()
+        if picked is None:
+            return None
+        ary, ref = picked
+        self.ntags += 1
+        tag = ("random-graph", self.ntags)
+        recv = pt.make_distributed_recv((self.rank + 1) % self.size, tag,
+                                        ary.shape, ary.dtype)
+        return pt.staple_distributed_send(ary, (self.rank - 1) % self.size,
+                                          tag, stapled_to=recv), ref
+
+
 def make_random_graph(seed: int, *, n_steps: int = 25,
                       n_placeholders: int = 3, n_data_wrappers: int = 1,
                       n_outputs: int = 3, dtype: Any = np.float64,
-                      ops: Iterable[str] | None = None) -> RandomGraph:
+                      ops: Iterable[str] | None = None,
+                      comm: tuple[int, int] | None = None) -> RandomGraph:
     """A random graph of *n_steps* operations (drawn from *ops*, default
     :data:`ALL_OPS`) over *n_placeholders* placeholders ``x0, x1, ...`` and
     *n_data_wrappers* data wrappers, with *n_outputs* outputs (the last
-    operations' results). Deterministic in *seed*."""
+    operations' results). Deterministic in *seed*.
+
+    With *comm* ``(rank, size)``, the operation ``"comm"`` (added to the
+    default operations) sends a value to the previous rank of a ring of
+    *size* MPI ranks and receives the same value from the next one
+    (tags ``("random-graph", i)``); all ranks must build the graph of the
+    same seed."""
     rng = np.random.default_rng(seed)
     dtype = np.dtype(dtype)
-    b = _Builder(rng, dtype)
+    b = (_Builder(rng, dtype) if comm is None
+         else _CommBuilder(rng, dtype, *comm))
+    if comm is not None and ops is None:
+        ops = (*ALL_OPS, "comm")
     inputs = {}
     for i in range(n_placeholders):
         shape = b.random_shape(int(rng.integers(1, 4)))

@@ -86,22 +86,86 @@ def _takes_queue(prg: Callable[..., object]) -> bool:
 
 # the values of inputs and outputs are the programs' arrays (numpy, pyopencl
 # or JAX arrays, or scalars): Any
-def _run_program(prg: Callable[..., Any],
-                 queue: pyopencl.CommandQueue | None, allocator: object,
-                 inputs: Mapping[str, Any]) -> Mapping[str, Any]:
-    if queue is not None and _takes_queue(prg):
-        kwargs = dict(inputs)
-        if allocator is not None:
-            kwargs["allocator"] = allocator
-        result = prg(queue, **kwargs)
-    else:
-        result = prg(**inputs)
-    if isinstance(result, tuple) and len(result) == 2:
-        result = result[1]   # (event, outputs)
-    if not isinstance(result, Mapping):
-        raise TypeError("the program of a part must return a dict of its "
-                        f"outputs, got {type(result).__name__}")
-    return result
+class _PartRunner:
+    """Calls the program of a part and brings its inputs and outputs where
+    they belong: with a *queue*, the arrays of device programs (those
+    called as ``prg(queue, ...)``) are :class:`pyopencl.array.Array`\\ s on
+    it (allocated by *allocator*); programs without a queue get and return
+    host arrays."""
+
+    def __init__(self, queue: pyopencl.CommandQueue | None,
+                 allocator: object) -> None:
+        self.queue = queue
+        self.allocator = allocator
+        # user inputs given as numpy arrays, transferred once
+        self._on_device: dict[str, Any] = {}
+
+    def on_device(self, value: Any, *, zero_dim: bool = True) -> Any:
+        """*value* as an array on the queue if it is a :mod:`numpy` array
+        (of one axis or more, unless *zero_dim*); else *value*."""
+        assert self.queue is not None
+        if isinstance(value, np.ndarray) and (zero_dim or value.ndim):
+            import pyopencl.array as cl_array
+            return cl_array.to_device(self.queue, value,
+                                      allocator=self.allocator)
+        return value
+
+    def user_input(self, name: str, value: Any, device: bool) -> Any:
+        if not device:
+            return (_to_host(value, self.queue)
+                    if _is_device_array(value) else value)
+        try:
+            return self._on_device[name]
+        except KeyError:
+            # (0-d arrays may be the values of size parameters)
+            result = self._on_device[name] = self.on_device(value,
+                                                            zero_dim=False)
+            return result
+
+    def run(self, prg: Callable[..., Any], part_inputs: Mapping[str, Any],
+            user_inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+        device = self.queue is not None and _takes_queue(prg)
+        inputs = {
+            name: (value if device or not _is_device_array(value)
+                   else _to_host(value, self.queue))
+            for name, value in part_inputs.items()}
+        inputs.update({name: self.user_input(name, value, device)
+                       for name, value in user_inputs.items()})
+        if device:
+            kwargs = dict(inputs)
+            if self.allocator is not None:
+                kwargs["allocator"] = self.allocator
+            returns_host = not _has_parameter(prg, "out_host")
+            if not returns_host:
+                kwargs["out_host"] = False
+            result = prg(self.queue, **kwargs)
+        else:
+            result = prg(**inputs)
+        if isinstance(result, tuple) and len(result) == 2:
+            result = result[1]   # (event, outputs)
+        if not isinstance(result, Mapping):
+            raise TypeError("the program of a part must return a dict of its "
+                            f"outputs, got {type(result).__name__}")
+        if device and returns_host:
+            result = {name: self.on_device(value)
+                      for name, value in result.items()}
+        return result
+
+
+def _is_device_array(value: object) -> bool:
+    return (not isinstance(value, np.ndarray)
+            and hasattr(value, "get") and hasattr(value, "shape"))
+
+
+def _has_parameter(prg: Callable[..., object], name: str) -> bool:
+    try:
+        params = inspect.signature(prg).parameters
+    except (TypeError, ValueError):
+        return False
+    param = params.get(name)
+    return param is not None and param.kind in (
+        inspect.Parameter.KEYWORD_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
 
 def _to_host(value: object, queue: pyopencl.CommandQueue | None
@@ -135,21 +199,36 @@ def execute_distributed_partition(
     *prg_per_partition* (see :func:`generate_code_for_partition`) and
     return the overall outputs by name.
 
-    All receives are posted (non-blocking) up front. A part runs as soon as
-    the values it receives and the outputs of the parts it needs are there,
-    and the data it sends is sent (non-blocking) as soon as it has run, so
-    that communication overlaps with computation. Before returning, waits
-    for all sends to complete.
+    With a *queue* and the programs of :func:`pytato.generate_loopy` (the
+    default of :func:`generate_code_for_partition`), the outputs are
+    :class:`pyopencl.array.Array`\\ s on *queue* (get them with
+    ``result["out"].get(queue)``), received values included; *allocator*
+    (e.g. a :class:`pyopencl.tools.MemoryPool`) allocates them and the
+    programs' temporaries, the queue's default otherwise. The values of
+    *input_args* may be :mod:`numpy` or :mod:`pyopencl` arrays (numpy
+    arrays are transferred to the device once). Programs are called as
+    ``prg(queue, allocator=..., **inputs)`` (with ``out_host=False`` if
+    they take that argument); numpy arrays they return are transferred to
+    the device.
 
-    Loopy programs are called as ``prg(queue, allocator=..., **inputs)``;
-    pass ``queue=None`` (or programs that take no queue, such as those of
-    :func:`pytato.generate_numpy`) to call them as ``prg(**inputs)``.
-    Received data and sent data travel through host (:mod:`numpy`) buffers.
+    Programs that take no queue (those of :func:`pytato.generate_numpy`,
+    called with ``queue=None``) are called as ``prg(**inputs)`` with host
+    arrays; their outputs stay what they return (numpy arrays).
+
+    All receives are posted (non-blocking) up front, into host buffers. A
+    part runs as soon as the values it receives and the outputs of the
+    parts it needs are there, and the data it sends is copied to the host
+    and sent (non-blocking) as soon as it has run, so that communication
+    overlaps with computation. Before returning, waits for all sends to
+    complete.
 
     The communication tags of the partition must be integers (see
-    :func:`~pytato.distributed.number_distributed_tags`). Run
-    :func:`~pytato.distributed.verify_distributed_partition` first: a
-    receive without a matching send waits forever.
+    :func:`~pytato.distributed.number_distributed_tags`). The partition
+    must have been verified (see
+    :func:`~pytato.distributed.verify_distributed_partition`, which
+    :func:`~pytato.distributed.find_distributed_partition` calls unless
+    Python runs with ``-O``): a receive without a matching send waits
+    forever.
 
     :arg input_args: the values of the user inputs (placeholders and size
         parameters) by name.
@@ -165,6 +244,8 @@ def execute_distributed_partition(
     if missing:
         raise DistributedError(
             f"rank {comm.rank}: missing input arguments: {', '.join(missing)}")
+
+    runner = _PartRunner(queue, allocator)
 
     # {{{ post all receives
 
@@ -183,18 +264,25 @@ def execute_distributed_partition(
     # }}}
 
     context: dict[str, Any] = {}
+
+    def received(i: int) -> None:
+        name = recv_names[i]
+        if name not in context:
+            buf = recv_bufs[i]
+            context[name] = buf if queue is None else runner.on_device(buf)
+
     sends: list[tuple[mpi4py.MPI.Request, np.ndarray]] = []
     pending = sorted(parts)
 
     def run_part(part: DistributedGraphPart) -> None:
-        inputs = {name: context[name] for name in part.partition_input_names}
-        inputs.update({name: input_args[name]
-                       for name in part.user_input_names})
-        outputs = _run_program(prg_per_partition[part.pid], queue, allocator,
-                               inputs)
+        outputs = runner.run(
+            prg_per_partition[part.pid],
+            {name: context[name] for name in part.partition_input_names},
+            {name: input_args[name] for name in part.user_input_names})
         for name in part.output_names:
             context[name] = outputs[name]
         for name, send_nodes in part.name_to_send_nodes.items():
+            # (the host copy lives until the send has completed)
             data = _to_host(context[name], queue)
             for send in send_nodes:
                 sends.append((comm.Isend(data, dest=send.dest_rank,
@@ -215,12 +303,12 @@ def execute_distributed_partition(
                 f"rank {comm.rank}: parts {pending} wait for values that no "
                 "part computes and no receive provides")
         for i in done:
-            context[recv_names[i]] = recv_bufs[i]
+            received(i)
 
     # received values no part waited for (e.g. overall outputs)
     MPI.Request.Waitall(recv_reqs)
-    for name, buf in zip(recv_names, recv_bufs, strict=True):
-        context.setdefault(name, buf)
+    for i in range(len(recv_names)):
+        received(i)
     MPI.Request.Waitall([req for req, _ in sends])
 
     return {name: context[name] for name in partition.overall_output_names}

@@ -28,9 +28,9 @@ outputs of the earlier part and inputs (placeholders) of the later one.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, overload
+from typing import TYPE_CHECKING, NamedTuple, TypeVar, overload
 
 import pymbolic.primitives as prim
 from constantdict import constantdict
@@ -95,6 +95,11 @@ class PartitionInducedCycleError(DistributedPartitionVerificationError,
                                  AssertionError):
     """The parts of the ranks wait for each other in a cycle (which would
     deadlock); also an :class:`AssertionError`, as upstream."""
+
+
+_VERIFICATION_ERRORS: tuple[type[DistributedPartitionVerificationError], ...] = (
+    DuplicateSendError, DuplicateRecvError, MissingSendError, MissingRecvError,
+    PartitionInducedCycleError, DistributedPartitionVerificationError)
 
 # }}}
 
@@ -303,7 +308,7 @@ def _local_comm_ops(rank: int, nodes: Sequence[GraphNode],
             cid = CommunicationOpIdentifier(node.src_rank, rank, node.comm_tag)
             other = recvs.setdefault(cid, node)
             if other is not node and other != node:
-                raise DistributedError(
+                raise DuplicateRecvError(
                     f"rank {rank}: two different receives from rank "
                     f"{node.src_rank} with tag {node.comm_tag!r} "
                     f"(shapes {other.shape} and {node.shape}, dtypes "
@@ -330,7 +335,7 @@ def _local_comm_ops(rank: int, nodes: Sequence[GraphNode],
         cid = CommunicationOpIdentifier(rank, send.dest_rank, send.comm_tag)
         other = sends_by_id.setdefault(cid, send)
         if other is not send and other.data != send.data:
-            raise DistributedError(
+            raise DuplicateSendError(
                 f"rank {rank}: two sends of different data to rank "
                 f"{send.dest_rank} with tag {send.comm_tag!r}")
         needs[cid] = deps[id(send.data)]
@@ -394,6 +399,82 @@ def _compute_comm_levels(
     for rid in recv_ids:
         recv_level.setdefault(rid, 1)
     return recv_level
+
+# }}}
+
+
+# {{{ batches of tasks (upstream's scheduling helpers, used by its tests)
+
+_TaskT = TypeVar("_TaskT", bound=Hashable)
+
+
+def _schedule_task_batches(
+        task_ids_to_needed_task_ids: Mapping[_TaskT, Set[_TaskT]]
+        ) -> list[set[_TaskT]]:
+    """The tasks (the keys of *task_ids_to_needed_task_ids*) in batches:
+    a task is in the batch after the last batch of the tasks it needs (the
+    first batch if it needs none), so that the tasks of one batch do not
+    depend on each other and the number of batches is the number of tasks
+    on the longest chain of needs."""
+    return _schedule_task_batches_counted(task_ids_to_needed_task_ids)[0]
+
+
+def _schedule_task_batches_counted(
+        task_ids_to_needed_task_ids: Mapping[_TaskT, Set[_TaskT]]
+        ) -> tuple[list[set[_TaskT]], int]:
+    """:func:`_schedule_task_batches`, and the number of steps taken: the
+    tasks visited while finding the batches (each once) plus the tasks
+    placed in batches. Linear in the number of tasks and needs, without
+    recursion (chains of any length).
+
+    Raises :class:`pytools.graph.CycleError` if the tasks need each other in
+    a cycle, and :class:`~pytato.diagnostic.DistributedError` if a needed
+    task is not a key of *task_ids_to_needed_task_ids*.
+    """
+    from pytools.graph import CycleError
+
+    needs = task_ids_to_needed_task_ids
+    level: dict[_TaskT, int] = {}
+    on_stack: set[_TaskT] = set()
+    visits = 0
+    for start in needs:
+        if start in level:
+            continue
+        visits += 1
+        start_needs = needs[start]
+        if all(t in level for t in start_needs):
+            # (the common case of tasks listed after those they need)
+            level[start] = 1 + max((level[t] for t in start_needs), default=-1)
+            continue
+        on_stack.add(start)
+        stack: list[tuple[_TaskT, Iterable[_TaskT]]] = [
+            (start, iter(needs[start]))]
+        while stack:
+            task, pending = stack[-1]
+            for needed in pending:
+                if needed in level:
+                    continue
+                if needed in on_stack:
+                    raise CycleError(needed)
+                if needed not in needs:
+                    raise DistributedError(
+                        f"task_ids_to_needed_task_ids: task {needed!r}, "
+                        f"needed by {task!r}, is not one of its keys")
+                visits += 1
+                on_stack.add(needed)
+                stack.append((needed, iter(needs[needed])))
+                break
+            else:
+                stack.pop()
+                on_stack.discard(task)
+                level[task] = 1 + max((level[t] for t in needs[task]),
+                                      default=-1)
+
+    batches: list[set[_TaskT]] = [
+        set() for _ in range(1 + max(level.values(), default=-1))]
+    for task, lvl in level.items():
+        batches[lvl].add(task)
+    return batches, visits + len(level)
 
 # }}}
 
@@ -521,10 +602,17 @@ def find_distributed_partition(mpi_communicator: mpi4py.MPI.Comm,
     :mod:`pytato.distributed.partition`).
 
     Collective: every rank of *mpi_communicator* must call it (with its own
-    graph). Raises :class:`~pytato.diagnostic.DistributedError` on all ranks
-    if one rank has two different receives or sends under one identifier,
-    or if the sends and receives of the ranks depend on each other in a
-    cycle.
+    graph). Raises on all ranks if one rank has two different receives or
+    sends under one identifier
+    (:class:`~pytato.distributed.verify.DuplicateRecvError`,
+    :class:`~pytato.distributed.verify.DuplicateSendError`), or if the
+    sends and receives of the ranks depend on each other in a cycle
+    (:class:`~pytato.distributed.verify.PartitionInducedCycleError`).
+    Unless Python runs with ``-O``, the result is then checked with
+    :func:`~pytato.distributed.verify_distributed_partition` (as upstream
+    does), so that sends and receives that do not match raise here, on all
+    ranks; all of these errors are
+    :class:`~pytato.diagnostic.DistributedError`\\ s.
     """
     comm = mpi_communicator
     rank = comm.rank
@@ -546,15 +634,22 @@ def find_distributed_partition(mpi_communicator: mpi4py.MPI.Comm,
         send_needs, recvs = {}, {}
 
     gathered = comm.allgather((
-        None if local_error is None else f"{type(local_error).__name__}: "
-        f"{local_error}", send_needs, list(recvs)))
+        None if local_error is None else (
+            type(local_error).__name__,
+            f"{type(local_error).__name__}: {local_error}"),
+        send_needs, list(recvs)))
     if local_error is not None:
         raise local_error
-    errors = [f"rank {r}: {err}" for r, (err, _, _) in enumerate(gathered)
-              if err is not None]
+    errors = [(err[0], f"rank {r}: {err[1]}")
+              for r, (err, _, _) in enumerate(gathered) if err is not None]
     if errors:
-        raise DistributedError("find_distributed_partition failed on other "
-                               "ranks: " + "; ".join(errors))
+        # the class of the first error if it is one of the verification
+        # errors, so that all ranks raise the same
+        error_class: type[DistributedError] = next(
+            (cls for cls in _VERIFICATION_ERRORS if cls.__name__ == errors[0][0]),
+            DistributedError)
+        raise error_class("find_distributed_partition failed on other "
+                          "ranks: " + "; ".join(msg for _, msg in errors))
     all_needs: dict[CommunicationOpIdentifier,
                     frozenset[CommunicationOpIdentifier]] = {}
     all_recvs: list[CommunicationOpIdentifier] = []
@@ -563,9 +658,15 @@ def find_distributed_partition(mpi_communicator: mpi4py.MPI.Comm,
         all_recvs.extend(rids)
     recv_level = _compute_comm_levels(all_needs, all_recvs)
 
-    return _build_partition(rank, outputs,  # type: ignore[arg-type]
-                            sends_by_id, recvs, nodes,
-                            recv_level)
+    result = _build_partition(rank, outputs,  # type: ignore[arg-type]
+                              sends_by_id, recvs, nodes,
+                              recv_level)
+    if __debug__:
+        # as upstream: sends and receives that do not match are reported
+        # here (on all ranks), not as a hang when executing
+        from pytato.distributed.verify import verify_distributed_partition
+        verify_distributed_partition(comm, result)
+    return result
 
 
 def _build_partition(rank: int, outputs: DictOfNamedArrays,

@@ -29,8 +29,10 @@ def run_partition(comm, outputs, input_args, target):
     prgs = pt.generate_code_for_partition(partition, generate_code=generate)
     out = pt.execute_distributed_partition(partition, prgs, queue, comm,
                                            input_args=input_args)
-    return {k: v if isinstance(v, np.ndarray) else v.get(queue)
-            for k, v in out.items()}
+    if queue is None:
+        return out
+    # (device arrays, as upstream)
+    return {k: v.get(queue) for k, v in out.items()}
 
 
 def x_of(rank):
