@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pymbolic
-import pymbolic.primitives as prim
 from constantdict import constantdict
 from pymbolic.mapper.dependency import DependencyMapper
 from pytools.tag import Tag

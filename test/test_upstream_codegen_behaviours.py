@@ -114,7 +114,7 @@ def test_call_loopy_undetermined_sizes_raise() -> None:
     # only m + n is known from x's shape
     knl = lp.make_kernel("{[i]: 0 <= i < m + n}", "out[i] = 2*x[i]",
                          lang_version=(2018, 2))
-    with pytest.raises(CallBindingError, match="'m'|'n'"):
+    with pytest.raises(CallBindingError, match=r"'m'|'n'"):
         call_loopy(knl, {"x": pt.make_placeholder("x", (5,), np.float64)})
 
 # }}}
