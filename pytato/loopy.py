@@ -9,7 +9,8 @@ value arguments (sizes) substituted. Unbound value arguments that the
 shapes of bound array arguments depend on (affinely, e.g. ``(m, n)`` or
 ``(2*n + 3*m + 2, 6*n + 4*m + 3)``) are solved from the bound arrays'
 shapes (:func:`extend_bindings_with_shape_inference`), as integers or, for
-arrays of symbolic shapes, size expressions. The loopy target merges the kernel (and its callees,
+arrays of symbolic shapes, size expressions. The loopy target merges the
+kernel (and its callees,
 renamed) into the generated translation unit and calls it (see
 :mod:`pytato.target.loopy.lower.calls`); the Python targets cannot run it.
 

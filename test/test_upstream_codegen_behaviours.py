@@ -183,3 +183,48 @@ def test_integer_division_by_scalars(queue: cl.CommandQueue, op: Any,
 # }}}
 
 # vim: foldmethod=marker
+
+
+# {{{ the distributive law over einsums: upstream's structure
+
+def test_distributive_law_builds_einsums_as_written(
+        queue: cl.CommandQueue) -> None:
+    from pytato.transform.einsum_distributive_law import (
+        DoDistribute,
+        DoNotDistribute,
+        EinsumDistributiveLawDescriptor,
+        apply_distributive_property_to_einsums,
+    )
+
+    def how(expr: pt.Einsum) -> EinsumDistributiveLawDescriptor:
+        if pt.analysis.is_einsum_similar_to_subscript(expr, "ij,j->i"):
+            return DoDistribute(ioperand=1)
+        return DoNotDistribute()
+
+    x1 = pt.make_placeholder("x1", 4, np.float64)
+    x2 = pt.make_placeholder("x2", 4, np.float64)
+    a = pt.make_placeholder("a", (10, 4), np.float64)
+
+    def mv(v: pt.Array) -> pt.Array:
+        return pt.einsum("ij,j->i", a, v)
+
+    cases = [
+        (a @ (x1 + x2), a @ x1 + a @ x2),
+        (mv(x1 + x2), mv(x1) + mv(x2)),
+        (mv(2*x1 - x2), 2*mv(x1) - mv(x2)),
+        (mv(-x1), -mv(x1)),
+        (mv(x1 * 3), mv(x1) * 3),
+        (mv(3*(x1 + 2*x2) - x1), 3*(mv(x1) + 2*mv(x2)) - mv(x1)),
+    ]
+    rng = np.random.default_rng(3)
+    vals = {"x1": rng.random(4), "x2": rng.random(4), "a": rng.random((10, 4))}
+    for expr, expected in cases:
+        out = apply_distributive_property_to_einsums(expr, how)
+        assert out == expected, (out, expected)
+        np.testing.assert_allclose(_run(queue, out, **vals),
+                                   _run(queue, expr, **vals), rtol=1e-13)
+    # other einsums are left alone
+    e = pt.einsum("ij,ij->i", a, a + a)
+    assert apply_distributive_property_to_einsums(e, how) == e
+
+# }}}
