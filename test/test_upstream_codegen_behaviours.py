@@ -182,7 +182,6 @@ def test_integer_division_by_scalars(queue: cl.CommandQueue, op: Any,
 
 # }}}
 
-# vim: foldmethod=marker
 
 
 # {{{ the distributive law over einsums: upstream's structure
@@ -228,3 +227,185 @@ def test_distributive_law_builds_einsums_as_written(
     assert apply_distributive_property_to_einsums(e, how) == e
 
 # }}}
+
+
+# {{{ tags propagated to the loopy kernel
+
+def test_tags_reach_inames_arguments_and_temporaries() -> None:
+    from pytools.tag import Tag
+
+    class _AxisTag(Tag):
+        pass
+
+    class _ArrayTag(Tag):
+        pass
+
+    x = pt.make_placeholder("x", (10, 4), np.float64).tagged(_ArrayTag())
+    tmp = (x + 1).tagged((pt.tags.ImplStored(), _ArrayTag(),
+                          pt.tags.Named("tmp")))
+    tmp = tmp.with_tagged_axis(1, _AxisTag())
+    y = (tmp * tmp[::-1]).with_tagged_axis(0, _AxisTag())
+    knl = pt.generate_loopy({"y": y}).program.default_entrypoint
+    assert knl.arg_dict["x"].tags == frozenset({_ArrayTag()})
+    assert knl.temporary_variables["tmp"].tags == frozenset({_ArrayTag()})
+    assert knl.inames["y_dim0"].tags == frozenset({_AxisTag()})
+    assert knl.inames["tmp_dim1"].tags == frozenset({_AxisTag()})
+    assert not knl.inames["y_dim1"].tags and not knl.inames["tmp_dim0"].tags
+
+    knl = pt.generate_loopy(
+        {"y": y}, array_tag_t_to_not_propagate=frozenset({_ArrayTag}),
+        axis_tag_t_to_not_propagate=frozenset({_AxisTag})
+    ).program.default_entrypoint
+    assert not knl.arg_dict["x"].tags
+    assert not any(iname.tags for iname in knl.inames.values())
+    # (the default's ImplStored and Named are propagated when not excluded)
+    assert knl.temporary_variables["tmp"].tags == frozenset(
+        {pt.tags.ImplStored(), pt.tags.Named("tmp")})
+
+# }}}
+
+
+# {{{ flops of the generated code: materialization, outputs sharing work
+
+def _generated_flops(outputs: Any) -> int:
+    """Arithmetic operations the generated kernel does (constant shapes):
+    each instruction's operations times the size of its loop domain."""
+    import loopy as lp
+    from pymbolic.mapper import CombineMapper
+
+    knl = pt.generate_loopy(outputs).program.default_entrypoint
+
+    def extent(inames: Any) -> int:
+        n = 1
+        for iname in inames:
+            n *= int(lp.symbolic.pw_aff_to_expr(
+                knl.get_iname_bounds(iname).size))
+        return n
+
+    class _Ops(CombineMapper):  # type: ignore[type-arg]
+        def combine(self, values: Any) -> int:
+            return sum(values)
+
+        def map_constant(self, expr: Any) -> int:
+            return 0
+
+        map_variable = map_subscript = map_constant
+
+        def map_sum(self, expr: Any) -> int:
+            return len(expr.children) - 1 + sum(self.rec(c)
+                                                for c in expr.children)
+
+        map_product = map_sum
+
+        def map_reduction(self, expr: Any) -> int:
+            return extent(expr.inames) * (1 + self.rec(expr.expr))
+
+    return sum(extent(insn.within_inames) * _Ops()(insn.expression)
+               for insn in knl.instructions)
+
+
+def test_materialize_with_mpms_reduces_flops(queue: cl.CommandQueue) -> None:
+    x1, x2, x3, x4, x5 = (pt.make_placeholder(f"x{i}", (10, 4), np.float64)
+                          for i in range(1, 6))
+    t = x1 + x2 + x3
+    bad = pt.make_dict_of_named_arrays({"y1": t * x4, "y2": t * x5})
+    good = pt.transform.materialize_with_mpms(bad)
+    # t (2 additions of 40 elements) is computed once instead of twice
+    assert _generated_flops(good) == _generated_flops(bad) - 80
+    assert pt.analysis.get_num_tags_of_type(good, pt.tags.ImplStored) == 1
+    vals = {f"x{i}": np.random.default_rng(i).random((10, 4))
+            for i in range(1, 6)}
+    expected = _run(queue, bad, **vals)
+    result = _run(queue, good, **vals)
+    for name in ("y1", "y2"):
+        np.testing.assert_allclose(result[name], expected[name])
+
+
+def test_outputs_sharing_work_compute_it_once(queue: cl.CommandQueue) -> None:
+    x1, x2, x3, x4 = (pt.make_placeholder(f"x{i}", (10, 4), np.float64)
+                      for i in range(1, 5))
+    a = x1 * x2 + x3
+    outputs = pt.make_dict_of_named_arrays({"a": a, "b": a + x4, "c": 2 * a,
+                                            "d": a})
+    # 'a' once (2 operations on 40 elements), 'b' and 'c' reading it
+    assert _generated_flops(outputs) == 80 + 40 + 40
+    vals = {f"x{i}": np.random.default_rng(i).random((10, 4))
+            for i in range(1, 5)}
+    a_ref = vals["x1"] * vals["x2"] + vals["x3"]
+    result = _run(queue, outputs, **vals)
+    np.testing.assert_allclose(result["a"], a_ref)
+    np.testing.assert_allclose(result["b"], a_ref + vals["x4"])
+    np.testing.assert_allclose(result["c"], 2 * a_ref)
+    np.testing.assert_allclose(result["d"], a_ref)
+
+# }}}
+
+
+# {{{ pad
+
+@pytest.mark.parametrize("pad_width", [
+    2, (1,), (1, 2), ((1, 2),), ((1, 2), (0, 3)), [[1, 0], [2, 1]],
+    np.array([[1, 0], [2, 1]]), ((0, 0), (0, 0))])
+@pytest.mark.parametrize("constant_values", [0, 3.5, (1, 2), ((1, 2), (3, 4))])
+def test_pad_constant_like_numpy(queue: cl.CommandQueue, pad_width: Any,
+                                 constant_values: Any) -> None:
+    a = np.arange(12.0).reshape(3, 4)
+    x = pt.make_placeholder("x", a.shape, a.dtype)
+    result = _run(queue, pt.pad(x, pad_width, mode="constant",
+                                constant_values=constant_values), x=a)
+    np.testing.assert_array_equal(
+        result, np.pad(a, pad_width, mode="constant",
+                       constant_values=constant_values))
+
+# }}}
+
+
+# {{{ data wrappers of pyopencl arrays
+
+def test_zero_size_cl_arrays_deduplicated(queue: cl.CommandQueue) -> None:
+    import pyopencl.array as cla
+
+    dw1, dw2, dw3 = (pt.make_data_wrapper(cla.empty(queue, (0, 3), np.float64))
+                     for _ in range(3))
+    dw4 = pt.make_data_wrapper(cla.empty(queue, (0, 4), np.float64))
+    full = pt.make_data_wrapper(cla.zeros(queue, (2, 3), np.float64))
+    outputs = pt.make_dict_of_named_arrays({
+        "a": 2 * dw1, "b": 2 * dw2, "c": dw3 + 1, "d": dw4 - 1,
+        "e": full + 1})
+    dedup = pt.transform.deduplicate_data_wrappers(outputs)
+    wrappers = {id(n) for n in pt.transform.topological_order([dedup])
+                if isinstance(n, pt.DataWrapper)}
+    # the three (0, 3) arrays are one (they hold the same: nothing)
+    assert len(wrappers) == 3
+    assert dedup._data["a"] == dedup._data["b"]
+    result = _run(queue, dedup)
+    assert result["a"].shape == (0, 3) and result["d"].shape == (0, 4)
+    np.testing.assert_array_equal(result["e"], np.ones((2, 3)))
+    # the structural deduplicator copes with them too
+    assert isinstance(pt.transform.Deduplicator()(outputs), pt.DictOfNamedArrays)
+
+
+def test_tagged_cl_array_data_wrappers(queue: cl.CommandQueue) -> None:
+    import pyopencl.array as cla
+    from pytools.tag import Tag
+
+    class _ArrayTag(Tag):
+        pass
+
+    class _AxisTag(Tag):
+        pass
+
+    a = np.arange(12.0).reshape(3, 4)
+    dw = pt.make_data_wrapper(cla.to_device(queue, a)).tagged(_ArrayTag())
+    dw = dw.with_tagged_axis(0, _AxisTag())
+    assert dw.tags == frozenset({_ArrayTag()})
+    assert dw.axes[0].tags == frozenset({_AxisTag()})
+    y = (2 * dw).with_tagged_axis(0, _AxisTag())
+    knl = pt.generate_loopy(y).program.default_entrypoint
+    (arg,) = [arg for arg in knl.args if arg.is_input]
+    assert arg.tags == frozenset({_ArrayTag()})
+    np.testing.assert_array_equal(_run(queue, y), 2 * a)
+
+# }}}
+
+# vim: foldmethod=marker
