@@ -408,4 +408,48 @@ def test_tagged_cl_array_data_wrappers(queue: cl.CommandQueue) -> None:
 
 # }}}
 
+
+# {{{ reductions with bounds that are not constant
+
+def _sum_over(x: pt.Array, lower: Any, upper: Any, shape: tuple[int, ...],
+              **bindings: pt.Array) -> pt.Array:
+    import pymbolic.primitives as prim
+
+    from pytato.reductions import SumReductionOperation
+    from pytato.scalar_expr import Reduce
+
+    return pt.IndexLambda(
+        expr=Reduce(prim.Variable("_in0")[prim.Variable("_r0")],
+                    SumReductionOperation(), {"_r0": (lower, upper)}),
+        shape=shape, dtype=x.dtype, bindings={"_in0": x, **bindings},
+        var_to_reduction_descr={"_r0": pt.ReductionDescriptor(frozenset())})
+
+
+def test_reduction_with_symbolic_bounds(queue: cl.CommandQueue) -> None:
+    import pymbolic.primitives as prim
+
+    n = pt.make_size_param("n")
+    x = pt.make_placeholder("x", (n,), np.float64)
+    # sum of x[1:n-1]
+    y = _sum_over(x, 1, prim.Variable("_in1") - 1, (), _in1=n)
+    x_in = np.random.default_rng(4).random(10)
+    np.testing.assert_allclose(_run(queue, y, x=x_in, n=10), x_in[1:9].sum())
+
+
+@pytest.mark.xfail(strict=True, reason="bounds depending on output indices "
+                   "or data are not lowered as private temporaries yet "
+                   "(issue 39): the default schedule splits the output loop "
+                   "the reduction's domain depends on")
+def test_reduction_with_index_dependent_bounds(queue: cl.CommandQueue) -> None:
+    import pymbolic.primitives as prim
+
+    x = pt.make_placeholder("x", (10,), np.float64)
+    # y[i] = sum(x[:i])
+    y = _sum_over(x, 0, prim.Variable("_0"), (10,))
+    x_in = np.random.default_rng(5).random(10)
+    np.testing.assert_allclose(_run(queue, y, x=x_in),
+                               np.concatenate([[0], np.cumsum(x_in)[:-1]]))
+
+# }}}
+
 # vim: foldmethod=marker
