@@ -5,9 +5,12 @@ of a :class:`loopy.TranslationUnit`) to arrays and scalars of the graph
 and returns a :class:`LoopyCall`: a mapping from the kernel's output
 argument names to :class:`LoopyCallResult` arrays. The shapes of the
 results are the kernel's argument shapes with the bound values of its
-value arguments (sizes) substituted; value arguments that appear alone as
-a dimension of an input array argument are inferred from the bound
-array's shape. The loopy target merges the kernel (and its callees,
+value arguments (sizes) substituted. Unbound value arguments that the
+shapes of bound array arguments depend on (affinely, e.g. ``(m, n)`` or
+``(2*n + 3*m + 2, 6*n + 4*m + 3)``) are solved from the bound arrays'
+shapes (:func:`extend_bindings_with_shape_inference`), as integers or, for
+arrays of symbolic shapes, size expressions. The loopy target merges the
+kernel (and its callees,
 renamed) into the generated translation unit and calls it (see
 :mod:`pytato.target.loopy.lower.calls`); the Python targets cannot run it.
 
@@ -34,7 +37,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pymbolic
-import pymbolic.primitives as prim
 from constantdict import constantdict
 from pymbolic.mapper.dependency import DependencyMapper
 from pytools.tag import Tag
@@ -297,16 +299,10 @@ def call_loopy(translation_unit: lp.TranslationUnit | lp.LoopKernel,
                     f"dimension(s), but is bound to an array of shape "
                     f"{format_shape(b.shape)}")
 
-    # infer sizes from the shapes of bound arrays
-    for name, arg in args.items():
-        b = bindings.get(name)
-        if not isinstance(b, Array) or isinstance(arg, lp.ValueArg) \
-                or arg.shape is None or len(arg.shape) != b.ndim:
-            continue
-        for c, n in zip(arg.shape, b.shape, strict=True):
-            if isinstance(c, prim.Variable) and c.name in args \
-                    and c.name not in bindings:
-                bindings[c.name] = n
+    # infer the sizes the argument shapes depend on from the shapes of the
+    # bound arrays (e.g. 'm', 'n' of an argument of shape (m, n), or of
+    # shape (2*n + 3*m + 2, 6*n + 4*m + 3))
+    bindings = dict(extend_bindings_with_shape_inference(knl, bindings))
 
     missing = [n for n, a in args.items() if a.is_input and n not in bindings]
     if missing:
@@ -482,10 +478,17 @@ def extend_bindings_with_shape_inference(
             constraints.append((k_dim, shape_component_to_expr(a_dim)))
     if not unknowns:
         return constantdict(bindings)
-    # the bound value arguments the constraints depend on are known
-    known = {name: bindings[name] for name in value_arg_names
-             if name in bindings and isinstance(bindings[name],
-                                                (int, np.integer))}
+    # the bound value arguments the constraints depend on are known:
+    # integers, or size expressions (whose size parameters become parameters
+    # of the constraints)
+    known: dict[str, Any] = {}
+    for name in value_arg_names:
+        value = bindings.get(name)
+        if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            known[name] = int(value)
+        elif isinstance(value, Array) and _is_size(value):
+            size_params.update(_size_params_of(value))
+            known[name] = shape_component_to_expr(value)
     constraints = [(_subst_known(lhs, known), rhs) for lhs, rhs in constraints]
     solution = solve_constraints(sorted(unknowns), sorted(size_params),
                                  constraints)
@@ -497,7 +500,7 @@ def extend_bindings_with_shape_inference(
 
 
 def _subst_known(expr: Any, known: Mapping[str, Any]) -> Any:
-    return substitute(expr, {k: int(v) for k, v in known.items()})
+    return substitute(expr, dict(known))
 
 # }}}
 

@@ -175,7 +175,10 @@ def deduplicate(expr: ArrayOrNamesOrFunctionDefTc
 def _data_key(data: Any) -> Hashable:
     """Identifies the memory of an array's data: ``(pointer, offset)`` of a
     :mod:`pyopencl` array's buffer or a numpy array's data, else the data
-    object itself (by identity)."""
+    object itself (by identity). Arrays without elements have no memory
+    (:mod:`pyopencl` gives them no buffer): all are the same."""
+    if getattr(data, "size", None) == 0:
+        return ("empty",)
     base = getattr(data, "base_data", None)
     if base is not None:
         ptr = getattr(base, "int_ptr", None)
@@ -193,7 +196,9 @@ class DataWrapperDeduplicator(CopyMapper):
     """Replaces :class:`~pytato.array.DataWrapper` nodes wrapping the same
     memory (the same :mod:`pyopencl` buffer and offset, or the same host
     array data), with equal shape, dtype, axes and tags, by the first of
-    them. Their names may differ: the first one's is kept."""
+    them. Their names may differ: the first one's is kept. Data without
+    elements (a 0 in the shape; :mod:`pyopencl` arrays of such shapes have
+    no buffer) is the same for equal shapes, dtypes, axes and tags."""
 
     def __init__(
             self,

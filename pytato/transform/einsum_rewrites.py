@@ -10,10 +10,14 @@ Broadcast removal
     shape are unchanged and no broadcast copy needs to be computed.
 
 Distributive law
-    An operand that is a linear combination of arrays of its own shape and
-    dtype (``a + b``, ``a - 2*b``, as built by element-wise arithmetic) is
-    split: ``einsum(..., a + b, ...) = einsum(..., a, ...) + einsum(..., b,
-    ...)``. This pays when the summands are cheaper to contract separately
+    An operand that is a sum, a difference, a negation or a scalar multiple
+    of arrays of its own shape and dtype (``a + b``, ``a - 2*b``, as built
+    by element-wise arithmetic) is split, recursively:
+    ``einsum(..., a - 2*b, ...)`` becomes ``einsum(..., a, ...) -
+    2*einsum(..., b, ...)``, built with the front end's operators as
+    written there, so that it equals the expression a user writes for it
+    (as upstream pytato's). This pays when the summands are cheaper to
+    contract separately
     (e.g. when some are sparse, broadcasts, or shared with other einsums);
     it multiplies the number of einsums by the number of summands, so a
     predicate chooses which operands to split.
@@ -32,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -45,17 +49,16 @@ from pytato.array.lambdas import (
 )
 from pytato.array.remapping import BasicIndex, NormalizedSlice
 from pytato.array.shape import are_shape_components_equal, is_one
-from pytato.diagnostic import NonAffineShapeError
+from pytato.diagnostic import NonAffineShapeError, UnknownIndexLambdaExpr
+from pytato.raising import BinaryOp, BinaryOpType, index_lambda_to_high_level_op
 from pytato.scalar_expr import SCALAR_CLASSES
 from pytato.transform._identity_cache import IdentityCachedCopyMapper
 from pytato.transform.base import ArrayOrNamesOrDictTc
 
 
 if TYPE_CHECKING:
-    from pymbolic.typing import Scalar
 
     from pytato.function import FunctionDefinition
-    from pytato.scalar_expr import ScalarExpression
 
 
 __all__ = [
@@ -222,56 +225,69 @@ def rewrite_einsums_with_no_broadcasts(expr: ArrayOrNamesOrDictTc
 
 # {{{ distributive law
 
-def _term(e: ScalarExpression, operand: IndexLambda
-          ) -> tuple[str, Scalar] | None:
-    """``(binding name, coefficient)`` if *e* is ``coef * name[_0, ...]``
-    reading a binding of the operand's shape and dtype."""
-    coef: Scalar = 1
-    if isinstance(e, prim.Product):
-        scalars = [c for c in e.children if isinstance(c, SCALAR_CLASSES)]
-        rest = [c for c in e.children if not isinstance(c, SCALAR_CLASSES)]
-        if len(rest) != 1:
-            return None
-        for c in scalars:
-            coef = coef * c
-        e = rest[0]
-    if not (isinstance(e, prim.Subscript)
-            and isinstance(e.aggregate, prim.Variable)):
-        if isinstance(e, prim.Variable) and operand.ndim == 0:
-            name = e.name
-        else:
-            return None
-    else:
-        name = e.aggregate.name
-        if tuple(_out_index(i) for i in e.index_tuple) != tuple(
-                range(operand.ndim)):
-            return None
-    b = operand.bindings.get(name)
-    if b is None or b.dtype != operand.dtype or b.ndim != operand.ndim:
-        return None
-    if not all(_eq(x, y) for x, y in zip(b.shape, operand.shape, strict=True)):
-        return None
-    return name, coef
+@dataclass(frozen=True)
+class _Split:
+    """An einsum operand that the distributive law splits: ``x1 + x2``
+    (*op* ``"add"``), ``x1 - x2`` (``"sub"``), ``scalar * x1``
+    (``"lmul"``), ``x1 * scalar`` (``"rmul"``) or ``-x1`` (``"neg"``),
+    with *parts* arrays of the operand's shape and dtype."""
+
+    op: str
+    parts: tuple[Array, ...]
+    scalar: Any = None
 
 
-def _as_linear_combination(operand: Array) -> list[tuple[Array, Scalar]] | None:
-    """``[(array, coefficient), ...]`` summing to *operand*, or None."""
+def _split_operand(operand: Array) -> _Split | None:
+    """How *operand* splits (see :class:`_Split`), or None."""
     if not isinstance(operand, IndexLambda) or operand.var_to_reduction_descr:
         return None
     if operand.dtype.kind not in "iufc":
         return None     # e.g. '+' of booleans is 'or'
-    if not isinstance(operand.expr, prim.Sum) or len(operand.expr.children) < 2:
+    try:
+        hlo = index_lambda_to_high_level_op(operand)
+    except UnknownIndexLambdaExpr:
         return None
-    coefs: dict[str, Scalar] = {}
-    for child in operand.expr.children:
-        t = _term(child, operand)
-        if t is None:
-            return None
-        name, coef = t
-        coefs[name] = coefs[name] + coef if name in coefs else coef
-    if operand.dtype.kind == "u" and any(c != 1 for c in coefs.values()):
-        return None     # negative coefficients do not fit the dtype
-    return [(operand.bindings[name], c) for name, c in coefs.items()]
+    if not isinstance(hlo, BinaryOp):
+        return None
+
+    def like(x: object) -> bool:
+        return (isinstance(x, Array) and x.dtype == operand.dtype
+                and x.ndim == operand.ndim
+                and all(_eq(a, b) for a, b in zip(x.shape, operand.shape,
+                                                  strict=True)))
+
+    x1, x2 = hlo.x1, hlo.x2
+    unsigned = operand.dtype.kind == "u"
+    if hlo.binary_op is BinaryOpType.ADD and like(x1) and like(x2):
+        return _Split("add", (x1, x2))
+    if hlo.binary_op is BinaryOpType.SUB and like(x1) and like(x2) \
+            and not unsigned:
+        return _Split("sub", (x1, x2))
+    if hlo.binary_op is BinaryOpType.MULT:
+        for scalar, ary, op in ((x1, x2, "lmul"), (x2, x1, "rmul")):
+            if not (isinstance(scalar, SCALAR_CLASSES) and like(ary)):
+                continue
+            if unsigned and not scalar >= 0:    # (negative coefficients)
+                continue
+            if op == "lmul" and type(scalar) is int and scalar == -1:
+                # (how the front end builds -x)
+                return _Split("neg", (ary,))
+            return _Split(op, (ary,), scalar)
+    return None
+
+
+def _combine(split: _Split, parts: list[Array]) -> Array:
+    """The distributed einsums *parts* combined as *split* combines its
+    parts, with the front end's operators (as a user writes them)."""
+    if split.op == "add":
+        return parts[0] + parts[1]
+    if split.op == "sub":
+        return parts[0] - parts[1]
+    if split.op == "neg":
+        return -parts[0]
+    if split.op == "lmul":
+        return split.scalar * parts[0]  # type: ignore[no-any-return]
+    return parts[0] * split.scalar
 
 
 ShouldDistribute = Callable[[Einsum, int], bool]
@@ -283,74 +299,61 @@ def _always(einsum: Einsum, iarg: int) -> bool:
 
 class EinsumDistributor(IdentityCachedCopyMapper):
     """Copies a graph, applying the distributive law to einsum operands
-    that are sums (see :func:`apply_distributive_property_to_einsums`)."""
+    that are sums, differences, negations or scalar multiples (see
+    :func:`apply_distributive_property_to_einsums`)."""
 
     def __init__(self, should_distribute: ShouldDistribute = _always) -> None:
         super().__init__()
         self.should_distribute = should_distribute
-        self._split_cache: dict[
-            Einsum, tuple[list[Einsum], list[Scalar]] | None] = {}
 
     def clone_for_callee(self, function: FunctionDefinition) -> EinsumDistributor:
         return type(self)(self.should_distribute)
 
-    def _split(self, e: Einsum) -> tuple[list[Einsum], list[Scalar]] | None:
-        if e in self._split_cache:
-            return self._split_cache[e]
-        result = None
+    def _operand_to_distribute(self, e: Einsum) -> int | None:
         for iarg, arg in enumerate(e.args):
-            terms = _as_linear_combination(arg)
-            if terms is None or not self.should_distribute(e, iarg):
-                continue
-            parts = [
-                Einsum(e.access_descriptors,
-                       (*e.args[:iarg], t, *e.args[iarg + 1:]),
-                       e.redn_axis_to_redn_descr, e.index_to_access_descr,
-                       axes=e.axes)
-                for t, _ in terms]
-            result = (parts, [c for _, c in terms])
-            break
-        self._split_cache[e] = result
-        return result
-
-    def _sum(self, e: Einsum, parts: list[Array], coefs: list[Scalar]) -> Array:
-        idx = tuple(prim.Variable(f"_{i}") for i in range(e.ndim))
-        terms = []
-        bindings = {}
-        for k, (p, c) in enumerate(zip(parts, coefs, strict=True)):
-            name = f"_in{k}"
-            bindings[name] = p
-            t: prim.ExpressionNode = prim.Subscript(prim.Variable(name), idx) \
-                if idx else prim.Variable(name)
-            if not (isinstance(c, (int, np.integer)) and c == 1):
-                t = prim.Product((e.dtype.type(c), t))
-            terms.append(t)
-        return IndexLambda(e.shape, e.dtype, prim.Sum(tuple(terms)), bindings,
-                           axes=e.axes, tags=e.tags,
-                           non_equality_tags=e.non_equality_tags)
+            if _split_operand(arg) is not None \
+                    and self.should_distribute(e, iarg):
+                return iarg
+        return None
 
     def map_einsum(self, expr: Einsum) -> Array:
-        root = self.map_array(expr)
-        done: dict[Einsum, Array] = {}
-        stack = [root]
+        iarg = self._operand_to_distribute(expr)
+        if iarg is None:
+            return self.map_array(expr)
+        # the operand's tree of sums, mapped bottom-up without recursion
+        # (sums may be deep): each leaf becomes the einsum with the leaf in
+        # its place (itself mapped, distributing its other operands)
+        done: dict[Array, Array] = {}
+        stack: list[Array] = [expr.args[iarg]]
         while stack:
-            e = stack[-1]
-            if e in done:
+            node = stack[-1]
+            if node in done:
                 stack.pop()
                 continue
-            split = self._split(e)
+            split = _split_operand(node)
             if split is None:
-                done[e] = e
+                done[node] = self.rec(Einsum(
+                    expr.access_descriptors,
+                    (*expr.args[:iarg], node, *expr.args[iarg + 1:]),
+                    expr.redn_axis_to_redn_descr, expr.index_to_access_descr,
+                    axes=expr.axes))
                 stack.pop()
                 continue
-            parts, coefs = split
-            pending = [p for p in parts if p not in done]
+            pending = [p for p in split.parts if p not in done]
             if pending:
                 stack.extend(pending)
                 continue
-            done[e] = self._sum(e, [done[p] for p in parts], coefs)
+            done[node] = _combine(split, [done[p] for p in split.parts])
             stack.pop()
-        return done[root]
+        result = done[expr.args[iarg]]
+        if result.dtype != expr.dtype:
+            result = result.astype(expr.dtype)
+        if expr.tags or expr.non_equality_tags \
+                or any(ax.tags for ax in expr.axes):
+            result = result.copy(
+                axes=expr.axes, tags=expr.tags | result.tags,
+                non_equality_tags=expr.non_equality_tags)
+        return result
 
 
 class EinsumDistributiveLawDescriptor:
@@ -418,9 +421,11 @@ def apply_distributive_property_to_einsums(
     """Return *expr* (an array, a :class:`~pytato.DictOfNamedArrays` or a
     :class:`dict` of arrays) with einsums over sums rewritten as sums of
     einsums: ``einsum(..., c1*a1 + c2*a2, ...)`` becomes
-    ``c1*einsum(..., a1, ...) + c2*einsum(..., a2, ...)``, repeatedly, for
-    operands that are linear combinations (with scalar coefficients) of
-    arrays of the operand's shape and dtype.
+    ``c1*einsum(..., a1, ...) + c2*einsum(..., a2, ...)``, recursively
+    through the sums, differences, negations and scalar multiples of arrays
+    of the operand's shape and dtype, built with the front end's operators
+    as written there (so ``A @ (x1 + x2)`` becomes an array equal to
+    ``A @ x1 + A @ x2``). The result takes the einsum's tags and axes.
 
     :arg how_to_distribute: called as ``how_to_distribute(einsum)`` for
         each einsum (those created by distributing included); returns

@@ -480,12 +480,35 @@ def _exact_floor_division(preamble_info: Any) -> Any:
             yield f"04_{name}", body
 
 
+def _sized_integer_type(dtype: LoopyType) -> LoopyType:
+    """*dtype* with an integer numpy dtype replaced by the equal dtype of
+    the sized scalar type (``int64`` for ``longlong``); any other as is."""
+    if not isinstance(dtype, NumpyType):
+        return dtype
+    np_dtype = dtype.numpy_dtype
+    if np_dtype.kind not in "iu":
+        return dtype
+    sized = np.dtype(f"{np_dtype.kind}{np_dtype.itemsize}")
+    return dtype if sized.type is np_dtype.type else NumpyType(sized)
+
+
 class _ExpressionToCExpressionMapper(
         ExpressionToPyOpenCLCExpressionMapper):  # type: ignore[misc]
     """loopy's mapper, printing ``uint32`` constants as OpenCL ``uint``
     literals (``7u``): loopy suffixes them ``ul``, a 64-bit ``ulong``, and
     OpenCL's overloaded built-ins refuse mixed arguments (``max(acc, b ==
-    0 ? 0ul : a % b)`` on ``uint`` operands was ambiguous)."""
+    0 ? 0ul : a % b)`` on ``uint`` operands was ambiguous).
+
+    The integer types it infers are those of the sized numpy scalar types:
+    loopy names its integer ``%`` and ``//`` functions after the scalar
+    type of the result (``loopy_mod_int64``) and defines them for
+    ``int8`` to ``int64`` only, so that operands of dtype
+    ``np.longlong`` (equal to ``int64``, but another scalar type) called
+    ``loopy_mod_longlong``, which no preamble declares.
+    """
+
+    def infer_type(self, expr: Any) -> LoopyType:
+        return _sized_integer_type(super().infer_type(expr))
 
     def map_constant(self, expr: Any, type_context: Any) -> Any:
         if isinstance(expr, np.uint32):
