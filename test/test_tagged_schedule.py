@@ -245,6 +245,59 @@ def test_target_subclass_same_work_sizes(cl_ctx: cl.Context,
 # }}}
 
 
+def _reordered_domains(t_unit: Any) -> Any:
+    """A transformation changing the kernel's domains (their dimensions in
+    reverse order: the same sets), so that the domains it was handed with
+    the inames of each instruction joined stay joined."""
+    import islpy as isl
+    knl = t_unit.default_entrypoint
+    domains = []
+    for dom in knl.domains:
+        names = dom.get_var_names(isl.dim_type.set)
+        if len(names) > 1 and not dom.get_var_names(isl.dim_type.param):
+            src, dst = ", ".join(names), ", ".join(reversed(names))
+            perm = isl.BasicMap(f"{{ [{src}] -> [{dst}] }}")
+            dom = dom.apply(perm)
+            for i, name in enumerate(reversed(names)):
+                dom = dom.set_dim_name(isl.dim_type.set, i, name)
+        domains.append(dom)
+    return t_unit.with_kernel(knl.copy(domains=domains))
+
+
+def test_joined_domains_kept_by_the_user(
+        cl_ctx: cl.Context, caplog: pytest.LogCaptureFixture) -> None:
+    """Reductions whose domains a transformation changed (joined with
+    others) compute right: layouts that need domains of their own are
+    skipped (a column sum stays parallel over its columns); where no
+    layout fits, the nest is left serial, with a warning naming why."""
+    import loopy as lp
+    queue = cl.CommandQueue(cl_ctx)
+    un = _inputs()["u"]
+    u = pt.make_placeholder("u", (E, D), np.float64)
+    cases = {"cols": (pt.sum(u, axis=0), un.sum(axis=0), True),
+             "total": (pt.sum(u), un.sum(), False)}
+    for name, (y, want, parallel) in cases.items():
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, "pytato.target.loopy.schedule"):
+            exe = pt.generate_loopy(
+                {name: y}, options=lp.Options(no_numpy=True, return_dict=True),
+                function_name=f"joined_{name}", target=None).bind_to_context(
+                    cl_ctx).with_transformed_translation_unit(_reordered_domains)
+            import islpy as isl
+            knl = exe.lowered_program.default_entrypoint
+            assert any(len(d.get_var_names(isl.dim_type.set)) > 1
+                       for d in knl.domains)
+            _, out = exe(queue, u=cla.to_device(queue, un))
+        np.testing.assert_allclose(out[name].get(), want, rtol=1e-12)
+        assert _parallel(_work_sizes(exe.program)) == parallel, name
+        msgs = _serial_records(caplog)
+        if parallel:
+            assert not msgs
+        else:
+            (msg,) = msgs
+            assert f"'joined_{name}'" in msg and "layout failed" in msg
+
+
 # {{{ axis tags still reach the inames
 
 def test_transform_finds_loops_by_axis_tag(cl_ctx: cl.Context) -> None:

@@ -390,9 +390,9 @@ def _column_reduction(kernel: lp.LoopKernel, insns: list[lp.Assignment],
     col = red.inames[0]
     if col in coll.contiguous or out_inames[-1] not in coll.contiguous:
         return None
-    if _own_domain(kernel, red.inames) is None:
-        # (the splits need the reduction's inames in a domain of their
-        # own, which a domain joined with others, e.g. by a user's
+    if any(_own_domain(kernel, [i]) is None for i in red.inames):
+        # (the splits need each reduction iname in a domain of its own,
+        # which a domain joined with others, e.g. by a user's
         # transformation, is not)
         return None
     if n_out is None:
