@@ -406,6 +406,24 @@ def _compiled_programs(compiled: Any) -> list[Any]:
     return [c.pytato_program for c in compiled.program_cache.values()]
 
 
+def test_placeholder_takes_axes_of_other_taggable_arrays() -> None:
+    """arraycontext makes the placeholders of a compiled function's frozen
+    arguments with the axes of its own arrays (objects with ``tags``): their
+    tags become the placeholder's axis tags."""
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class ForeignAxis:
+        tags: frozenset[Tag]
+
+    x = pt.make_placeholder("x", (3, 4), np.float64, axes=(
+        ForeignAxis(frozenset({ElementAxis()})), pt.Axis(frozenset({DOFAxis()}))))
+    assert [ax.tags for ax in x.axes] == [frozenset({ElementAxis()}),
+                                          frozenset({DOFAxis()})]
+    with pytest.raises(pt.diagnostic.InvalidArgumentError, match="Axis"):
+        pt.make_placeholder("x", (3, 4), np.float64, axes=(1, 2))
+
+
 @pytest.mark.parametrize("svm_limit", [None, 4096])
 def test_arraycontext_compile_launches_parallel_kernels(
         queue: cl.CommandQueue, svm_limit: int | None) -> None:
@@ -519,7 +537,7 @@ def test_warning_names_calls(caplog: pytest.LogCaptureFixture) -> None:
         "{[i]: 0 <= i < 8}", "y[i] = 2*x[i]",
         [lp.GlobalArg("x", np.float64, (8,)),
          lp.GlobalArg("y", np.float64, (8,), is_output=True)],
-        name="twice")
+        name="twice", lang_version=(2018, 2))
     caller = lp.make_kernel(
         "{[e, j]: 0 <= e < 100 and 0 <= j < 8}",
         """
@@ -529,7 +547,7 @@ def test_warning_names_calls(caplog: pytest.LogCaptureFixture) -> None:
         [lp.GlobalArg("x", np.float64, (100, 8)),
          lp.GlobalArg("y", np.float64, (100, 8), is_output=True),
          lp.GlobalArg("z", np.float64, (100, 8), is_output=True)],
-        name="calls_twice")
+        name="calls_twice", lang_version=(2018, 2))
     t_unit = lp.merge([caller, callee])
     with caplog.at_level(logging.WARNING, "pytato.target.loopy.schedule"):
         assert default_schedule(t_unit, GPU) is t_unit
@@ -537,3 +555,37 @@ def test_warning_names_calls(caplog: pytest.LogCaptureFixture) -> None:
     assert "'calls_twice'" in msg and "calls the kernels 'twice'" in msg
 
 # }}}
+
+
+def test_warning_names_shared_loops_and_other_instructions(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The other reasons for serial nests: loops shared by two nests, and
+    instructions that are not plain stores (on the schedule applied by
+    hand)."""
+    import loopy as lp
+
+    from pytato.target.loopy.schedule.default import default_schedule
+    args = [lp.GlobalArg("x", np.float64, (100,)),
+            lp.GlobalArg("a", np.float64, (100,), is_output=True),
+            lp.GlobalArg("b", np.float64, (100, 8), is_output=True)]
+    shared = lp.make_kernel(
+        "{[i, j]: 0 <= i < 100 and 0 <= j < 8}",
+        """
+        a[i] = 2*x[i]  {id=store_a}
+        b[i, j] = x[i] + j  {id=store_b}
+        """, args, name="shares_i", lang_version=(2018, 2))
+    c_code = lp.make_kernel(
+        "{[i]: 0 <= i < 100}",
+        [lp.CInstruction("i", "a[i] = 2*x[i];", assignees="a[i]",
+                         read_variables=frozenset({"x"}), id="c_store")],
+        args[:2], name="has_c_code", lang_version=(2018, 2))
+    with caplog.at_level(logging.WARNING, "pytato.target.loopy.schedule"):
+        scheduled = default_schedule(shared, GPU)
+        assert default_schedule(c_code, GPU) is c_code
+    shared_msg, c_msg = _serial_records(caplog)
+    assert "'shares_i'" in shared_msg and "['i'] are shared" in shared_msg
+    assert "'store_a'" in shared_msg and "'store_b'" in shared_msg
+    assert "'c_store' is a CInstruction" in c_msg
+    # (the nests left serial keep their loops)
+    knl = scheduled.default_entrypoint
+    assert not any(knl.iname_tags(i) for i in ("i", "j"))
