@@ -303,8 +303,6 @@ def test_elements_per_item_by_hand(queue, per_item, n_el):
 
 
 def test_left_alone():
-    from pytato.tags import ImplStored
-
     gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024,
                      min_tiled_outputs=0)
     d = pt.make_placeholder("D", (20, 20), np.float64)
@@ -312,9 +310,6 @@ def test_left_alone():
     big = pt.make_placeholder("B", (20, 100), np.float64)
     w = pt.make_placeholder("w", (1000, 100), np.float64)
     cases = {
-        # a user axis tag
-        "tagged": pt.einsum("ij,ej->ei", d, u).with_tagged_axis(
-            0, ImplStored()),
         # a reduction longer than MAX_REDUCTION_EXTENT
         "long": pt.einsum("ij,ej->ei", big, w),
         # no operand shared by all elements, per-element ones read along
@@ -338,6 +333,29 @@ def test_left_alone():
     for name, result in cases.items():
         prg = pt.generate_loopy(result, cl_device=gpu)
         assert not _local_temporaries(prg), name
+
+
+def test_axis_tags_do_not_stop_tiling():
+    """Tags on the output's axes (metadata, not the user's mapping of the
+    loops) leave the tiling as it is without them."""
+    from pytools.tag import UniqueTag
+
+    from pytato.tags import ImplStored
+
+    class ElementAxis(UniqueTag):
+        pass
+
+    gpu = DeviceInfo(kind="gpu", compute_units=132, max_work_group_size=1024,
+                     min_tiled_outputs=0)
+    d = pt.make_placeholder("D", (20, 20), np.float64)
+    u = pt.make_placeholder("u", (1000, 20), np.float64)
+    plain = pt.generate_loopy(pt.einsum("ij,ej->ei", d, u), cl_device=gpu)
+    assert _local_temporaries(plain)
+    for tag in (ImplStored(), ElementAxis()):
+        tagged = pt.generate_loopy(
+            pt.einsum("ij,ej->ei", d, u).with_tagged_axis(0, tag),
+            cl_device=gpu)
+        assert _local_temporaries(tagged) == _local_temporaries(plain), tag
 
 
 @pytest.mark.parametrize("nel", [1, 7, 64, 1001])

@@ -108,7 +108,13 @@ def _tags_and_axes(tags: Any, axes: Any, ndim: int, what: str
     if axes is None:
         axes = tuple(Axis() for _ in range(ndim))
     else:
-        axes = tuple(axes)
+        # (the axis objects of other taggable arrays, e.g. arraycontext's
+        # frozen arrays, whose axes a client passes on: their tags)
+        axes = tuple(a if isinstance(a, Axis)
+                     else Axis(frozenset(a.tags)) if isinstance(
+                         getattr(a, "tags", None), frozenset)
+                     else a
+                     for a in axes)
         if len(axes) != ndim or not all(isinstance(a, Axis) for a in axes):
             raise InvalidArgumentError(f"{what}: 'axes' must be {ndim} Axis objects, "
                                        f"got {axes!r}")

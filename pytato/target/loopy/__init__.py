@@ -113,7 +113,11 @@ def generate_loopy(
       are tagged with the tags of the :class:`~pytato.Axis` (except
       instances of *axis_tag_t_to_not_propagate*); the inames of a
       reduction with the tags of its
-      :class:`~pytato.ReductionDescriptor`;
+      :class:`~pytato.ReductionDescriptor`. These tags are metadata (by
+      which a transformation can find the loops): they never change the
+      default schedule, which only implementation tags of :mod:`loopy`
+      (``g.0``, ``l.0``, ``unr``, ...) and inames created by the user's
+      transformation mark as the user's (see :ref:`users-loops`);
     * the tags of inputs and outputs are copied to the corresponding
       :class:`loopy.ArrayArg`, those of stored intermediate arrays
       (:class:`~pytato.tags.ImplStored`) to the

@@ -7,8 +7,11 @@ their loops where that cannot change results, and keeps values that never
 leave a loop nest in registers:
 
 * **Fusible instructions** are the plain stores of the code generator
-  (``a[i, j] = expr``) without reductions, substitution rules or user-tagged
-  loops, over at least one axis.
+  (``a[i, j] = expr``) without reductions or substitution rules, over at
+  least one axis. Their loops may carry tags (those of their arrays'
+  axes): stores share loops only where these carry the same tags axis by
+  axis (as all stores do after :func:`pytato.unify_axes_tags`), so that no
+  loop loses the tags a transformation may look it up by.
 * **Levels.** An instruction reading another one *elementwise* (every read
   is at exactly its own output indices, and its shape is that of the other
   one or, with constant extents, a box of it at the origin: the same rank,
@@ -18,7 +21,8 @@ leave a loop nest in registers:
   (shifted, transposed, gathered, inside a reduction) needs the whole array
   first. The level of an instruction is the largest number of
   non-elementwise reads along a chain of dependencies leading to it
-  (reads of or by non-fusible instructions count as non-elementwise).
+  (reads of or by non-fusible instructions, and reads between stores
+  whose loops carry different tags, count as non-elementwise).
 * **Loop nests.** Fusible instructions of one level and one shape share
   their loops (the loops of the first of them). An instruction of a smaller
   shape joins the nest of the instructions it reads elementwise (if they
@@ -172,6 +176,10 @@ class _Rewriter(_LoopyIdentityMapper):
                          tuple(self.rec(p) for p in expr.parameters))
 
 
+#: a loop nest: (level, shape, the tags of its loops axis by axis)
+_NestKey = tuple[int, tuple[Expression, ...], tuple[frozenset[Any], ...]]
+
+
 def _within(small: tuple[Expression, ...], big: tuple[Expression, ...]
             ) -> bool:
     """Whether an array of shape *small* indexes a sub-box (at the origin)
@@ -212,11 +220,17 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
         coll = _AccessCollector(writer_of, rules)
         coll(insn.expression)
         accesses[insn.id] = coll.accesses
-        fusible[insn.id] = (bool(s.inames) and not coll.opaque
-                            and not any(i in state.iname_tags for i in s.inames))
+        fusible[insn.id] = bool(s.inames) and not coll.opaque
+
+    def loop_tags(store: _Store) -> tuple[frozenset[Any], ...]:
+        # the tags of the store's loops, axis by axis (from its axes' tags)
+        return tuple(state.iname_tags.get(i, frozenset()) for i in store.inames)
 
     def elementwise(reader: _Store, writer: _Store) -> bool:
         if not (fusible[reader.insn_id] and fusible[writer.insn_id]):
+            return False
+        if loop_tags(reader) != loop_tags(writer):
+            # one of them would lose the tags of its loops
             return False
         if not _within(reader.shape, writer.shape) \
                 or writer.name in rule_reads:
@@ -228,8 +242,8 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
     # stores it reads elementwise at its level (one nest at most, else its
     # level rises), by default the nest of its level and shape
     level: dict[str, int] = {}
-    nest_key: dict[str, tuple[int, tuple[Expression, ...]]] = {}
-    nest_size: dict[tuple[int, tuple[Expression, ...]], int] = {}
+    nest_key: dict[str, _NestKey] = {}
+    nest_size: dict[_NestKey, int] = {}
     for insn in insns:
         s = by_id[insn.id]
         lev = 0
@@ -249,11 +263,11 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
             keys = set()
         level[insn.id] = lev
         if fusible[insn.id]:
-            key = keys.pop() if keys else (lev, s.shape)
+            key = keys.pop() if keys else (lev, s.shape, loop_tags(s))
             while nest_size.get(key, 0) >= MAX_NEST_SIZE:
                 lev += 1
                 level[insn.id] = lev
-                key = (lev, s.shape)
+                key = (lev, s.shape, loop_tags(s))
             nest_key[insn.id] = key
             nest_size[key] = nest_size.get(key, 0) + 1
 
@@ -261,7 +275,7 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
 
     # {{{ loop nests
 
-    nests: dict[tuple[int, tuple[Expression, ...]], list[_Store]] = {}
+    nests: dict[_NestKey, list[_Store]] = {}
     for s in stores:
         if fusible[s.insn_id]:
             nests.setdefault(nest_key[s.insn_id], []).append(s)

@@ -7,7 +7,13 @@ goes through the schedule stage (:mod:`pytato.target.loopy.schedule`) at run
 time, for the :class:`~pytato.target.loopy.device.DeviceInfo` of the
 device (``_schedule_for``, through the program store); the user's
 :mod:`loopy` transformations work on the lowered unit with the domains of
-each instruction joined (``_transform_lowered``). See "Scheduling for the
+each instruction joined (``_transform_lowered``). The joined domains that
+a transformation leaves as they were are split again afterwards
+(``_unjoined_domains``): the schedule's layouts (vector code, tiles, split
+reductions, flat output indices) need each store's and each reduction's
+domain on its own, so that a transformation that only tags the kernel or
+its inames (as arraycontext's compiled functions do) gets the schedule of
+the untransformed program. See "Scheduling for the
 device that runs the program" in :mod:`pytato.target.loopy.run.programs`.
 """
 
@@ -113,14 +119,68 @@ def _joint_domains(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
         return t_unit
 
 
+def _unjoined_domains(result: lp.TranslationUnit, lowered: lp.TranslationUnit,
+                      joint: lp.TranslationUnit) -> lp.TranslationUnit:
+    """*result* (a transformation of *joint*, the unit
+    :func:`_joint_domains` made of *lowered*) with each merged domain that
+    the transformation left as it was split again into the domains of
+    *lowered* it was made of: the schedule stage's layouts (vector code,
+    tiles, split reductions, shared output inames) need each store's and
+    each reduction's domain on its own, and a transformation that changed
+    no domain (one tagging the kernel, as arraycontext's compiled
+    functions do, or one tagging inames) should not cost the program those
+    layouts. Merged domains that the transformation changed, or on whose
+    inames another domain depends, stay merged."""
+    knl = result.default_entrypoint
+    if knl.name != joint.default_entrypoint.name:
+        return result
+    originals = list(lowered.default_entrypoint.domains)
+    kept = {id(d) for d in joint.default_entrypoint.domains}
+    merged_parts: dict[int, list[isl.BasicSet]] = {}
+    for dom in joint.default_entrypoint.domains:
+        if any(dom is d for d in originals):
+            continue
+        names = set(dom.get_var_names(isl.dim_type.set))
+        merged_parts[id(dom)] = [
+            d for d in originals if id(d) not in kept
+            and set(d.get_var_names(isl.dim_type.set)) <= names]
+    by_names = {frozenset(d.get_var_names(isl.dim_type.set)): d
+                for d in joint.default_entrypoint.domains
+                if id(d) in merged_parts}
+    params: set[str] = set()
+    for dom in knl.domains:
+        params.update(dom.get_var_names(isl.dim_type.param))
+    new_domains: list[isl.BasicSet] = []
+    changed = False
+    for dom in knl.domains:
+        names = dom.get_var_names(isl.dim_type.set)
+        ref = by_names.get(frozenset(names))
+        if ref is not None and not params & set(names) and (
+                dom is ref or dom.plain_is_equal(ref)):
+            new_domains.extend(merged_parts[id(ref)])
+            changed = True
+        else:
+            new_domains.append(dom)
+    if not changed:
+        return result
+    try:
+        return result.with_kernel(knl.copy(domains=new_domains))
+    except lp.LoopyError:  # pragma: no cover (a kernel loopy refuses so)
+        return result
+
+
 def _transform_lowered(f: Callable[[lp.TranslationUnit], lp.TranslationUnit],
                        lowered: lp.TranslationUnit) -> lp.TranslationUnit:
     """*f* applied to the lowered unit *lowered* with joint domains (see
-    :func:`_joint_domains`); *lowered* itself where *f* changed nothing."""
+    :func:`_joint_domains`); *lowered* itself where *f* changed nothing;
+    the merged domains that *f* left as they were split again (see
+    :func:`_unjoined_domains`)."""
     joint = _joint_domains(lowered)
     result = f(joint)
-    if joint is not lowered and (result is joint or result == joint):
-        return lowered
+    if joint is not lowered:
+        if result is joint or result == joint:
+            return lowered
+        return _unjoined_domains(result, lowered, joint)
     return result
 
 

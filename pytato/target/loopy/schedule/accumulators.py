@@ -93,7 +93,7 @@ from pytato.target.loopy.lower.expressions import (
     _NumpyExtremumMixin,
     _truth_value,
 )
-from pytato.target.loopy.schedule.analysis import _reduction_inames
+from pytato.target.loopy.schedule.analysis import _has_impl_tag, _reduction_inames
 from pytato.tuning import record_defaults
 
 
@@ -149,7 +149,7 @@ class _Realizer(_LoopyIdentityMapper):
     def _realizable_dtype(self, expr: LoopyReduction) -> LoopyType | None:
         if not isinstance(expr.operation, ScalarReductionOperation):
             return None
-        if any(self.kernel.iname_tags(i) for i in expr.inames):
+        if any(_has_impl_tag(self.kernel, i) for i in expr.inames):
             return None
         if _contains_reduction(expr.expr):
             return None
@@ -191,7 +191,7 @@ class _Realizer(_LoopyIdentityMapper):
         lanes = self.lanes.split(
             expr.inames[-1], self.names,
             tuple(i for i in expr.inames[:-1]
-                  if not self.kernel.iname_tags(i)),
+                  if not _has_impl_tag(self.kernel, i)),
             blocks=self.lanes.blocks if _is_float(acc_dtype) else 1)
         if lanes is not None:
             return self._interleaved(expr, op, acc, acc_dtype, neutral,

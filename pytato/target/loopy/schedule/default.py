@@ -114,10 +114,16 @@ loops: one assignment computing all elements of a stored array, as
   :attr:`~pytato.target.loopy.device.DeviceInfo.accumulator_lane_blocks`
   blocks of them).
 
-Instructions with an iname that carries any other tag (metadata from
-axis tags, by which a user transformation may look the iname up) keep
-their loops, as do kernels with calls or instructions whose loops are not
-exactly their output axes (e.g. sparse products).
+Tags that are not implementation tags (the tags of arrays' axes and of
+reduction descriptors, which :func:`~pytato.target.loopy.generate_loopy`
+propagates to the inames as metadata, e.g. arraycontext's element and DOF
+axis tags after ``unify_axes_tags``) change nothing: a graph whose axes
+carry such tags gets the schedule of the untagged graph. Kernels with
+calls, or with instructions whose loops are not exactly their output axes
+(e.g. sparse products), keep their loops. Every loop nest that could run
+in parallel but is left serial is reported, with the reason, in one
+warning per scheduled program
+(:mod:`~pytato.target.loopy.schedule.serial_report`).
 
 .. rubric:: Kernels the user mapped, fully or in part
 
@@ -126,8 +132,10 @@ nest (the instructions sharing one set of loops) is **the user's** if any
 of its inames, loops or reductions,
 
 * carries a :class:`loopy.kernel.data.InameImplementationTag` (``g.0``,
-  ``l.0``, ``unr``, ``ilp``, ``for``, ... set by a transformation or
-  through axis tags), or
+  ``l.0``, ``unr``, ``ilp``, ``vec``, ``for``, ... set by a transformation
+  or through axis tags that are such tags); other tags of an iname
+  (:class:`pytools.tag.Tag` metadata: the client's axis tags, name
+  hints, ...) do not make a nest the user's, or
 * is one of *user_inames* of :func:`default_schedule`: the programs of
   :func:`~pytato.target.loopy.generate_loopy` pass the inames that the
   user's transformation created (e.g. the two halves of a
@@ -212,6 +220,13 @@ from pytato.target.loopy.schedule.reduction_plans import (
 from pytato.target.loopy.schedule.reductions import (
     split_reduction_two_stage,
 )
+from pytato.target.loopy.schedule.serial_report import (
+    _could_run_in_parallel,
+    _runs_in_parallel,
+    _users_reason,
+    report_serial_nests,
+    serial_nest_reasons,
+)
 from pytato.target.loopy.schedule.tiling import apply_tilings
 from pytato.target.loopy.schedule.tiling_plan import TilingPlan, plan_tiling
 from pytato.target.loopy.schedule.vector_calls import (
@@ -262,9 +277,9 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[lp.Assignment],
     all_inames = set(out_inames)
     for red in coll.reductions:
         all_inames.update(red.inames)
-    # inames with tags (implementation tags, or metadata that a user may
-    # look the iname up by) are left alone
-    if any(kernel.iname_tags(i) for i in all_inames):
+    # inames the user mapped (implementation tags) are left alone; other
+    # tags (metadata propagated from axis tags) do not count
+    if any(_has_impl_tag(kernel, i) for i in all_inames):
         return kernel
 
     if kernel.get_inames_domain(frozenset(all_inames)).is_empty():
@@ -385,11 +400,23 @@ def default_schedule(t_unit: lp.TranslationUnit,
                            if isinstance(a, lp.ValueArg))
     # kernels with instructions other than plain stores (calls, sparse
     # products with data-dependent loops) keep their sequential loops
-    groups = _loop_groups(kernel, frozenset(user_inames))
+    user_inames = frozenset(user_inames)
+    groups = _loop_groups(kernel, user_inames)
     if len(t_unit.callables_table) > 1 or groups is None:
+        report_serial_nests(kernel.name, serial_nest_reasons(
+            kernel, sorted(n for n in t_unit.callables_table
+                           if n != kernel.name), user_inames))
         return t_unit
+    # the loop nests left serial, with the reason (see serial_report)
+    serial: list[tuple[list[str], str]] = []
+    for insns, order in groups:
+        if order is None and _could_run_in_parallel(kernel, insns) \
+                and not _runs_in_parallel(kernel, [i.id for i in insns]):
+            serial.append(([i.id for i in insns],
+                           _users_reason(kernel, insns, user_inames)))
     if groups and all(order is None for _, order in groups):
         # fully mapped by the user
+        report_serial_nests(kernel.name, serial)
         return t_unit
     red_inames = {insn.id: _reduction_inames(insn)
                   for insns, _ in groups for insn in insns}
@@ -425,9 +452,14 @@ def default_schedule(t_unit: lp.TranslationUnit,
         ids = nests[unit]
         # inames shared with other loop nests (e.g. from substitution
         # rules) are left alone
-        if any(iname_users.get(i, 0) > 1 for i in out_inames) or any(
-                iname_users.get(i, 0) > 1
-                for insn in insns for i in red_inames[insn.id]):
+        shared = sorted(
+            {i for i in out_inames if iname_users.get(i, 0) > 1}
+            | {i for insn in insns for i in red_inames[insn.id]
+               if iname_users.get(i, 0) > 1})
+        if shared:
+            if _could_run_in_parallel(kernel, insns):
+                serial.append((list(ids), f"the loops {shared} are shared "
+                               "with other loop nests"))
             continue
         vector = plan_vector_nest(
             kernel, [kernel.id_to_insn[i] for i in ids], out_inames, info)
@@ -435,10 +467,17 @@ def default_schedule(t_unit: lp.TranslationUnit,
             vector_nests.append((unit, vector))
             continue
         old = kernel
-        kernel = _schedule_group(
-            kernel, [kernel.id_to_insn[i] for i in ids],
-            out_inames, info, value_args, allow_join, batch, level[unit],
-            tilings, t_unit.callables_table)
+        try:
+            kernel = _schedule_group(
+                kernel, [kernel.id_to_insn[i] for i in ids],
+                out_inames, info, value_args, allow_join, batch, level[unit],
+                tilings, t_unit.callables_table)
+        except ValueError as e:
+            # a precondition of a layout that its plan did not check (e.g.
+            # a domain that a user's transformation changed): the nest
+            # keeps its loops, and the warning says why
+            serial.append((list(ids), f"its layout failed: {e}"))
+            continue
         if kernel is not old:
             # instructions added for this nest (stages of a reduction) run
             # between the same global barriers as the nest (most nests
@@ -468,6 +507,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
     if any(_has_impl_tag(kernel, i) for i in kernel.all_inames()):
         kernel = _add_global_barriers(kernel, nests, level,
                                       alone=frozenset(range(ours, len(nests))))
+    report_serial_nests(kernel.name, serial)
     return t_unit.with_kernel(_single_writer_races_silenced(kernel))
 
 

@@ -42,6 +42,7 @@ from pymbolic.typing import Expression
 from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.schedule.analysis import (
     _constant_length,
+    _own_domain,
     _prod,
     _ReductionCollector,
     box_extent,
@@ -261,6 +262,11 @@ def _row_blocks(kernel: lp.LoopKernel, insn_id: str, r_len: int,
                                    r_len // MIN_BLOCK_ROWS), 1)
     if blocks is None or r_len // blocks < MIN_BLOCK_ROWS:
         return None
+    if box_extent(kernel, red.inames[0]) != r_len:
+        # (the split needs the iname in a box domain of its own, which a
+        # domain joined with others, e.g. by a user's transformation, is
+        # not: the chunks of columns then)
+        return None
     return split_reduction_row_blocks(
         kernel, insn_id, num_blocks=blocks, dtype=dtype,
         callables_table=callables_table, group_size=info.group_size)
@@ -383,6 +389,11 @@ def _column_reduction(kernel: lp.LoopKernel, insns: list[lp.Assignment],
     red = coll.reductions[0]
     col = red.inames[0]
     if col in coll.contiguous or out_inames[-1] not in coll.contiguous:
+        return None
+    if any(_own_domain(kernel, [i]) is None for i in red.inames):
+        # (the splits need each reduction iname in a domain of its own,
+        # which a domain joined with others, e.g. by a user's
+        # transformation, is not)
         return None
     if n_out is None:
         return None

@@ -89,7 +89,7 @@ from loopy.kernel.array import FixedStrideArrayDimTag
 from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag
 from pymbolic.mapper import WalkMapper
 
-from pytato.target.loopy.schedule.analysis import _own_domain
+from pytato.target.loopy.schedule.analysis import _has_impl_tag, _own_domain
 from pytato.target.loopy.schedule.outputs import SILENCED_WRITE_RACES
 from pytato.tuning import record_defaults
 
@@ -668,7 +668,7 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
     :attr:`~pytato.target.loopy.device.DeviceInfo.vector_calls` is off."""
     if not info.vector_calls or not inames:
         return None
-    if any(kernel.iname_tags(i) for i in inames):
+    if any(_has_impl_tag(kernel, i) for i in inames):
         return None
     dom = _own_domain(kernel, inames)
     if dom is None:
