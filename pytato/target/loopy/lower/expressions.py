@@ -642,10 +642,37 @@ class ScalarToLoopyMapper(IdentityMapper):
         return prim.LogicalNot(self._truth(expr.child))
 
     def map_logical_and(self, expr: prim.LogicalAnd) -> Expression:
-        return prim.LogicalAnd(tuple(self._truth(c) for c in expr.children))
+        return self._logical(expr, is_and=True)
 
     def map_logical_or(self, expr: prim.LogicalOr) -> Expression:
-        return prim.LogicalOr(tuple(self._truth(c) for c in expr.children))
+        return self._logical(expr, is_and=False)
+
+    def _logical(self, expr: prim.LogicalAnd | prim.LogicalOr, *, is_and: bool
+                 ) -> Expression:
+        """A logical and (or) with its constant operands folded: a constant
+        that decides the result gives the result, the others are dropped
+        (``np.logical_and(True, x)`` as arraycontext's ``array_equal``
+        builds it: compilers warn of ``&&`` with a constant operand)."""
+        rest: list[tuple[Expression, Any]] = []
+        for child in expr.children:
+            lowered = self._truth(child)
+            if isinstance(lowered, (bool, int, float, np.bool_, np.integer,
+                                    np.floating)):
+                if bool(lowered) != is_and:
+                    return int(not is_and)
+                continue
+            rest.append((lowered, self._dtype(child)))
+        if not rest:
+            return int(is_and)
+        if len(rest) == 1:
+            (lowered, dtype), = rest
+            if (isinstance(dtype, np.dtype) and dtype.kind == "b") \
+                    or isinstance(lowered, (prim.Comparison, prim.LogicalAnd,
+                                            prim.LogicalOr, prim.LogicalNot)):
+                return lowered
+            return prim.Comparison(lowered, "!=", 0)
+        kids = tuple(lowered for lowered, _ in rest)
+        return prim.LogicalAnd(kids) if is_and else prim.LogicalOr(kids)
 
     def map_comparison(self, expr: prim.Comparison) -> Expression:
         left, right = self._operand(expr.left), self._operand(expr.right)
