@@ -138,3 +138,77 @@ def test_random_typed_graphs(queue: object, seed: int) -> None:
     _, result = pt.generate_loopy(g.outputs)(queue, **inputs)
     _check_typed(result, g)
     _check_typed(pt.generate_numpy(g.outputs)(**inputs), g)
+
+
+@pytest.mark.parametrize("shared_queue", [True, False],
+                         ids=["shared-queue", "queue-per-thread"])
+def test_random_graphs_from_threads(cl_ctx: object, shared_queue: bool
+                                    ) -> None:
+    """A few random graphs, each program called from 4 threads at once
+    (before any call, so that the first calls race too) with inputs of
+    their own at each call (the inputs scaled), every result checked
+    against the NumPy target; on one queue shared by the threads and on
+    one queue per thread (issue 41: the programs' kernels and kept
+    temporaries were shared by the threads' calls)."""
+    import sys
+    import threading
+
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    nthreads, ncalls = 4, 10
+    # (graphs of 4 to 6 kernels, with 3 or 4 global temporaries)
+    graphs = [make_random_graph(seed) for seed in (1039, 1011, 1008, 1030)]
+    progs = [pt.generate_loopy(g.outputs) for g in graphs]
+    rng = np.random.default_rng(41)
+    # (thread, call, graph) -> (inputs, expected)
+    cases = {}
+    for g_index, g in enumerate(graphs):
+        ref = pt.generate_numpy(g.outputs)
+        base = g.inputs_for(g.outputs)
+        for k in range(nthreads):
+            for i in range(ncalls):
+                inputs = {name: v * rng.uniform(0.5, 1.5)
+                          for name, v in base.items()}
+                cases[k, i, g_index] = (inputs, ref(**inputs))
+    queues = [cl.CommandQueue(cl_ctx)  # type: ignore[arg-type]
+              for _ in range(1 if shared_queue else nthreads)]
+    barrier = threading.Barrier(nthreads)
+    errors: list[BaseException] = []
+
+    def body(k: int) -> None:
+        try:
+            queue = queues[k % len(queues)]
+            barrier.wait()
+            # all calls in flight (device arrays in and out), then checked
+            results = []
+            for i in range(ncalls):
+                for g_index in (range(len(progs)) if k % 2
+                                else reversed(range(len(progs)))):
+                    inputs, expected = cases[k, i, g_index]
+                    _, result = progs[g_index](queue, **{
+                        name: cla.to_device(queue, v)
+                        for name, v in inputs.items()})
+                    results.append((i, g_index, result, expected))
+            for i, g_index, result, expected in results:
+                for name, ref in expected.items():
+                    np.testing.assert_allclose(
+                        result[name].get(), ref, rtol=1e-10,
+                        atol=1e-12, err_msg=f"{name} of graph {g_index}"
+                        f", thread {k}, call {i}")
+        except BaseException as exc:
+            errors.append(exc)
+
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=body, args=(k,))
+                   for k in range(nthreads)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(old)
+    if errors:
+        raise errors[0]

@@ -525,17 +525,17 @@ def test_repeated_calls_wait_for_input_events(cl_ctx, kind):
     repeated = (runner._repeated if kind == "exe"
                 else runner._repeated_calls[cl_ctx.int_ptr])
     runner(queue, x=x)
-    assert repeated.pending == []        # the transfer has completed
+    assert repeated.last_events[1] == []        # the transfer has completed
     gate = cl.UserEvent(cl_ctx)
     x.add_event(gate)
     evts = [runner(queue, x=x)[0] for _ in range(3)]
-    assert repeated.pending == [gate]
+    assert repeated.last_events[1] == [gate]
     for evt in evts:
         assert (evt.command_execution_status
                 != cl.command_execution_status.COMPLETE)
     gate.set_status(cl.command_execution_status.COMPLETE)
     evt, (out,) = runner(queue, x=x)
-    assert repeated.pending == []
+    assert repeated.last_events[1] == []
     np.testing.assert_allclose(out.get(), ref(x.get()))
     assert fast_call._FAST_CALLS[executor] is not None
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Self
 
@@ -276,7 +277,9 @@ class KernelProfiler:
     :attr:`max_pending` events wait, so that recording adds next to nothing
     to the enqueues.  One profiler may be shared by several launchers (give
     it as their *profiler*), programs and launcher lists: it merges their
-    measurements by name.
+    measurements by name. Several threads may record and read at once
+    (records are appended without a lock; reading takes the recorded
+    batches out under one).
 
     ``profiler[name] = seconds`` records one execution of *name* that took
     *seconds* (as :meth:`add`); ``print(profiler)`` prints the per-name
@@ -307,13 +310,17 @@ class KernelProfiler:
         #: [number of events in _batches, number that triggers a reading]
         self._counts = [0, self.max_pending]
         self._stats = LauncherStatistics()
+        # held while the statistics are read or changed (not by the
+        # appends of records: see _consume)
+        self._lock = threading.Lock()
 
     def add(self, name: str, seconds: float) -> None:
         """Record one execution of *name* that took *seconds*."""
-        self._stats.add(name, seconds)
+        with self._lock:
+            self._stats.add(name, seconds)
 
     def __setitem__(self, name: str, seconds: float) -> None:
-        self._stats.add(name, seconds)
+        self.add(name, seconds)
 
     def record(self, name: str, evt: cl.Event) -> None:
         """Keep *evt*, the event of an execution of *name* (on a queue with
@@ -350,10 +357,20 @@ class KernelProfiler:
                      for pair in zip(names, events, strict=True))
 
     def _consume(self) -> None:
+        with self._lock:
+            self._consume_locked()
+
+    def _consume_locked(self) -> None:
+        # the batches recorded so far are taken out of the list, and those
+        # not finished put back at its start: batches that other threads
+        # record meanwhile (appended, without the lock) stay after them
+        batches = self._batches
+        taken = batches[:len(batches)]
+        del batches[:len(taken)]
         stats = self._stats
         pending = []
         npending = 0
-        for names, events in self._batches:
+        for names, events in taken:
             status = events[-1].command_execution_status if events else 0
             if status == _COMPLETE:
                 try:
@@ -379,15 +396,17 @@ class KernelProfiler:
             if rest:
                 pending.append((tuple(rest_names), tuple(rest)))
                 npending += len(rest)
-        self._batches[:] = pending
-        self._counts[0] = npending
+        batches[:0] = pending
+        self._counts[0] = npending + sum(len(events)
+                                         for _, events in batches[len(pending):])
 
     @property
     def statistics(self) -> LauncherStatistics:
         """The statistics by name of all finished recorded executions (a
         copy; events that did not finish yet stay recorded)."""
-        self._consume()
-        return LauncherStatistics(self._stats)
+        with self._lock:
+            self._consume_locked()
+            return LauncherStatistics(self._stats)
 
     def summary(self) -> str:
         """The table of :attr:`statistics`, headed by the profiler's name."""
@@ -395,9 +414,10 @@ class KernelProfiler:
 
     def clear(self) -> None:
         """Forget the statistics and the recorded events."""
-        self._batches.clear()
-        self._counts[:] = [0, self.max_pending]
-        self._stats = LauncherStatistics()
+        with self._lock:
+            self._batches.clear()
+            self._counts[:] = [0, self.max_pending]
+            self._stats = LauncherStatistics()
 
     def __str__(self) -> str:
         return self.summary()

@@ -27,6 +27,7 @@ from pyopencl.tools import DeferredAllocator
 
 from pytato.codegen import PhaseTimer
 from pytato.diagnostic import UnsupportedByTargetError
+from pytato.target.loopy.run.call_locks import executor_lock
 from pytato.target.loopy.run.fast_call import _FAST_CALLS, _fast_call
 from pytato.target.loopy.run.instrumented import (
     run_instrumented,
@@ -76,17 +77,26 @@ def _run(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
             result = fast(queue, kwargs)
             if result is not None:
                 return result
-        return _invoke(executor, queue, kwargs)
-    with warnings.catch_warnings(), PhaseTimer(
-            _logger, "first call (loopy preprocessing, code generation, "
-            "OpenCL build)"):
-        # (loopy's executors, which warn so, need loopy imported; the
-        # executor of a program from the store may run without it)
-        diagnostic = sys.modules.get("loopy.diagnostic")
-        if diagnostic is not None:
-            warnings.simplefilter("ignore", diagnostic.ParameterFinderWarning)
-        result = _invoke(executor, queue, kwargs)
-    _WARMED_EXECUTORS.add(executor)
+        # loopy's invoker sets the arguments of the executor's kernels
+        # (shared by its calls): one thread at a time (see call_locks)
+        with executor_lock(executor):
+            return _invoke(executor, queue, kwargs)
+    with executor_lock(executor):
+        # (threads making the first call at once: one generates the
+        # invoker and builds the kernels, the others wait for it)
+        if executor in _WARMED_EXECUTORS:
+            return _invoke(executor, queue, kwargs)
+        with warnings.catch_warnings(), PhaseTimer(
+                _logger, "first call (loopy preprocessing, code generation, "
+                "OpenCL build)"):
+            # (loopy's executors, which warn so, need loopy imported; the
+            # executor of a program from the store may run without it)
+            diagnostic = sys.modules.get("loopy.diagnostic")
+            if diagnostic is not None:
+                warnings.simplefilter("ignore",
+                                      diagnostic.ParameterFinderWarning)
+            result = _invoke(executor, queue, kwargs)
+        _WARMED_EXECUTORS.add(executor)
     return result
 
 

@@ -36,6 +36,7 @@ from pyopencl.tools import DeferredAllocator
 import pytato.target.loopy.run.program_store as program_store
 import pytato.target.loopy.run.queues as _queues
 from pytato.diagnostic import UnsupportedByTargetError
+from pytato.target.loopy.run.call_locks import executor_lock
 from pytato.target.loopy.run.launcher import (
     _PROFILE_KEY,
     _TRACE_KEY,
@@ -126,7 +127,7 @@ class _SizedCall:
     default pool are kept for the next call (see ``run``).
     """
 
-    __slots__ = ("context", "held", "kernels", "names",
+    __slots__ = ("context", "held", "kernels", "lock", "names",
                  "ninputs", "out_nbytes", "outputs", "run", "run_profiled",
                  "stats",
                  "templates", "temporaries", "zeroed")
@@ -135,6 +136,7 @@ class _SizedCall:
         plan = fast.plan
         self.context = fast.context
         self.held = fast.held
+        self.lock = fast.lock
         self.stats = fast.stats
         self.names = tuple(sk.name for sk in plan.subkernels)
         typed = plan.typed_values(values)
@@ -210,6 +212,13 @@ class _SizedCall:
     #: later commands of their queue run after the kernels that use them)
     #: or drops them and uses temporaries of its own, released to their
     #: allocator once the kernels are enqueued.
+    #:
+    #: All but the making of the output arrays runs under the executor's
+    #: lock (:func:`~pytato.target.loopy.run.call_locks.executor_lock`):
+    #: calls from several threads set the kernels' arguments, enqueue them
+    #: and take or keep the temporaries one after the other, so that a
+    #: call reusing the temporaries kept by another one (on the same
+    #: in-order queue) runs after it.
     run: Any
 
     #: :attr:`run` for queues with profiling enabled: the same, and the
@@ -247,6 +256,7 @@ class _SizedCall:
             "enqueue": _enqueue, "new": _new_object, "Array": _Array,
             "Holder": _MemoryObjectHolder, "POOL": _POOL_ATTR,
             "held": self.held, "token": object(), "output": self.output,
+            "lock": self.lock,
             "templates": self.templates, "NAMES": self.names,
             "batches": self.stats._batches, "counts": self.stats._counts,
             "overflow": self.stats._overflow,
@@ -319,6 +329,10 @@ class _SizedCall:
                      f"    counts[0] += {nkernels}",
                      "    if counts[0] > counts[1]:",
                      "        overflow()"]
+        # the kernels' arguments, their enqueues and the kept temporaries
+        # under the executor's lock (see call_locks); the outputs after
+        code = [code[0], "    with lock:",
+                *(f"    {line}" for line in code[1:])]
         for k in range(noutputs):
             code.append(f"    a{k} = output({k}, o{k}, evt, queue, allocator)"
                         if self.templates is None else
@@ -412,6 +426,11 @@ class _FastCall:
         #: the temporaries kept by a call (see :meth:`_SizedCall.run`):
         #: ``[(sized call, queue info, allocator, buffers)]`` or ``[None]``
         self.held: list[Any] = [None]
+        #: the executor's lock (:func:`~pytato.target.loopy.run.call_locks.
+        #: executor_lock`), held by :meth:`_SizedCall.run` over the
+        #: setting of the kernels' arguments, their enqueues and the use of
+        #: :attr:`held`
+        self.lock = executor_lock(executor)
 
     def sized(self, key: tuple[Any, ...]) -> _SizedCall | None:
         """The (cached) :class:`_SizedCall` for the values *key* of the
@@ -525,11 +544,17 @@ def _fast_call(executor: PyOpenCLExecutor) -> _FastCall | None:
         return _FAST_CALLS[executor]
     except KeyError:
         pass
-    try:
-        fast: _FastCall | None = _FastCall(executor)
-    except (_NoFastCall, UnsupportedByTargetError):
-        fast = None
-    _FAST_CALLS[executor] = fast
+    with executor_lock(executor):
+        # (made once, by the first of threads calling at once)
+        try:
+            return _FAST_CALLS[executor]
+        except KeyError:
+            pass
+        try:
+            fast: _FastCall | None = _FastCall(executor)
+        except (_NoFastCall, UnsupportedByTargetError):
+            fast = None
+        _FAST_CALLS[executor] = fast
     return fast
 
 # }}}
@@ -697,7 +722,7 @@ class _RepeatedCalls:
     (nor queried again).
     """
 
-    __slots__ = ("bound", "context", "events", "executor", "fast", "pending",
+    __slots__ = ("bound", "context", "executor", "fast", "last_events",
                  "signatures")
 
     #: the number of signatures kept
@@ -710,10 +735,11 @@ class _RepeatedCalls:
         self.context = context
         self.fast: _FastCall | None = None
         self.signatures: tuple[_Signature, ...] = ()
-        #: the input events of the last call, and those of them that were
-        #: not complete (when it was made)
-        self.events: list[cl.Event] = []
-        self.pending: list[cl.Event] = []
+        #: ``(events, pending)``: the input events of the last call, and
+        #: those of them that were not complete (when it was made); one
+        #: tuple, replaced whole, so that a call from another thread reads
+        #: the pending events of the events it compared with
+        self.last_events: tuple[list[cl.Event], list[cl.Event]] = ([], [])
 
     def __call__(self, queue: cl.CommandQueue, allocator: Any,
                  wait_for: Sequence[cl.Event | None] | None, out_host: bool | None,
@@ -752,14 +778,16 @@ class _RepeatedCalls:
         else:
             return None
         if events:
-            if events == self.events:
-                pending = self.pending
+            last = self.last_events
+            if events == last[0]:
+                pending = last[1]
                 if pending:
-                    pending = self.pending = [
-                        e for e in pending
-                        if e.command_execution_status != _COMPLETE]
+                    pending = [e for e in pending
+                               if e.command_execution_status != _COMPLETE]
+                    self.last_events = (last[0], pending)
             else:
-                self.events = self.pending = pending = events
+                self.last_events = (events, events)
+                pending = events
         else:
             pending = events
         if wait_for is not None:

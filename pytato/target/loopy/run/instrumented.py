@@ -34,6 +34,7 @@ from pytato.launchers import (
     should_trace_kernel,
     trace_kernel,
 )
+from pytato.target.loopy.run.call_locks import executor_lock
 from pytato.target.loopy.run.fast_call import _fast_call
 from pytato.target.loopy.run.launcher import (
     _ENV_NAMES,
@@ -119,21 +120,29 @@ def run_instrumented(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
     profiling = has_profiling(queue)
     wait_list = [e for e in (wait_for or ()) if e is not None] or None
     evt = None
-    for sk in plan.subkernels:
-        kernel = kernels[sk.name]
-        for i, arg in enumerate(_kernel_args(sk, memory, typed)):
-            kernel.set_arg(i, arg)
-        gsize, lsize = sk.work_sizes(values)
-        if should_trace_kernel(sk.name):
-            trace_kernel(f"{sk.name}: global_size={gsize} local_size={lsize}")
-        evt = cl.enqueue_nd_range_kernel(queue, kernel, gsize, lsize,
-                                         wait_for=wait_list,
-                                         allow_empty_ndrange=True)
-        wait_list = [evt]
-        if profiling:
-            stats.record(sk.name, evt)
-        if should_profile_kernel(sk.name):
-            profile_kernel(kernel, evt, kernel_msg=sk.name)
+    batch = []
+    # the kernels are shared by the executor's instrumented calls: their
+    # arguments are set and they are enqueued by one thread at a time
+    # (see call_locks)
+    with executor_lock(executor):
+        for sk in plan.subkernels:
+            kernel = kernels[sk.name]
+            for i, arg in enumerate(_kernel_args(sk, memory, typed)):
+                kernel.set_arg(i, arg)
+            gsize, lsize = sk.work_sizes(values)
+            if should_trace_kernel(sk.name):
+                trace_kernel(
+                    f"{sk.name}: global_size={gsize} local_size={lsize}")
+            evt = cl.enqueue_nd_range_kernel(queue, kernel, gsize, lsize,
+                                             wait_for=wait_list,
+                                             allow_empty_ndrange=True)
+            wait_list = [evt]
+            batch.append((sk.name, evt))
+            if should_profile_kernel(sk.name):
+                profile_kernel(kernel, evt, kernel_msg=sk.name)
+    if profiling:
+        for name, kernel_evt in batch:
+            stats.record(name, kernel_evt)
     if evt is None:
         evt = cl.enqueue_marker(queue, wait_for=wait_list)
 
@@ -155,8 +164,10 @@ def _instrumented_kernels(executor: PyOpenCLExecutor, plan: KernelPlan
                           ) -> dict[str, cl.Kernel]:
     kernels = _KERNELS.get(executor)
     if kernels is None:
-        kernels = _KERNELS[executor] = {sk.name: plan.new_kernel(sk.name)
-                                        for sk in plan.subkernels}
+        # (threads at once: one dict wins, all use it)
+        kernels = _KERNELS.setdefault(
+            executor, {sk.name: plan.new_kernel(sk.name)
+                       for sk in plan.subkernels})
     return kernels
 
 # }}}

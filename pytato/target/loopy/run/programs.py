@@ -81,12 +81,38 @@ switched on in the environment, are checked and run as before as well.
 Such calls wait for the events of their input arrays (as loopy's invoker
 does), but for those that had completed by the previous call with the
 same input events (kept until the next call).
+
+.. rubric:: Calls from several threads
+
+A program (:class:`BoundPyOpenCLProgram`) or an executable
+(:class:`BoundPyOpenCLExecutable`) may be called from any number of
+threads at once, on one queue shared by them or on queues of their own,
+with the results of calls made one after the other. Its kernels are
+shared by its calls, so each call sets their arguments and enqueues them
+holding the lock of the program's executor (one per context, see
+:mod:`pytato.target.loopy.run.call_locks`); what a call keeps for the next
+one (the global temporaries kept on an in-order queue, the events of the
+inputs) is taken and kept under that lock too. The lock is held for no
+more than that: the argument checks, transfers of numpy inputs and
+results, and the device's work are not serialized, and the fast path of
+single-threaded calls costs the same (one uncontended lock). The first
+call on a context (or, for a deferred schedule, a device) schedules and
+builds the program once: threads calling at once wait for the first.
+Calls that go through :mod:`loopy`'s invoker (the first call and calls
+that the fast path does not handle) run whole under the executor's lock.
+The statistics of calls on queues with profiling enabled count every
+call's kernels, and may be read while other threads call the program.
+
+A :class:`~pytato.target.loopy.run.launcher.ProgramLauncher`
+(:meth:`BoundPyOpenCLProgram.launcher`) has kernels of its own with its
+arguments set: make one launcher per thread rather than sharing one.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -420,6 +446,12 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         default_factory=dict, compare=False, repr=False, init=False)
     _last_info: DeviceInfo | None = field(
         default=None, compare=False, repr=False, init=False)
+    # held while the caches above are filled (the first call on a context
+    # or device schedules the program and builds its executor: threads
+    # making it at once wait for the first)
+    _cache_lock: threading.RLock = field(
+        default_factory=threading.RLock, compare=False, repr=False,
+        init=False)
 
     def __post_init__(self) -> None:
         if self.schedule_per_device and self.generated_inames is None:
@@ -483,7 +515,12 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         if not self.schedule_per_device:
             return _PROGRAM.raw(self), self.store_key
         entry = self._schedules.get(info)
-        if entry is None:
+        if entry is not None:
+            return entry
+        with self._cache_lock:
+            entry = self._schedules.get(info)
+            if entry is not None:
+                return entry
             entry = self._schedules[info] = _schedule_for(
                 _PROGRAM.raw(self), _loopy_target_for(self.target, info), info,
                 self.generated_inames, self.store_key, to_run=to_run)
@@ -532,9 +569,12 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         ctx = queue.context
         result = self._processed_bound_args_cache.get(ctx)
         if result is None:
-            result = {k: _to_device(queue, v)
-                      for k, v in self.bound_arguments.items()}
-            self._processed_bound_args_cache[ctx] = result
+            with self._cache_lock:
+                result = self._processed_bound_args_cache.get(ctx)
+                if result is None:
+                    result = {k: _to_device(queue, v)
+                              for k, v in self.bound_arguments.items()}
+                    self._processed_bound_args_cache[ctx] = result
         return result
 
     def _executor_on(self, queue: cl.CommandQueue) -> PyOpenCLExecutor:
@@ -552,6 +592,15 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         """The executor of the program on *context*; for a deferred
         schedule in a context of devices of different kinds, the one for
         the device of *queue* (by default the context's first)."""
+        exe = self._executor_cache.get(context)
+        if exe is not None:
+            return exe
+        with self._cache_lock:
+            return self._new_executor(context, queue)
+
+    def _new_executor(self, context: cl.Context,
+                      queue: cl.CommandQueue | None) -> PyOpenCLExecutor:
+        """:meth:`_executor`, under the lock of the caches."""
         exe = self._executor_cache.get(context)
         if exe is not None:
             return exe
@@ -648,8 +697,9 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
                 or self._context_info.get(context) is not None:
             # (not in contexts of devices of different kinds: the repeated
             # calls are told apart by context only)
-            self._repeated_calls_on(context, executor, bound).learn(
-                kwargs, arrays, values, default_out_host)
+            with self._cache_lock:
+                self._repeated_calls_on(context, executor, bound).learn(
+                    kwargs, arrays, values, default_out_host)
         return result
 
     def _default_out_host(self, arrays: Mapping[str, Any]) -> bool:

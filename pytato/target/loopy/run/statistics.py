@@ -74,7 +74,8 @@ def executor_statistics(executor: PyOpenCLExecutor) -> EventStatistics:
     *executor* (created empty on first use)."""
     stats = _PROFILES.get(executor)
     if stats is None:
-        stats = _PROFILES[executor] = EventStatistics()
+        # (threads at once: one wins, all record into it)
+        stats = _PROFILES.setdefault(executor, EventStatistics())
     return stats
 
 
