@@ -207,7 +207,7 @@ class Mapper(Generic[ResultT, FunctionResultT, P]):
 
 # {{{ caches
 
-class CacheInputsWithKey(Generic[CacheExprT, P]):
+class CacheInputsWithKey(Generic[CacheExprT, CacheKeyT, P]):
     """What a :class:`CachedMapperCache` is asked about: the mapped
     expression, its extra arguments and the cache key made of them.
 
@@ -219,7 +219,7 @@ class CacheInputsWithKey(Generic[CacheExprT, P]):
 
     __slots__ = ("args", "expr", "key", "kwargs")
 
-    def __init__(self, expr: CacheExprT, key: Hashable,
+    def __init__(self, expr: CacheExprT, key: CacheKeyT,
                  *args: P.args, **kwargs: P.kwargs) -> None:
         self.expr = expr
         self.key = key
@@ -252,7 +252,7 @@ class CachedMapperCache(Generic[CacheExprT, CacheResultT, P]):
             return expr  # type: ignore[return-value]
         return (expr, args, tuple(sorted(kwargs.items())))
 
-    def add(self, inputs: CacheInputsWithKey[CacheExprT, P],
+    def add(self, inputs: CacheInputsWithKey[CacheExprT, Hashable, P],
             result: CacheResultT) -> CacheResultT:
         """Store *result* for *inputs*; return it."""
         self._input_key_to_result[inputs.key] = result
@@ -260,7 +260,7 @@ class CachedMapperCache(Generic[CacheExprT, CacheResultT, P]):
             self._input_key_to_expr[inputs.key] = inputs.expr
         return result
 
-    def retrieve(self, inputs: CacheInputsWithKey[CacheExprT, P]
+    def retrieve(self, inputs: CacheInputsWithKey[CacheExprT, Hashable, P]
                  ) -> CacheResultT:
         """The result stored for *inputs*; raises :class:`KeyError` if
         none."""
@@ -299,7 +299,7 @@ class TransformMapperCache(CachedMapperCache[CacheExprT, CacheExprT, P]):
         self.deduplicate_results = deduplicate_results
         self._result_to_result: dict[CacheExprT, CacheExprT] = {}
 
-    def add(self, inputs: CacheInputsWithKey[CacheExprT, P],
+    def add(self, inputs: CacheInputsWithKey[CacheExprT, Hashable, P],
             result: CacheExprT) -> CacheExprT:
         """Store *result* for *inputs*. With *deduplicate_results* (the
         default), a result equal to an earlier one is replaced by the
