@@ -9,6 +9,7 @@ lambda's bindings. Scalar functions are called through variables named
 ``pytato.c99.<name>`` (e.g. ``pytato.c99.sin``).
 
 .. autodata:: ScalarExpression
+.. autodata:: IDX_LAMBDA_AXIS_INDEX
 .. autoclass:: ExpressionBase
 .. autoclass:: Reduce
 .. autoclass:: TypeCast
@@ -45,6 +46,7 @@ lambda's bindings. Scalar functions are called through variables named
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable, Mapping, Set
 from typing import Any, ParamSpec, TypeAlias, TypeGuard, TypeVar
 
@@ -75,6 +77,12 @@ ScalarExpression: TypeAlias = Expression
 (:data:`pymbolic.typing.Expression`)."""
 
 SCALAR_CLASSES = (int, float, complex, bool, np.number, np.bool_)
+
+IDX_LAMBDA_AXIS_INDEX = re.compile(r"^(_(0|([1-9][0-9]*)))$")
+"""Matches the names of the variables of an
+:class:`~pytato.array.IndexLambda` that are the indices of its output
+(``_0``, ``_1``, ..., without leading zeros), as in the reference
+pytato."""
 
 P = ParamSpec("P")
 ResultT = TypeVar("ResultT")

@@ -40,6 +40,7 @@ from pytato.array.tagging import (  # noqa: F401
     normalize_tags,
 )
 from pytato.diagnostic import (
+    ArrayClassEqualityError,
     AxisError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -344,14 +345,40 @@ _FIELD_NAMES_CACHE: dict[type, tuple[str, ...]] = {}
 
 
 def _skeleton_field_names(cls: type) -> tuple[str, ...]:
-    """Names of the fields of *cls* that take part in equality, cached."""
+    """Names of the fields of *cls* that take part in equality, cached.
+    (Checked once per class, at its first node: that it keeps
+    :class:`Array`'s equality and hash.)"""
     try:
         return _FIELD_NAMES_CACHE[cls]
     except KeyError:
+        _check_keeps_array_eq(cls)
         names = tuple(f.name for f in dataclasses.fields(cls)
                       if f.name != "non_equality_tags" and f.compare)
         _FIELD_NAMES_CACHE[cls] = names
         return names
+
+
+def _check_keeps_array_eq(cls: type) -> None:
+    """Raise :class:`~pytato.diagnostic.ArrayClassEqualityError` if the array
+    class *cls* replaces :class:`Array`'s ``__eq__`` or ``__hash__`` (as
+    ``@dataclass`` does unless given ``eq=False``: its comparison of fields
+    recurses, and takes exponential time on graphs with shared nodes)."""
+    if (issubclass(cls, Array) and (cls.__eq__ is not Array.__eq__
+                                    or cls.__hash__ is not Array.__hash__)):
+        raise ArrayClassEqualityError(
+            f"array class {cls.__qualname__} replaces Array.__eq__ or "
+            "Array.__hash__ (declare it with @dataclass(frozen=True, "
+            "eq=False) or pytato.array.array_dataclass)")
+
+
+class _SuppliedAxesAndTagsMixin:
+    """The base, in the reference pytato, of the array classes whose
+    ``axes``, ``tags`` and ``non_equality_tags`` are given to the
+    constructor (keyword-only). Every :class:`Array` has these fields here;
+    the mixin is kept so that array classes defined as for the reference
+    (``class MyArray(_SuppliedAxesAndTagsMixin, Array)``) work."""
+
+    __slots__ = ()
 
 
 def array_dataclass(cls: type | None = None, /, *, hash: bool = True
@@ -445,7 +472,12 @@ class Array(GraphNode, _TaggableMixin):
             setattr_(self, "non_equality_tags",
                      normalize_tags(self.non_equality_tags))
         shape = self._pt_compute_shape()
-        if self.axes is None:
+        if shape is None:
+            # a class of the user's leaving the shape abstract, as
+            # upstream's Array allows
+            if self.axes is None:
+                setattr_(self, "axes", ())
+        elif self.axes is None:
             axes = _DEFAULT_AXES.get(len(shape))
             if axes is None:
                 axes = _DEFAULT_AXES[len(shape)] = (_DEFAULT_AXIS,) * len(shape)
@@ -498,8 +530,13 @@ class Array(GraphNode, _TaggableMixin):
     def _pt_validate(self) -> None:
         """Hook for cheap per-node invariants (run before caching)."""
 
-    def _pt_compute_shape(self) -> ShapeType:
-        return self.shape  # type: ignore[attr-defined,no-any-return]
+    def _pt_compute_shape(self) -> ShapeType | None:
+        try:
+            return self.shape  # type: ignore[attr-defined,no-any-return]
+        except AttributeError:
+            if hasattr(type(self), "shape"):
+                raise   # (a shape property failing)
+            return None
 
     # }}}
 

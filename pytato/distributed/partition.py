@@ -41,6 +41,12 @@ from pytato.array.inputs import DataWrapper, InputArgumentBase, Placeholder, Siz
 from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
 from pytato.diagnostic import DistributedError
+
+# (private, imported by the reference pytato's tests)
+from pytato.distributed._task_batches import (
+    _schedule_task_batches as _schedule_task_batches,
+    _schedule_task_batches_counted as _schedule_task_batches_counted,
+)
 from pytato.distributed.nodes import (
     DistributedRecv,
     DistributedSend,

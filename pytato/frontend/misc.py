@@ -18,6 +18,7 @@ from pytato.diagnostic import (
     DTypeError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
+    NonIntegralArgumentError,
     ScalarOverflowError,
 )
 from pytato.frontend._utils import BindingCollector, cast_scalar, is_scalar
@@ -115,7 +116,7 @@ def _as_pairs(value: Any, ndim: int, argname: str, integral: bool
             "scalars, not by a lazy array")
     arr = np.asarray(value)
     if integral and arr.dtype.kind not in "iu":
-        raise InvalidArgumentTypeError(
+        raise NonIntegralArgumentError(
             f"pad: '{argname}' must be of integral type, got "
             f"{value!r}")
     if not integral and arr.dtype.kind not in "biufc":

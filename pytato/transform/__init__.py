@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from pytato.equality import EqualityComparer
 from pytato.function import install_input_replacer as _install_input_replacer
+
+# (private, imported by code written for the reference pytato)
+from pytato.transform.base import _verify_is_array
 from pytato.transform.calls import replace_inputs as _replace_inputs
 from pytato.transform.dead_code import DeadCodeEliminator, eliminate_dead_code
 from pytato.transform.deduplicate import (

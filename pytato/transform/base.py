@@ -66,7 +66,7 @@ from typing import (
 
 from pytato.array.base import Array, GraphNode, topological_order
 from pytato.array.results import AbstractResultWithNamedArrays, DictOfNamedArrays
-from pytato.diagnostic import PytatoError
+from pytato.diagnostic import NotAnArrayError, PytatoError
 from pytato.function import FunctionDefinition
 
 
@@ -109,6 +109,16 @@ CacheKeyT = TypeVar("CacheKeyT")
 CacheResultT = TypeVar("CacheResultT")
 
 # }}}
+
+
+def _verify_is_array(expr: object) -> Array:
+    """Return *expr*, an :class:`~pytato.Array` (e.g. the result of a
+    mapper); raise :class:`~pytato.diagnostic.NotAnArrayError` (a
+    :class:`TypeError`) if it is not one."""
+    if not isinstance(expr, Array):
+        raise NotAnArrayError(
+            f"expected an Array, got {type(expr).__name__}")
+    return expr
 
 
 # {{{ errors
