@@ -694,6 +694,47 @@ def test_client_name_imports(dotted: str) -> None:
 
 
 @_skip_if_absent
+def test_reference_modules_are_attributes_after_import_pytato() -> None:
+    """Code written for the reference reaches its modules as attributes
+    (``pt.transform.metadata``, ``pt.analysis``, ``pt.raising``,
+    ``pt.target.loopy.codegen``, ...) after ``import pytato`` alone; in a
+    fresh interpreter, so that no other test's imports help. (The module of
+    the loopy code generator is imported at that first use, and loopy not
+    before it.)"""
+    import subprocess
+    import sys
+
+    top_level = {ref.name for ref in _REF_NAMES
+                 if ref.module == "pytato" and ref.kind != "module"}
+    # (pytato.pad is the function pad, in the reference too)
+    modules = sorted(m for m in {ref.module for ref in _REF_NAMES} - {"pytato"}
+                     if m.split(".")[1] not in top_level)
+    assert "pytato.transform.metadata" in modules
+    assert "pytato.pad" not in modules
+    script = f"""
+import sys
+import pytato as pt
+assert "loopy" not in sys.modules
+missing = []
+for dotted in {modules!r}:
+    obj = pt
+    try:
+        for part in dotted.split(".")[1:]:
+            obj = getattr(obj, part)
+    except AttributeError as exc:
+        missing.append(f"{{dotted}}: {{exc}}")
+    else:
+        assert obj.__name__ == dotted, (obj, dotted)
+print("MISSING", missing)
+"""
+    result = subprocess.run([sys.executable, "-c", script],
+                            capture_output=True, text=True, check=False,
+                            cwd=Path(__file__).resolve().parent.parent)
+    assert result.returncode == 0, result.stderr
+    assert "MISSING []" in result.stdout, result.stdout
+
+
+@_skip_if_absent
 def test_generic_arities_are_known() -> None:
     """Every generic class of the reference has one number of type
     parameters read off the reference (so :func:`_check_class` checks

@@ -79,6 +79,16 @@ from pytato.transform.precompute import precompute_subexpressions
 from pytato.transform.unify_axes import AxisEquivalenceCollector, unify_axes_tags
 
 
+# upstream's module names, attributes of this package as there
+# isort: split
+from pytato.transform import (
+    dead_code_elimination,
+    einsum_distributive_law,
+    metadata,
+    remove_broadcasts_einsum,
+)
+
+
 # The copy of a traced body with its captured inputs replaced (see
 # :func:`pytato.function.install_input_replacer`): installed here, once, so
 # that pytato.function, on whose nodes the transforms build, never imports

@@ -379,3 +379,12 @@ def _program_store_key(outputs: DictOfNamedArrays, order: list[GraphNode], *,
         logger.debug("program store not used: %s", e)
         return None
 
+
+
+def __getattr__(name: str) -> Any:
+    # pytato.target.loopy.codegen (the reference's module of the code
+    # generator) imports loopy: imported at its first use as an attribute
+    if name == "codegen":
+        import importlib
+        return importlib.import_module(f"{__name__}.codegen")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
