@@ -33,6 +33,7 @@ from the matching builtin exception (:class:`ValueError`, :class:`TypeError`,
 .. autoexception:: NotAnArrayError
 .. autoexception:: NonIntegralArgumentError
 .. autoexception:: DependencyCycleError
+.. autoexception:: UnsupportedFeatureError
 
 Names of the reference pytato's errors, each a subclass of the matching
 error here:
@@ -174,6 +175,14 @@ class ArrayClassEqualityError(PytatoError, AssertionError):
     ``@dataclass(frozen=True)`` without ``eq=False``. Raised at the
     construction of its first node (an :class:`AssertionError`, as the
     reference pytato's check is an assertion)."""
+
+
+class UnsupportedFeatureError(PytatoError, NotImplementedError, ValueError):
+    """A feature of numpy's (or of an interface) that pytato does not
+    support: ``order='F'``, boolean masks, :func:`pytato.pad` modes other
+    than ``'constant'``, slices with steps other than 1 over symbolic
+    lengths, ... A :class:`NotImplementedError`, and a :class:`ValueError`
+    as the reference pytato raises for some of these."""
 
 
 class NotAnArrayError(PytatoError, TypeError, AssertionError):

@@ -71,6 +71,8 @@ from pymbolic.mapper.substitutor import SubstitutionMapper as _PSubstitutionMapp
 from pymbolic.parser import Parser as _Parser
 from pymbolic.typing import ArithmeticExpression, Expression
 
+from pytato.diagnostic import DTypeError, UnsupportedFeatureError
+
 
 ScalarExpression: TypeAlias = Expression
 """A pymbolic expression or a Python/numpy scalar
@@ -156,7 +158,7 @@ class MaxReductionOperation(ReductionOperation):
             return np.iinfo(dtype).min  # type: ignore[type-var]
         if dtype.kind == "b":
             return np.False_
-        raise TypeError(f"max reduction not supported for dtype {dtype}")
+        raise DTypeError(f"max reduction not supported for dtype {dtype}")
 
     def apply_numpy(self, ary: np.ndarray, axis: tuple[int, ...]
                     ) -> np.ndarray | np.generic:
@@ -175,7 +177,7 @@ class MinReductionOperation(ReductionOperation):
             return np.iinfo(dtype).max  # type: ignore[type-var]
         if dtype.kind == "b":
             return np.True_
-        raise TypeError(f"min reduction not supported for dtype {dtype}")
+        raise DTypeError(f"min reduction not supported for dtype {dtype}")
 
     def apply_numpy(self, ary: np.ndarray, axis: tuple[int, ...]
                     ) -> np.ndarray | np.generic:
@@ -458,7 +460,7 @@ def _apply_binary(op: ReductionOperation, a: Any, b: Any) -> Any:
         return np.logical_and(a, b)
     if isinstance(op, AnyReductionOperation):
         return np.logical_or(a, b)
-    raise NotImplementedError(type(op).__name__)
+    raise UnsupportedFeatureError(type(op).__name__)
 
 
 _NUMPY_NAME_MAP = {"abs": "abs", "atan2": "arctan2", "asin": "arcsin",

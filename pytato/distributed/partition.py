@@ -40,7 +40,11 @@ from pytato.array.constructors import make_dict_of_named_arrays
 from pytato.array.inputs import DataWrapper, InputArgumentBase, Placeholder, SizeParam
 from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
-from pytato.diagnostic import DistributedError
+from pytato.diagnostic import (
+    DistributedError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 
 # (private, imported by the reference pytato's tests)
 from pytato.distributed._task_batches import (
@@ -284,8 +288,9 @@ def _normalize_outputs(outputs: DictOfNamedArrays | Mapping[str, Array]
         return outputs
     if isinstance(outputs, Mapping):
         return make_dict_of_named_arrays(outputs)
-    raise TypeError("'outputs' must be a DictOfNamedArrays or a mapping of "
-                    f"names to arrays, got {type(outputs).__name__}")
+    raise InvalidArgumentTypeError(
+        "'outputs' must be a DictOfNamedArrays or a mapping of "
+        f"names to arrays, got {type(outputs).__name__}")
 
 # }}}
 
@@ -541,8 +546,8 @@ def find_distributed_partition(mpi_communicator: mpi4py.MPI.Comm,
         outputs = _normalize_outputs(outputs)
         for name in outputs:
             if name.startswith(_NAME_PREFIX):
-                raise ValueError(f"output name '{name}': names starting with "
-                                 f"'{_NAME_PREFIX}' are reserved")
+                raise InvalidArgumentError(f"output name '{name}': names starting with "
+                                           f"'{_NAME_PREFIX}' are reserved")
         nodes = topological_order([outputs])
         sends = list(dict.fromkeys(
             n for n in nodes if isinstance(n, DistributedSend)))

@@ -20,6 +20,7 @@ from pytato.diagnostic import (
     InvalidArgumentTypeError,
     NonIntegralArgumentError,
     ScalarOverflowError,
+    UnsupportedFeatureError,
 )
 from pytato.frontend._utils import BindingCollector, cast_scalar, is_scalar
 from pytato.frontend.elementwise import elementwise
@@ -44,7 +45,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     :class:`NotImplementedError`.
     """
     if x is None and y is None:
-        raise NotImplementedError(
+        raise UnsupportedFeatureError(
             "where(condition) with one argument (the indices of nonzero "
             "elements) is not supported: its shape depends on the data. Pass "
             "'x' and 'y' to select elements")
@@ -161,8 +162,8 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant",
     """
     if mode != "constant":
         if callable(mode) or mode in _NUMPY_PAD_MODES:
-            raise NotImplementedError(f"pad: mode {mode!r} is not supported, "
-                                      "only mode='constant' is")
+            raise UnsupportedFeatureError(f"pad: mode {mode!r} is not supported, "
+                                          "only mode='constant' is")
         raise InvalidArgumentError(f"pad: unknown mode {mode!r}")
     unknown = set(kwargs) - {"constant_values"}
     if unknown:

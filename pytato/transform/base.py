@@ -66,7 +66,7 @@ from typing import (
 
 from pytato.array.base import Array, GraphNode, topological_order
 from pytato.array.results import AbstractResultWithNamedArrays, DictOfNamedArrays
-from pytato.diagnostic import NotAnArrayError, PytatoError
+from pytato.diagnostic import NotAnArrayError, PytatoError, UnsupportedFeatureError
 from pytato.function import FunctionDefinition
 
 
@@ -441,7 +441,7 @@ class CachedMapper(Mapper[ResultT, FunctionResultT, P]):
                 return cls(**kwargs)
             except TypeError:
                 continue
-        raise NotImplementedError(
+        raise UnsupportedFeatureError(
             f"{cls.__name__} must define clone_for_callee to map the bodies "
             "of called functions")
 
