@@ -177,7 +177,7 @@ from pytato.visualization import (
 
 # {{{ calls, loopy interop, sparse, distributed
 # isort: split
-from pytato import loopy, reductions, utils
+from pytato import loopy, raising, reductions, utils
 from pytato.array.sparse import (
     CSRMatmul,
     CSRMatrix,

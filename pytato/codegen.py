@@ -21,6 +21,7 @@ Before a target lowers a graph, :func:`preprocess`:
 .. autofunction:: tagged_data_name
 .. autofunction:: preprocess
 .. autofunction:: check_validity_of_outputs
+.. autofunction:: check_distinct_input_names
 .. autodata:: SymbolicIndex
 .. autofunction:: is_symbolic_index
 .. autoclass:: PhaseTimer
@@ -43,12 +44,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeGuard, TypeVar
 import numpy as np
 from pymbolic.typing import ArithmeticExpression
 
-from pytato.array.base import Array, GraphNode
+from pytato.array.base import Array, GraphNode, input_name_clashes
 from pytato.array.constructors import make_dict_of_named_arrays
 from pytato.array.inputs import DataWrapper, Placeholder
 from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays, NamedArray
-from pytato.diagnostic import NameClashError
+from pytato.diagnostic import InvalidArgumentTypeError, NameClashError
 from pytato.scalar_expr import is_integral_scalar_expression
 from pytato.tags import ForceValueArgTag, InlineCallTag, Named, PrefixNamed
 from pytato.target import Target
@@ -70,7 +71,8 @@ if TYPE_CHECKING:
 __all__ = [
     "GC_GENERATION0_THRESHOLD", "SINGLE_OUTPUT_NAME", "FewerCollections",
     "NameGenerator", "PhaseTimer", "PreprocessResult", "ProgramCache",
-    "SymbolicIndex", "canonical_topological_order", "check_validity_of_outputs",
+    "SymbolicIndex", "canonical_topological_order", "check_distinct_input_names",
+    "check_validity_of_outputs",
     "is_symbolic_index", "no_automatic_collections_at_exit", "normalize_outputs",
     "preprocess", "tagged_data_name",
 ]
@@ -167,8 +169,9 @@ def normalize_outputs(result: Array | DictOfNamedArrays | Mapping[str, Array]
                                  tags=result.tags)
     if isinstance(result, Mapping):
         return make_dict_of_named_arrays({k: result[k] for k in sorted(result)})
-    raise TypeError("the result must be an Array, a DictOfNamedArrays or a "
-                    f"dict of arrays, got {type(result).__name__}")
+    raise InvalidArgumentTypeError(
+        "the result must be an Array, a DictOfNamedArrays or a "
+        f"dict of arrays, got {type(result).__name__}")
 
 
 @dataclass(frozen=True)
@@ -308,12 +311,34 @@ def is_symbolic_index(o: object) -> TypeGuard[SymbolicIndex]:
         is_integral_scalar_expression(i) for i in o)
 
 
-def check_validity_of_outputs(exprs: DictOfNamedArrays) -> None:
-    """Check that the outputs *exprs* can be generated code for: no output
-    is named like an input of the graph.
+def check_distinct_input_names(exprs: DictOfNamedArrays) -> None:
+    """Check that distinct inputs of the graph of *exprs* have distinct
+    names: two placeholders, size parameters or named data wrappers of one
+    name made separately clash, even if they are equal, as in the reference
+    pytato (one object used several times is one input, and
+    :func:`pytato.transform.deduplicate` merges equal ones). Every code
+    generator checks this first.
 
-    :raises pytato.diagnostic.NameClashError: naming the output.
+    :raises pytato.diagnostic.NameClashError: naming the inputs.
     """
+    clashes = input_name_clashes(exprs)
+    if clashes:
+        names = ", ".join(f"'{name}'" for name in sorted(clashes))
+        raise NameClashError(
+            f"distinct inputs of the graph share the name(s) {names} (made "
+            "separately, with equal shapes and dtypes); use one object per "
+            "input, or merge them with pytato.transform.deduplicate")
+
+
+def check_validity_of_outputs(exprs: DictOfNamedArrays) -> None:
+    """Check that the outputs *exprs* can be generated code for: distinct
+    inputs have distinct names (:func:`check_distinct_input_names`) and no
+    output is named like an input.
+
+    :raises pytato.diagnostic.NameClashError: naming the inputs or the
+        output.
+    """
+    check_distinct_input_names(exprs)
     input_names = frozenset(exprs._pt_inputs)  # type: ignore[attr-defined]
     for name in exprs:
         if name in input_names:
@@ -336,8 +361,9 @@ def preprocess(outputs: Array | DictOfNamedArrays | Mapping[str, Array],
         input.
     """
     if target is not None and not isinstance(target, Target):
-        raise TypeError("preprocess: 'target' must be a pytato Target, got "
-                        f"{type(target).__name__}")
+        raise InvalidArgumentTypeError(
+            "preprocess: 'target' must be a pytato Target, got "
+            f"{type(target).__name__}")
     result = outputs
     outputs = normalize_outputs(result)
     check_validity_of_outputs(outputs)

@@ -29,6 +29,11 @@ from the matching builtin exception (:class:`ValueError`, :class:`TypeError`,
 .. autoexception:: FunctionTracingError
 .. autoexception:: CallBindingError
 .. autoexception:: UnsupportedByTargetError
+.. autoexception:: ArrayClassEqualityError
+.. autoexception:: NotAnArrayError
+.. autoexception:: NonIntegralArgumentError
+.. autoexception:: DependencyCycleError
+.. autoexception:: UnsupportedFeatureError
 
 Names of the reference pytato's errors, each a subclass of the matching
 error here:
@@ -49,6 +54,7 @@ error here:
 
 from __future__ import annotations
 
+from pytools.graph import CycleError as _PytoolsCycleError
 from pytools.tag import NonUniqueTagError as _PytoolsNonUniqueTagError
 
 
@@ -162,6 +168,43 @@ class UnsupportedByTargetError(PytatoError, NotImplementedError):
     the chosen code generation target."""
 
 
+class ArrayClassEqualityError(PytatoError, AssertionError):
+    """An array class (a subclass of :class:`~pytato.Array` defined outside
+    pytato) replaces the structural ``__eq__`` or ``__hash__`` of
+    :class:`~pytato.Array`, typically by being declared with
+    ``@dataclass(frozen=True)`` without ``eq=False``. Raised at the
+    construction of its first node (an :class:`AssertionError`, as the
+    reference pytato's check is an assertion)."""
+
+
+class UnsupportedFeatureError(PytatoError, NotImplementedError, ValueError):
+    """A feature of numpy's (or of an interface) that pytato does not
+    support: ``order='F'``, boolean masks, :func:`pytato.pad` modes other
+    than ``'constant'``, slices with steps other than 1 over symbolic
+    lengths, ... A :class:`NotImplementedError`, and a :class:`ValueError`
+    as the reference pytato raises for some of these."""
+
+
+class NotAnArrayError(PytatoError, TypeError, AssertionError):
+    """Something other than a :class:`~pytato.Array` where an array is
+    required (e.g. the result of a mapper; a :class:`TypeError`, and an
+    :class:`AssertionError` as the reference pytato asserts it)."""
+
+
+class DependencyCycleError(PytatoError, _PytoolsCycleError):
+    """Tasks (or nodes) to be ordered by their dependencies depend on each
+    other in a cycle (a :class:`pytools.graph.CycleError`, whose ``node`` is
+    one of the cycle, as the reference pytato raises)."""
+
+    def __init__(self, node: object, message: str | None = None) -> None:
+        super().__init__(node)
+        self.message = message
+
+    def __str__(self) -> str:
+        return (self.message if self.message is not None
+                else f"dependency cycle through {self.node!r}")
+
+
 class CannotBroadcastError(ShapeMismatchError):
     """Shapes that cannot be broadcast against each other."""
 
@@ -198,6 +241,12 @@ class InvalidArgumentTypeError(PytatoError, TypeError):
     """An argument is of a type the function does not accept (the message
     names the argument), e.g. a :class:`pyopencl.Context` passed where a
     :class:`pyopencl.CommandQueue` is expected."""
+
+
+class NonIntegralArgumentError(InvalidArgumentTypeError, ValueError):
+    """An argument that must be made of integers is not (e.g. the
+    ``pad_width`` of :func:`pytato.pad`): a :class:`TypeError`, as for
+    numpy, and a :class:`ValueError`, as for the reference pytato."""
 
 
 class InvalidIndexError(PytatoError, IndexError):

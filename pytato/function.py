@@ -108,9 +108,15 @@ def substitute_sizes(shape: ShapeType,
                 result.append(c)
                 continue
             context: dict[str, Any] = {}
+            inputs = c._pt_inputs  # type: ignore[attr-defined]
             for name in deps:
-                context[name] = values[name] if name in values \
-                    else SizeParam(name)
+                # (the size parameters kept are the same objects: a new
+                # one of the same name would clash with them)
+                if name in values:
+                    context[name] = values[name]
+                else:
+                    kept = inputs.get(name)
+                    context[name] = SizeParam(name) if kept is None else kept
             c = pymbolic.evaluate(expr, context)
             if isinstance(c, (int, np.integer)):
                 c = int(c)
@@ -305,9 +311,13 @@ class Call(DataclassGraphNode, AbstractResultWithNamedArrays):
 
     def _pt_finish(self) -> None:
         fn = self.function
+        # (a size parameter bound to an equal one of another object, as for
+        # a definition traced before with another 'n', is substituted too:
+        # the results' shapes use the call's inputs, which would clash with
+        # the body's)
         sizes = {name: b for name, b in self.bindings.items()
-                 if isinstance(fn.get_placeholder(name), SizeParam)
-                 and not (isinstance(b, SizeParam) and b.name == name)}
+                 if isinstance(p := fn.get_placeholder(name), SizeParam)
+                 and b is not p}
         shapes = {name: substitute_sizes(ary.shape, sizes)
                   for name, ary in fn.returns.items()}
         object.__setattr__(self, "_pt_result_shapes", shapes)

@@ -35,7 +35,7 @@ from constantdict import constantdict
 from pytato.array.base import Array
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import are_shapes_equal, is_one
-from pytato.diagnostic import UnknownIndexLambdaExpr
+from pytato.diagnostic import InvalidArgumentTypeError, UnknownIndexLambdaExpr
 from pytato.scalar_expr import (
     SCALAR_CLASSES,
     IdentityMapper,
@@ -316,8 +316,9 @@ def index_lambda_to_high_level_op(expr: IndexLambda) -> HighLevelOp:
         expression of several operations).
     """
     if not isinstance(expr, IndexLambda):
-        raise TypeError("index_lambda_to_high_level_op: 'expr' must be an "
-                        f"IndexLambda, got {type(expr).__name__}")
+        raise InvalidArgumentTypeError(
+            "index_lambda_to_high_level_op: 'expr' must be an "
+            f"IndexLambda, got {type(expr).__name__}")
     lam = expr
     e = TypeCastDropper()(lam.expr)
 

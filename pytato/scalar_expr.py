@@ -9,6 +9,7 @@ lambda's bindings. Scalar functions are called through variables named
 ``pytato.c99.<name>`` (e.g. ``pytato.c99.sin``).
 
 .. autodata:: ScalarExpression
+.. autodata:: IDX_LAMBDA_AXIS_INDEX
 .. autoclass:: ExpressionBase
 .. autoclass:: Reduce
 .. autoclass:: TypeCast
@@ -45,6 +46,7 @@ lambda's bindings. Scalar functions are called through variables named
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterable, Mapping, Set
 from typing import Any, ParamSpec, TypeAlias, TypeGuard, TypeVar
 
@@ -69,12 +71,20 @@ from pymbolic.mapper.substitutor import SubstitutionMapper as _PSubstitutionMapp
 from pymbolic.parser import Parser as _Parser
 from pymbolic.typing import ArithmeticExpression, Expression
 
+from pytato.diagnostic import DTypeError, UnsupportedFeatureError
+
 
 ScalarExpression: TypeAlias = Expression
 """A pymbolic expression or a Python/numpy scalar
 (:data:`pymbolic.typing.Expression`)."""
 
 SCALAR_CLASSES = (int, float, complex, bool, np.number, np.bool_)
+
+IDX_LAMBDA_AXIS_INDEX = re.compile(r"^(_(0|([1-9][0-9]*)))$")
+"""Matches the names of the variables of an
+:class:`~pytato.array.IndexLambda` that are the indices of its output
+(``_0``, ``_1``, ..., without leading zeros), as in the reference
+pytato."""
 
 P = ParamSpec("P")
 ResultT = TypeVar("ResultT")
@@ -148,7 +158,7 @@ class MaxReductionOperation(ReductionOperation):
             return np.iinfo(dtype).min  # type: ignore[type-var]
         if dtype.kind == "b":
             return np.False_
-        raise TypeError(f"max reduction not supported for dtype {dtype}")
+        raise DTypeError(f"max reduction not supported for dtype {dtype}")
 
     def apply_numpy(self, ary: np.ndarray, axis: tuple[int, ...]
                     ) -> np.ndarray | np.generic:
@@ -167,7 +177,7 @@ class MinReductionOperation(ReductionOperation):
             return np.iinfo(dtype).max  # type: ignore[type-var]
         if dtype.kind == "b":
             return np.True_
-        raise TypeError(f"min reduction not supported for dtype {dtype}")
+        raise DTypeError(f"min reduction not supported for dtype {dtype}")
 
     def apply_numpy(self, ary: np.ndarray, axis: tuple[int, ...]
                     ) -> np.ndarray | np.generic:
@@ -450,7 +460,7 @@ def _apply_binary(op: ReductionOperation, a: Any, b: Any) -> Any:
         return np.logical_and(a, b)
     if isinstance(op, AnyReductionOperation):
         return np.logical_or(a, b)
-    raise NotImplementedError(type(op).__name__)
+    raise UnsupportedFeatureError(type(op).__name__)
 
 
 _NUMPY_NAME_MAP = {"abs": "abs", "atan2": "arctan2", "asin": "arcsin",

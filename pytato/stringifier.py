@@ -20,6 +20,7 @@ from typing import Any
 
 from pytato.array.base import Array, GraphNode, _ChildRef, topological_order
 from pytato.array.results import DictOfNamedArrays, named_arrays_of
+from pytato.diagnostic import InvalidArgumentError
 from pytato.visualization.labels import describe_array, format_tags, node_operation
 
 
@@ -120,8 +121,8 @@ class Reprifier:
     def __init__(self, truncation_depth: int = 3,
                  truncation_string: str = "(...)") -> None:
         if truncation_depth < 0:
-            raise ValueError("Reprifier: 'truncation_depth' must be "
-                             f"non-negative, got {truncation_depth}")
+            raise InvalidArgumentError("Reprifier: 'truncation_depth' must be "
+                                       f"non-negative, got {truncation_depth}")
         self.truncation_depth = truncation_depth
         self.truncation_string = truncation_string
 

@@ -59,6 +59,7 @@ from pytato.array.shape import (
     is_one,
     shape_component_to_expr,
 )
+from pytato.diagnostic import InvalidArgumentError, InvalidArgumentTypeError
 from pytato.scalar_expr import (
     SCALAR_CLASSES,
     ScalarExpression,
@@ -237,8 +238,8 @@ def get_indexing_expression(shape: ShapeType,
     broadcast against a longer axis are indexed by 0."""
     offset = len(result_shape) - len(shape)
     if offset < 0:
-        raise ValueError(f"shape {shape} has more axes than the result "
-                         f"shape {result_shape}")
+        raise InvalidArgumentError(f"shape {shape} has more axes than the result "
+                                   f"shape {result_shape}")
     return tuple(
         0 if is_one(n) and not is_one(result_shape[i + offset])
         else prim.Variable(f"_{i + offset}")
@@ -265,7 +266,8 @@ def update_bindings_and_get_broadcasted_expr(
     if isinstance(arr, SCALAR_CLASSES):
         return arr
     if not isinstance(arr, Array):
-        raise TypeError(f"'arr' must be an array or a scalar, got {arr!r}")
+        raise InvalidArgumentTypeError(
+            f"'arr' must be an array or a scalar, got {arr!r}")
     bindings[bnd_name] = arr
     return with_indices_for_broadcasted_shape(prim.Variable(bnd_name),
                                               arr.shape, result_shape)
@@ -338,8 +340,8 @@ def get_einsum_subscript_str(expr: Einsum) -> str:
                   if isinstance(d, EinsumReductionAxis)})
     letters = "ijklmnopqrstuvwxyzabcdefghIJKLMNOPQRSTUVWXYZABCDEFGH"
     if n_out + n_redn > len(letters):
-        raise ValueError(f"einsum with {n_out + n_redn} indices has too many "
-                         "axes to be written as a subscript string")
+        raise InvalidArgumentError(f"einsum with {n_out + n_redn} indices has too many "
+                                   "axes to be written as a subscript string")
 
     def letter(d: Any) -> str:
         if isinstance(d, EinsumElementwiseAxis):

@@ -153,7 +153,7 @@ class _DataWrapperToPlaceholder(CopyMapper):
         return super().map_placeholder(expr)
 
 
-class _NodeCounter(CombineMapper[int, int]):
+class _NodeCounter(CombineMapper[int, int, []]):
     """Counts the array nodes below an expression with repetition (a
     :class:`~pytato.transform.CombineMapper` with generic parameters)."""
 

@@ -85,7 +85,7 @@ def test_mapper_classes_are_generic() -> None:
     x = pt.make_placeholder("x", (3,))
     assert Counter()(pt.sin(x) + x) == 4   # (sin(x) + x): 1 + (1 + 1) + 1
 
-    class Count(CombineMapper[int, Never]):
+    class Count(CombineMapper[int, Never, []]):
         def combine(self, *args: int) -> int:
             return sum(args)
 
@@ -124,7 +124,7 @@ def test_mapper_classes_are_generic() -> None:
     # the type parameters are upstream's
     assert len(Mapper.__parameters__) == 3
     assert len(CachedMapper.__parameters__) == 3
-    assert len(CombineMapper.__parameters__) == 2
+    assert len(CombineMapper.__parameters__) == 3
     assert len(CopyMapperWithExtraArgs.__parameters__) == 1
     assert len(CachedWalkMapper.__parameters__) == 1
     assert len(WalkMapper.__parameters__) == 1
@@ -134,6 +134,41 @@ def test_mapper_classes_are_generic() -> None:
     assert isinstance(x, ArrayOrNames)
     assert isinstance(pt.make_dict_of_named_arrays({"a": x}), ArrayOrNames)
     assert ArrayOrNamesTc.__constraints__
+
+
+def test_combine_mapper_passes_extra_arguments() -> None:
+    """Upstream's ``CombineMapper[ResultT, FunctionResultT, P]``: the extra
+    arguments of ``rec`` reach every ``map_*`` method, through all node
+    types, and results are cached per node and arguments."""
+    class WeightedLeaves(CombineMapper[int, Never, [int]]):
+        def __init__(self) -> None:
+            super().__init__()
+            self.placeholder_calls = 0
+
+        def combine(self, *args: int) -> int:
+            return sum(args)
+
+        def map_placeholder(self, expr: Placeholder, weight: int) -> int:
+            self.placeholder_calls += 1
+            return weight
+
+        def map_size_param(self, expr: Any, weight: int) -> int:
+            return 100 * weight
+
+    x = pt.make_placeholder("x", (3, 4))
+    y = pt.make_placeholder("y", (4,))
+    n = pt.make_size_param("n")
+    z = pt.make_placeholder("z", (n,))
+    expr = pt.make_dict_of_named_arrays({
+        "a": pt.stack([pt.sin(x), x + y]).T.reshape(24),
+        "b": pt.einsum("ij,j->i", x, y),
+        "c": 2 * z})
+    mapper = WeightedLeaves()
+    # a: x twice, y once; b: x, y; c: z and its size n
+    assert mapper(expr, 3) == 3 * (3 + 2 + 1) + 100 * 3
+    assert mapper.placeholder_calls == 3   # cached per (node, weight)
+    assert mapper(expr, 1) == 6 + 100
+    assert mapper.placeholder_calls == 6
 
 
 # }}}
@@ -256,7 +291,7 @@ def test_super_map_from_overrides_walk_and_combine() -> None:
     u(out)
     assert u.einsums == 2      # the einsum and the matmul, one path each
 
-    class CountLambdas(CombineMapper[int, Never]):
+    class CountLambdas(CombineMapper[int, Never, []]):
         def combine(self, *args: int) -> int:
             return sum(args)
 
@@ -327,7 +362,7 @@ def test_rec_idx_or_size_tuple() -> None:
     d = pt.make_data_wrapper(np.zeros(4))
     assert ToPlaceholder()(d) == pt.make_placeholder("d", (4,), np.float64)
 
-    class Sizes(CombineMapper[frozenset[str], Never]):
+    class Sizes(CombineMapper[frozenset[str], Never, []]):
         def combine(self, *args: frozenset[str]) -> frozenset[str]:
             return frozenset().union(*args)
 
@@ -790,7 +825,7 @@ def test_deep_chain_with_overriding_subclasses(chain: pt.Array) -> None:
         node = node.bindings["_in0"]
     assert node.tags_of_type(_Marked)
 
-    class Count(CombineMapper[int, Never]):
+    class Count(CombineMapper[int, Never, []]):
         def combine(self, *args: int) -> int:
             return sum(args)
 

@@ -14,9 +14,12 @@ This test reads that list at test time and checks, per name, that
   positional ones when the reference has no ``*args``), a reference's
   keyword-only parameter also accepted positionally after them, a
   positional-only one also accepted by keyword,
-- classes the reference marks *generic* are subscriptable, exceptions
-  derive from the same built-in exceptions, and classes derive from the
-  interfaces clients test for (:class:`pytools.tag.Taggable`,
+- classes the reference marks *generic* take as many type parameters as
+  the reference's do (read off the reference: its bases ``X[n params]``
+  and its annotations ``X[A, B]``, see :func:`reference_generic_arities`)
+  and are subscriptable with them, exceptions derive from the same
+  built-in exceptions, and classes derive from the interfaces clients
+  test for (:class:`pytools.tag.Taggable`,
   :class:`~collections.abc.Mapping`, :class:`enum.Enum`, ...),
 - the methods and attributes the reference lists for a class exist.
 
@@ -35,6 +38,7 @@ import enum
 import importlib
 import inspect
 import re
+import types
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -311,6 +315,97 @@ def _load() -> tuple[list[RefName], list[str]]:
 
 _REF_NAMES, _CLIENT_NAMES = _load()
 
+
+# {{{ the number of type parameters of the reference's generic classes
+
+_PARAMS_BASE_RE = re.compile(r"\b(?P<name>\w+)\[(?P<n>\d+) params\]")
+_SUBSCRIPT_RE = re.compile(r"\b(?P<name>\w+)\[")
+
+#: Generic classes of the reference whose number of type parameters no base
+#: list nor annotation of the reference shows, with the number (and why).
+_ARITY_FROM_OWN_SIGNATURE: dict[str, int] = {
+    # its signature (expr: 'CacheExprT', key: 'CacheKeyT', *args: 'P.args',
+    # **kwargs: 'P.kwargs') is in its three type parameters
+    "pytato.transform.CacheInputsWithKey": 3,
+}
+
+
+def _family(module: str, line: str) -> str:
+    """pymbolic's mappers and pytato's graph mappers share class names
+    (``Mapper``, ``CombineMapper``, ``WalkMapper``): a line of the reference
+    belongs to pymbolic's family if it derives from pymbolic's ``Mapper``
+    (whose two parameters tell it apart from pytato's three), a generic class
+    to it if it is one of :mod:`pytato.scalar_expr`'s."""
+    if module == "pytato.scalar_expr" or "Mapper[2 params]" in line:
+        return "pymbolic"
+    return "pytato"
+
+
+def _subscript_arities(line: str) -> list[tuple[str, int]]:
+    """The subscripts ``Name[a, b, ...]`` of the annotations of *line*, as
+    (name, number of top-level arguments)."""
+    result: list[tuple[str, int]] = []
+    for match in _SUBSCRIPT_RE.finditer(line):
+        if match.group("name") == "params" or line[match.end():].startswith(
+                tuple("0123456789")):
+            continue
+        depth = 0
+        args = 1
+        for c in line[match.end():]:
+            if c in "([{":
+                depth += 1
+            elif c in ")}" or (c == "]" and depth):
+                depth -= 1
+            elif c == "]":
+                result.append((match.group("name"), args))
+                break
+            elif c == "," and depth == 0:
+                args += 1
+            elif c == "'":
+                break   # cut short
+    return result
+
+
+def reference_generic_arities(
+        text: str, names: list[RefName]) -> dict[str, set[int]]:
+    """For each class the reference marks generic, the numbers of type
+    parameters the reference shows it with: in the bases of other classes
+    (``CachedMapper[3 params]``) and in annotations
+    (``TransformMapperCache[ArrayOrNames, []]``), within its family (see
+    :func:`_family`); :data:`_ARITY_FROM_OWN_SIGNATURE` where neither shows
+    it."""
+    evidence: dict[tuple[str, str], set[int]] = {}
+    module: str | None = None
+    for line in text.splitlines():
+        if line.startswith("## "):
+            module = line[3:].strip()
+            continue
+        if module is None or not line.startswith("- `"):
+            continue
+        family = _family(module, line)
+        for match in _PARAMS_BASE_RE.finditer(line):
+            evidence.setdefault((family, match.group("name")), set()).add(
+                int(match.group("n")))
+        if family == "pytato":
+            for name, n in _subscript_arities(line):
+                evidence.setdefault((family, name), set()).add(n)
+
+    arities: dict[str, set[int]] = {}
+    for ref in names:
+        if ref.kind != "class" or not ref.generic:
+            continue
+        found = evidence.get((_family(ref.module, ""), ref.name))
+        if found is None and ref.full_name in _ARITY_FROM_OWN_SIGNATURE:
+            found = {_ARITY_FROM_OWN_SIGNATURE[ref.full_name]}
+        arities[ref.full_name] = found or set()
+    return arities
+
+
+_GENERIC_ARITIES = reference_generic_arities(
+    REFERENCE.read_text(), _REF_NAMES) if REFERENCE.exists() else {}
+
+# }}}
+
 _skip_if_absent = pytest.mark.skipif(
     not REFERENCE.exists(),
     reason=f"the reference API list {REFERENCE} is absent (it lives in "
@@ -448,6 +543,10 @@ _KNOWN_BASES: dict[str, type] = {
     "Mapping": collections.abc.Mapping,
     "Enum": enum.Enum,
     "ValueError": ValueError,
+    "TypeError": TypeError,
+    "IndexError": IndexError,
+    "KeyError": KeyError,
+    "NotImplementedError": NotImplementedError,
     "RuntimeError": RuntimeError,
     "AssertionError": AssertionError,
     "Exception": Exception,
@@ -484,10 +583,29 @@ def _check_class(ref: RefName, cls: type) -> list[str]:
             problems.append("not generic (not subscriptable with type "
                             "parameters)")
         else:
-            try:
-                cls[tuple(Any for _ in params)]  # type: ignore[index]
-            except TypeError as exc:
-                problems.append(f"not subscriptable: {exc}")
+            problems += _check_generic_arity(ref, cls, params)
+    return problems
+
+
+def _check_generic_arity(ref: RefName, cls: Any,
+                         params: tuple[Any, ...]) -> list[str]:
+    """Whether *cls* takes the number of type parameters that the reference
+    shows, and accepts being subscripted with them as upstream code does (a
+    parameter list ``[]`` for a :class:`typing.ParamSpec`)."""
+    problems: list[str] = []
+    expected = _GENERIC_ARITIES.get(ref.full_name, set())
+    if len(expected) == 1:
+        n, = expected
+        if len(params) != n:
+            problems.append(f"takes {len(params)} type parameters "
+                            f"({', '.join(map(str, params))}), "
+                            f"the reference {n}")
+    args = tuple([] if isinstance(p, typing.ParamSpec) else Any
+                 for p in params)
+    try:
+        cls[args if len(args) > 1 else args[0]]
+    except TypeError as exc:
+        problems.append(f"not subscriptable: {exc}")
     return problems
 
 
@@ -577,6 +695,94 @@ def test_reference_members(ref: RefName) -> None:
 @pytest.mark.parametrize("dotted", _CLIENT_NAMES)
 def test_client_name_imports(dotted: str) -> None:
     _resolve_dotted(dotted)
+
+
+@_skip_if_absent
+def test_reference_modules_are_attributes_after_import_pytato() -> None:
+    """Code written for the reference reaches its modules as attributes
+    (``pt.transform.metadata``, ``pt.analysis``, ``pt.raising``,
+    ``pt.target.loopy.codegen``, ...) after ``import pytato`` alone; in a
+    fresh interpreter, so that no other test's imports help. (The module of
+    the loopy code generator is imported at that first use, and loopy not
+    before it.)"""
+    import subprocess
+    import sys
+
+    top_level = {ref.name for ref in _REF_NAMES
+                 if ref.module == "pytato" and ref.kind != "module"}
+    # (pytato.pad is the function pad, in the reference too)
+    modules = sorted(m for m in {ref.module for ref in _REF_NAMES} - {"pytato"}
+                     if m.split(".")[1] not in top_level)
+    assert "pytato.transform.metadata" in modules
+    assert "pytato.pad" not in modules
+    script = f"""
+import sys
+import pytato as pt
+assert "loopy" not in sys.modules
+missing = []
+for dotted in {modules!r}:
+    obj = pt
+    try:
+        for part in dotted.split(".")[1:]:
+            obj = getattr(obj, part)
+    except AttributeError as exc:
+        missing.append(f"{{dotted}}: {{exc}}")
+    else:
+        assert obj.__name__ == dotted, (obj, dotted)
+print("MISSING", missing)
+"""
+    result = subprocess.run([sys.executable, "-c", script],
+                            capture_output=True, text=True, check=False,
+                            cwd=Path(__file__).resolve().parent.parent)
+    assert result.returncode == 0, result.stderr
+    assert "MISSING []" in result.stdout, result.stdout
+
+
+@_skip_if_absent
+def test_generic_arities_are_known() -> None:
+    """Every generic class of the reference has one number of type
+    parameters read off the reference (so :func:`_check_class` checks
+    it)."""
+    generic = [ref.full_name for ref in _REF_NAMES if ref.generic]
+    assert len(generic) >= 16
+    unknown = {name: n for name, n in _GENERIC_ARITIES.items() if len(n) != 1}
+    assert not unknown, f"no single number of type parameters: {unknown}"
+    assert set(_GENERIC_ARITIES) == set(generic)
+    # as the issue states them
+    assert _GENERIC_ARITIES["pytato.transform.CombineMapper"] == {3}
+    assert _GENERIC_ARITIES["pytato.transform.WalkMapper"] == {1}
+    assert _GENERIC_ARITIES["pytato.transform.TransformMapperCache"] == {2}
+    assert _GENERIC_ARITIES["pytato.scalar_expr.CombineMapper"] == {2}
+
+
+@pytest.mark.parametrize(("template", "expected"), [
+    ("CombineMapper", 3), ("WalkMapper", 1), ("CachedMapperCache", 3),
+    ("TransformMapperCache", 2)])
+def test_generic_arity_check_rejects_other_counts(
+        template: str, expected: int) -> None:
+    """A class with a different number of type parameters than the
+    reference's is reported, and one with the same is not."""
+    P = typing.ParamSpec("P")
+    tvars = [typing.TypeVar(f"T{i}") for i in range(4)]
+    ref = RefName("pytato.transform", template, "class", True, (), False,
+                  (), ())
+    for n in range(1, 4):
+        params = (*tvars[:n - 1], P)
+        cls = types.new_class("C", (typing.Generic[params],))  # type: ignore[misc]
+        problems = _check_generic_arity(ref, cls, cls.__parameters__)
+        assert (not problems) == (n == expected), (n, problems)
+
+
+def test_subscript_arities_of_annotations() -> None:
+    line = ("- `X` class `(_cache: 'TransformMapperCache[ArrayOrNames, []] | "
+            "None' = None, f: 'CachedMapperCache[FunctionDefinition, "
+            "Mapping[str, int], P] | None') -> 'None'; bases: "
+            "CachedMapper[3 params], Mapper[3 params]`")
+    assert _subscript_arities(line) == [
+        ("TransformMapperCache", 2), ("CachedMapperCache", 3),
+        ("Mapping", 2)]
+    # cut short inside a subscript: nothing read
+    assert _subscript_arities("- `X` class `(a: 'Foo[A, B") == []
 
 
 def test_decided_exceptions_are_in_the_reference() -> None:

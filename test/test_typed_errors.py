@@ -5,6 +5,8 @@ would catch (as numpy's ``AxisError`` derives from ``ValueError`` and
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from pytools.tag import Tag
@@ -219,6 +221,116 @@ def test_bad_input_errors_are_typed() -> None:
             fn()
         assert isinstance(info.value, builtin)
         assert isinstance(info.value, PytatoError)
+
+
+# the errors the reference pytato raises (its builtin class), for bad input
+# that code written for it may catch
+_REFERENCE_BUILTIN_CASES = [
+    ("roll_axis", lambda x: pt.roll(x, 1, axis=5), ValueError),
+    ("transpose_repeated", lambda x: pt.transpose(x, (0, 0)), ValueError),
+    ("transpose_length", lambda x: pt.transpose(x, (0,)), ValueError),
+    ("reshape_size", lambda x: pt.reshape(x, (5,)), ValueError),
+    ("stack_shapes", lambda x: pt.stack([x, x[:2]]), ValueError),
+    ("stack_empty", lambda x: pt.stack([]), ValueError),
+    ("stack_axis", lambda x: pt.stack([x, x], axis=5), ValueError),
+    ("concatenate_shapes", lambda x: pt.concatenate([x, x[:, :2]]), ValueError),
+    ("concatenate_axis", lambda x: pt.concatenate([x, x], axis=5), ValueError),
+    ("squeeze_axis", lambda x: pt.squeeze(x, axis=0), ValueError),
+    ("expand_dims_axis", lambda x: pt.expand_dims(x, 5), ValueError),
+    ("sum_axis", lambda x: pt.sum(x, axis=5), ValueError),
+    ("amax_empty", lambda x: pt.amax(pt.zeros((0,))), ValueError),
+    ("broadcast", lambda x: x + pt.zeros((5,)), ValueError),
+    ("matmul_scalar", lambda x: pt.matmul(x, 2), ValueError),
+    ("matmul_shapes", lambda x: x @ x, ValueError),
+    ("einsum_shapes", lambda x: pt.einsum("ij,jk->ik", x, x), ValueError),
+    ("einsum_index", lambda x: pt.einsum("i1->i", x), ValueError),
+    ("placeholder_name", lambda x: pt.make_placeholder("1x", (3,)), ValueError),
+    ("negative_shape", lambda x: pt.make_placeholder("y", (-1,)), ValueError),
+    ("full_order", lambda x: pt.zeros((3,), order="F"), ValueError),
+    ("pad_mode", lambda x: pt.pad(x, 1, mode="reflect"), NotImplementedError),
+    ("pad_width", lambda x: pt.pad(x, 1.5), ValueError),
+    ("index_bounds", lambda x: x[5], IndexError),
+    ("index_count", lambda x: x[0, 0, 0], IndexError),
+    ("index_float", lambda x: x[1.5], IndexError),
+    ("len_0d", lambda x: len(pt.sum(x)), TypeError),
+    ("to_index_lambda_input", lambda x: pt.to_index_lambda(x), ValueError),
+    ("generate_target", lambda x: pt.generate_loopy(x, target="opencl"),
+     TypeError),
+    ("generate_result", lambda x: pt.generate_loopy(3), TypeError),
+    ("verify_is_array",
+     lambda x: pt.transform._verify_is_array(pt.make_dict_of_named_arrays(
+         {"y": x})), TypeError),
+]
+
+
+@pytest.mark.parametrize(("fn", "builtin"),
+                         [c[1:] for c in _REFERENCE_BUILTIN_CASES],
+                         ids=[c[0] for c in _REFERENCE_BUILTIN_CASES])
+def test_reference_builtin_classes(fn: Any, builtin: type) -> None:
+    """Typed (a :class:`PytatoError`), and of the builtin class the
+    reference raises there (numpy's too, where numpy has the function)."""
+    x = pt.make_placeholder("x", (3, 4), np.float64)
+    with pytest.raises(builtin) as info:
+        fn(x)
+    assert isinstance(info.value, PytatoError), type(info.value)
+
+
+def test_reference_error_classes_keep_their_builtin_bases() -> None:
+    """The classes of the reference's errors have the reference's builtin
+    bases (and ours add numpy's where numpy raises another)."""
+    from pytools.graph import CycleError
+
+    from pytato import diagnostic as d
+    from pytato.distributed import verify as v
+    from pytato.transform import lower_to_index_lambda as lil
+
+    expected = {
+        d.CannotBroadcastError: ValueError, d.InvalidEinsumIndex: ValueError,
+        d.NameClashError: RuntimeError, d.NotAReductionAxis: ValueError,
+        d.CannotBeLoweredToIndexLambda: ValueError,
+        d.UnknownIndexLambdaExpr: ValueError,
+        d.AxisError: (ValueError, IndexError),
+        d.ArrayClassEqualityError: AssertionError,
+        d.NotAnArrayError: (TypeError, AssertionError),
+        d.NonIntegralArgumentError: (TypeError, ValueError),
+        d.UnsupportedFeatureError: (NotImplementedError, ValueError),
+        d.DependencyCycleError: CycleError,
+        lil.NotLowerableToIndexLambdaError: (
+            d.CannotBeLoweredToIndexLambda, NotImplementedError),
+        pt.transform.UnsupportedArrayError: ValueError,
+        pt.transform.CacheCollisionError: ValueError,
+        pt.transform.MapperCreatedDuplicateError: ValueError,
+        pt.loopy.ShapeInferenceFailure: RuntimeError,
+        v.PartitionInducedCycleError: AssertionError,
+        v.DuplicateSendError: ValueError,
+    }
+    for cls, bases in expected.items():
+        assert issubclass(cls, d.PytatoError), cls
+        assert issubclass(cls, bases), cls
+
+
+def test_every_error_class_has_a_builtin_base() -> None:
+    """Each error class of :mod:`pytato.diagnostic` derives from a builtin
+    exception more specific than :class:`Exception` (so that code catching
+    the builtin that numpy or the reference raises keeps working), or from
+    the reference's own class (:class:`pytools.graph.CycleError`)."""
+    import builtins
+
+    from pytato import diagnostic as d
+
+    specific = tuple(
+        c for c in vars(builtins).values()
+        if isinstance(c, type) and issubclass(c, Exception)
+        and c is not Exception)
+    classes = [c for c in vars(d).values()
+               if isinstance(c, type) and issubclass(c, d.PytatoError)
+               and c is not d.PytatoError]
+    assert len(classes) > 30
+    # (or from the class of another library that the reference raises)
+    from pytools.graph import CycleError
+    missing = [c.__name__ for c in classes
+               if not issubclass(c, (*specific, CycleError))]
+    assert not missing
 
 
 def test_invalid_key_error_message() -> None:

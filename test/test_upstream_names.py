@@ -450,6 +450,54 @@ def test_analysis_mappers() -> None:
     assert kb(np.arange(3)) != kb(np.arange(4))
 
 
+def test_analysis_and_transform_functions_by_keyword() -> None:
+    """The functions of :mod:`pytato.analysis` and :mod:`pytato.transform`
+    that upstream's tests call (its random-DAG and determinism tests among
+    them), called with upstream's parameter names, agree with the
+    positional calls and with counts made by hand."""
+    from pytato import analysis as ana, transform as tr
+    from pytato.tags import ImplStored
+
+    x = pt.make_placeholder("x", (3, 4), np.float64)
+    y = pt.make_placeholder("y", (4,), np.float64)
+    e = pt.einsum("ij,j->i", x, y)
+    z = (pt.sin(e) + 1).tagged(ImplStored())
+    out = pt.make_dict_of_named_arrays({"z": z, "w": 2 * z})
+    nodes = tr.get_dependencies(expr=out)
+    all_nodes = frozenset().union(*nodes.values())
+    assert nodes == tr.get_dependencies(out)
+    assert {x, y, e, z} <= all_nodes
+
+    assert ana.get_num_nodes(outputs=out, count_duplicates=False) \
+        == ana.get_num_nodes(out) == len(all_nodes)
+    counts = ana.get_node_type_counts(outputs=out, count_duplicates=True)
+    assert counts == ana.get_node_type_counts(out)
+    assert counts[pt.Placeholder] == 2 and counts[pt.Einsum] == 1
+    assert sum(counts.values()) == len(all_nodes)
+    assert set(ana.get_node_multiplicities(outputs=out).values()) == {1}
+    assert ana.get_num_call_sites(outputs=out) == 0
+    assert ana.get_num_tags_of_type(outputs=out, tag_types=ImplStored) == 1
+    assert ana.get_nusers(outputs=out) == ana.get_nusers(out)
+    assert ana.get_nusers(outputs=out)[x] == 1
+    assert ana.get_list_of_users(outputs=out)[x] == [e]
+    assert ana.collect_materialized_nodes(expr=out, include_outputs=False) \
+        == frozenset({x, y, z})
+    assert ana.is_einsum_similar_to_subscript(expr=e, subscripts="ij,j->i")
+    assert ana.DirectPredecessorsGetter(include_functions=True)(e) \
+        == frozenset({x, y})
+
+    assert tr.deduplicate(expr=out) == out
+    assert tr.deduplicate_data_wrappers(array_or_names=out) == out
+    assert tr.rec_get_user_nodes(expr=out, node=e) >= {z}
+    assert tr.get_users(expr=out) == tr.get_users(out)
+    assert tr.map_and_copy(expr=out, map_fn=lambda n: n) == out
+    assert tr.copy_dict_of_named_arrays(source_dict=out,
+                                        copy_mapper=tr.CopyMapper()) == out
+    mat = tr.materialize_with_mpms(expr=out)
+    assert mat.keys() == out.keys()
+    assert tr.Deduplicator()(mat) == mat
+
+
 def test_analysis_mappers_on_calls() -> None:
     from pytato.analysis import (
         DirectPredecessorsGetter,

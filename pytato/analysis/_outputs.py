@@ -7,6 +7,7 @@ from typing import TypeAlias
 
 from pytato.array.base import Array, GraphNode
 from pytato.array.results import named_arrays_of
+from pytato.diagnostic import InvalidArgumentTypeError
 
 
 Outputs: TypeAlias = "GraphNode | Mapping[str, Array] | Iterable[Array]"
@@ -26,14 +27,16 @@ def output_roots(outputs: Outputs) -> list[GraphNode]:
     elif isinstance(outputs, Iterable) and not isinstance(outputs, str):
         values = outputs
     else:
-        raise TypeError("'outputs' must be an array, a DictOfNamedArrays, a "
-                        f"mapping or an iterable of arrays, got "
-                        f"{type(outputs).__name__}")
+        raise InvalidArgumentTypeError(
+            "'outputs' must be an array, a DictOfNamedArrays, a "
+            f"mapping or an iterable of arrays, got "
+            f"{type(outputs).__name__}")
     roots: list[GraphNode] = []
     for v in values:
         if not isinstance(v, GraphNode):
-            raise TypeError(f"'outputs' holds a {type(v).__name__}, not an "
-                            "array")
+            raise InvalidArgumentTypeError(
+                f"'outputs' holds a {type(v).__name__}, not an "
+                "array")
         roots.append(v)
     return roots
 
@@ -47,5 +50,6 @@ def output_arrays(outputs: Outputs) -> dict[str, Array]:
         return dict(named_arrays_of(outputs))
     if isinstance(outputs, Iterable) and not isinstance(outputs, str):
         return {f"_pt_out_{i}": v for i, v in enumerate(outputs)}
-    raise TypeError("'outputs' must be an array, a DictOfNamedArrays or a "
-                    f"mapping of arrays, got {type(outputs).__name__}")
+    raise InvalidArgumentTypeError(
+        "'outputs' must be an array, a DictOfNamedArrays or a "
+        f"mapping of arrays, got {type(outputs).__name__}")

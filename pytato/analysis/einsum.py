@@ -11,7 +11,7 @@ from pytato.array.lambdas import (
     EinsumElementwiseAxis,
     EinsumReductionAxis,
 )
-from pytato.diagnostic import EinsumSpecError
+from pytato.diagnostic import EinsumSpecError, InvalidArgumentTypeError
 
 
 __all__ = ["is_einsum_similar_to_subscript"]
@@ -52,7 +52,8 @@ def is_einsum_similar_to_subscript(expr: Einsum, subscripts: str) -> bool:
     :raises EinsumSpecError: if *subscripts* is malformed.
     """
     if not isinstance(expr, Einsum):
-        raise TypeError(f"'expr' must be an Einsum, got {type(expr).__name__}")
+        raise InvalidArgumentTypeError(
+            f"'expr' must be an Einsum, got {type(expr).__name__}")
     operands, out_spec = _parse_subscripts(subscripts)
     if len(operands) != len(expr.args):
         return False

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 from pytato.analysis._outputs import output_roots
 from pytato.array.base import Array, GraphNode, topological_order
 from pytato.array.inputs import InputArgumentBase
+from pytato.diagnostic import InvalidArgumentTypeError
 from pytato.tags import ImplStored
 
 
@@ -111,8 +112,8 @@ class _NodeMapper:
         try:
             method = getattr(self, expr._mapper_method)  # type: ignore[union-attr]
         except AttributeError:
-            raise TypeError(f"{type(self).__name__} cannot map "
-                            f"{type(expr).__name__}") from None
+            raise InvalidArgumentTypeError(f"{type(self).__name__} cannot map "
+                                           f"{type(expr).__name__}") from None
         return method(expr, *args, **kwargs)
 
     def rec_function_definition(self, expr: FunctionDefinition, *args: Any,

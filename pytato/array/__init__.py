@@ -79,9 +79,16 @@ __all__ = [
 # {{{ names of the reference pytato's pytato.array
 
 # isort: split
-from typing import TYPE_CHECKING, TypeVar as _TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar as _TypeVar
 
-from pytato.array.base import Axis as _Axis, array_dataclass
+import numpy as np
+
+# (_SuppliedAxesAndTagsMixin: private, used by code written for the reference)
+from pytato.array.base import (
+    Axis as _Axis,
+    _SuppliedAxesAndTagsMixin,
+    array_dataclass,
+)
 from pytato.array.constructors import make_index_lambda
 from pytato.array.shape import normalize_shape, shape_is_int_only
 from pytato.array.sparse import (
@@ -101,6 +108,13 @@ AxesT = tuple[_Axis, ...]
 #: An array or a scalar (type variable for functions returning what they
 #: were given).
 ArrayOrScalarT = _TypeVar("ArrayOrScalarT")
+
+
+def _np_result_dtype(*arrays_and_dtypes: Any) -> np.dtype[Any]:
+    """The dtype of numpy's result for operands *arrays_and_dtypes*
+    (dtypes, arrays, scalars): :func:`numpy.result_type`, under the name of
+    the reference pytato's helper."""
+    return np.result_type(*arrays_and_dtypes)
 
 # The functions of the front end that the reference pytato defines in
 # pytato.array (arange, zeros, reshape, where, ...) are attached to this

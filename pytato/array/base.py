@@ -7,7 +7,9 @@ Nodes are frozen dataclasses. At construction each node computes, once:
 * the tuple of its child arrays (:func:`get_children`);
 * its hash, from the skeleton and the children's (already cached) hashes;
 * the inputs (placeholders, size parameters, named data) of its subgraph, so
-  that two different inputs under one name are reported where they meet.
+  that two different inputs under one name are reported where they meet;
+  distinct but equal inputs of one name are recorded, and refused by code
+  generation (:func:`input_name_clashes`).
 
 Equality is structural and iterative, so 10^5-deep graphs compare without
 recursion. Pickling flattens the graph (see :meth:`Array.__reduce__`).
@@ -18,6 +20,8 @@ recursion. Pickling flattens the graph (see :meth:`Array.__reduce__`).
 .. autodata:: ShapeComponent
 .. autodata:: ShapeType
 .. autofunction:: get_children
+.. autofunction:: input_name_clashes
+.. autofunction:: same_input_objects
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from pytato.array.tagging import (  # noqa: F401
     normalize_tags,
 )
 from pytato.diagnostic import (
+    ArrayClassEqualityError,
     AxisError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -299,9 +304,28 @@ def get_children(ary: Array) -> tuple[Array, ...]:
     return ary._pt_kids
 
 
+class _InputsWithClashes(dict):  # type: ignore[type-arg]
+    """A name-to-input map of a graph in which distinct but equal inputs
+    share a name (two placeholders ``x`` of one shape and dtype made
+    separately, say): the graph may be built, and deduplicated
+    (:func:`pytato.transform.deduplicate` merges them), but code generation
+    refuses it (:func:`input_name_clashes`), as the reference pytato's does.
+
+    .. attribute:: clashes
+
+        The names, a :class:`frozenset`.
+    """
+
+    __slots__ = ("clashes",)
+
+    clashes: frozenset[str]
+
+
 def _merge_inputs(kids: Iterable[Array], own: Array | None) -> Mapping[str, Any]:
     """Merge the name-to-input maps of *kids* (and *own*), raising
-    :class:`~pytato.diagnostic.NameClashError` on conflicting inputs."""
+    :class:`~pytato.diagnostic.NameClashError` on conflicting (unequal)
+    inputs of one name. Distinct but equal inputs of one name are recorded
+    (see :class:`_InputsWithClashes`)."""
     best: Mapping[str, Any] | None = None
     others: list[Mapping[str, Any]] = []
     for k in kids:
@@ -319,20 +343,59 @@ def _merge_inputs(kids: Iterable[Array], own: Array | None) -> Mapping[str, Any]
     if best is None:
         best = {}
     result: dict[str, Any] | None = None
+    clashes: set[str] | None = None
     for m in others:
         if m is best:
             continue
+        if type(m) is _InputsWithClashes:
+            clashes = set(m.clashes) if clashes is None else clashes | m.clashes
         for name, inp in m.items():
             have = (result if result is not None else best).get(name)
             if have is None:
                 if result is None:
                     result = dict(best)
                 result[name] = inp
-            elif have is not inp and have != inp:
-                raise NameClashError(
-                    f"two different inputs are named '{name}' in one graph: "
-                    f"{_short(have)} and {_short(inp)}")
-    return best if result is None else result
+            elif have is not inp:
+                if have != inp:
+                    raise NameClashError(
+                        f"two different inputs are named '{name}' in one "
+                        f"graph: {_short(have)} and {_short(inp)}")
+                if clashes is None:
+                    clashes = set()
+                clashes.add(name)
+    if result is None and clashes is None:
+        return best
+    best_clashes: frozenset[str] = getattr(best, "clashes", frozenset())
+    if clashes is None:
+        if not best_clashes:
+            return result  # type: ignore[return-value]
+        clashes = set()
+    if result is None and clashes <= best_clashes:
+        return best
+    merged = _InputsWithClashes(best if result is None else result)
+    merged.clashes = best_clashes | frozenset(clashes)
+    return merged
+
+
+def input_name_clashes(expr: GraphNode) -> frozenset[str]:
+    """The names shared by distinct (equal) inputs in the graph of *expr*
+    (empty for a graph whose inputs of one name are one object)."""
+    return getattr(expr._pt_inputs,  # type: ignore[attr-defined]
+                   "clashes", frozenset())
+
+
+def same_input_objects(a: Array, b: Array) -> bool:
+    """Whether the equal arrays *a* and *b* read the same input objects
+    (so that one may stand for the other): false if their graphs hold
+    distinct (equal) inputs of one name."""
+    ia = a._pt_inputs  # type: ignore[attr-defined]
+    ib = b._pt_inputs  # type: ignore[attr-defined]
+    if ia is ib:
+        return True
+    if type(ia) is _InputsWithClashes or type(ib) is _InputsWithClashes:
+        return False
+    get = ib.get
+    return all(v is get(k) for k, v in ia.items())
 
 
 def _short(ary: Any) -> str:
@@ -344,14 +407,40 @@ _FIELD_NAMES_CACHE: dict[type, tuple[str, ...]] = {}
 
 
 def _skeleton_field_names(cls: type) -> tuple[str, ...]:
-    """Names of the fields of *cls* that take part in equality, cached."""
+    """Names of the fields of *cls* that take part in equality, cached.
+    (Checked once per class, at its first node: that it keeps
+    :class:`Array`'s equality and hash.)"""
     try:
         return _FIELD_NAMES_CACHE[cls]
     except KeyError:
+        _check_keeps_array_eq(cls)
         names = tuple(f.name for f in dataclasses.fields(cls)
                       if f.name != "non_equality_tags" and f.compare)
         _FIELD_NAMES_CACHE[cls] = names
         return names
+
+
+def _check_keeps_array_eq(cls: type) -> None:
+    """Raise :class:`~pytato.diagnostic.ArrayClassEqualityError` if the array
+    class *cls* replaces :class:`Array`'s ``__eq__`` or ``__hash__`` (as
+    ``@dataclass`` does unless given ``eq=False``: its comparison of fields
+    recurses, and takes exponential time on graphs with shared nodes)."""
+    if (issubclass(cls, Array) and (cls.__eq__ is not Array.__eq__
+                                    or cls.__hash__ is not Array.__hash__)):
+        raise ArrayClassEqualityError(
+            f"array class {cls.__qualname__} replaces Array.__eq__ or "
+            "Array.__hash__ (declare it with @dataclass(frozen=True, "
+            "eq=False) or pytato.array.array_dataclass)")
+
+
+class _SuppliedAxesAndTagsMixin:
+    """The base, in the reference pytato, of the array classes whose
+    ``axes``, ``tags`` and ``non_equality_tags`` are given to the
+    constructor (keyword-only). Every :class:`Array` has these fields here;
+    the mixin is kept so that array classes defined as for the reference
+    (``class MyArray(_SuppliedAxesAndTagsMixin, Array)``) work."""
+
+    __slots__ = ()
 
 
 def array_dataclass(cls: type | None = None, /, *, hash: bool = True
@@ -365,8 +454,8 @@ def array_dataclass(cls: type | None = None, /, *, hash: bool = True
     :raises ValueError: if *hash* is false.
     """
     if not hash:
-        raise ValueError("array_dataclass: 'hash' must be True (array nodes "
-                         "are always hashable)")
+        raise InvalidArgumentError("array_dataclass: 'hash' must be True (array nodes "
+                                   "are always hashable)")
     if cls is None:
         return lambda c: dataclass(frozen=True, eq=False, repr=False)(c)
     return dataclass(frozen=True, eq=False, repr=False)(cls)
@@ -445,7 +534,12 @@ class Array(GraphNode, _TaggableMixin):
             setattr_(self, "non_equality_tags",
                      normalize_tags(self.non_equality_tags))
         shape = self._pt_compute_shape()
-        if self.axes is None:
+        if shape is None:
+            # a class of the user's leaving the shape abstract, as
+            # upstream's Array allows
+            if self.axes is None:
+                setattr_(self, "axes", ())
+        elif self.axes is None:
             axes = _DEFAULT_AXES.get(len(shape))
             if axes is None:
                 axes = _DEFAULT_AXES[len(shape)] = (_DEFAULT_AXIS,) * len(shape)
@@ -498,8 +592,13 @@ class Array(GraphNode, _TaggableMixin):
     def _pt_validate(self) -> None:
         """Hook for cheap per-node invariants (run before caching)."""
 
-    def _pt_compute_shape(self) -> ShapeType:
-        return self.shape  # type: ignore[attr-defined,no-any-return]
+    def _pt_compute_shape(self) -> ShapeType | None:
+        try:
+            return self.shape  # type: ignore[attr-defined,no-any-return]
+        except AttributeError:
+            if hasattr(type(self), "shape"):
+                raise   # (a shape property failing)
+            return None
 
     # }}}
 

@@ -27,7 +27,11 @@ from pytato.array.base import (
     array_dataclass,
     is_one,
 )
-from pytato.diagnostic import EinsumSpecError
+from pytato.diagnostic import (
+    EinsumSpecError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 from pytato.scalar_expr import Reduce, ScalarExpression, WalkMapper
 
 
@@ -84,12 +88,12 @@ class IndexLambda(Array):
             *reduction_variable*.
         """
         if not isinstance(reduction_variable, str):
-            raise TypeError("'reduction_variable' must be a str, got "
-                            f"{type(reduction_variable).__name__}")
+            raise InvalidArgumentTypeError("'reduction_variable' must be a str, got "
+                                           f"{type(reduction_variable).__name__}")
         descr = self.var_to_reduction_descr.get(reduction_variable)
         if descr is None:
             if reduction_variable not in _reduction_variables(self.expr):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"'reduction_variable': '{reduction_variable}' is not a "
                     "reduction index of this IndexLambda (its reduction "
                     f"indices are {sorted(_reduction_variables(self.expr))})")
@@ -202,11 +206,12 @@ class Einsum(DerivedShapeMixin, Array):
                     f"einsum (its summed indices are {summed})")
             redn_axis = descr
         if not isinstance(redn_axis, EinsumReductionAxis):
-            raise TypeError("'redn_axis' must be an EinsumReductionAxis or a "
-                            f"str, got {type(redn_axis).__name__}")
+            raise InvalidArgumentTypeError(
+                "'redn_axis' must be an EinsumReductionAxis or a "
+                f"str, got {type(redn_axis).__name__}")
         if redn_axis not in self.reduction_axes:
-            raise ValueError(f"'redn_axis': {redn_axis} is not a reduction "
-                             f"axis of the einsum ({self.reduction_axes})")
+            raise InvalidArgumentError(f"'redn_axis': {redn_axis} is not a reduction "
+                                       f"axis of the einsum ({self.reduction_axes})")
         old = self.redn_axis_to_redn_descr.get(redn_axis, ReductionDescriptor())
         return dataclasses.replace(
             self, redn_axis_to_redn_descr=constantdict({

@@ -29,6 +29,7 @@ from pytato.array.base import (
     array_dataclass,
 )
 from pytato.array.shape import broadcast_shapes, shape_component_to_expr
+from pytato.diagnostic import UnsupportedFeatureError
 from pytato.scalar_expr import is_integral_scalar
 
 
@@ -158,8 +159,8 @@ class NormalizedSlice:
             return _constant_if_known(stop - start)  # type: ignore[operator]
         if step == -1:
             return _constant_if_known(start - stop)  # type: ignore[operator]
-        raise NotImplementedError("slices with steps other than +-1 over "
-                                  "symbolic extents")
+        raise UnsupportedFeatureError("slices with steps other than +-1 over "
+                                      "symbolic extents")
 
 
 IndexExpr: TypeAlias = "int | NormalizedSlice | Array"

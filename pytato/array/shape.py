@@ -195,7 +195,8 @@ def shape_is_int_only(shape: tuple[Any, ...], /) -> tuple[int, ...]:
     result = []
     for i, c in enumerate(shape):
         if not is_integral_scalar(c):
-            raise TypeError(f"shape {shape!r}: component {i} ({c!r}) is not "
-                            "an integer")
+            raise InvalidArgumentTypeError(
+                f"shape {shape!r}: component {i} ({c!r}) is not "
+                "an integer")
         result.append(int(c))
     return tuple(result)

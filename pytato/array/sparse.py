@@ -64,6 +64,7 @@ from pytato.diagnostic import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
     ShapeMismatchError,
+    UnsupportedFeatureError,
     UnsupportedOperationError,
 )
 
@@ -221,16 +222,16 @@ class CSRMatmul(DerivedShapeMixin, SparseMatmul):
     def _pt_validate(self) -> None:
         if not (isinstance(self.reduction_var, str)
                 and self.reduction_var.isidentifier()):
-            raise ValueError("CSRMatmul: 'reduction_var' must be an "
-                             f"identifier, got {self.reduction_var!r}")
+            raise InvalidArgumentError("CSRMatmul: 'reduction_var' must be an "
+                                       f"identifier, got {self.reduction_var!r}")
         if self.reduction_var in _CSR_KERNEL_NAMES:
-            raise ValueError(
+            raise InvalidArgumentError(
                 f"CSRMatmul: 'reduction_var' {self.reduction_var!r} is a name "
                 "used by the product's kernel; choose another")
         if not isinstance(self.reduction_descr, ReductionDescriptor):
-            raise TypeError("CSRMatmul: 'reduction_descr' must be a "
-                            "ReductionDescriptor, got "
-                            f"{type(self.reduction_descr).__name__}")
+            raise InvalidArgumentTypeError("CSRMatmul: 'reduction_descr' must be a "
+                                           "ReductionDescriptor, got "
+                                           f"{type(self.reduction_descr).__name__}")
 
     def _pt_compute_shape(self) -> ShapeType:
         return (self.matrix.shape[0], *self.array.shape[1:])
@@ -371,5 +372,5 @@ def sparse_matmul(x1: SparseMatrix, x2: Any) -> Array:
             f"sparse_matmul: shapes {format_shape(x1.shape)} ('x1') and "
             f"{format_shape(x2.shape)} ('x2') are not aligned")
     if not isinstance(x1, CSRMatrix):
-        raise NotImplementedError(f"sparse_matmul of {type(x1).__name__}")
+        raise UnsupportedFeatureError(f"sparse_matmul of {type(x1).__name__}")
     return CSRMatmul(x1, x2)

@@ -15,7 +15,7 @@ import numpy as np
 
 from pytato.array.results import DictOfNamedArrays
 from pytato.array.shape import concrete_shape
-from pytato.diagnostic import DistributedError
+from pytato.diagnostic import DistributedError, InvalidArgumentTypeError
 from pytato.distributed.nodes import DistributedRecv, DistributedSend
 from pytato.distributed.partition import (
     DistributedGraphPart,
@@ -144,8 +144,9 @@ class _PartRunner:
         if isinstance(result, tuple) and len(result) == 2:
             result = result[1]   # (event, outputs)
         if not isinstance(result, Mapping):
-            raise TypeError("the program of a part must return a dict of its "
-                            f"outputs, got {type(result).__name__}")
+            raise InvalidArgumentTypeError(
+                "the program of a part must return a dict of its "
+                f"outputs, got {type(result).__name__}")
         if device and returns_host:
             result = {name: self.on_device(value)
                       for name, value in result.items()}

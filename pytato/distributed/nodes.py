@@ -49,6 +49,7 @@ from pytato.array.base import (
 )
 from pytato.array.constructors import _tags_and_axes, check_dtype
 from pytato.array.shape import normalize_shape
+from pytato.diagnostic import InvalidArgumentError, InvalidArgumentTypeError
 
 
 __all__ = [
@@ -64,9 +65,10 @@ __all__ = [
 
 def _check_rank(rank: Any, argname: str) -> int:
     if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
-        raise TypeError(f"'{argname}' must be an integer rank, got {rank!r}")
+        raise InvalidArgumentTypeError(
+            f"'{argname}' must be an integer rank, got {rank!r}")
     if rank < 0:
-        raise ValueError(f"'{argname}' must be non-negative, got {rank}")
+        raise InvalidArgumentError(f"'{argname}' must be non-negative, got {rank}")
     return int(rank)
 
 
@@ -74,7 +76,8 @@ def _check_comm_tag(comm_tag: Any) -> Hashable:
     try:
         hash(comm_tag)
     except TypeError as e:
-        raise TypeError(f"'comm_tag' must be hashable, got {comm_tag!r}") from e
+        raise InvalidArgumentTypeError(
+            f"'comm_tag' must be hashable, got {comm_tag!r}") from e
     return comm_tag  # type: ignore[no-any-return]
 
 
@@ -220,8 +223,8 @@ def make_distributed_send(sent_data: Array, dest_rank: int, comm_tag: Hashable,
     array that is computed with :func:`staple_distributed_send`, or wrap it
     in a :class:`DistributedSendRefHolder`."""
     if not isinstance(sent_data, Array):
-        raise TypeError("'sent_data' must be a pytato Array, got "
-                        f"{type(sent_data).__name__}")
+        raise InvalidArgumentTypeError("'sent_data' must be a pytato Array, got "
+                                       f"{type(sent_data).__name__}")
     tags = check_unique_tags(normalize_tags(send_tags), "DistributedSend")
     return DistributedSend(sent_data, _check_rank(dest_rank, "dest_rank"),
                            _check_comm_tag(comm_tag), tags)
@@ -234,8 +237,8 @@ def staple_distributed_send(sent_data: Array, dest_rank: int,
     """Return an array equal to *stapled_to* whose evaluation also sends
     *sent_data* to *dest_rank* under *comm_tag*."""
     if not isinstance(stapled_to, Array):
-        raise TypeError("'stapled_to' must be a pytato Array, got "
-                        f"{type(stapled_to).__name__}")
+        raise InvalidArgumentTypeError("'stapled_to' must be a pytato Array, got "
+                                       f"{type(stapled_to).__name__}")
     send = make_distributed_send(sent_data, dest_rank, comm_tag, send_tags)
     return DistributedSendRefHolder(send, stapled_to, axes=stapled_to.axes)
 
@@ -247,11 +250,11 @@ def make_distributed_send_ref_holder(send: DistributedSend,
     *passthrough_data* whose evaluation also performs *send* (made with
     :func:`make_distributed_send`)."""
     if not isinstance(send, DistributedSend):
-        raise TypeError("'send' must be a DistributedSend, got "
-                        f"{type(send).__name__}")
+        raise InvalidArgumentTypeError("'send' must be a DistributedSend, got "
+                                       f"{type(send).__name__}")
     if not isinstance(passthrough_data, Array):
-        raise TypeError("'passthrough_data' must be a pytato Array, got "
-                        f"{type(passthrough_data).__name__}")
+        raise InvalidArgumentTypeError("'passthrough_data' must be a pytato Array, got "
+                                       f"{type(passthrough_data).__name__}")
     return DistributedSendRefHolder(send, passthrough_data,
                                     axes=passthrough_data.axes)
 

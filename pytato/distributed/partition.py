@@ -28,9 +28,9 @@ outputs of the earlier part and inputs (placeholders) of the later one.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, TypeVar, overload
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 import pymbolic.primitives as prim
 from constantdict import constantdict
@@ -40,7 +40,17 @@ from pytato.array.constructors import make_dict_of_named_arrays
 from pytato.array.inputs import DataWrapper, InputArgumentBase, Placeholder, SizeParam
 from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
-from pytato.diagnostic import DistributedError
+from pytato.diagnostic import (
+    DistributedError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
+
+# (private, imported by the reference pytato's tests)
+from pytato.distributed._task_batches import (
+    _schedule_task_batches as _schedule_task_batches,
+    _schedule_task_batches_counted as _schedule_task_batches_counted,
+)
 from pytato.distributed.nodes import (
     DistributedRecv,
     DistributedSend,
@@ -283,8 +293,9 @@ def _normalize_outputs(outputs: DictOfNamedArrays | Mapping[str, Array]
         return outputs
     if isinstance(outputs, Mapping):
         return make_dict_of_named_arrays(outputs)
-    raise TypeError("'outputs' must be a DictOfNamedArrays or a mapping of "
-                    f"names to arrays, got {type(outputs).__name__}")
+    raise InvalidArgumentTypeError(
+        "'outputs' must be a DictOfNamedArrays or a mapping of "
+        f"names to arrays, got {type(outputs).__name__}")
 
 # }}}
 
@@ -399,82 +410,6 @@ def _compute_comm_levels(
     for rid in recv_ids:
         recv_level.setdefault(rid, 1)
     return recv_level
-
-# }}}
-
-
-# {{{ batches of tasks (upstream's scheduling helpers, used by its tests)
-
-_TaskT = TypeVar("_TaskT", bound=Hashable)
-
-
-def _schedule_task_batches(
-        task_ids_to_needed_task_ids: Mapping[_TaskT, Set[_TaskT]]
-        ) -> list[set[_TaskT]]:
-    """The tasks (the keys of *task_ids_to_needed_task_ids*) in batches:
-    a task is in the batch after the last batch of the tasks it needs (the
-    first batch if it needs none), so that the tasks of one batch do not
-    depend on each other and the number of batches is the number of tasks
-    on the longest chain of needs."""
-    return _schedule_task_batches_counted(task_ids_to_needed_task_ids)[0]
-
-
-def _schedule_task_batches_counted(
-        task_ids_to_needed_task_ids: Mapping[_TaskT, Set[_TaskT]]
-        ) -> tuple[list[set[_TaskT]], int]:
-    """:func:`_schedule_task_batches`, and the number of steps taken: the
-    tasks visited while finding the batches (each once) plus the tasks
-    placed in batches. Linear in the number of tasks and needs, without
-    recursion (chains of any length).
-
-    Raises :class:`pytools.graph.CycleError` if the tasks need each other in
-    a cycle, and :class:`~pytato.diagnostic.DistributedError` if a needed
-    task is not a key of *task_ids_to_needed_task_ids*.
-    """
-    from pytools.graph import CycleError
-
-    needs = task_ids_to_needed_task_ids
-    level: dict[_TaskT, int] = {}
-    on_stack: set[_TaskT] = set()
-    visits = 0
-    for start in needs:
-        if start in level:
-            continue
-        visits += 1
-        start_needs = needs[start]
-        if all(t in level for t in start_needs):
-            # (the common case of tasks listed after those they need)
-            level[start] = 1 + max((level[t] for t in start_needs), default=-1)
-            continue
-        on_stack.add(start)
-        stack: list[tuple[_TaskT, Iterable[_TaskT]]] = [
-            (start, iter(needs[start]))]
-        while stack:
-            task, pending = stack[-1]
-            for needed in pending:
-                if needed in level:
-                    continue
-                if needed in on_stack:
-                    raise CycleError(needed)
-                if needed not in needs:
-                    raise DistributedError(
-                        f"task_ids_to_needed_task_ids: task {needed!r}, "
-                        f"needed by {task!r}, is not one of its keys")
-                visits += 1
-                on_stack.add(needed)
-                stack.append((needed, iter(needs[needed])))
-                break
-            else:
-                stack.pop()
-                on_stack.discard(task)
-                level[task] = 1 + max((level[t] for t in needs[task]),
-                                      default=-1)
-
-    batches: list[set[_TaskT]] = [
-        set() for _ in range(1 + max(level.values(), default=-1))]
-    for task, lvl in level.items():
-        batches[lvl].add(task)
-    return batches, visits + len(level)
 
 # }}}
 
@@ -623,8 +558,8 @@ def find_distributed_partition(mpi_communicator: mpi4py.MPI.Comm,
         outputs = _normalize_outputs(outputs)
         for name in outputs:
             if name.startswith(_NAME_PREFIX):
-                raise ValueError(f"output name '{name}': names starting with "
-                                 f"'{_NAME_PREFIX}' are reserved")
+                raise InvalidArgumentError(f"output name '{name}': names starting with "
+                                           f"'{_NAME_PREFIX}' are reserved")
         nodes = topological_order([outputs])
         sends = list(dict.fromkeys(
             n for n in nodes if isinstance(n, DistributedSend)))

@@ -2,6 +2,7 @@
 :class:`~pytato.array.IndexLambda`\\ s by hand.
 
 .. autoclass:: BindingCollector
+.. autofunction:: bind_array
 .. autofunction:: cast_scalar
 .. autofunction:: is_scalar
 """
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 import pymbolic.primitives as prim
 
-from pytato.array.base import Array, ShapeComponent
+from pytato.array.base import Array, ShapeComponent, same_input_objects
 from pytato.scalar_expr import SCALAR_CLASSES, is_integral_scalar
 
 
@@ -38,6 +39,30 @@ def cast_scalar(value: Any, dtype: np.dtype[Any], *, wrap: bool = False) -> Any:
     return result[()]
 
 
+def bind_array(ary: Array, bindings: dict[str, Array],
+               names: dict[Array, str], names_by_id: dict[int, str]) -> str:
+    """The name ``_in<k>`` of *ary* in *bindings* (added if new): one name
+    per distinct array, equal arrays sharing one unless they read distinct
+    inputs of one name (see :meth:`BindingCollector.bind`). *names* and
+    *names_by_id* are the lookup tables of *bindings* (empty for empty
+    *bindings*)."""
+    name = names.get(ary)
+    if name is not None:
+        bound = bindings[name]
+        if bound is ary or same_input_objects(bound, ary):
+            return name
+        name = names_by_id.get(id(ary))
+        if name is not None:
+            return name
+        name = f"_in{len(bindings)}"
+        names_by_id[id(ary)] = name
+    else:
+        name = f"_in{len(bindings)}"
+        names[ary] = name
+    bindings[name] = ary
+    return name
+
+
 class BindingCollector:
     """Collects the bindings of an :class:`~pytato.array.IndexLambda` being
     built, giving each distinct array one name ``_in<k>``.
@@ -53,15 +78,16 @@ class BindingCollector:
     def __init__(self) -> None:
         self.bindings: dict[str, Array] = {}
         self._names: dict[Array, str] = {}
+        # (arrays equal to a bound one, bound separately: see bind)
+        self._names_by_id: dict[int, str] = {}
 
     def bind(self, ary: Array) -> str:
-        """The binding name of *ary*, adding it if it is new."""
-        name = self._names.get(ary)
-        if name is None:
-            name = f"_in{len(self.bindings)}"
-            self._names[ary] = name
-            self.bindings[name] = ary
-        return name
+        """The binding name of *ary*, adding it if it is new. An array equal
+        to a bound one shares its binding, unless their graphs read
+        distinct inputs (equal, of one name): it is then bound on its own,
+        so that the graph keeps both and code generation reports the
+        clash (:class:`~pytato.diagnostic.NameClashError`)."""
+        return bind_array(ary, self.bindings, self._names, self._names_by_id)
 
     def shape_expr(self, c: ShapeComponent) -> Any:
         """A scalar expression for the shape component *c*: an integer, or

@@ -27,7 +27,12 @@ from pytato.array.base import Array, ShapeType
 from pytato.array.constructors import check_dtype
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import normalize_shape
-from pytato.diagnostic import DTypeError, InvalidArgumentError, InvalidArgumentTypeError
+from pytato.diagnostic import (
+    DTypeError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    UnsupportedFeatureError,
+)
 from pytato.frontend._utils import cast_scalar, is_scalar
 from pytato.scalar_expr import TypeCast, is_integral_scalar
 
@@ -36,8 +41,8 @@ def _check_order(order: Any, func: str) -> None:
     if order == "C":
         return
     if order in ("F", "A", "K"):
-        raise NotImplementedError(f"{func}: only order='C' is supported, got "
-                                  f"order={order!r}")
+        raise UnsupportedFeatureError(f"{func}: only order='C' is supported, got "
+                                      f"order={order!r}")
     raise InvalidArgumentError(
         f"{func}: 'order' must be one of 'C', 'F', 'A', 'K', got "
         f"{order!r}")
@@ -278,7 +283,7 @@ def arange(*args: Any, dtype: Any = None, **kwargs: Any) -> Array:
 def _symbolic_arange(start: Any, stop: Any, step: Any, dtype: Any) -> Array:
     if not (is_integral_scalar(start) and is_integral_scalar(step)
             and step == 1 and isinstance(stop, Array)):
-        raise NotImplementedError(
+        raise UnsupportedFeatureError(
             "arange: a symbolic argument is only supported as 'stop' with an "
             f"integer 'start' and step=1, got start={start!r}, stop={stop!r}, "
             f"step={step!r}")

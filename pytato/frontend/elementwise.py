@@ -74,6 +74,7 @@ from pytato.diagnostic import (
     InvalidArgumentTypeError,
     ScalarOverflowError,
 )
+from pytato.frontend._utils import bind_array
 from pytato.frontend.creation import full
 from pytato.scalar_expr import SCALAR_CLASSES, TypeCast, negated
 
@@ -356,14 +357,11 @@ def _bindings_and_exprs(operands: Sequence[Any], out_shape: Sequence[Any],
     out_ndim = len(out_shape)
     bindings: dict[str, Array] = {}
     name_of: dict[Array, str] = {}
+    name_of_id: dict[int, str] = {}
     exprs = []
     for x in operands:
         if isinstance(x, Array):
-            name = name_of.get(x)
-            if name is None:
-                name = f"_in{len(bindings)}"
-                name_of[x] = name
-                bindings[name] = x
+            name = bind_array(x, bindings, name_of, name_of_id)
             e = index_expr_for(x, name, out_ndim, out_shape)
             if cast_dtype is not None and x.dtype != cast_dtype:
                 e = TypeCast(cast_dtype, e)

@@ -57,6 +57,7 @@ from pytato.diagnostic import (
     InvalidArgumentError,
     InvalidIndexError,
     ShapeMismatchError,
+    UnsupportedFeatureError,
 )
 from pytato.frontend._coerce import as_array
 from pytato.frontend.shape_ops import expand_dims
@@ -88,7 +89,7 @@ def _index_data(x: Any, k: int) -> Any:
     :class:`Array` or a :class:`numpy.ndarray` of integers."""
     if isinstance(x, Array):
         if x.dtype.kind == "b":
-            raise NotImplementedError(f"index {k}: {_BOOL_MASK_MSG}")
+            raise UnsupportedFeatureError(f"index {k}: {_BOOL_MASK_MSG}")
         if x.dtype.kind not in "iu":
             name = getattr(x, "name", None)
             what = (f"the {type(x).__name__.lower()} '{name}'"
@@ -106,7 +107,7 @@ def _index_data(x: Any, k: int) -> Any:
                                 "hold only integers (use pytato.stack to combine "
                                 f"lazy index arrays), got {x!r}")
     if data.dtype.kind == "b":
-        raise NotImplementedError(f"index {k}: {_BOOL_MASK_MSG}")
+        raise UnsupportedFeatureError(f"index {k}: {_BOOL_MASK_MSG}")
     if data.size == 0 and data.dtype.kind == "f":
         data = data.astype(np.intp)
     if data.dtype.kind not in "iu":
@@ -124,7 +125,7 @@ def _classify(x: Any, k: int) -> Any:
     if x is Ellipsis:
         return _Ellipsis
     if isinstance(x, (bool, np.bool_)):
-        raise NotImplementedError(f"index {k}: {_BOOL_MASK_MSG}")
+        raise UnsupportedFeatureError(f"index {k}: {_BOOL_MASK_MSG}")
     if is_integral_scalar(x):
         return int(x)
     if isinstance(x, slice):
@@ -186,7 +187,7 @@ def _normalize_slice(s: slice, n: ShapeComponent, axis: int) -> NormalizedSlice:
             return NormalizedSlice(0, 0, step)
         return NormalizedSlice(start, stop, step)
     if step not in (1, -1):
-        raise NotImplementedError(
+        raise UnsupportedFeatureError(
             f"axis {axis} (length {_len_str(n)}): slices with steps other than "
             f"1 and -1 are not supported with symbolic lengths or bounds, got "
             f"step {step}")
@@ -213,7 +214,7 @@ def _constant_index_array(data: np.ndarray[Any, Any], n: ShapeComponent,
             if (data < 0).any():
                 data = np.where(data < 0, data + n, data)
         elif (data < 0).any():
-            raise NotImplementedError(
+            raise UnsupportedFeatureError(
                 f"axis {axis}: negative entries in index arrays are not "
                 f"supported on axes of symbolic length {_len_str(n)}")
     return make_data_wrapper(data)

@@ -18,7 +18,9 @@ from pytato.diagnostic import (
     DTypeError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
+    NonIntegralArgumentError,
     ScalarOverflowError,
+    UnsupportedFeatureError,
 )
 from pytato.frontend._utils import BindingCollector, cast_scalar, is_scalar
 from pytato.frontend.elementwise import elementwise
@@ -43,7 +45,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
     :class:`NotImplementedError`.
     """
     if x is None and y is None:
-        raise NotImplementedError(
+        raise UnsupportedFeatureError(
             "where(condition) with one argument (the indices of nonzero "
             "elements) is not supported: its shape depends on the data. Pass "
             "'x' and 'y' to select elements")
@@ -115,7 +117,7 @@ def _as_pairs(value: Any, ndim: int, argname: str, integral: bool
             "scalars, not by a lazy array")
     arr = np.asarray(value)
     if integral and arr.dtype.kind not in "iu":
-        raise InvalidArgumentTypeError(
+        raise NonIntegralArgumentError(
             f"pad: '{argname}' must be of integral type, got "
             f"{value!r}")
     if not integral and arr.dtype.kind not in "biufc":
@@ -160,8 +162,8 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant",
     """
     if mode != "constant":
         if callable(mode) or mode in _NUMPY_PAD_MODES:
-            raise NotImplementedError(f"pad: mode {mode!r} is not supported, "
-                                      "only mode='constant' is")
+            raise UnsupportedFeatureError(f"pad: mode {mode!r} is not supported, "
+                                          "only mode='constant' is")
         raise InvalidArgumentError(f"pad: unknown mode {mode!r}")
     unknown = set(kwargs) - {"constant_values"}
     if unknown:

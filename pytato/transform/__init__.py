@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from pytato.equality import EqualityComparer
 from pytato.function import install_input_replacer as _install_input_replacer
+
+# (private, imported by code written for the reference pytato)
+from pytato.transform.base import _verify_is_array
 from pytato.transform.calls import replace_inputs as _replace_inputs
 from pytato.transform.dead_code import DeadCodeEliminator, eliminate_dead_code
 from pytato.transform.deduplicate import (
@@ -74,6 +77,16 @@ from pytato.transform.mappers import (
 from pytato.transform.materialize import materialize_with_mpms
 from pytato.transform.precompute import precompute_subexpressions
 from pytato.transform.unify_axes import AxisEquivalenceCollector, unify_axes_tags
+
+
+# upstream's module names, attributes of this package as there
+# isort: split
+from pytato.transform import (
+    dead_code_elimination,
+    einsum_distributive_law,
+    metadata,
+    remove_broadcasts_einsum,
+)
 
 
 # The copy of a traced body with its captured inputs replaced (see

@@ -66,7 +66,7 @@ from typing import (
 
 from pytato.array.base import Array, GraphNode, topological_order
 from pytato.array.results import AbstractResultWithNamedArrays, DictOfNamedArrays
-from pytato.diagnostic import PytatoError
+from pytato.diagnostic import NotAnArrayError, PytatoError, UnsupportedFeatureError
 from pytato.function import FunctionDefinition
 
 
@@ -109,6 +109,16 @@ CacheKeyT = TypeVar("CacheKeyT")
 CacheResultT = TypeVar("CacheResultT")
 
 # }}}
+
+
+def _verify_is_array(expr: object) -> Array:
+    """Return *expr*, an :class:`~pytato.Array` (e.g. the result of a
+    mapper); raise :class:`~pytato.diagnostic.NotAnArrayError` (a
+    :class:`TypeError`) if it is not one."""
+    if not isinstance(expr, Array):
+        raise NotAnArrayError(
+            f"expected an Array, got {type(expr).__name__}")
+    return expr
 
 
 # {{{ errors
@@ -207,7 +217,7 @@ class Mapper(Generic[ResultT, FunctionResultT, P]):
 
 # {{{ caches
 
-class CacheInputsWithKey(Generic[CacheExprT, P]):
+class CacheInputsWithKey(Generic[CacheExprT, CacheKeyT, P]):
     """What a :class:`CachedMapperCache` is asked about: the mapped
     expression, its extra arguments and the cache key made of them.
 
@@ -219,7 +229,7 @@ class CacheInputsWithKey(Generic[CacheExprT, P]):
 
     __slots__ = ("args", "expr", "key", "kwargs")
 
-    def __init__(self, expr: CacheExprT, key: Hashable,
+    def __init__(self, expr: CacheExprT, key: CacheKeyT,
                  *args: P.args, **kwargs: P.kwargs) -> None:
         self.expr = expr
         self.key = key
@@ -252,7 +262,7 @@ class CachedMapperCache(Generic[CacheExprT, CacheResultT, P]):
             return expr  # type: ignore[return-value]
         return (expr, args, tuple(sorted(kwargs.items())))
 
-    def add(self, inputs: CacheInputsWithKey[CacheExprT, P],
+    def add(self, inputs: CacheInputsWithKey[CacheExprT, Hashable, P],
             result: CacheResultT) -> CacheResultT:
         """Store *result* for *inputs*; return it."""
         self._input_key_to_result[inputs.key] = result
@@ -260,7 +270,7 @@ class CachedMapperCache(Generic[CacheExprT, CacheResultT, P]):
             self._input_key_to_expr[inputs.key] = inputs.expr
         return result
 
-    def retrieve(self, inputs: CacheInputsWithKey[CacheExprT, P]
+    def retrieve(self, inputs: CacheInputsWithKey[CacheExprT, Hashable, P]
                  ) -> CacheResultT:
         """The result stored for *inputs*; raises :class:`KeyError` if
         none."""
@@ -299,7 +309,7 @@ class TransformMapperCache(CachedMapperCache[CacheExprT, CacheExprT, P]):
         self.deduplicate_results = deduplicate_results
         self._result_to_result: dict[CacheExprT, CacheExprT] = {}
 
-    def add(self, inputs: CacheInputsWithKey[CacheExprT, P],
+    def add(self, inputs: CacheInputsWithKey[CacheExprT, Hashable, P],
             result: CacheExprT) -> CacheExprT:
         """Store *result* for *inputs*. With *deduplicate_results* (the
         default), a result equal to an earlier one is replaced by the
@@ -431,7 +441,7 @@ class CachedMapper(Mapper[ResultT, FunctionResultT, P]):
                 return cls(**kwargs)
             except TypeError:
                 continue
-        raise NotImplementedError(
+        raise UnsupportedFeatureError(
             f"{cls.__name__} must define clone_for_callee to map the bodies "
             "of called functions")
 

@@ -26,6 +26,7 @@ from pytools.tag import UniqueTag
 from pytato.array.base import Array, Axis, _unique_family
 from pytato.array.inputs import DataWrapper, InputArgumentBase, Placeholder, SizeParam
 from pytato.array.results import DictOfNamedArrays
+from pytato.diagnostic import InvalidArgumentTypeError
 from pytato.function import Call, FunctionDefinition, NamedCallResult
 from pytato.tags import InlineCallTag
 from pytato.transform.mappers import ArrayOrNames, CopyMapper, TransformMapperCache
@@ -121,8 +122,9 @@ def _apply(mapper: CopyMapper, expr: ArrayOrNamesOrDictTc
         new = mapper(DictOfNamedArrays(dict(expr)))
         return (type(expr)(new._data)  # type: ignore[return-value]
                 if isinstance(expr, dict) else new)
-    raise TypeError("expected an Array, a DictOfNamedArrays or a dict of "
-                    f"arrays, got {type(expr).__name__}")
+    raise InvalidArgumentTypeError(
+        "expected an Array, a DictOfNamedArrays or a dict of "
+        f"arrays, got {type(expr).__name__}")
 
 
 def inline_calls(expr: ArrayOrNamesOrDictTc, *, only_tagged: bool = True

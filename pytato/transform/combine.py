@@ -11,7 +11,7 @@ from pytato.array.base import Array, get_children
 from pytato.array.inputs import SizeParam
 from pytato.array.results import DictOfNamedArrays
 from pytato.function import FunctionDefinition
-from pytato.transform.base import CachedMapper, FunctionResultT, ResultT
+from pytato.transform.base import CachedMapper, FunctionResultT, P, ResultT
 
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ __all__ = ["CombineMapper"]
 
 # {{{ CombineMapper
 
-class CombineMapper(CachedMapper[ResultT, FunctionResultT, []]):
+class CombineMapper(CachedMapper[ResultT, FunctionResultT, P]):
     """Combines the results of the children with :meth:`combine`.
 
     .. automethod:: combine
@@ -57,104 +57,135 @@ class CombineMapper(CachedMapper[ResultT, FunctionResultT, []]):
         none)."""
         raise NotImplementedError
 
-    def rec_idx_or_size_tuple(self, situp: tuple[IndexExpr, ...]
+    def rec_idx_or_size_tuple(self, situp: tuple[IndexExpr, ...],
+                              *args: P.args, **kwargs: P.kwargs
                               ) -> tuple[ResultT, ...]:
         """The results of the array entries of *situp* (a shape or an
         index tuple)."""
-        return tuple(self.rec(s) for s in situp if isinstance(s, Array))
+        return tuple(self.rec(s, *args, **kwargs)
+                     for s in situp if isinstance(s, Array))
 
-    def map_array(self, expr: Array) -> ResultT:
+    def map_array(self, expr: Array, *args: P.args,
+                  **kwargs: P.kwargs) -> ResultT:
         """The default of every array node type: :meth:`combine` of the
-        children's results."""
+        children's results (the extra arguments passed on to them)."""
         rec = self.rec
-        return self.combine(*(rec(k) for k in get_children(expr)))
+        return self.combine(*(rec(k, *args, **kwargs)
+                              for k in get_children(expr)))
 
-    def map_index_lambda(self, expr: IndexLambda) -> ResultT:
-        return self.map_array(expr)
+    def map_index_lambda(self, expr: IndexLambda, *args: P.args,
+                         **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_placeholder(self, expr: Placeholder) -> ResultT:
-        return self.map_array(expr)
+    def map_placeholder(self, expr: Placeholder, *args: P.args,
+                        **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_data_wrapper(self, expr: DataWrapper) -> ResultT:
-        return self.map_array(expr)
+    def map_data_wrapper(self, expr: DataWrapper, *args: P.args,
+                         **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_size_param(self, expr: SizeParam) -> ResultT:
-        return self.map_array(expr)
+    def map_size_param(self, expr: SizeParam, *args: P.args,
+                       **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_stack(self, expr: Stack) -> ResultT:
-        return self.map_array(expr)
+    def map_stack(self, expr: Stack, *args: P.args,
+                  **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_concatenate(self, expr: Concatenate) -> ResultT:
-        return self.map_array(expr)
+    def map_concatenate(self, expr: Concatenate, *args: P.args,
+                        **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_roll(self, expr: Roll) -> ResultT:
-        return self.map_array(expr)
+    def map_roll(self, expr: Roll, *args: P.args,
+                 **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_axis_permutation(self, expr: AxisPermutation) -> ResultT:
-        return self.map_array(expr)
+    def map_axis_permutation(self, expr: AxisPermutation, *args: P.args,
+                             **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_reshape(self, expr: Reshape) -> ResultT:
-        return self.map_array(expr)
+    def map_reshape(self, expr: Reshape, *args: P.args,
+                    **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_basic_index(self, expr: BasicIndex) -> ResultT:
-        return self.map_array(expr)
+    def map_basic_index(self, expr: BasicIndex, *args: P.args,
+                        **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
     def map_contiguous_advanced_index(
-            self, expr: AdvancedIndexInContiguousAxes) -> ResultT:
-        return self.map_array(expr)
+            self, expr: AdvancedIndexInContiguousAxes, *args: P.args,
+            **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
     def map_non_contiguous_advanced_index(
-            self, expr: AdvancedIndexInNoncontiguousAxes) -> ResultT:
-        return self.map_array(expr)
+            self, expr: AdvancedIndexInNoncontiguousAxes, *args: P.args,
+            **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_einsum(self, expr: Einsum) -> ResultT:
-        return self.map_array(expr)
+    def map_einsum(self, expr: Einsum, *args: P.args,
+                   **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_named_array(self, expr: NamedArray) -> ResultT:
-        return self.map_array(expr)
+    def map_named_array(self, expr: NamedArray, *args: P.args,
+                        **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_named_call_result(self, expr: NamedCallResult) -> ResultT:
-        return self.map_array(expr)
+    def map_named_call_result(self, expr: NamedCallResult, *args: P.args,
+                              **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_loopy_call_result(self, expr: LoopyCallResult) -> ResultT:
-        return self.map_array(expr)
+    def map_loopy_call_result(self, expr: LoopyCallResult, *args: P.args,
+                              **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_csr_matmul(self, expr: CSRMatmul) -> ResultT:
-        return self.map_array(expr)
+    def map_csr_matmul(self, expr: CSRMatmul, *args: P.args,
+                       **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
     def map_distributed_send_ref_holder(
-            self, expr: DistributedSendRefHolder) -> ResultT:
-        return self.map_array(expr)
+            self, expr: DistributedSendRefHolder, *args: P.args,
+            **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_distributed_recv(self, expr: DistributedRecv) -> ResultT:
-        return self.map_array(expr)
+    def map_distributed_recv(self, expr: DistributedRecv, *args: P.args,
+                             **kwargs: P.kwargs) -> ResultT:
+        return self.map_array(expr, *args, **kwargs)
 
-    def map_dict_of_named_arrays(self, expr: DictOfNamedArrays) -> ResultT:
-        return self.combine(*(self.rec(v) for v in expr._data.values()))
+    def map_dict_of_named_arrays(self, expr: DictOfNamedArrays,
+                                 *args: P.args, **kwargs: P.kwargs) -> ResultT:
+        return self.combine(*(self.rec(v, *args, **kwargs)
+                              for v in expr._data.values()))
 
-    def map_distributed_send(self, expr: DistributedSend) -> ResultT:
-        return self.combine(self.rec(expr.data))
+    def map_distributed_send(self, expr: DistributedSend, *args: P.args,
+                             **kwargs: P.kwargs) -> ResultT:
+        return self.combine(self.rec(expr.data, *args, **kwargs))
 
-    def map_function_definition(self, expr: FunctionDefinition
+    def map_function_definition(self, expr: FunctionDefinition,
+                                *args: P.args, **kwargs: P.kwargs
                                 ) -> FunctionResultT:
         """Combine the results of the function's returned arrays, mapped by
         :meth:`~CachedMapper.clone_for_callee` (the body is a scope of its
         own: override this for analyses where that matters)."""
         mapper = self.clone_for_callee(expr)
         return self.combine(  # type: ignore[return-value]
-            *(mapper(v) for v in expr.returns.values()))
+            *(mapper(v, *args, **kwargs) for v in expr.returns.values()))
 
-    def map_call(self, expr: Call) -> ResultT:
+    def map_call(self, expr: Call, *args: P.args,
+                 **kwargs: P.kwargs) -> ResultT:
         return self.combine(
-            self.rec_function_definition(expr.function),  # type: ignore[arg-type]
-            *(self.rec(v) for v in expr.bindings.values()))
+            self.rec_function_definition(  # type: ignore[arg-type]
+                expr.function, *args, **kwargs),
+            *(self.rec(v, *args, **kwargs) for v in expr.bindings.values()))
 
-    def map_loopy_call(self, expr: LoopyCall) -> ResultT:
-        return self.combine(*(self.rec(k) for k in get_children(
-            expr)))  # type: ignore[arg-type]
+    def map_loopy_call(self, expr: LoopyCall, *args: P.args,
+                       **kwargs: P.kwargs) -> ResultT:
+        return self.combine(*(self.rec(k, *args, **kwargs)  # type: ignore[arg-type]
+                              for k in get_children(expr)))
 
-    def map_csr_matrix(self, expr: CSRMatrix) -> ResultT:
-        return self.combine(*(self.rec(k) for k in get_children(
-            expr)))  # type: ignore[arg-type]
+    def map_csr_matrix(self, expr: CSRMatrix, *args: P.args,
+                       **kwargs: P.kwargs) -> ResultT:
+        return self.combine(*(self.rec(k, *args, **kwargs)  # type: ignore[arg-type]
+                              for k in get_children(expr)))
 
 # }}}

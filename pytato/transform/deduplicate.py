@@ -36,6 +36,7 @@ from pytato.array.base import (
 )
 from pytato.array.inputs import DataWrapper
 from pytato.array.results import DictOfNamedArrays
+from pytato.diagnostic import UnsupportedFeatureError
 from pytato.function import FunctionDefinition
 from pytato.transform.mappers import (
     ArrayOrNames,
@@ -97,7 +98,7 @@ def _rebuild(node: GraphNode, new_kids: tuple[GraphNode, ...]) -> GraphNode:
                 f.name: _unflatten(s, new_kids)
                 for f, s in zip(fields, skel, strict=True)})
     if rebuild is None:
-        raise NotImplementedError(
+        raise UnsupportedFeatureError(
             f"cannot rebuild a node of type {type(node).__name__}: it needs a "
             "'_pt_with_new_kids(kids)' method")
     return rebuild(new_kids)  # type: ignore[no-any-return]

@@ -49,7 +49,12 @@ from pytato.array.lambdas import (
 )
 from pytato.array.remapping import BasicIndex, NormalizedSlice
 from pytato.array.shape import are_shape_components_equal, is_one
-from pytato.diagnostic import NonAffineShapeError, UnknownIndexLambdaExpr
+from pytato.diagnostic import (
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+    NonAffineShapeError,
+    UnknownIndexLambdaExpr,
+)
 from pytato.raising import BinaryOp, BinaryOpType, index_lambda_to_high_level_op
 from pytato.scalar_expr import SCALAR_CLASSES
 from pytato.transform._identity_cache import IdentityCachedCopyMapper
@@ -384,13 +389,13 @@ def _should_distribute_from_descriptors(
         descr = how_to_distribute(einsum)
         if isinstance(descr, DoDistribute):
             if not 0 <= descr.ioperand < len(einsum.args):
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"how_to_distribute returned DoDistribute({descr.ioperand}) "
                     f"for an einsum with {len(einsum.args)} operands")
             return descr.ioperand == iarg
         if isinstance(descr, DoNotDistribute):
             return False
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             "how_to_distribute must return a DoDistribute or a "
             f"DoNotDistribute, got {descr!r}")
     return should_distribute
@@ -439,13 +444,14 @@ def apply_distributive_property_to_einsums(
         numbers of terms, so restrict it where that matters.
     """
     if how_to_distribute is not None and should_distribute is not None:
-        raise TypeError("apply_distributive_property_to_einsums: pass "
-                        "'how_to_distribute' or 'should_distribute', not both")
+        raise InvalidArgumentTypeError(
+            "apply_distributive_property_to_einsums: pass "
+            "'how_to_distribute' or 'should_distribute', not both")
     if how_to_distribute is not None:
         if not callable(how_to_distribute):
-            raise TypeError("apply_distributive_property_to_einsums: "
-                            "'how_to_distribute' must be callable, got "
-                            f"{how_to_distribute!r}")
+            raise InvalidArgumentTypeError("apply_distributive_property_to_einsums: "
+                                           "'how_to_distribute' must be callable, got "
+                                           f"{how_to_distribute!r}")
         mapper: EinsumDistributor = EinsumDistributiveLawMapper(
             how_to_distribute)
     else:

@@ -40,7 +40,7 @@ __all__ = [
 
 # {{{ gatherers
 
-class DependencyMapper(CombineMapper[frozenset[Array], frozenset[Array]]):
+class DependencyMapper(CombineMapper[frozenset[Array], frozenset[Array], []]):
     """Returns the set of all arrays *expr* depends on (itself included).
     Function bodies are not entered (a call depends on its bindings)."""
 
@@ -97,7 +97,7 @@ class SubsetDependencyMapper(DependencyMapper):
 
 
 class InputGatherer(CombineMapper[frozenset[InputArgumentBase],
-                                  frozenset[InputArgumentBase]]):
+                                  frozenset[InputArgumentBase], []]):
     """Returns the set of :class:`~pytato.array.InputArgumentBase` nodes
     (placeholders, data wrappers, size parameters) *expr* depends on, also
     through shapes."""
@@ -137,7 +137,7 @@ class InputGatherer(CombineMapper[frozenset[InputArgumentBase],
 
 
 class ListOfInputsGatherer(CombineMapper[list[InputArgumentBase],
-                                         list[InputArgumentBase]]):
+                                         list[InputArgumentBase], []]):
     """As :class:`InputGatherer`, returning a list (in the order of first
     appearance in a depth-first walk, each input once)."""
 
@@ -175,7 +175,8 @@ class ListOfInputsGatherer(CombineMapper[list[InputArgumentBase],
         return []
 
 
-class SizeParamGatherer(CombineMapper[frozenset[SizeParam], frozenset[SizeParam]]):
+class SizeParamGatherer(CombineMapper[frozenset[SizeParam],
+                                      frozenset[SizeParam], []]):
     """Returns the set of :class:`~pytato.array.SizeParam` nodes *expr*
     depends on (also through shapes)."""
 

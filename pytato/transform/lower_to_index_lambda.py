@@ -19,6 +19,7 @@ operands.
 .. autoclass:: ToIndexLambdaMapper
 .. autoclass:: ToIndexLambdaMixin
 .. autoclass:: MapAsIndexLambdaMixin
+.. autoexception:: NotLowerableToIndexLambdaError
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ from pytato.array.shape import (
     broadcast_shapes,
     is_one,
 )
+from pytato.diagnostic import CannotBeLoweredToIndexLambda
 from pytato.scalar_expr import (
     AnyReductionOperation,
     Reduce,
@@ -62,7 +64,12 @@ from pytato.scalar_expr import (
     is_integral_scalar,
     negated,
 )
-from pytato.transform.mappers import ArrayOrNamesTc, CopyMapper, Mapper
+from pytato.transform.mappers import (
+    ArrayOrNamesTc,
+    CopyMapper,
+    Mapper,
+    UnsupportedNodeError,
+)
 
 
 if TYPE_CHECKING:
@@ -73,8 +80,12 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "MapAsIndexLambdaMixin", "ToIndexLambdaMapper", "ToIndexLambdaMixin",
-    "lower_to_index_lambdas", "to_index_lambda",
+    "MapAsIndexLambdaMixin",
+    "NotLowerableToIndexLambdaError",
+    "ToIndexLambdaMapper",
+    "ToIndexLambdaMixin",
+    "lower_to_index_lambdas",
+    "to_index_lambda",
 ]
 
 ResultT = TypeVar("ResultT")
@@ -167,7 +178,26 @@ def _clamped_index(index: ArithmeticExpression, length: ArithmeticExpression,
     return prim.If(prim.Comparison(index, "<", 0), lower, upper)
 
 
+class NotLowerableToIndexLambdaError(CannotBeLoweredToIndexLambda,
+                                     UnsupportedNodeError):
+    """Raised by :func:`to_index_lambda` (and :class:`ToIndexLambdaMapper`)
+    for a node without an element-wise definition (an input, the result of
+    a call, ...): the reference's
+    :class:`~pytato.diagnostic.CannotBeLoweredToIndexLambda`, and an
+    :class:`~pytato.transform.UnsupportedArrayError` (a :class:`ValueError`
+    and a :class:`NotImplementedError`) as other mappers raise."""
+
+
 class _ToIndexLambda(Mapper):
+    def handle_unsupported_array(self, expr: object, *args: object,
+                                 **kwargs: object) -> IndexLambda:
+        if not hasattr(expr, "_mapper_method"):
+            return super().handle_unsupported_array(  # type: ignore[no-any-return]
+                expr, *args, **kwargs)
+        raise NotLowerableToIndexLambdaError(
+            f"a {type(expr).__name__} cannot be lowered to an IndexLambda (it "
+            "has no element-wise definition)")
+
     def _finish(self, expr: Array, scalar_expr: ScalarExpression, b: _Bindings,
                 var_to_reduction_descr: Mapping[str, ReductionDescriptor]
                 | None = None) -> IndexLambda:
@@ -496,7 +526,9 @@ def to_index_lambda(expr: Array) -> IndexLambda:
     as *expr* from *expr*'s children (a shallow rewrite: the children are
     not lowered). An :class:`~pytato.array.IndexLambda` is returned as is.
 
-    :raises NotImplementedError: for nodes without an element-wise
+    :raises NotLowerableToIndexLambdaError: (a
+        :class:`~pytato.diagnostic.CannotBeLoweredToIndexLambda`, a
+        :class:`NotImplementedError`) for nodes without an element-wise
         definition (inputs, results of calls, ...).
     """
     return _LOWERER(expr)  # type: ignore[no-any-return]

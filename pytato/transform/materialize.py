@@ -82,6 +82,7 @@ from pytato.array.inputs import InputArgumentBase, SizeParam
 from pytato.array.lambdas import IndexLambda
 from pytato.array.results import DictOfNamedArrays
 from pytato.array.shape import is_one
+from pytato.diagnostic import UnsupportedFeatureError
 from pytato.scalar_expr import (
     SCALAR_CLASSES,
     Reduce,
@@ -511,7 +512,7 @@ class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, None, []]):
         self.already_materialized_nodes = already_materialized_nodes
 
     def clone_for_callee(self, function: FunctionDefinition) -> MPMSMaterializer:
-        raise NotImplementedError(
+        raise UnsupportedFeatureError(
             "MPMSMaterializer does not map the bodies of called functions")
 
     def map_array(self, expr: Array) -> MPMSMaterializerAccumulator:

@@ -9,11 +9,13 @@
 .. autoclass:: BindingSubscriptsCollector
 .. autofunction:: unify_axes_tags
     :noindex:
+.. autodata:: BINDING_NAME_RESERVED_PATTERN
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING
 
@@ -36,9 +38,16 @@ if TYPE_CHECKING:
 
 
 __all__ = [
-    "AxesTagsEquationCollector", "AxisIgnoredForPropagationTag",
-    "AxisTagAttacher", "BindingSubscriptsCollector", "unify_axes_tags",
+    "BINDING_NAME_RESERVED_PATTERN", "AxesTagsEquationCollector",
+    "AxisIgnoredForPropagationTag", "AxisTagAttacher",
+    "BindingSubscriptsCollector", "unify_axes_tags",
 ]
+
+
+BINDING_NAME_RESERVED_PATTERN = re.compile(r"^(_in?(0|([1-9][0-9]*)))$")
+"""Matches binding names of the forms ``_in<k>`` and ``_i<k>`` (``k`` without
+leading zeros): the names pytato gives the bindings of the index lambdas
+it builds, reserved as in the reference pytato."""
 
 
 class AxisTagAttacher(CopyMapper):

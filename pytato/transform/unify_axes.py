@@ -78,7 +78,11 @@ from pytato.array.shape import (
     are_shape_components_equal,
     shape_component_to_expr,
 )
-from pytato.diagnostic import NonAffineShapeError, NonUniqueTagError
+from pytato.diagnostic import (
+    InvalidArgumentTypeError,
+    NonAffineShapeError,
+    NonUniqueTagError,
+)
 from pytato.scalar_expr import WalkMapper
 from pytato.transform._identity_cache import IdentityCachedCopyMapper
 from pytato.transform.mappers import ArrayOrNames, ArrayOrNamesOrDictTc, Mapper
@@ -546,13 +550,14 @@ def unify_axes_tags(
             equations_collector_t=equations_collector_t,
             unify_redn_descrs=unify_redn_descrs)._data)
     if not (isinstance(tag_t, type) and issubclass(tag_t, Tag)):
-        raise TypeError(f"unify_axes_tags: 'tag_t' must be a subclass of "
-                        f"pytools.tag.Tag, got {tag_t!r}")
+        raise InvalidArgumentTypeError(
+            f"unify_axes_tags: 'tag_t' must be a subclass of "
+            f"pytools.tag.Tag, got {tag_t!r}")
     if equations_collector_t is None:
         equations_collector_t = AxesTagsEquationCollector
     elif not (isinstance(equations_collector_t, type) and issubclass(
             equations_collector_t, AxesTagsEquationCollector)):
-        raise TypeError(
+        raise InvalidArgumentTypeError(
             "unify_axes_tags: 'equations_collector_t' must be a subclass of "
             f"AxesTagsEquationCollector, got {equations_collector_t!r}")
     no_prop = tuple(tag_t_to_not_propagate)

@@ -49,7 +49,12 @@ from pytato.array.base import Array, GraphNode, topological_order
 from pytato.array.inputs import Placeholder
 from pytato.array.results import DictOfNamedArrays
 from pytato.array.shape import format_shape
-from pytato.diagnostic import GraphvizError, GraphvizNotFoundError
+from pytato.diagnostic import (
+    GraphvizError,
+    GraphvizNotFoundError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 from pytato.distributed.partition import DistributedGraphPartition
 from pytato.visualization.labels import (
     describe_array,
@@ -293,8 +298,9 @@ def _outputs_of(result: Any) -> dict[str, GraphNode]:
         return dict(result)
     if isinstance(result, GraphNode):
         return {"result": result}
-    raise TypeError("'result' must be an array, a DictOfNamedArrays or a "
-                    f"dict of arrays, got {type(result).__name__}")
+    raise InvalidArgumentTypeError(
+        "'result' must be an array, a DictOfNamedArrays or a "
+        f"dict of arrays, got {type(result).__name__}")
 
 
 def get_dot_graph(result: Any, *, max_label_length: int = 160) -> str:
@@ -409,8 +415,9 @@ def show_dot_graph(result: Any, *,
         path = Path(output_to)  # type: ignore[arg-type]
         fmt = _FORMATS.get(path.suffix.lower(), "")
         if not fmt:
-            raise ValueError(f"'output_to'={str(output_to)!r}: unknown file "
-                             f"type; use one of {', '.join(sorted(_FORMATS))}")
+            raise InvalidArgumentError(
+                f"'output_to'={str(output_to)!r}: unknown file "
+                f"type; use one of {', '.join(sorted(_FORMATS))}")
 
     if fmt == "dot":
         data = source.encode()

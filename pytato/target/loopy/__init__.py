@@ -15,6 +15,7 @@ See :mod:`pytato.target.loopy.run.programs` for :class:`LoopyTarget`,
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -28,10 +29,15 @@ from pytato.codegen import (
     SINGLE_OUTPUT_NAME,
     FewerCollections,
     PhaseTimer,
+    check_distinct_input_names,
     normalize_outputs,
     preprocess,
 )
-from pytato.diagnostic import CannotBeLoweredToLoopyError
+from pytato.diagnostic import (
+    CannotBeLoweredToLoopyError,
+    InvalidArgumentError,
+    InvalidArgumentTypeError,
+)
 from pytato.lazy_imports import lazy_module
 from pytato.tags import ImplStored, ImplSubstitution, Named, PrefixNamed, Tag
 from pytato.target.loopy._moved import install as _install_moved_modules
@@ -182,25 +188,38 @@ def generate_loopy(
     is_dict = not isinstance(result, Array)
     if target is None:
         target = LoopyPyOpenCLTarget(device=cl_device)
+    elif not isinstance(target, LoopyTarget):
+        raise InvalidArgumentTypeError(
+            f"'target' must be a LoopyTarget, got {type(target).__name__}")
     elif cl_device is not None and getattr(target, "device", None) not in (
             None, cl_device):
-        raise ValueError("'cl_device' differs from the device of 'target'")
+        raise InvalidArgumentError("'cl_device' differs from the device of 'target'")
     if options is None:
         pass  # lp.Options(return_dict=is_dict), made where it is needed
     elif not isinstance(options, lp.Options):
-        raise TypeError(f"'options' must be a loopy.Options, got "
-                        f"{type(options).__name__}")
+        raise InvalidArgumentTypeError(f"'options' must be a loopy.Options, got "
+                                       f"{type(options).__name__}")
     elif is_dict and not options.return_dict:
-        raise ValueError("for a dict result, 'options' must set "
-                         "return_dict=True")
+        raise InvalidArgumentError("for a dict result, 'options' must set "
+                                   "return_dict=True")
 
     try:
-        cache_key: Any = (normalize_outputs(result), is_dict, target,
+        outputs: DictOfNamedArrays | None = normalize_outputs(result)
+    except TypeError:
+        outputs = None  # (reported by preprocess, below)
+    if outputs is not None:
+        # before the caches: a graph equal to one generated before may be
+        # refused (distinct inputs of one name)
+        check_distinct_input_names(outputs)
+    try:
+        cache_key: Any = (outputs, is_dict, target,
                           _options_key(options), function_name,
                           frozenset(array_tag_t_to_not_propagate),
                           frozenset(axis_tag_t_to_not_propagate), default_schedule,
                           # (the loopy target's switch, from the environment)
                           out_of_line_math_enabled())
+        if outputs is None:
+            raise TypeError
         hash(cache_key)
     except TypeError:
         cache_key = None
@@ -383,3 +402,10 @@ def _program_store_key(outputs: DictOfNamedArrays, order: list[GraphNode], *,
         logger.debug("program store not used: %s", e)
         return None
 
+
+def __getattr__(name: str) -> Any:
+    # pytato.target.loopy.codegen (the reference's module of the code
+    # generator) imports loopy: imported at its first use as an attribute
+    if name == "codegen":
+        return importlib.import_module(f"{__name__}.codegen")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

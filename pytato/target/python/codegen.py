@@ -41,8 +41,16 @@ from pytato.array.shape import (
     is_one,
     shape_component_to_expr,
 )
-from pytato.codegen import NameGenerator, tagged_data_name
-from pytato.diagnostic import InvalidArgumentError, NameClashError
+from pytato.codegen import (
+    NameGenerator,
+    check_distinct_input_names,
+    tagged_data_name,
+)
+from pytato.diagnostic import (
+    InvalidArgumentError,
+    NameClashError,
+    UnsupportedFeatureError,
+)
 from pytato.function import Call, NamedCallResult
 from pytato.scalar_expr import is_integral_scalar
 from pytato.tags import Named, PrefixNamed
@@ -370,7 +378,7 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
     def map_named_array(self, expr: NamedArray) -> str:
         if isinstance(expr._container, DictOfNamedArrays):
             return self.rec(expr._container._data[expr.name])
-        raise NotImplementedError(
+        raise UnsupportedFeatureError(
             f"{type(expr._container).__name__} results cannot be generated as "
             "Python code")
 
@@ -402,6 +410,7 @@ def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
     if not function_name.isidentifier():
         raise InvalidArgumentError(f"'function_name' must be an identifier, got "
                                    f"{function_name!r}")
+    check_distinct_input_names(outputs)
     order = topological_order([outputs])
 
     # {{{ inputs: parameters of the function

@@ -27,6 +27,7 @@ from pytato.diagnostic import (
     InvalidArgumentTypeError,
     MissingArgumentError,
     UnknownArgumentError,
+    UnsupportedFeatureError,
 )
 from pytato.target import BoundProgram, Target
 from pytato.target.python.arguments import process_arguments
@@ -253,7 +254,7 @@ class NumpyLikePythonTarget(PythonTarget):
     def numpy_like_module_name(self) -> str:
         """The name the array module is imported by (``"numpy"``,
         ``"jax.numpy"``); subclasses set it."""
-        raise NotImplementedError(
+        raise UnsupportedFeatureError(
             f"{type(self).__name__} does not name its array module")
 
     @property
