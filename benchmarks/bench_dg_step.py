@@ -59,6 +59,9 @@ run). The estimate counts per stage: the fields and the RK register read
 and written once (``4 (dim + 1) E Np`` values), the geometric factors, the
 normals, the face Jacobian ratios and the two gather index arrays read once;
 the reference matrices and the re-reads of gathered values are left out.
+At orders above 2 the contractions make the step compute-bound on CPUs, so
+the rows also give GFLOP/s of the contractions (:func:`step_flops`, over
+the device time, or the wall time without profiling).
 The launch sizes (from loopy's host code, which passes the number of
 work-groups and the local size) are listed as ``groups x local size``.
 ``--show-kernels`` prints them per kernel with the kernel's device time,
@@ -432,6 +435,17 @@ def copy_bandwidth(queue: cl.CommandQueue, nbytes: int, runs: int = 10
     return 2 * nbytes / best / 1e9
 
 
+def step_flops(mesh: Mesh) -> int:
+    """Floating-point operations of one step's contractions (2 per term:
+    ``2 dim`` derivative einsums of ``E Np dim Np`` terms and ``dim + 1``
+    lifts of ``E Np faces Nfp`` terms per stage; the element-wise work is
+    left out)."""
+    e, dim, np_ = mesh.nelements, mesh.dim, mesh.np_
+    terms = (2 * dim * e * np_ * dim * np_
+             + (dim + 1) * e * np_ * mesh.nfaces * mesh.nfp)
+    return 5 * 2 * terms
+
+
 def step_bytes(mesh: Mesh) -> int:
     """The bytes one step must move at least (see the module docstring)."""
     e, dim = mesh.nelements, mesh.dim
@@ -493,6 +507,7 @@ class Result:
     nprograms: int
     gbs: float
     gbs_dev: float | None
+    gflops: float
     copy_gbs: float
     checked: str
     sizes: str
@@ -601,6 +616,7 @@ def run_config(queue: cl.CommandQueue, dim: int, order: int, nelements: int,
         dev_time=dev_time, launches=launches, nprograms=len(programs),
         gbs=nbytes / wall_best / 1e9,
         gbs_dev=(nbytes / dev_time / 1e9) if dev_time else None,
+        gflops=step_flops(mesh) / (dev_time or wall_best) / 1e9,
         copy_gbs=copy_gbs, checked=checked,
         sizes=", ".join(sizes) if sizes else "n/a")
 
@@ -653,11 +669,11 @@ def main() -> None:
           f"{args.flux} flux; {args.steps} timed steps")
     print()
     print("| dim | order | elements | DOFs (all fields) | wall ms/step, "
-          "best / median | device ms/step | launches/step | programs | "
-          "GB/s (wall / device) | % copy (device) | checked | "
+          "best / median | device ms/step (mean) | launches/step | programs | "
+          "GB/s (wall / device) | % copy (device) | GFLOP/s | checked | "
           "work-groups x local size |")
     print("| --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- | "
-          "---: | --- | --- |")
+          "---: | ---: | --- | --- |")
     for dim in args.dim:
         if args.elements:
             sizes = args.elements
@@ -676,7 +692,8 @@ def main() -> None:
                 print(f"| {dim} | {order} | {e} | {r.ndofs} | "
                       f"{r.wall_best * 1e3:.3f} / {r.wall_median * 1e3:.3f} | "
                       f"{dev_ms} | {r.launches or 'n/a'} | {r.nprograms} | "
-                      f"{r.gbs:.1f} / {gbs_dev} | {pct} | {r.checked} | "
+                      f"{r.gbs:.1f} / {gbs_dev} | {pct} | {r.gflops:.1f} | "
+                      f"{r.checked} | "
                       f"{r.sizes} |", flush=True)
 
 
