@@ -68,7 +68,10 @@ work-groups and the local size) are listed as ``groups x local size``.
 and whether a kernel was generated with ``reqd_work_group_size(1, 1, 1)``.
 
 The first step is compared against a numpy implementation of the same
-formulas (float64); the script exits with status 1 on a mismatch. It prints
+formulas (float64); the script exits with status 1 on a mismatch. Meshes
+of more than ``--check-elements`` elements (default 50 000) are checked by
+a run of the same configuration on a mesh of that size (the numpy step of
+a ``--gpu-size`` mesh takes minutes). It prints
 one markdown table row per configuration. The device is picked by
 ``--device`` (a ``PYOPENCL_CTX``-like string) or ``PYOPENCL_CTX``. The
 script puts its checkout first on ``sys.path``.
@@ -269,11 +272,21 @@ def np_rhs(mesh: Mesh, q: list[np.ndarray], tau: float) -> list[np.ndarray]:
     u, v = q[0], q[1:]
     dim = mesh.dim
 
+    # the einsums of the module docstring, as matrix products (BLAS: fast
+    # enough for --gpu-size meshes)
+    d_w = {}
+
     def deriv(x: int, w: np.ndarray) -> np.ndarray:
-        return np.einsum("er,rij,ej->ei", mesh.drdx[:, :, x], mesh.diff, w)
+        key = id(w)
+        if key not in d_w:
+            d_w[key] = [w @ mesh.diff[r].T for r in range(dim)]
+        return sum(mesh.drdx[:, r, x, None] * d_w[key][r] for r in range(dim))
+
+    lift_mat = mesh.lift.reshape(mesh.np_, -1)
 
     def lift(flux: np.ndarray) -> np.ndarray:
-        return np.einsum("ifj,fej,fej->ei", mesh.lift, mesh.fscale, flux)
+        scaled = (mesh.fscale * flux).transpose(1, 0, 2)
+        return scaled.reshape(mesh.nelements, -1) @ lift_mat.T
 
     def traces(w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         flat = w.reshape(-1)
@@ -515,7 +528,19 @@ class Result:
 
 def run_config(queue: cl.CommandQueue, dim: int, order: int, nelements: int,
                steps: int, mode: str, tau: float, check: bool,
-               show_kernels: bool, copy_gbs: float) -> Result:
+               show_kernels: bool, copy_gbs: float,
+               check_elements: int | None = None) -> Result:
+    """Time *steps* steps of one configuration. With *check*, the first step
+    is compared with :func:`np_step`; on a mesh of more than
+    *check_elements* elements (numpy is slow there), that comparison is
+    made by a run of the same configuration on *check_elements* elements
+    instead."""
+    checked = "not checked"
+    if check and check_elements is not None and nelements > check_elements:
+        run_config(queue, dim, order, check_elements, 1, mode, tau, True,
+                   False, copy_gbs)
+        check = False
+        checked = f"yes (E={check_elements})"
     programs: list[Any] = []
 
     def trace(what: Any, stage: str, ir: Any) -> None:
@@ -546,7 +571,6 @@ def run_config(queue: cl.CommandQueue, dim: int, order: int, nelements: int,
         ops = actx.thaw(ops)
         qd, kd = step(actx.thaw(q), actx.thaw(k), ops, dt)
         queue.finish()
-        checked = "not checked"
         if check:
             q_ref, k_ref = np_step(mesh, q0, k0, dt, tau)
             got_q = [actx.to_numpy(x) for x in qd]
@@ -654,6 +678,9 @@ def main() -> None:
                         help="a PYOPENCL_CTX-like device spec")
     parser.add_argument("--no-check", action="store_true",
                         help="skip the comparison with numpy")
+    parser.add_argument("--check-elements", type=int, default=50_000,
+                        help="larger meshes are checked on a mesh of this "
+                        "many elements instead (default 50 000)")
     parser.add_argument("--show-kernels", action="store_true")
     args = parser.parse_args()
 
@@ -683,7 +710,7 @@ def main() -> None:
             for e in sizes:
                 r = run_config(queue, dim, order, e, args.steps, args.mode,
                                tau, not args.no_check, args.show_kernels,
-                               copy_gbs)
+                               copy_gbs, args.check_elements)
                 dev_ms = (f"{r.dev_time * 1e3:.3f}" if r.dev_time
                           else "n/a")
                 gbs_dev = f"{r.gbs_dev:.1f}" if r.gbs_dev else "n/a"
