@@ -1,5 +1,6 @@
-"""The benchmark scripts still run: ``benchmarks/bench_user_path.py`` and
-``benchmarks/bench_cpu_ceiling.py`` at small sizes on the test device, their
+"""The benchmark scripts still run: ``benchmarks/bench_user_path.py``,
+``benchmarks/bench_cpu_ceiling.py`` and ``benchmarks/bench_dg_step.py``
+(when arraycontext is importable) at small sizes on the test device, their
 results checked against numpy by the scripts themselves (exit status 1 on a
 mismatch)."""
 
@@ -11,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pyopencl as cl
+import pytest
 
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,3 +57,21 @@ def test_bench_cpu_ceiling_runs(cl_ctx: cl.Context) -> None:
                       "1", "--rounds", "1", "--settle", "0")
     rows = [line for line in out.splitlines() if line.startswith("| pytato ")]
     assert len(rows) == 3, out
+
+
+def test_bench_dg_step_runs(cl_ctx: cl.Context) -> None:
+    """The DG time step of issue 40 through the client arraycontext: one
+    tiny configuration per dimension, its first step checked against the
+    script's numpy implementation ("yes" in the row; a mismatch exits 1)."""
+    pytest.importorskip("arraycontext")
+    out = _run_script(cl_ctx, "bench_dg_step.py", "--dim", "2", "3",
+                      "--order", "2", "--elements", "50", "--steps", "2")
+    rows = [line for line in out.splitlines() if line.startswith("| 2 |")
+            or line.startswith("| 3 |")]
+    assert len(rows) == 2, out
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[-2] == "yes", row
+        # every launch is parallel: more than one work-item per group
+        for launch in cells[-1].split(", "):
+            assert not launch.endswith("x1"), row
