@@ -2,7 +2,8 @@
 relies on (issue 39): sizes of :func:`pytato.loopy.call_loopy` inferred
 from the bound arrays' shapes, integer ``%`` and ``//`` of every integer
 dtype (``np.longlong`` included), tags propagated to the generated
-:mod:`loopy` kernel, symbolic reduction bounds, the distributive law over
+:mod:`loopy` kernel, symbolic reduction bounds and bounds depending on
+output indices or data (private temporaries), the distributive law over
 einsums, :func:`pytato.pad`, materialization lowering flop counts, outputs
 sharing subexpressions, and data wrappers of :mod:`pyopencl` arrays.
 
@@ -436,19 +437,239 @@ def test_reduction_with_symbolic_bounds(queue: cl.CommandQueue) -> None:
     np.testing.assert_allclose(_run(queue, y, x=x_in, n=10), x_in[1:9].sum())
 
 
-@pytest.mark.xfail(strict=True, reason="bounds depending on output indices "
-                   "or data are not lowered as private temporaries yet "
-                   "(issue 39): the default schedule splits the output loop "
-                   "the reduction's domain depends on")
-def test_reduction_with_index_dependent_bounds(queue: cl.CommandQueue) -> None:
+def _prefix_sum(x: pt.Array) -> pt.Array:
     import pymbolic.primitives as prim
 
-    x = pt.make_placeholder("x", (10,), np.float64)
     # y[i] = sum(x[:i])
-    y = _sum_over(x, 0, prim.Variable("_0"), (10,))
-    x_in = np.random.default_rng(5).random(10)
-    np.testing.assert_allclose(_run(queue, y, x=x_in),
-                               np.concatenate([[0], np.cumsum(x_in)[:-1]]))
+    return _sum_over(x, 0, prim.Variable("_0"), x.shape)
+
+
+def _segment_sum(x: pt.Array, row_starts: pt.Array, nrows: Any) -> pt.Array:
+    import pymbolic.primitives as prim
+
+    # y[i] = sum(x[row_starts[i]:row_starts[i+1]]), as in a CSR product
+    starts = prim.Variable("_in1")
+    return _sum_over(x, starts[prim.Variable("_0")],
+                     starts[prim.Variable("_0") + 1], (nrows,),
+                     _in1=row_starts)
+
+
+def _exclusive_cumsum(a: np.ndarray) -> np.ndarray:
+    return np.concatenate([np.zeros(1, a.dtype), np.cumsum(a)[:-1]])
+
+
+def _segment_sums(a: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    return np.array([a[starts[i]:starts[i + 1]].sum()
+                     for i in range(len(starts) - 1)], dtype=a.dtype)
+
+
+def _bound_temporaries(prog: Any) -> dict[str, Any]:
+    import loopy as lp
+
+    knl = prog.program.default_entrypoint
+    return {name: tv for name, tv in knl.temporary_variables.items()
+            if name.endswith(("_lbound", "_ubound"))
+            and tv.address_space == lp.AddressSpace.PRIVATE}
+
+
+def _schedule_devices() -> list[Any]:
+    from pytato.target.loopy.device import DeviceInfo
+
+    return [None,
+            DeviceInfo(kind="gpu", compute_units=132,
+                       max_work_group_size=1024, name="fake GPU"),
+            DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=4096)]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.complex128])
+def test_reduction_with_index_dependent_bounds(queue: cl.CommandQueue,
+                                               dtype: Any) -> None:
+    rng = np.random.default_rng(5)
+    n = 1000
+    x_in = (rng.integers(-50, 50, n) if dtype == np.int32
+            else rng.random(n) + (1j * rng.random(n)
+                                  if dtype == np.complex128 else 0)
+            ).astype(dtype)
+    x = pt.make_placeholder("x", (n,), dtype)
+    y = _prefix_sum(x)
+    prog = pt.generate_loopy(y)
+    # the upper bound (the output index) is a private temporary
+    assert [name for name in _bound_temporaries(prog)
+            if name.endswith("_ubound")]
+    _, out = prog(queue, x=x_in)
+    result = _host(out[0] if isinstance(out, tuple) else out)
+    assert result.dtype == dtype
+    np.testing.assert_allclose(result, _exclusive_cumsum(x_in), rtol=1e-12)
+
+
+@pytest.mark.parametrize("device", _schedule_devices(),
+                         ids=["any", "gpu", "cpu"])
+def test_reduction_with_data_dependent_bounds(queue: cl.CommandQueue,
+                                              device: Any) -> None:
+    rng = np.random.default_rng(6)
+    n, nrows = 5000, 300
+    # rows of all lengths, empty ones (lbound == ubound) among them
+    starts = np.sort(rng.integers(0, n + 1, nrows + 1))
+    starts[0], starts[-1] = 0, n
+    starts[10:14] = starts[10]
+    x_in = rng.random(n)
+    x = pt.make_placeholder("x", (n,), np.float64)
+    row_starts = pt.make_placeholder("row_starts", (nrows + 1,), np.int64)
+    y = _segment_sum(x, row_starts, nrows)
+    prog = pt.generate_loopy(y, cl_device=device)
+    assert set(_bound_temporaries(prog)) == {
+        name for name in prog.program.default_entrypoint.temporary_variables
+        if name.endswith(("_lbound", "_ubound"))}
+    assert len(_bound_temporaries(prog)) == 2
+    _, out = prog(queue, x=x_in, row_starts=starts)
+    result = _host(out[0] if isinstance(out, tuple) else out)
+    np.testing.assert_allclose(result, _segment_sums(x_in, starts),
+                               rtol=1e-12)
+    assert (result[10:13] == 0).all()
+
+
+def test_csr_matvec_as_index_lambda(queue: cl.CommandQueue) -> None:
+    import pymbolic.primitives as prim
+    import scipy.sparse as sp
+
+    from pytato.reductions import SumReductionOperation
+    from pytato.scalar_expr import Reduce
+
+    mat = sp.random(200, 150, density=0.05, format="csr", random_state=7)
+    mat.data[:] = np.random.default_rng(7).random(mat.nnz)
+    v_in = np.random.default_rng(8).random(150)
+    nnz = mat.nnz
+    data = pt.make_placeholder("data", (nnz,), np.float64)
+    cols = pt.make_placeholder("cols", (nnz,), mat.indices.dtype)
+    starts = pt.make_placeholder("starts", (201,), mat.indptr.dtype)
+    v = pt.make_placeholder("v", (150,), np.float64)
+    i, j = prim.Variable("_0"), prim.Variable("_r0")
+    y = pt.IndexLambda(
+        expr=Reduce(prim.Variable("_in0")[j]
+                    * prim.Variable("_in2")[prim.Variable("_in1")[j]],
+                    SumReductionOperation(),
+                    {"_r0": (prim.Variable("_in3")[i],
+                             prim.Variable("_in3")[i + 1])}),
+        shape=(200,), dtype=data.dtype,
+        bindings={"_in0": data, "_in1": cols, "_in2": v, "_in3": starts},
+        var_to_reduction_descr={"_r0": pt.ReductionDescriptor(frozenset())})
+    np.testing.assert_allclose(
+        _run(queue, 2 * y + 1, data=mat.data, cols=mat.indices,
+             starts=mat.indptr, v=v_in),
+        2 * (mat @ v_in) + 1, rtol=1e-12)
+
+
+def test_data_dependent_bounds_with_symbolic_sizes(
+        queue: cl.CommandQueue) -> None:
+    rng = np.random.default_rng(9)
+    n, m = pt.make_size_param("n"), pt.make_size_param("m")
+    x = pt.make_placeholder("x", (n,), np.float64)
+    row_starts = pt.make_placeholder("row_starts", (m + 1,), np.int32)
+    out = {"prefix": _prefix_sum(x), "seg": _segment_sum(x, row_starts, m)}
+    prog = pt.generate_loopy(out)
+    for n_val, m_val in [(37, 5), (1000, 40), (3, 1)]:
+        x_in = rng.random(n_val)
+        starts = np.sort(rng.integers(0, n_val + 1, m_val + 1)).astype(np.int32)
+        starts[0], starts[-1] = 0, n_val
+        _, res = prog(queue, x=x_in, row_starts=starts)
+        res = _host(res)
+        np.testing.assert_allclose(res["prefix"], _exclusive_cumsum(x_in),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(res["seg"], _segment_sums(x_in, starts),
+                                   rtol=1e-12)
+
+
+@pytest.mark.parametrize("device", _schedule_devices(),
+                         ids=["any", "gpu", "cpu"])
+@pytest.mark.parametrize("bounds", [(5, 90000), (700, 700), (9, 3)],
+                         ids=["range", "empty", "reversed"])
+def test_full_reduction_with_data_dependent_bounds(
+        queue: cl.CommandQueue, device: Any, bounds: tuple[int, int]) -> None:
+    import pymbolic.primitives as prim
+
+    from pytato.tags import ImplStored
+
+    # a 0-d sum over x[b[0]:b[1]], b an intermediate stored in global
+    # memory: the bounds are computed outside any loop, in the device
+    # kernel of the reduction
+    x_in = np.random.default_rng(10).random(100000)
+    x = pt.make_placeholder("x", x_in.shape, np.float64)
+    b = pt.make_placeholder("b", (2,), np.int64)
+    stored = (b + 1).tagged(ImplStored())
+    b_var = prim.Variable("_in1")
+    y = _sum_over(x, b_var[0] - 1, b_var[1] - 1, (), _in1=stored)
+    prog = pt.generate_loopy(y, cl_device=device)
+    assert len(_bound_temporaries(prog)) == 2
+    lo, hi = bounds
+    np.testing.assert_allclose(
+        _host(prog(queue, x=x_in, b=np.array(bounds))[1][0]),
+        x_in[lo:hi].sum(), rtol=1e-12)
+
+
+def test_data_dependent_bounds_of_a_2d_reduction(
+        queue: cl.CommandQueue) -> None:
+    import pymbolic.primitives as prim
+
+    from pytato.reductions import SumReductionOperation
+    from pytato.scalar_expr import Reduce
+
+    # rows of x summed by segment: a reduction along the strided axis
+    rng = np.random.default_rng(11)
+    x_in = rng.random((1000, 64))
+    starts = np.sort(rng.integers(0, 1001, 11))
+    starts[0], starts[-1] = 0, 1000
+    x = pt.make_placeholder("x", x_in.shape, np.float64)
+    row_starts = pt.make_placeholder("row_starts", (11,), np.int64)
+    i = prim.Variable("_0")
+    y = pt.IndexLambda(
+        expr=Reduce(prim.Variable("_in0")[prim.Variable("_r0"),
+                                          prim.Variable("_1")],
+                    SumReductionOperation(),
+                    {"_r0": (prim.Variable("_in1")[i],
+                             prim.Variable("_in1")[i + 1])}),
+        shape=(10, 64), dtype=x.dtype,
+        bindings={"_in0": x, "_in1": row_starts},
+        var_to_reduction_descr={"_r0": pt.ReductionDescriptor(frozenset())})
+    want = np.array([x_in[starts[k]:starts[k + 1]].sum(axis=0)
+                     for k in range(10)])
+    for device in _schedule_devices():
+        prog = pt.generate_loopy(y, cl_device=device)
+        np.testing.assert_allclose(
+            _host(prog(queue, x=x_in, row_starts=starts)[1][0]), want,
+            rtol=1e-12)
+
+
+def test_bound_depending_on_an_enclosing_reduction_is_an_error() -> None:
+    import pymbolic.primitives as prim
+
+    from pytato.diagnostic import CannotBeLoweredToLoopyError
+    from pytato.reductions import SumReductionOperation
+    from pytato.scalar_expr import Reduce
+
+    # sum over i of sum(x[:i]): the inner bound is the outer reduction's
+    # index, which no loop of the instruction holds
+    x = pt.make_placeholder("x", (10,), np.float64)
+    inner = Reduce(prim.Variable("_in0")[prim.Variable("_r1")],
+                   SumReductionOperation(), {"_r1": (0, prim.Variable("_r0"))})
+    y = pt.IndexLambda(
+        expr=Reduce(inner, SumReductionOperation(), {"_r0": (0, 10)}),
+        shape=(), dtype=x.dtype, bindings={"_in0": x},
+        var_to_reduction_descr={
+            "_r0": pt.ReductionDescriptor(frozenset()),
+            "_r1": pt.ReductionDescriptor(frozenset())})
+    with pytest.raises(CannotBeLoweredToLoopyError,
+                       match="index of an enclosing reduction"):
+        pt.generate_loopy(y)
+
+
+def test_data_dependent_bounds_in_a_substitution_rule_are_an_error() -> None:
+    from pytato.diagnostic import CannotBeLoweredToLoopyError
+    from pytato.tags import ImplSubstitution
+
+    x = pt.make_placeholder("x", (10,), np.float64)
+    y = _prefix_sum(x).tagged(ImplSubstitution())
+    with pytest.raises(CannotBeLoweredToLoopyError, match="ImplSubstitution"):
+        pt.generate_loopy(2 * y)
 
 # }}}
 

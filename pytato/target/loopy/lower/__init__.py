@@ -20,6 +20,8 @@ function definition.
   the build state of the translation unit;
 * :mod:`~pytato.target.loopy.lower.fusion`: fusing loop nests;
 * :mod:`~pytato.target.loopy.lower.index_arith`: index arithmetic;
+* :mod:`~pytato.target.loopy.lower.reduction_bounds`: reduction bounds
+  that depend on output indices or data, as private temporaries;
 * :mod:`~pytato.target.loopy.lower.creation`: making the kernel;
 * :mod:`~pytato.target.loopy.lower.index_checks`: the graph rewrite behind
   ``check_indices=True``.

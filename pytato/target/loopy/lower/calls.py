@@ -98,6 +98,7 @@ from pytato.target.loopy.lower.graph import (
     _temporary_name,
     build_translation_unit,
 )
+from pytato.target.loopy.lower.reduction_bounds import emit_bound_assignments
 from pytato.target.loopy.lower.sparse import SparseLoweringMixin
 from pytato.tuning import record_defaults
 
@@ -301,6 +302,7 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
                 if stored.insn_id is not None:
                     ctx.depends_on.add(stored.insn_id)
                 params.append(self.sub_array_ref(stored.name, s.loopy_shape(ary)))
+        emit_bound_assignments(s, ctx, (), f"a call of '{callee.name}'")
         insn_id = s.names(f"_pt_call_{callee.name}", try_bare=False)
         s.instructions.append(lp.CallInstruction(
             tuple(assignees),

@@ -63,6 +63,11 @@ from pytato.target.loopy.lower.index_arith import (
     simplify_floor_div,
     simplify_remainder,
 )
+from pytato.target.loopy.lower.reduction_bounds import (
+    BoundAssignment,
+    is_parametric_bound,
+    lower_reduction_bound,
+)
 
 
 if TYPE_CHECKING:
@@ -89,9 +94,13 @@ scalar itself (a weak type in numpy's promotion)."""
 @dataclass
 class ExpressionContext:
     """Per-instruction information gathered while lowering an expression:
-    the ids of the instructions it depends on."""
+    the ids of the instructions it depends on, and the assignments of the
+    bounds of its reductions that are not parametric (to be emitted in the
+    loops of the instruction, see
+    :mod:`pytato.target.loopy.lower.reduction_bounds`)."""
 
     depends_on: set[str] = field(default_factory=set)
+    bound_assignments: list[BoundAssignment] = field(default_factory=list)
 
 
 # {{{ scalar expressions
@@ -841,6 +850,14 @@ class ScalarToLoopyMapper(IdentityMapper):
             return then
         return prim.If(cond, then, else_)
 
+    def _reduction_bound(self, iname: str, which: str,
+                         bound: Expression) -> Expression:
+        bound_ctx = ExpressionContext()
+        lowered = ScalarToLoopyMapper(self.state, self.node, self.bindings,
+                                      self.index_map, bound_ctx).rec(bound)
+        return lower_reduction_bound(self.state, self.ctx, bound_ctx, iname,
+                                     which, lowered, self._dtype(bound))
+
     def map_reduce(self, expr: Reduce) -> Expression:
         state = self.state
         index_map = dict(self.index_map)
@@ -848,11 +865,26 @@ class ScalarToLoopyMapper(IdentityMapper):
         for name, (lo, hi) in expr.bounds.items():
             iname = state.names("_pt_" + _REDUCTION_OPS.get(
                 type(expr.op), "redn") + "_r")
-            state.add_domain([iname], [self.rec(lo)], [self.rec(hi)])
+            # bounds not affine in size parameters (depending on output
+            # indices or data) are computed into private temporaries
+            lower, upper = (self._reduction_bound(iname, which, b)
+                            for which, b in (("lbound", lo), ("ubound", hi)))
+            index: Expression = prim.Variable(iname)
+            if is_parametric_bound(state, lower) \
+                    and is_parametric_bound(state, upper):
+                state.add_domain([iname], [lower], [upper])
+            else:
+                # counted from 0, offset by the lower bound: the iname's
+                # bounds stay affine when a schedule splits it (a split of
+                # ``lb <= r`` has a piecewise lower bound, which loopy's
+                # code generation fails to simplify)
+                state.add_domain([iname], [0], [_difference(upper, lower)])
+                if lower != 0:
+                    index = prim.Sum((index, lower))
             descr = self.node.var_to_reduction_descr.get(name)
             if descr is not None:
                 state.tag_iname(iname, descr.tags)
-            index_map[name] = prim.Variable(iname)
+            index_map[name] = index
             inames.append(iname)
         inner = ScalarToLoopyMapper(state, self.node, self.bindings, index_map,
                                     self.ctx)._operand(expr.inner_expr)
@@ -876,6 +908,13 @@ class ScalarToLoopyMapper(IdentityMapper):
                               inner, allow_simultaneous=False)
 
 # }}}
+
+
+def _difference(upper: Expression, lower: Expression) -> Expression:
+    """``upper - lower`` (loopy expressions)."""
+    if lower == 0:
+        return upper
+    return prim.Sum((upper, prim.Product((-1, lower))))
 
 
 def lower_foreign_call(name: str, args: tuple[Expression, ...]) -> prim.Call:

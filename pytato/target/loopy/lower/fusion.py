@@ -40,7 +40,10 @@ leave a loop nest in registers:
   that its readers in the nest use, and copied to global memory once.
 
 The pass runs in time linear in the size of the kernel and leaves kernels
-with calls or other instruction kinds alone.
+with calls or other instruction kinds alone. The assignments of reduction
+bounds to private temporaries
+(:mod:`~pytato.target.loopy.lower.reduction_bounds`) stay in the loops of
+their reduction (never fused); the arrays they read are read globally.
 
 .. autodata:: MAX_NEST_SIZE
 .. autofunction:: fuse_loop_nests
@@ -196,13 +199,29 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
     documentation), in place: instructions, domains and temporaries of
     *state* are rewritten. *stores* describes the plain store instructions
     (in the order they were emitted, children first)."""
-    insns = state.instructions
-    if len(stores) != len(insns) \
-            or not all(isinstance(i, lp.Assignment) for i in insns):
+    all_insns = state.instructions
+    if not all(isinstance(i, lp.Assignment) for i in all_insns):
+        return
+    # assignments of reduction bounds stay in the (unfused) loops of their
+    # reduction; a store depending on one depends on what it reads
+    aux = {i.id: i for i in all_insns if i.id in state.bound_insn_ids}
+    insns = [i for i in all_insns if i.id not in aux]
+    if len(stores) != len(insns):
         return
     by_id = {s.insn_id: s for s in stores}
     if set(by_id) != {i.id for i in insns}:
         return
+
+    def store_deps(insn: lp.InstructionBase) -> frozenset[str]:
+        deps: set[str] = set()
+        stack = list(insn.depends_on)
+        while stack:
+            d = stack.pop()
+            if d in aux:
+                stack.extend(aux[d].depends_on)
+            else:
+                deps.add(d)
+        return frozenset(deps)
     writer_of = {s.name: s for s in stores}
     rules = frozenset(state.substitutions)
     rule_reads: set[str] = set()
@@ -248,7 +267,7 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
         s = by_id[insn.id]
         lev = 0
         ew_deps = []
-        for dep in insn.depends_on:
+        for dep in sorted(store_deps(insn)):
             w = by_id.get(dep)
             if w is None:
                 continue
@@ -308,6 +327,11 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
     for insn in insns:
         for name in accesses[insn.id]:
             readers.setdefault(name, []).append(insn.id)
+    for insn in aux.values():
+        coll = _AccessCollector(writer_of, rules)
+        coll(insn.expression)
+        for name in coll.accesses:
+            readers.setdefault(name, []).append(insn.id)
     output_like = {name for name, d in state.kernel_data.items()
                    if not isinstance(d, lp.TemporaryVariable)}
     # name -> scalar read by the writer's nest mates
@@ -341,7 +365,12 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
     # {{{ rewrite
 
     new_insns: list[lp.InstructionBase] = []
-    for insn in insns:
+    for insn in all_insns:
+        if insn.id in aux:
+            new_insns.append(insn.copy(depends_on=frozenset(
+                copied.get(by_id[d].name, d) if d in by_id else d
+                for d in insn.depends_on)))
+            continue
         s = by_id[insn.id]
         ren = renames.get(insn.id, {})
         k = nest_of.get(insn.id)

@@ -78,6 +78,7 @@ from pytato.target.loopy.lower.expressions import (
 )
 from pytato.target.loopy.lower.fusion import _Store, fuse_loop_nests
 from pytato.target.loopy.lower.index_arith import is_integer_constant
+from pytato.target.loopy.lower.reduction_bounds import emit_bound_assignments
 from pytato.transform.mappers import CachedMapper
 
 
@@ -268,6 +269,9 @@ class CodeGenState:
     #: inclusive bounds of the inames with constant bounds (for
     #: :mod:`pytato.target.loopy.lower.index_arith`)
     index_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: ids of the instructions computing reduction bounds into private
+    #: temporaries (see :mod:`pytato.target.loopy.lower.reduction_bounds`)
+    bound_insn_ids: set[str] = field(default_factory=set)
 
     def add_domain(self, inames: Sequence[str], lower: Sequence[Expression],
                    upper: Sequence[Expression]) -> None:
@@ -306,6 +310,7 @@ class CodeGenState:
         ctx = ExpressionContext()
         idx = tuple(prim.Variable(i) for i in inames)
         rhs = result.to_loopy_expression(idx, ctx)
+        emit_bound_assignments(self, ctx, inames, f"array '{name}'")
         insn_id = self.names(f"_pt_insn_{name}", try_bare=True)
         lhs = prim.Variable(name)[idx] if idx else prim.Variable(name)
         self.instructions.append(lp.Assignment(
@@ -430,6 +435,13 @@ def _make_substitution(state: CodeGenState, expr: IndexLambda,
     args = tuple(state.names(f"{name}_arg{i}") for i in range(expr.ndim))
     ctx = ExpressionContext()
     rhs = inlined.to_loopy_expression(tuple(prim.Variable(a) for a in args), ctx)
+    if ctx.bound_assignments:
+        # (a bound is computed by an instruction in the loops of the
+        # reduction's instruction, which a rule does not have)
+        raise CannotBeLoweredToLoopyError(
+            f"array tagged ImplSubstitution ('{name}') has a reduction "
+            "whose bounds depend on its indices or on data: store or "
+            "inline it instead")
     state.substitutions[name] = lp.SubstitutionRule(name, args, rhs)
     return SubstitutionResult(name, frozenset(ctx.depends_on))
 

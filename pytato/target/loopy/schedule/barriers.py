@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 
+import islpy as isl
 import loopy as lp
 from loopy.kernel.data import GroupInameTag, LocalInameTag
 
@@ -35,12 +36,24 @@ def _loop_groups(kernel: lp.LoopKernel,
     some instruction is not an assignment or no instruction of a group
     that is not the user's stores over exactly the group's inames."""
     groups: dict[frozenset[str] | str, list[lp.Assignment]] = {}
+    keys: dict[str, frozenset[str] | str] = {}
     for insn in kernel.instructions:
         if not isinstance(insn, lp.Assignment):
             return None
         # instructions outside loops are never fused
-        key = frozenset(insn.within_inames) or insn.id
-        groups.setdefault(key, []).append(insn)
+        keys[insn.id] = frozenset(insn.within_inames) or insn.id
+    # the assignment of a data-dependent loop bound (a private temporary,
+    # see pytato.target.loopy.lower.reduction_bounds) belongs to the nest
+    # of the instruction whose loops it bounds: a global barrier between
+    # them would lose the temporary
+    users = _bound_users(kernel)
+    if users:
+        writers = kernel.writer_map()
+        for name, user in users.items():
+            for writer in writers.get(name, ()):
+                keys[writer] = keys[user]
+    for insn in kernel.instructions:
+        groups.setdefault(keys[insn.id], []).append(insn)
     impl_tagged = frozenset(i for i in kernel.inames if _has_impl_tag(kernel, i))
     mapped = user_inames | impl_tagged
     result: list[tuple[list[lp.Assignment], list[str] | None]] = []
@@ -61,6 +74,26 @@ def _loop_groups(kernel: lp.LoopKernel,
             return None
         result.append((insns, order))
     return result
+
+
+def _bound_users(kernel: lp.LoopKernel) -> dict[str, str]:
+    """The temporaries of *kernel* that bound loops (domain parameters),
+    each with the id of an instruction in or reducing over such a loop."""
+    bounded: dict[str, frozenset[str]] = {}
+    for dom in kernel.domains:
+        temps = frozenset(p for p in dom.get_var_names(isl.dim_type.param)
+                          if p in kernel.temporary_variables)
+        if temps:
+            for iname in dom.get_var_names_not_none(isl.dim_type.set):
+                bounded[iname] = bounded.get(iname, frozenset()) | temps
+    users: dict[str, str] = {}
+    if not bounded:
+        return users
+    for insn in kernel.instructions:
+        for iname in (*insn.within_inames, *_reduction_inames(insn)):
+            for name in bounded.get(iname, ()):
+                users.setdefault(name, insn.id)
+    return users
 
 
 def _add_global_barriers(kernel: lp.LoopKernel, groups: list[list[str]],

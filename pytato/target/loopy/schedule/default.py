@@ -113,6 +113,13 @@ loops: one assignment computing all elements of a stored array, as
   that their steps cover exactly,
   :attr:`~pytato.target.loopy.device.DeviceInfo.accumulator_lane_blocks`
   blocks of them).
+* **Data-dependent bounds.** A reduction whose bounds depend on the
+  output indices or on data (computed into private temporaries, see
+  :mod:`pytato.target.loopy.lower.reduction_bounds`) stays sequential in
+  each work-item (loopy cannot map a loop of data-dependent extent onto
+  work-items); its output axes are mapped as any others, and the
+  assignments of its bounds are part of its loop nest (in its device
+  kernel, even outside loops).
 
 Tags that are not implementation tags (the tags of arrays' axes and of
 reduction descriptors, which :func:`~pytato.target.loopy.generate_loopy`
