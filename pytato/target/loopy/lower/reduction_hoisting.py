@@ -46,7 +46,7 @@ from loopy.symbolic import (
 )
 from pymbolic.mapper.substitutor import make_subst_func
 
-from pytato.target.loopy.loopy_walk import holds_reduction
+from pytato.target.loopy.loopy_walk import CHILDREN, holds_reduction
 from pytato.target.loopy.lower.fusion import _Store
 
 
@@ -57,6 +57,24 @@ if TYPE_CHECKING:
 
 
 __all__ = ["hoist_branching_reductions"]
+
+
+def _branches_on_reduction(expr: object) -> bool:
+    """Whether *expr* may hold a conditional whose condition holds a
+    reduction (True where it has a node the quick walk does not know)."""
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if type(e) is prim.If and holds_reduction(e.condition) is not False:
+            return True
+        children = CHILDREN.get(type(e))
+        if children is not None:
+            stack.extend(children(e))
+        elif type(e) is LoopyReduction:
+            stack.append(e.expr)
+        elif not isinstance(e, (int, float, complex, np.generic)):
+            return True
+    return False
 
 
 def _holds_reduction(expr: object) -> bool:
@@ -223,7 +241,7 @@ def hoist_branching_reductions(state: CodeGenState) -> None:
     changed = False
     for insn in list(state.instructions):
         if not isinstance(insn, lp.Assignment) \
-                or not _holds_reduction(insn.expression):
+                or not _branches_on_reduction(insn.expression):
             new_insns.append(insn)
             continue
         added: list[lp.Assignment] = []
