@@ -161,4 +161,3 @@ def test_random_typed_graphs(queue: object, seed: int) -> None:
     _, result = pt.generate_loopy(g.outputs)(queue, **inputs)
     _check_typed(result, g)
     _check_typed(pt.generate_numpy(g.outputs)(**inputs), g)
-
