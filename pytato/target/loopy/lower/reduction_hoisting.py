@@ -3,13 +3,16 @@
 :mod:`loopy` realizes a reduction inside a branch of a conditional
 expression (``c if cond else d``) with update instructions predicated on
 the condition, and realizes a reduction in the condition in the same
-loop: where the condition holds a reduction and a branch holds another
-one (or the same one again, as in complex division, whose branch test
-``|re(b)| >= |im(b)|`` and whose branches all read the divisor ``b``),
-each step of the branch's reduction is taken or skipped by the condition
-on the *partial* value of the condition's reduction, and each copy keeps
-an accumulator of its own. ``1 / sum(a)`` of complex values gave
-``0.367+0.110j`` where numpy gives ``0.253-0.090j``.
+loop: where the condition holds a reduction and a branch holds the same
+one again (a lowering repeating an operand: the test of a negative
+exponent of an integer power, and complex division, whose branch test
+``|re(b)| >= |im(b)|`` and whose branches all read the divisor ``b``,
+before it became a call), each step of the branch's reduction is taken
+or skipped by the condition on the *partial* value of the condition's
+reduction, and each copy keeps an accumulator of its own.
+``[2, -1, 1] ** sum(J, axis=1)`` gave ``[16, 1, 1]`` for ``[4, -1, 1]``;
+``1 / sum(a)`` of complex values gave ``0.367+0.110j`` where numpy gives
+``0.253-0.090j``.
 
 :func:`hoist_branching_reductions` computes such a reduction first: each
 reduction in the condition of a conditional whose branches hold a
@@ -31,7 +34,7 @@ other loops is left as it is.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -110,7 +113,8 @@ class _Hoister(_LoopyIdentityMapper[[]]):
     on (see the module documentation) by the temporaries that *hoist*
     gives for them."""
 
-    def __init__(self, hoist: Any) -> None:
+    def __init__(self, hoist: Callable[[LoopyReduction, tuple[str, ...]],
+                                       Expression | None]) -> None:
         super().__init__()
         self.hoist = hoist
         #: the inames of the reductions around the node being visited
