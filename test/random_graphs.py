@@ -591,25 +591,72 @@ class _TypedBuilder(_Builder):
     op_broadcast_einsum = None  # type: ignore[assignment]
 
 
+class _ReductionDivisionBuilder(_TypedBuilder):
+    """:class:`_TypedBuilder` with divisions (and integer powers) by
+    reductions computed where they are read (issue 41: a conditional of the
+    lowering branched on the partial values of a reduction)."""
+
+    def op_divide_by_reduction(self) -> Pair | None:
+        p = self.pick(lambda p: p[1].ndim >= 1 and 0 not in p[1].shape)
+        if p is None:
+            return None
+        y, b = p
+        axis = None if self.rng.random() < 0.3 else int(
+            self.rng.integers(b.ndim))
+        red = self.choice(["sum", "prod"] if b.dtype.kind in "fc"
+                          else ["sum"])
+        den, den_ref = (getattr(pt, red)(y, axis=axis),
+                        getattr(np, red)(b, axis=axis))
+        kind = b.dtype.kind
+        with np.errstate(all="ignore"):
+            if kind in "iu":
+                # an integer power by the reduction (numpy refuses
+                # negative exponents: skipped)
+                base = self.values(den_ref.shape, b.dtype)
+                name = f"p{len(self.inputs)}"
+                self.inputs[name] = base
+                ph = pt.make_placeholder(name, base.shape, base.dtype)
+                return ph ** den, base ** den_ref
+            if kind == "b":
+                return None
+            if self.rng.random() < 0.5:
+                c = (complex(self.rng.uniform(-2, 2), self.rng.uniform(-2, 2))
+                     if kind == "c" else float(self.rng.uniform(-2, 2)))
+                return c / den, c / den_ref
+            num, num_ref = (pt.sum(y * y, axis=axis),
+                            np.sum(b * b, axis=axis))
+            return num / den, num_ref / den_ref
+
+
 TYPED_OPS = tuple(name[3:] for name in dir(_TypedBuilder)
                   if name.startswith("op_")
                   and getattr(_TypedBuilder, name) is not None)
 
+#: :data:`TYPED_OPS` and divisions by reductions (``reduction_divisions``
+#: of :func:`make_typed_random_graph`)
+REDUCTION_DIVISION_OPS = (*TYPED_OPS, "divide_by_reduction",
+                          "divide_by_reduction")
+
 
 def make_typed_random_graph(seed: int, dtype: Any, *, n_steps: int = 12,
-                            n_outputs: int = 3) -> RandomGraph:
+                            n_outputs: int = 3,
+                            reduction_divisions: bool = False) -> RandomGraph:
     """A random graph over placeholders of *dtype* (bool, integer, float or
     complex) of shapes with 0-d, empty and size-1 axes, mixing dtypes
     through promotion, comparisons and casts (:data:`TYPED_OPS`). Operations
     numpy refuses for the drawn operands (and those pytato refuses
     deliberately, with a :class:`~pytato.diagnostic.PytatoError`) are
-    skipped. Deterministic in *seed*."""
+    skipped. With *reduction_divisions*, divisions and integer powers by
+    reductions read where they are computed are among the operations.
+    Deterministic in *seed*."""
     from pytato.diagnostic import PytatoError
 
     rng = np.random.default_rng(seed)
     dtype = np.dtype(dtype)
     inputs: dict[str, np.ndarray] = {}
-    b = _TypedBuilder(rng, dtype, inputs)
+    b = (_ReductionDivisionBuilder if reduction_divisions
+         else _TypedBuilder)(rng, dtype, inputs)
+    ops = REDUCTION_DIVISION_OPS if reduction_divisions else TYPED_OPS
     for i in range(3):
         shape = b.random_shape(int(rng.integers(0, 4)))
         name = f"x{i}"
@@ -622,7 +669,7 @@ def make_typed_random_graph(seed: int, dtype: Any, *, n_steps: int = 12,
     tries = 0
     while len(applied) < n_steps and tries < 20 * n_steps:
         tries += 1
-        name = TYPED_OPS[int(rng.integers(len(TYPED_OPS)))]
+        name = ops[int(rng.integers(len(ops)))]
         try:
             with np.errstate(all="ignore"):
                 result = getattr(b, f"op_{name}")()

@@ -127,6 +127,29 @@ def _check_typed(result: dict[str, np.ndarray], graph: object) -> None:
             np.testing.assert_array_equal(got, ref, err_msg=msg)
 
 
+@pytest.mark.parametrize("seed", range(4100, 4112))
+def test_random_graphs_dividing_by_reductions(queue: object, seed: int) -> None:
+    """Typed random graphs with divisions (complex, float) and integer
+    powers by reductions computed where they are read (issue 41: complex
+    division branched on the partial sums of its divisor), on the device's
+    default schedule and a GPU's."""
+    from test_schedule import GPU
+
+    from pytato.target.loopy.schedule.default import default_schedule
+
+    dtypes = [np.complex128, np.complex64, np.float64, np.int64]
+    g = make_typed_random_graph(seed, dtypes[seed % len(dtypes)],
+                                reduction_divisions=True)
+    inputs = g.inputs_for(g.outputs)
+    prg = pt.generate_loopy(g.outputs)
+    _, result = prg(queue, **inputs)
+    _check_typed(result, g)
+    ref = pt.generate_loopy(g.outputs, default_schedule=False)
+    gpu = ref.copy(program=default_schedule(ref.program, GPU))
+    _, result = gpu(queue, **inputs)
+    _check_typed(result, g)
+
+
 #: (and a seed that found a bug: 71153, an extremum of uint32 differences)
 @pytest.mark.parametrize("seed", [*range(3000, 3045), 71153])
 def test_random_typed_graphs(queue: object, seed: int) -> None:

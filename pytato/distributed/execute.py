@@ -105,6 +105,7 @@ class _PartRunner:
         (of one axis or more, unless *zero_dim*); else *value*."""
         assert self.queue is not None
         if isinstance(value, np.ndarray) and (zero_dim or value.ndim):
+            # (pyopencl only where there are device arrays)
             import pyopencl.array as cl_array
             return cl_array.to_device(self.queue, value,
                                       allocator=self.allocator)

@@ -30,7 +30,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 import pymbolic.primitives as prim
 from constantdict import constantdict
@@ -414,6 +414,14 @@ def _compute_comm_levels(
 # }}}
 
 
+#: The checks :func:`find_distributed_partition` runs on the partition it
+#: built (unless Python runs with ``-O``):
+#: :func:`pytato.distributed.verify.verify_distributed_partition`, which
+#: registers itself when :mod:`pytato.distributed.verify` is imported (as the
+#: package :mod:`pytato.distributed` does; that module imports this one).
+_VERIFIERS: list[Callable[[Any, DistributedGraphPartition], None]] = []
+
+
 # {{{ building the parts
 
 def _copy_of(ary: Array) -> IndexLambda:
@@ -599,8 +607,8 @@ def find_distributed_partition(mpi_communicator: mpi4py.MPI.Comm,
     if __debug__:
         # as upstream: sends and receives that do not match are reported
         # here (on all ranks), not as a hang when executing
-        from pytato.distributed.verify import verify_distributed_partition
-        verify_distributed_partition(comm, result)
+        for verify in _VERIFIERS:
+            verify(comm, result)
     return result
 
 

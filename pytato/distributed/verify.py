@@ -22,6 +22,7 @@ from typing import Any
 from pytato.array.base import ShapeType
 from pytato.array.shape import shape_component_to_expr
 from pytato.distributed.partition import (
+    _VERIFIERS,
     CommunicationOpIdentifier,
     DistributedGraphPartition,
     DistributedPartitionVerificationError,
@@ -282,3 +283,6 @@ def verify_distributed_partition(mpi_communicator: Any,
     if verdict is not None:
         kind, msg = verdict
         raise _ERROR_CLASSES[kind](msg)
+
+
+_VERIFIERS.append(verify_distributed_partition)

@@ -450,34 +450,20 @@ def _complex_power(base: Expression, exponent: Expression,
     return _call("_pt_cpow", base, exponent)
 
 
-def _complex_quotient(num: Expression, den: Expression) -> Expression:
-    """Complex division by Smith's method, numpy's algorithm: its
-    infinities and NaNs for zero and infinite operands (``(1+1j)/0`` is
-    ``inf+infj``, ``0/0j`` is ``nan+nanj``)."""
-    (ar, ai), (br, bi) = _complex_parts(num), _complex_parts(den)
-    abs_br, abs_bi = _call("fabs", br), _call("fabs", bi)
-
-    def cplx(re: Expression, im: Expression) -> prim.Call:
-        return _call("_pt_complex", re, im)
-
-    rat = prim.Quotient(bi, br)
-    scl = prim.Quotient(1, prim.Sum((br, prim.Product((bi, rat)))))
-    real_larger = cplx(
-        prim.Product((prim.Sum((ar, prim.Product((ai, rat)))), scl)),
-        prim.Product((prim.Sum((ai, prim.Product((-1, ar, rat)))), scl)))
-    by_zero = cplx(prim.Quotient(ar, abs_br), prim.Quotient(ai, abs_br))
-    rat2 = prim.Quotient(br, bi)
-    scl2 = prim.Quotient(1, prim.Sum((bi, prim.Product((br, rat2)))))
-    imag_larger = cplx(
-        prim.Product((prim.Sum((prim.Product((ar, rat2)), ai)), scl2)),
-        prim.Product((prim.Sum((prim.Product((ai, rat2)), prim.Product((-1, ar)))),
-                      scl2)))
-    return prim.If(
-        prim.Comparison(abs_br, ">=", abs_bi),
-        prim.If(prim.LogicalAnd((prim.Comparison(br, "==", 0),
-                                 prim.Comparison(bi, "==", 0))),
-                by_zero, real_larger),
-        imag_larger)
+def _complex_quotient(num: Expression, den: Expression,
+                      dtype: np.dtype[Any]) -> Expression:
+    """Complex division by numpy's algorithm (Smith's method, with numpy's
+    infinities and NaNs for a zero divisor: ``(1+1j)/0`` is ``inf+infj``,
+    ``0/0j`` is ``nan+nanj``), in the target's ``_pt_cdiv``, compiled
+    without contraction to fused multiply-adds as numpy's C is: ``z/z`` is
+    exactly 1 where numpy's is (a fused ``im(z) - re(z)*(im(z)/re(z))``
+    left a residue of the rounding of the product, so ``z/z`` was never
+    exactly 1). A call, not a conditional expression of the lowered
+    operands: loopy would realize a reduction in the divisor once for each
+    of its occurrences."""
+    num, den = (dtype.type(x) if isinstance(x, (int, float, complex))
+                else x for x in (num, den))
+    return _call("_pt_cdiv", num, den)
 
 
 def _is_inexact(dtype: ScalarDType) -> bool:
@@ -789,9 +775,10 @@ class ScalarToLoopyMapper(IdentityMapper):
     def map_quotient(self, expr: prim.Quotient) -> Expression:
         num, den = self._operand(expr.numerator), self._operand(expr.denominator)
         dtype = self._dtype(expr)
-        if isinstance(dtype, np.dtype) and dtype.kind == "c" and not (
-                isinstance(den, (int, float, complex, np.number)) and den != 0):
-            return _complex_quotient(num, den)
+        if isinstance(dtype, np.dtype) and dtype.kind == "c":
+            # (by constants too: numpy divides ``z / 2`` as ``z * (1/2)``
+            # by its algorithm, not part by part)
+            return _complex_quotient(num, den, dtype)
         return prim.Quotient(num, den)
 
     def map_power(self, expr: prim.Power) -> Expression:
@@ -904,8 +891,11 @@ class ScalarToLoopyMapper(IdentityMapper):
                 and dtype == np.dtype(np.int32):
             inner = _opaque_negation(inner)
         op = _loopy_reduction_op(expr.op, dtype)
-        return LoopyReduction(op, tuple(inames),
-                              inner, allow_simultaneous=False)
+        result = LoopyReduction(op, tuple(inames),
+                                inner, allow_simultaneous=False)
+        state.reduction_dtypes[result] = (
+            dtype if isinstance(dtype, np.dtype) else np.result_type(dtype))
+        return result
 
 # }}}
 

@@ -79,6 +79,9 @@ from pytato.target.loopy.lower.expressions import (
 from pytato.target.loopy.lower.fusion import _Store, fuse_loop_nests
 from pytato.target.loopy.lower.index_arith import is_integer_constant
 from pytato.target.loopy.lower.reduction_bounds import emit_bound_assignments
+from pytato.target.loopy.lower.reduction_hoisting import (
+    hoist_branching_reductions,
+)
 from pytato.transform.mappers import CachedMapper
 
 
@@ -272,6 +275,14 @@ class CodeGenState:
     #: ids of the instructions computing reduction bounds into private
     #: temporaries (see :mod:`pytato.target.loopy.lower.reduction_bounds`)
     bound_insn_ids: set[str] = field(default_factory=set)
+    #: the bounds ``(lower, upper)`` (upper exclusive) of each iname
+    #: added by :meth:`add_domain`
+    iname_bounds: dict[str, tuple[Expression, Expression]] = field(
+        default_factory=dict)
+    #: the numpy dtype of the value of each lowered reduction (for
+    #: :mod:`pytato.target.loopy.lower.reduction_hoisting`)
+    reduction_dtypes: dict[Expression, np.dtype[Any]] = field(
+        default_factory=dict)
 
     def add_domain(self, inames: Sequence[str], lower: Sequence[Expression],
                    upper: Sequence[Expression]) -> None:
@@ -279,6 +290,7 @@ class CodeGenState:
         for i, lo, hi in zip(inames, lower, upper, strict=True):
             if is_integer_constant(lo) and is_integer_constant(hi) and lo < hi:
                 self.index_ranges[i] = (int(lo), int(hi) - 1)
+            self.iname_bounds[i] = (lo, hi)
         params: set[str] = set()
         conds = [f"{_isl_affine(lo, params)} <= {i} < {_isl_affine(hi, params)}"
                  for i, lo, hi in zip(inames, lower, upper, strict=True)]
@@ -557,6 +569,7 @@ def build_translation_unit(
 
     if fuse_loops:
         fuse_loop_nests(state, state.stores)
+    hoist_branching_reductions(state)
 
     kernel_data = [state.kernel_data[n] for n in sorted(
         state.kernel_data, key=lambda n: (_data_rank(state.kernel_data[n]), n))]

@@ -66,6 +66,7 @@ class BoundAssignment:
 def is_parametric_bound(state: CodeGenState, bound: Expression) -> bool:
     """Whether the lowered *bound* is affine in kernel value arguments of
     integer type (size parameters), i.e. can be written in an isl set."""
+    # (lower.graph imports this module)
     from pytato.target.loopy.lower.graph import _isl_affine
 
     params: set[str] = set()
@@ -131,6 +132,7 @@ def emit_bound_assignments(state: CodeGenState, ctx: ExpressionContext,
     other loop index (of an enclosing reduction) cannot be computed there:
     an error. (Substitution rules, which have no loops, reject such
     bounds.)"""
+    # (loopy at first use: pytato.lazy_imports)
     from loopy.symbolic import get_dependencies
 
     own = frozenset(inames)

@@ -20,7 +20,8 @@ functions here are pytato's own, written in OpenCL C for ``cfloat_t`` and
   values would overflow.
 
 The lowering (:mod:`pytato.target.loopy.lower.expressions`) calls them as
-``_pt_c<name>`` (``_pt_csqrt``, ``_pt_carcsin``, ``_pt_cpow``, ...) on
+``_pt_c<name>`` (``_pt_csqrt``, ``_pt_carcsin``, ``_pt_cpow``,
+``_pt_cdiv`` for every complex division, ...) on
 complex operands; :class:`ComplexFunction` is their :mod:`loopy`
 callable, and each call brings the definitions it needs as preambles.
 
@@ -584,7 +585,7 @@ COMPLEX_FUNCTIONS = {
     **{name: 1 for name in (
         "sqrt", "exp", "log", "log10", "sin", "cos", "tan", "arcsin",
         "arccos", "arctan", "sinh", "cosh", "tanh", "sign", "reciprocal")},
-    "pow": 2,
+    "pow": 2, "div": 2,
 }
 
 
