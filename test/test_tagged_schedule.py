@@ -528,8 +528,9 @@ def test_warning_names_the_users_loops(cl_ctx: cl.Context,
 
 
 def test_warning_names_calls(caplog: pytest.LogCaptureFixture) -> None:
-    """A kernel that calls another kernel keeps its loops: the warning
-    says so (on the schedule applied by hand)."""
+    """A kernel that calls a kernel not of a traced function (the user's,
+    as call_loopy's) keeps its loops: the warning says so (on the schedule
+    applied by hand)."""
     import loopy as lp
 
     from pytato.target.loopy.schedule.default import default_schedule
@@ -552,7 +553,7 @@ def test_warning_names_calls(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, "pytato.target.loopy.schedule"):
         assert default_schedule(t_unit, GPU) is t_unit
     (msg,) = _serial_records(caplog)
-    assert "'calls_twice'" in msg and "calls the kernels 'twice'" in msg
+    assert "'calls_twice'" in msg and "calls the kernel 'twice'" in msg
 
 # }}}
 
@@ -589,3 +590,36 @@ def test_warning_names_shared_loops_and_other_instructions(
     # (the nests left serial keep their loops)
     knl = scheduled.default_entrypoint
     assert not any(knl.iname_tags(i) for i in ("i", "j"))
+
+
+@pytest.mark.parametrize("tagged", [False, True])
+def test_traced_functions_run_in_parallel(ctx_factory, tagged: bool,
+                                          caplog: pytest.LogCaptureFixture
+                                          ) -> None:
+    """The bodies of traced functions (callee kernels of the translation
+    unit) are inlined before the default schedule and mapped like any other
+    loops (outlined functions in arraycontext are such calls); the program
+    still shows the calls."""
+    import pyopencl as cl
+    queue = cl.CommandQueue(ctx_factory())
+    x = pt.make_placeholder("x", (3000, 10), np.float64)
+    if tagged:
+        x = _axes(x, ElementAxis, DOFAxis)
+
+    def f(u: pt.Array) -> dict[str, pt.Array]:
+        return {"a": 2 * u + 1, "b": pt.sin(u), "s": pt.sum(u, axis=1)}
+
+    r = pt.trace_call(f, x)
+    inner = pt.trace_call(lambda v: pt.trace_call(f, v)["a"] * 3, x + 1)
+    y = r["a"] * r["b"] + inner + pt.expand_dims(r["s"], 1)
+    prog = pt.generate_loopy(y)
+    assert "_pt_fn_f" in prog.program.callables_table
+    xv = np.random.default_rng(3).random((3000, 10))
+    with caplog.at_level(logging.WARNING, "pytato.target.loopy.schedule"):
+        _, (out,) = prog(queue, x=xv)
+    assert not _serial_records(caplog)
+    ref = ((2 * xv + 1) * np.sin(xv) + 3 * (2 * (xv + 1) + 1)
+           + xv.sum(axis=1)[:, None])
+    np.testing.assert_allclose(out, ref, rtol=1e-13)
+    code = prog.get_code(queue.device)
+    assert "reqd_work_group_size(1, 1, 1)" not in code

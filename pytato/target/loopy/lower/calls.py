@@ -78,6 +78,7 @@ from pytato.diagnostic import (
 from pytato.function import Call, FunctionDefinition, NamedCallResult
 from pytato.loopy import LoopyCall, LoopyCallResult
 from pytato.scalar_functions import get_scalar_function
+from pytato.tags import FunctionIdentifier
 from pytato.target.loopy.loopy_walk import UncachedLoopyWalkMapper
 from pytato.target.loopy.lower.callees import (
     CallBuildState,
@@ -345,7 +346,11 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
                 make_mapper=partial(type(self), build_context=bc))
         finally:
             bc.depth -= 1
-        knl = _as_callee_kernel(t_unit[name], name)
+        # (the tag marks the kernel as a traced function's body, which the
+        # default schedule inlines into its caller, unlike the kernels of
+        # call_loopy, whose loops are the user's)
+        knl = _as_callee_kernel(t_unit[name], name).tagged(
+            FunctionIdentifier(fn.identifier))
         inputs, outs = _interface(knl, ret_names)
         callee = Callee(name, knl, inputs, outs)
         bc.functions[fn] = callee

@@ -211,6 +211,7 @@ from pytato.target.loopy.schedule.barriers import (
     _nest_levels,
     _user_units,
 )
+from pytato.target.loopy.schedule.callees import inline_callee_kernels
 from pytato.target.loopy.schedule.outputs import (
     MAX_GROUPS_FOR_JOIN,
     _apply_output_plans,
@@ -402,6 +403,8 @@ def default_schedule(t_unit: lp.TranslationUnit,
         the user's); results are unchanged.
     """
     info = DeviceInfo.of(device)
+    # the bodies of called functions are scheduled with the caller
+    t_unit, not_inlined = inline_callee_kernels(t_unit)
     kernel = t_unit.default_entrypoint
     value_args = frozenset(a.name for a in kernel.args
                            if isinstance(a, lp.ValueArg))
@@ -409,10 +412,9 @@ def default_schedule(t_unit: lp.TranslationUnit,
     # products with data-dependent loops) keep their sequential loops
     user_inames = frozenset(user_inames)
     groups = _loop_groups(kernel, user_inames)
-    if len(t_unit.callables_table) > 1 or groups is None:
+    if not_inlined is not None or groups is None:
         report_serial_nests(kernel.name, serial_nest_reasons(
-            kernel, sorted(n for n in t_unit.callables_table
-                           if n != kernel.name), user_inames))
+            kernel, not_inlined, user_inames))
         return t_unit
     # the loop nests left serial, with the reason (see serial_report)
     serial: list[tuple[list[str], str]] = []

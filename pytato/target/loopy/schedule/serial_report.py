@@ -90,12 +90,14 @@ def _users_reason(kernel: lp.LoopKernel, insns: Iterable[lp.InstructionBase],
             + "), left as the user wrote it")
 
 
-def serial_nest_reasons(kernel: lp.LoopKernel, callables: Sequence[str],
+def serial_nest_reasons(kernel: lp.LoopKernel, not_inlined: str | None,
                         user_inames: frozenset[str] = frozenset()
                         ) -> list[tuple[list[str], str]]:
     """Why the default schedule leaves all of *kernel* as it is, as
     ``(instruction ids, reason)`` pairs for the instructions that could run
-    in parallel: *kernel* calls the kernels *callables*, or an instruction
+    in parallel: the kernels it calls could not be inlined (*not_inlined*,
+    the reason, see :mod:`pytato.target.loopy.schedule.callees`), or an
+    instruction
     is not an assignment, or no instruction of a loop nest that is not the
     user's (no iname of *user_inames* or with an implementation tag) stores
     over exactly the nest's loops. Empty if none of these holds."""
@@ -103,11 +105,15 @@ def serial_nest_reasons(kernel: lp.LoopKernel, callables: Sequence[str],
            if _could_run_in_parallel(kernel, [insn])]
     if not ids:
         return []
-    if callables:
-        return [(ids, "the kernel calls the kernels "
-                 + ", ".join(repr(c) for c in callables)
-                 + " (the default schedule maps kernels without calls)")]
+    if not_inlined is not None:
+        return [(ids, not_inlined)]
     for insn in kernel.instructions:
+        if isinstance(insn, lp.CallInstruction):
+            return [(ids, f"instruction {insn.id!r} calls the kernel "
+                     f"{insn.expression.function.name!r} (kernels other "
+                     "than traced functions, e.g. of call_loopy, are the "
+                     "user's: the default schedule maps kernels of "
+                     "assignments only)")]
         if not isinstance(insn, lp.Assignment):
             return [(ids, f"instruction {insn.id!r} is a "
                      f"{type(insn).__name__}, not an assignment (the "
