@@ -623,3 +623,21 @@ def test_traced_functions_run_in_parallel(ctx_factory, tagged: bool,
     np.testing.assert_allclose(out, ref, rtol=1e-13)
     code = prog.get_code(queue.device)
     assert "reqd_work_group_size(1, 1, 1)" not in code
+
+
+def test_functions_of_symbolic_shapes_stay_calls(
+        ctx_factory, caplog: pytest.LogCaptureFixture) -> None:
+    """Functions taking size parameters are not inlined (loopy's inliner
+    loses the bounds they give the loops): the caller keeps its loops,
+    computes the right values and the warning says why."""
+    import pyopencl as cl
+    queue = cl.CommandQueue(ctx_factory())
+    n = pt.make_size_param("n")
+    x = pt.make_placeholder("x", (n,), np.float64)
+    y = pt.trace_call(lambda u: 2 * u, x, identifier="twice") + x
+    xv = np.arange(7.0)
+    with caplog.at_level(logging.WARNING, "pytato.target.loopy.schedule"):
+        _, (out,) = pt.generate_loopy(y)(queue, x=xv, n=7)
+    np.testing.assert_allclose(out, 3 * xv)
+    (msg,) = _serial_records(caplog)
+    assert "size parameter(s) n" in msg

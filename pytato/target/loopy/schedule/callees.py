@@ -42,6 +42,9 @@ def inline_callee_kernels(t_unit: lp.TranslationUnit
     callees = _callee_kernels(t_unit, entry)
     if not callees:
         return t_unit, None
+    symbolic = _size_parameters(t_unit, entry)
+    if symbolic is not None:
+        return t_unit, symbolic
     result = t_unit
     try:
         while callees:
@@ -64,6 +67,21 @@ def inline_callee_kernels(t_unit: lp.TranslationUnit
         return t_unit, (f"loopy could not inline the called kernels "
                         f"({type(exc).__name__}: {exc})")
     return result, None
+
+
+def _size_parameters(t_unit: lp.TranslationUnit, entry: str) -> str | None:
+    """Why the callees of *entry* are not inlined, if a function takes size
+    parameters (value arguments): loopy's inliner loses the bounds they
+    give the function's loops (out-of-bounds accesses, found only when the
+    kernel is checked); else None."""
+    for name in _callee_kernels(t_unit, entry):
+        knl = t_unit[name]
+        sizes = [a.name for a in knl.args if isinstance(a, lp.ValueArg)]
+        if sizes:
+            return (f"the function {name!r} takes the size parameter(s) "
+                    f"{', '.join(sizes)} (the default schedule inlines "
+                    "functions of concrete shapes only)")
+    return None
 
 
 def _called_names(kernel: lp.LoopKernel) -> set[str]:
