@@ -155,7 +155,19 @@ def _normalize_int(i: int, n: ShapeComponent, axis: int) -> int | Array:
     return n + i  # type: ignore[no-any-return,operator]
 
 
-def _slice_bound(b: Any, n: ShapeComponent, axis: int, what: str) -> Any:
+# no axis is longer than this (lengths are int64): a slice bound beyond it
+# lies outside any axis, also of symbolic length
+_MAX_LENGTH = 2**63 - 1
+
+
+def _slice_bound(b: Any, n: ShapeComponent, axis: int, what: str,
+                 step: int = 1) -> Any:
+    """A bound of a slice of step *step* on an axis of length *n*, negative
+    values counted from the end. Integer bounds outside the axis are
+    clipped to its ends as numpy does (``n`` or ``-1`` past the end, ``0``
+    or ``-1`` before the start), where *n* is known or the bound lies
+    outside any axis (so no constant too large for the generated code
+    stays); other bounds of symbolic axes are assumed to lie within them."""
     if isinstance(b, Array):
         if b.shape != () or b.dtype.kind not in "iu":
             raise InvalidIndexError(f"axis {axis}: slice {what} must be an integer or "
@@ -166,7 +178,33 @@ def _slice_bound(b: Any, n: ShapeComponent, axis: int, what: str) -> Any:
         raise InvalidIndexError(f"axis {axis}: slice {what} must be an integer or "
                                 f"None, got {b!r}")
     b = int(b)
+    past_end = n if step > 0 else n - 1  # type: ignore[operator]
+    before_start = 0 if step > 0 else -1
+    if is_integral_scalar(n):
+        length = int(n)  # type: ignore[arg-type]
+        if b >= length:
+            return past_end
+        if b < -length:
+            return before_start
+    elif b >= _MAX_LENGTH:
+        return past_end
+    elif b < -_MAX_LENGTH:
+        return before_start
     return b if b >= 0 else n + b
+
+
+def _beyond(b: Any, n: ShapeComponent) -> int:
+    """1 for an integer bound *b* at or past the end of every axis of
+    length *n* (known, else any length), -1 for one before its start, 0
+    otherwise (also for array bounds)."""
+    if not is_integral_scalar(b) or isinstance(b, (bool, np.bool_)):
+        return 0
+    limit = int(n) if is_integral_scalar(n) else _MAX_LENGTH  # type: ignore[arg-type]
+    if int(b) >= limit:
+        return 1
+    if int(b) < -limit:
+        return -1
+    return 0
 
 
 def _normalize_slice(s: slice, n: ShapeComponent, axis: int) -> NormalizedSlice:
@@ -183,6 +221,10 @@ def _normalize_slice(s: slice, n: ShapeComponent, axis: int) -> NormalizedSlice:
             if b is not None:
                 _slice_bound(b, n, axis, what)
         start, stop, step = slice(s.start, s.stop, step).indices(int(n))  # type: ignore[arg-type]
+        # a step longer than the axis takes (at most) its first element, as
+        # a step of the axis' length does: clipped, so that no constant too
+        # large for the generated code stays
+        step = max(-max(int(n), 1), min(step, max(int(n), 1)))  # type: ignore[arg-type]
         if not len(range(start, stop, step)):
             return NormalizedSlice(0, 0, step)
         return NormalizedSlice(start, stop, step)
@@ -191,13 +233,19 @@ def _normalize_slice(s: slice, n: ShapeComponent, axis: int) -> NormalizedSlice:
             f"axis {axis} (length {_len_str(n)}): slices with steps other than "
             f"1 and -1 are not supported with symbolic lengths or bounds, got "
             f"step {step}")
+    # an integer bound beyond the axis on the side that leaves nothing
+    # between the bounds (a start past the end, a stop before the start):
+    # empty, whatever the other bound
+    if _beyond(s.start, n) == step or _beyond(s.stop, n) == -step:
+        return NormalizedSlice(0, 0, step)
     if step == 1:
         start = 0 if s.start is None else _slice_bound(s.start, n, axis, "start")
         stop = n if s.stop is None else _slice_bound(s.stop, n, axis, "stop")
     else:
         start = (n - 1 if s.start is None
-                 else _slice_bound(s.start, n, axis, "start"))
-        stop = -1 if s.stop is None else _slice_bound(s.stop, n, axis, "stop")
+                 else _slice_bound(s.start, n, axis, "start", step))
+        stop = -1 if s.stop is None else _slice_bound(s.stop, n, axis, "stop",
+                                                      step)
     return NormalizedSlice(start, stop, step)
 
 

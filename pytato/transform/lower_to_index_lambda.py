@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Generic, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -162,19 +162,45 @@ def _select(selector: ArithmeticExpression,
 
 
 def _clamped_index(index: ArithmeticExpression, length: ArithmeticExpression,
-                   signed: bool) -> ArithmeticExpression:
-    """An entry of a runtime index array as a position in ``[0, length)``:
-    negative entries count from the end once (as in numpy), then what is
-    still out of range is clamped to the nearest end, as JAX does, so that
-    generated code never reads outside the indexed array (see
-    :ref:`numerical-semantics`)."""
+                   dtype: np.dtype[Any]) -> ArithmeticExpression:
+    """An entry *index* (of integer *dtype*) of a runtime index array as a
+    position in ``[0, length)``: negative entries count from the end once
+    (as in numpy), then what is still out of range is clamped to the
+    nearest end, as JAX does, so that generated code never reads outside
+    the indexed array (see :ref:`numerical-semantics`).
+
+    The arithmetic is signed and at least as wide as ``int``: entries of
+    types narrower than ``int`` are converted first (else ``index +
+    length`` would wrap around in the narrow type), and ``uint64`` entries
+    are compared unsigned and converted to ``int64`` once known to be
+    below *length* (mixing ``uint64`` with a signed type gives a
+    floating-point index)."""
     last = _sum([length, -1])
-    upper = prim.If(prim.Comparison(index, ">=", length), last, index)
-    if not signed:
+    value = index
+    if dtype.kind == "u" and dtype.itemsize == 8:
+        value = TypeCast(np.dtype(np.int64), index)
+    elif dtype.itemsize < 4:
+        value = TypeCast(
+            np.dtype(np.int32) if is_integral_scalar(length)
+            and int(length) < 2**31  # type: ignore[arg-type]
+            else np.dtype(np.int64), index)
+    # (the conditions compare the entry itself: C compares integers of
+    # different types by their values, and loopy's simplification of
+    # indices cannot read conditions holding conversions)
+    # no comparison that the type's range decides (compilers warn of them)
+    info = np.iinfo(dtype)
+    known = int(length) if is_integral_scalar(length) else None  # type: ignore[arg-type]
+    # (an entry always in range is used as it is: loopy's simplification of
+    # indices cannot read a conversion there either)
+    upper: ArithmeticExpression = (
+        index if known is not None and info.max < known
+        else prim.If(prim.Comparison(index, ">=", length), last, value))
+    if dtype.kind == "u":
         return upper
-    neg = prim.Product((-1, length)) if not is_integral_scalar(length) \
-        else -int(length)
-    lower = prim.If(prim.Comparison(index, "<", neg), 0, _sum([index, length]))
+    lower: ArithmeticExpression = _sum([value, length])
+    if known is None or info.min < -known:
+        neg = prim.Product((-1, length)) if known is None else -known
+        lower = prim.If(prim.Comparison(index, "<", neg), 0, lower)
     return prim.If(prim.Comparison(index, "<", 0), lower, upper)
 
 
@@ -348,7 +374,7 @@ class _ToIndexLambda(Mapper):
                    else _idx(offset + k)
                    for k, n in enumerate(ary.shape)]
         value = b.read(ary, indices)
-        return _clamped_index(value, b.size(length), ary.dtype.kind != "u")
+        return _clamped_index(value, b.size(length), ary.dtype)
 
     def map_basic_index(self, expr: BasicIndex) -> IndexLambda:
         b = _Bindings()

@@ -348,9 +348,22 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
             return f"{start}:{stop}{step}"
         if isinstance(idx, Array):
             # the policy of the OpenCL target: negative entries count from
-            # the end once, the rest is clamped to the axis
+            # the end once, the rest is clamped to the axis. The entries
+            # are converted to int64 first: in their own type, n - 1 or
+            # an entry + n may not be representable (an OverflowError for
+            # an unsigned index into an empty axis); uint64 entries are
+            # clamped before (they need not fit int64)
             n = self.size_code(length)
             code = self.rec(idx)
+            int64 = dtype_code(self.np, np.dtype(np.int64))
+            if idx.dtype.kind == "u" and idx.dtype.itemsize == 8:
+                uint64 = dtype_code(self.np, idx.dtype)
+                code = (f"{self.np}.minimum({code}, {uint64}(max(({n}) - 1, 0)))"
+                        f".astype({int64})")
+            elif idx.dtype.itemsize < 8 and not (
+                    idx.dtype == np.int32 and is_integral_scalar(length)
+                    and int(length) < 2**31):  # type: ignore[arg-type]
+                code = f"({code}).astype({int64})"
             if idx.dtype.kind != "u":
                 code = f"{self.np}.where({code} < 0, {code} + ({n}), {code})"
             return f"{self.np}.clip({code}, 0, ({n}) - 1)"

@@ -23,8 +23,7 @@ import islpy as isl
 import loopy as lp
 import pymbolic.primitives as prim
 from loopy.kernel.data import InameImplementationTag
-from loopy.symbolic import Reduction as LoopyReduction
-from pymbolic.mapper.dependency import DependencyMapper
+from loopy.symbolic import DependencyMapper, Reduction as LoopyReduction
 from pymbolic.typing import Expression
 
 from pytato.target.loopy.loopy_walk import (
