@@ -75,6 +75,10 @@ class RandomGraph:
 
 Pair = tuple[pt.Array, np.ndarray]
 
+#: the dtypes of index arrays (issue 41: narrow and unsigned ones failed)
+INDEX_DTYPES = [np.int8, np.int16, np.int32, np.int64,
+                np.uint8, np.uint16, np.uint32, np.uint64]
+
 
 class _Builder:
     def __init__(self, rng: np.random.Generator, dtype: np.dtype[Any]) -> None:
@@ -82,6 +86,17 @@ class _Builder:
         self.dtype = dtype
         self.pool: list[Pair] = []
         self.created: list[Pair] = []
+        # index arrays take every integer dtype in turn, from an offset
+        # read off the generator's state (consuming no random numbers: the
+        # graphs are those of the same seeds before index dtypes varied)
+        state = rng.bit_generator.state.get("state", {})
+        self._n_index_arrays = int(state.get("state", 0)) % len(INDEX_DTYPES) \
+            if isinstance(state, dict) else 0
+
+    def index_dtype(self) -> np.dtype[Any]:
+        """The integer dtype of the next index array (all in turn)."""
+        self._n_index_arrays += 1
+        return np.dtype(INDEX_DTYPES[self._n_index_arrays % len(INDEX_DTYPES)])
 
     # {{{ helpers
 
@@ -252,6 +267,8 @@ class _Builder:
 
         def index_array(n: int) -> tuple[pt.Array, np.ndarray]:
             i = self.rng.integers(-n, n, size=k)
+            dtype = self.index_dtype()
+            i = (i % n if dtype.kind == "u" else i).astype(dtype)
             return pt.make_data_wrapper(i), i
 
         if a.ndim >= 3 and self.rng.random() < 0.5:
@@ -569,10 +586,20 @@ class _TypedBuilder(_Builder):
         n = a.shape[axis]
         k = int(self.choice([0, 1, 3]))
         data = self.rng.integers(-2 * n - 1, 2 * n + 2, size=k)
+        dtype = self.index_dtype()
+        info = np.iinfo(dtype)
+        if dtype.kind == "u":
+            data = np.abs(data)
+        if k == 3 and self._n_index_arrays % 3 == 0:
+            # the extremes of the type
+            data[0], data[2] = info.max, max(info.min, -2**62)
+        data = data.astype(dtype)
         name = f"i{len(self.inputs)}"
         self.inputs[name] = data
         ip = pt.make_placeholder(name, (k,), data.dtype)
-        clamped = np.clip(np.where(data < 0, data + n, data), 0, n - 1)
+        exact = data.astype(object)
+        clamped = np.clip(np.where(exact < 0, exact + n, exact), 0,
+                          n - 1).astype(np.int64)
         t = (slice(None),) * axis
         return x[(*t, ip)], a[(*t, clamped)]
 

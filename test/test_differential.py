@@ -235,3 +235,26 @@ def test_random_graphs_from_threads(cl_ctx: object, shared_queue: bool
         sys.setswitchinterval(old)
     if errors:
         raise errors[0]
+
+
+def test_random_graphs_index_every_integer_dtype() -> None:
+    """The random graphs of the OpenCL and typed tests index with arrays of
+    every integer dtype (issue 41: narrow and unsigned ones failed)."""
+    from random_graphs import INDEX_DTYPES
+
+    from pytato.array.base import topological_order
+    from pytato.array.remapping import (
+        AdvancedIndexInContiguousAxes,
+        AdvancedIndexInNoncontiguousAxes,
+    )
+
+    graphs = [make_random_graph(seed) for seed in OPENCL_SEEDS] + [
+        make_typed_random_graph(seed, TYPED_DTYPES[seed % len(TYPED_DTYPES)])
+        for seed in range(3000, 3045)]
+    seen = {ind.dtype
+            for g in graphs
+            for node in topological_order(list(g.outputs.values()))
+            if isinstance(node, (AdvancedIndexInContiguousAxes,
+                                 AdvancedIndexInNoncontiguousAxes))
+            for ind in node.indices if isinstance(ind, pt.Array)}
+    assert seen >= {np.dtype(d) for d in INDEX_DTYPES}, seen
