@@ -7,7 +7,10 @@
 * slices, normalized to :class:`~pytato.array.NormalizedSlice` with numpy's
   clamping. On axes of symbolic length (and for symbolic bounds, i.e. 0-d
   integer arrays), only steps of 1 and -1 are supported, and bounds are
-  assumed to lie within the axis (they cannot be clamped);
+  assumed to lie within the axis (they cannot be clamped), except integer
+  bounds known to lie outside it (beyond a constant length, or outside
+  the range of ``int64``), clipped as numpy does. Steps longer than a concrete axis are clipped to its length
+  (the same elements);
 * ``None`` (new unit axes) and one ``Ellipsis``;
 * integer arrays: :class:`~pytato.array.Array`\\ s of integer dtype, numpy
   integer arrays and (nested) lists of ints. Index arrays broadcast against
