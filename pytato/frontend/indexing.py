@@ -9,8 +9,8 @@
   integer arrays), only steps of 1 and -1 are supported, and bounds are
   assumed to lie within the axis (they cannot be clamped), except integer
   bounds known to lie outside it (beyond a constant length, or outside
-  the range of ``int64``), clipped as numpy does. Steps longer than a concrete axis are clipped to its length
-  (the same elements);
+  the range of ``int64``), clipped as numpy does. Steps longer than a
+  concrete axis are clipped to its length (the same elements);
 * ``None`` (new unit axes) and one ``Ellipsis``;
 * integer arrays: :class:`~pytato.array.Array`\\ s of integer dtype, numpy
   integer arrays and (nested) lists of ints. Index arrays broadcast against
