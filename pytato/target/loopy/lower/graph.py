@@ -80,6 +80,7 @@ from pytato.target.loopy.lower.fusion import _Store, fuse_loop_nests
 from pytato.target.loopy.lower.index_arith import is_integer_constant
 from pytato.target.loopy.lower.index_width import (
     kernel_index_dtype,
+    unify_index_dtypes,
     widen_subscripts,
 )
 from pytato.target.loopy.lower.reduction_bounds import emit_bound_assignments
@@ -604,7 +605,7 @@ def build_translation_unit(
         t_unit = t_unit.with_kernel(knl)
     for transform in state.translation_unit_transforms:
         t_unit = transform(t_unit)
-    return t_unit
+    return unify_index_dtypes(t_unit)
 
 
 def has_no_elements(ary: object) -> bool:

@@ -28,6 +28,7 @@ simplification of subscripts cannot handle a type cast).
 .. autodata:: INT32_INDEX_LIMIT
 .. autofunction:: kernel_index_dtype
 .. autofunction:: widen_subscripts
+.. autofunction:: unify_index_dtypes
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ from pymbolic.typing import Expression
 from pytato.target.loopy.lower.index_arith import is_integer_constant
 
 
-__all__ = ["INT32_INDEX_LIMIT", "kernel_index_dtype", "widen_subscripts"]
+__all__ = ["INT32_INDEX_LIMIT", "kernel_index_dtype", "unify_index_dtypes",
+           "widen_subscripts"]
 
 
 #: The number of elements (of an array, or of the iterations of a loop
@@ -186,3 +188,20 @@ def widen_subscripts(
         else:
             result.append(insn.with_transformed_expressions(mapper))
     return result
+
+
+def unify_index_dtypes(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
+    """*t_unit* with all its kernels (the entrypoint and its callees: the
+    kernels of traced functions, of sparse products) given the widest index
+    type among them: loopy requires a callee's to be its caller's."""
+    kernels = {name: clbl.subkernel
+               for name, clbl in t_unit.callables_table.items()
+               if isinstance(clbl, lp.CallableKernel)}
+    if len(kernels) < 2:
+        return t_unit
+    widest = max((k.index_dtype for k in kernels.values()),
+                 key=lambda dt: dt.numpy_dtype.itemsize)
+    for knl in kernels.values():
+        if knl.index_dtype != widest:
+            t_unit = t_unit.with_kernel(knl.copy(index_dtype=widest))
+    return t_unit
