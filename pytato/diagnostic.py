@@ -34,6 +34,7 @@ from the matching builtin exception (:class:`ValueError`, :class:`TypeError`,
 .. autoexception:: NonIntegralArgumentError
 .. autoexception:: DependencyCycleError
 .. autoexception:: UnsupportedFeatureError
+.. autoexception:: ArrayTooBigError
 
 Names of the reference pytato's errors, each a subclass of the matching
 error here:
@@ -183,6 +184,12 @@ class UnsupportedFeatureError(PytatoError, NotImplementedError, ValueError):
     than ``'constant'``, slices with steps other than 1 over symbolic
     lengths, ... A :class:`NotImplementedError`, and a :class:`ValueError`
     as the reference pytato raises for some of these."""
+
+
+class ArrayTooBigError(PytatoError, ValueError):
+    """An array whose number of bytes (elements times item size) does not
+    fit a signed 64-bit integer, as numpy refuses it ("array is too
+    big"): raised when the array is constructed, naming its shape."""
 
 
 class NotAnArrayError(PytatoError, TypeError, AssertionError):

@@ -45,6 +45,7 @@ from pytato.array.tagging import (  # noqa: F401
 )
 from pytato.diagnostic import (
     ArrayClassEqualityError,
+    ArrayTooBigError,
     AxisError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
@@ -461,6 +462,36 @@ def array_dataclass(cls: type | None = None, /, *, hash: bool = True
     return dataclass(frozen=True, eq=False, repr=False)(cls)
 
 
+#: the largest number of bytes of an array (numpy's, on 64-bit hosts)
+_MAX_NBYTES = 2**63 - 1
+
+
+def _check_size(ary: Array, shape: ShapeType) -> None:
+    """Raise :class:`~pytato.diagnostic.ArrayTooBigError` if the constant
+    extents of *shape* (the shape of *ary*) make more bytes than an
+    ``int64`` counts, as numpy does."""
+    nbytes = 1
+    for c in shape:
+        if type(c) is int or isinstance(c, np.integer):
+            if c == 0:
+                return
+            nbytes *= int(c)
+    if nbytes <= _MAX_NBYTES // 16:  # (the fast path: no item size needed)
+        return
+    try:
+        itemsize = ary.dtype.itemsize
+    except Exception:  # a user's class without a dtype yet
+        itemsize = 1
+    if nbytes * itemsize > _MAX_NBYTES:
+        name = getattr(ary, "name", None)
+        what = (f"{type(ary).__name__} '{name}'" if isinstance(name, str)
+                else type(ary).__name__)
+        raise ArrayTooBigError(
+            f"{what}: an array of shape {shape} and dtype "
+            f"{getattr(ary, 'dtype', '?')} is too big (its number of bytes "
+            "does not fit an int64)")
+
+
 class DerivedShapeMixin:
     """For nodes whose shape is computed from their children (once)."""
 
@@ -534,6 +565,8 @@ class Array(GraphNode, _TaggableMixin):
             setattr_(self, "non_equality_tags",
                      normalize_tags(self.non_equality_tags))
         shape = self._pt_compute_shape()
+        if shape:
+            _check_size(self, shape)
         if shape is None:
             # a class of the user's leaving the shape abstract, as
             # upstream's Array allows

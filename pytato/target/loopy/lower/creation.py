@@ -25,10 +25,13 @@ are missing (another loopy version), :func:`loopy.make_kernel` is called.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import islpy as isl
 import loopy as lp
+import numpy as np
 from constantdict import constantdict
+from loopy.types import NumpyType
 
 
 try:
@@ -55,16 +58,21 @@ def make_translation_unit(domains: Sequence[str],
                               lp.KernelArgument | lp.TemporaryVariable], *,
                           name: str,
                           target: lp.TargetBase, options: lp.Options,
-                          assumptions: str) -> lp.TranslationUnit:
+                          assumptions: str,
+                          index_dtype: np.dtype[Any] | None = None
+                          ) -> lp.TranslationUnit:
     """The translation unit of :func:`loopy.make_kernel` called with these
     arguments (and ``lang_version=(2018, 2)``), for lowered graphs:
     *instructions* are :class:`loopy.Assignment` objects (and
     :class:`loopy.SubstitutionRule` objects) with explicit loops, all
-    arguments and temporaries in *kernel_data* have shapes and types."""
+    arguments and temporaries in *kernel_data* have shapes and types.
+    *index_dtype* is the kernel's index type (loopy's default, ``int32``,
+    if *None*)."""
     if not _HAVE_LOOPY_INTERNALS:  # pragma: no cover (another loopy version)
         return _with_make_kernel(domains, instructions, kernel_data,
                                  name=name, target=target, options=options,
-                                 assumptions=assumptions)
+                                 assumptions=assumptions,
+                                 index_dtype=index_dtype)
 
     doms = parse_domains(list(domains))
     insns = [i for i in instructions if not isinstance(i, lp.SubstitutionRule)]
@@ -84,7 +92,9 @@ def make_translation_unit(domains: Sequence[str],
         inames={n: Iname(n, frozenset())
                 for n in _get_inames_from_domains(doms)},
         assumptions=assumption_set, name=name,
-        iname_slab_increments=constantdict(), applied_iname_rewrites=())
+        iname_slab_increments=constantdict(), applied_iname_rewrites=(),
+        **({"index_dtype": NumpyType(np.dtype(index_dtype))}
+           if index_dtype is not None else {}))
     kernel = apply_default_order_to_args(kernel, "C")
     return make_program(kernel).with_entrypoints(name)
 
@@ -96,8 +106,12 @@ def _with_make_kernel(domains: Sequence[str],
                           lp.KernelArgument | lp.TemporaryVariable], *,
                       name: str,
                       target: lp.TargetBase, options: lp.Options,
-                      assumptions: str) -> lp.TranslationUnit:
+                      assumptions: str,
+                      index_dtype: np.dtype[Any] | None = None
+                      ) -> lp.TranslationUnit:
     """:func:`make_translation_unit` through :func:`loopy.make_kernel`."""
     return lp.make_kernel(list(domains), list(instructions), list(kernel_data),
                           name=name, target=target, options=options,
-                          lang_version=(2018, 2), assumptions=assumptions)
+                          lang_version=(2018, 2), assumptions=assumptions,
+                          **({"index_dtype": np.dtype(index_dtype)}
+                             if index_dtype is not None else {}))

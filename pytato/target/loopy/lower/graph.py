@@ -78,6 +78,11 @@ from pytato.target.loopy.lower.expressions import (
 )
 from pytato.target.loopy.lower.fusion import _Store, fuse_loop_nests
 from pytato.target.loopy.lower.index_arith import is_integer_constant
+from pytato.target.loopy.lower.index_width import (
+    kernel_index_dtype,
+    unify_index_dtypes,
+    widen_subscripts,
+)
 from pytato.target.loopy.lower.reduction_bounds import emit_bound_assignments
 from pytato.target.loopy.lower.reduction_hoisting import (
     hoist_branching_reductions,
@@ -580,12 +585,17 @@ def build_translation_unit(
                     if size_params else [])
     # (looked up on the module: tests compare it with its loopy.make_kernel
     # path by replacing it there)
+    instructions = [*state.instructions, *state.substitutions.values()]
+    index_dtype = kernel_index_dtype(kernel_data, instructions,
+                                     state.iname_bounds)
+    if index_dtype.itemsize > 4:
+        instructions = widen_subscripts(instructions, kernel_data)
     t_unit = creation.make_translation_unit(
         [*param_domain, *state.domains] or ["{ : }"],
-        [*state.instructions, *state.substitutions.values()],
+        instructions,
         kernel_data,
         name=function_name, target=target, options=options,
-        assumptions=assumptions)
+        assumptions=assumptions, index_dtype=index_dtype)
     if state.iname_tags:
         knl = t_unit.default_entrypoint
         knl = knl.copy(inames={
@@ -595,7 +605,7 @@ def build_translation_unit(
         t_unit = t_unit.with_kernel(knl)
     for transform in state.translation_unit_transforms:
         t_unit = transform(t_unit)
-    return t_unit
+    return unify_index_dtypes(t_unit)
 
 
 def has_no_elements(ary: object) -> bool:

@@ -241,6 +241,33 @@ class _NegatedInt(lp.ScalarCallable):
         yield ("44_pytato_neg_int32", _NEG_INT)
 
 
+#: the definition of ``_pt_index64`` (see :class:`_Index64`)
+_INDEX64 = "static inline long _pt_index64(long x) { return x; }\n"
+
+
+class _Index64(lp.ScalarCallable):
+    """``_pt_index64(i)``: the integer *i* as an ``int64``. The lowering
+    passes the subscript components read from memory (entries of index
+    arrays) of arrays of ``2**31`` or more elements through it, so that
+    the flattened subscript is computed in 64 bits (see
+    :mod:`pytato.target.loopy.lower.index_width`); a call, unlike a type
+    cast, is left alone by loopy's affine simplification of subscripts."""
+
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+        dt = arg_id_to_dtype.get(0)
+        if dt is None:
+            return self, clbl_inf_ctx
+        if not dt.is_integral():
+            raise TypeError(f"_pt_index64: unexpected dtype {dt}")
+        wide = NumpyType(np.dtype(np.int64))
+        return (self.copy(name_in_target="_pt_index64",
+                          arg_id_to_dtype=constantdict({0: wide, -1: wide})),
+                clbl_inf_ctx)
+
+    def generate_preambles(self, target: Any) -> Any:
+        yield ("44_pytato_index64", _INDEX64)
+
+
 _INT_C_TYPES = {"int8": "char", "uint8": "uchar", "int16": "short",
                 "uint16": "ushort", "int32": "int", "uint32": "uint",
                 "int64": "long", "uint64": "ulong"}
@@ -566,6 +593,7 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
         callables["_pt_complex"] = _ComplexFromParts(name="_pt_complex")
         callables["_pt_narrow_int"] = _NarrowIntWrap(name="_pt_narrow_int")
         callables["_pt_neg_int32"] = _NegatedInt(name="_pt_neg_int32")
+        callables["_pt_index64"] = _Index64(name="_pt_index64")
         for op in _GUARDED_INTEGER_OPS:
             callables[f"_pt_int_{op}"] = _GuardedIntegerOp(
                 name=f"_pt_int_{op}")
