@@ -72,6 +72,7 @@ from pytato.tags import ForceValueArgTag, ImplSubstitution, Named, PrefixNamed
 from pytato.target.loopy.loopy_memos import trim_loopy_memos
 from pytato.target.loopy.loopy_walk import UncachedLoopyWalkMapper
 from pytato.target.loopy.lower import creation
+from pytato.target.loopy.lower.call_keywords import check_named_tag_name
 from pytato.target.loopy.lower.expressions import (
     ExpressionContext,
     ScalarToLoopyMapper,
@@ -466,6 +467,10 @@ def _reserve_names(outputs: DictOfNamedArrays, order: Sequence[Any],
     :class:`~pytato.tags.Named` tags (clashes are errors)."""
     for node in order:
         if isinstance(node, (Placeholder, SizeParam)):
+            # (inputs were checked by generate_loopy: a placeholder here
+            # named like a keyword of the call is a data wrapper named by
+            # its Named tag)
+            check_named_tag_name(node.name)
             names.add_name(node.name)
     for name in outputs:
         names.add_name(name)
@@ -476,6 +481,7 @@ def _reserve_names(outputs: DictOfNamedArrays, order: Sequence[Any],
         if not isinstance(node, IndexLambda) or node in output_arrays:
             continue
         for tag in node.tags_of_type(Named):
+            check_named_tag_name(tag.name)
             other = seen.get(tag.name)
             if other is not None and other != node:
                 raise NameClashError(
