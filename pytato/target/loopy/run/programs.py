@@ -146,6 +146,11 @@ from pytato.target.loopy.run.launcher import (
     ProgramLauncher,
     make_program_launcher,
 )
+from pytato.target.loopy.run.pickling import (
+    executable_not_picklable,
+    picklable_bound_arguments,
+    rebuild_program,
+)
 from pytato.target.loopy.run.queues import (
     _allocator_for,
     _check_queue,
@@ -309,6 +314,14 @@ class LoopyPyOpenCLTarget(LoopyTarget):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(device={self.device!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (a pyopencl device does not pickle: its description does, see
+        # pytato.target.loopy.run.pickling)
+        device = self.device
+        if isinstance(device, cl.Device):
+            device = DeviceInfo.of(device)
+        return (type(self), (device,))
 
 
 def _loopy_target_for(target: Target, info: DeviceInfo
@@ -788,6 +801,19 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
     def __str__(self) -> str:
         return self.get_code()
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle the program without its device state (see
+        :mod:`pytato.target.loopy.run.pickling`): the unpickled program
+        schedules and builds again at its first call."""
+        return (rebuild_program, (type(self), {
+            "program": _PROGRAM.raw(self),
+            "bound_arguments": picklable_bound_arguments(
+                self.bound_arguments),
+            "target": self.target,
+            "store_key": self.store_key,
+            "schedule_per_device": self.schedule_per_device,
+            "generated_inames": self.generated_inames}))
+
 
 # (a program from the store holds its lowered unit pickled until it is read)
 _PROGRAM = LazyUnitField("program")
@@ -908,6 +934,11 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
 
     def _executors(self) -> list[PyOpenCLExecutor]:
         return [self.program]
+
+    def __reduce__(self) -> Any:
+        """Refused: an executable is bound to a context (see
+        :mod:`pytato.target.loopy.run.pickling`)."""
+        return executable_not_picklable(self)
 
     def with_transformed_translation_unit(
             self, f: Callable[[lp.TranslationUnit], lp.TranslationUnit]
