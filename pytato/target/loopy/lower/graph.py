@@ -73,6 +73,7 @@ from pytato.target.loopy.loopy_memos import trim_loopy_memos
 from pytato.target.loopy.loopy_walk import UncachedLoopyWalkMapper
 from pytato.target.loopy.lower import creation
 from pytato.target.loopy.lower.call_keywords import check_named_tag_name
+from pytato.target.loopy.lower.empty_reductions import tag_kernel_with_lengths
 from pytato.target.loopy.lower.expressions import (
     ExpressionContext,
     ScalarToLoopyMapper,
@@ -266,6 +267,10 @@ class CodeGenState:
         default_factory=dict)
     substitutions: dict[str, lp.SubstitutionRule] = field(default_factory=dict)
     iname_tags: dict[str, frozenset[Tag]] = field(default_factory=dict)
+    #: lengths of reductions without identity, checked at the calls (see
+    #: :mod:`pytato.target.loopy.lower.empty_reductions`)
+    nonempty_lengths: list[tuple[Expression, str]] = field(
+        default_factory=list)
     translation_unit_transforms: list[
         Callable[[lp.TranslationUnit], lp.TranslationUnit]] = field(
             default_factory=list)
@@ -599,6 +604,7 @@ def build_translation_unit(
                    if name in state.iname_tags else iname)
             for name, iname in knl.inames.items()})
         t_unit = t_unit.with_kernel(knl)
+    t_unit = tag_kernel_with_lengths(t_unit, state.nonempty_lengths)
     for transform in state.translation_unit_transforms:
         t_unit = transform(t_unit)
     return t_unit

@@ -13,7 +13,12 @@ device, and infers the values of size parameters from array shapes:
 * a missing array or uninferable size parameter: :class:`MissingArgumentError`;
 * a wrong number of dimensions or an extent inconsistent with the other
   arguments: :class:`ArgumentShapeError`;
-* a wrong dtype: :class:`ArgumentDTypeError`.
+* a wrong dtype: :class:`ArgumentDTypeError`;
+* a size parameter making the length of a reduction without identity
+  (:func:`pytato.amax`, :func:`pytato.amin` without *initial*) zero:
+  :class:`EmptyReductionError`, a :class:`ValueError`, as numpy raises
+  (the kernel's :class:`~pytato.tags.NonEmptyReductionLengths`, see
+  :mod:`pytato.target.loopy.lower.empty_reductions`).
 
 Value arguments are size parameters (non-negative integers), or 0-d inputs
 tagged :class:`~pytato.tags.ForceValueArgTag` (the code generator tags
@@ -40,11 +45,12 @@ from pytato.diagnostic import (
     ArgumentDTypeError,
     ArgumentShapeError,
     BoundArgumentError,
+    EmptyReductionError,
     MissingArgumentError,
     UnknownArgumentError,
 )
 from pytato.lazy_imports import lazy_module
-from pytato.tags import ForceValueArgTag
+from pytato.tags import ForceValueArgTag, NonEmptyReductionLengths
 
 
 if TYPE_CHECKING:
@@ -83,8 +89,12 @@ class ArgumentSpec:
                                                   np.dtype[Any] | None]],
                  values: Mapping[str, np.dtype[Any] | None],
                  not_inputs: Mapping[str, str],
-                 scalars: frozenset[str] = frozenset()) -> None:
+                 scalars: frozenset[str] = frozenset(),
+                 nonempty: tuple[tuple[Any, str], ...] = ()) -> None:
         self.arrays = dict(arrays)
+        #: ``(length, func)`` of the reductions without identity whose
+        #: lengths (expressions in the size parameters) must be positive
+        self.nonempty = nonempty
         self.values = dict(values)
         self.not_inputs = dict(not_inputs)
         #: the value arguments that are scalar inputs, not size parameters
@@ -128,7 +138,10 @@ class ArgumentSpec:
                 not_inputs[arg.name] = "an output"
         for name in kernel.temporary_variables:
             not_inputs[name] = "a temporary"
-        return cls(arrays, values, not_inputs, frozenset(scalars))
+        nonempty = tuple(length for tag in kernel.tags
+                         if isinstance(tag, NonEmptyReductionLengths)
+                         for length in tag.lengths)
+        return cls(arrays, values, not_inputs, frozenset(scalars), nonempty)
 
     # {{{ processing
 
@@ -358,7 +371,23 @@ class ArgumentSpec:
                 f"{'them' if len(not_inferred) > 1 else 'it'} explicitly, it "
                 "cannot be inferred from the shapes of the arguments")
         self._verify(all_arrays, values, source)
+        if self.nonempty:
+            self._check_nonempty(values, source)
         return user_arrays, values
+
+    def _check_nonempty(self, values: Mapping[str, int],
+                        source: Mapping[str, str]) -> None:
+        for length, func in self.nonempty:
+            if int(evaluate(length, values)) > 0:
+                continue
+            params = sorted(_deps(length))
+            at = ", ".join(f"{p}={values[p]} ({source.get(p, 'passed')})"
+                           for p in params)
+            raise EmptyReductionError(
+                f"{func}: cannot reduce over an axis of length {length} = 0 "
+                f"(with {at}) without an 'initial' value: zero-size array "
+                "to a reduction without identity (pass 'initial' to allow "
+                "empty axes)")
 
     # }}}
 
