@@ -21,6 +21,9 @@ from the matching builtin exception (:class:`ValueError`, :class:`TypeError`,
 .. autoexception:: ArgumentShapeError
 .. autoexception:: ArgumentDTypeError
 .. autoexception:: BoundArgumentError
+.. autoexception:: ArgumentLayoutError
+.. autoexception:: ArgumentContextError
+.. autoexception:: DeviceAllocationError
 .. autoexception:: CannotBeLoweredToLoopyError
 .. autoexception:: UnsupportedOperationError
 .. autoexception:: DistributedError
@@ -128,6 +131,23 @@ class ArgumentDTypeError(PytatoError, TypeError):
 
 class BoundArgumentError(PytatoError, ValueError):
     """An argument already bound to the program was passed again."""
+
+
+class ArgumentLayoutError(PytatoError, ValueError):
+    """A device array (:class:`pyopencl.array.Array`) passed at call time is
+    not C-contiguous (numpy arrays are copied instead)."""
+
+
+class ArgumentContextError(PytatoError, ValueError):
+    """A device array passed at call time belongs to another
+    :class:`pyopencl.Context` than the queue of the call (OpenCL forbids
+    using it there)."""
+
+
+class DeviceAllocationError(PytatoError, MemoryError):
+    """An output or temporary of a program is larger than the device can
+    allocate in one buffer (a :class:`MemoryError`, as numpy raises for an
+    array too large to allocate)."""
 
 
 class CannotBeLoweredToLoopyError(PytatoError, NotImplementedError):

@@ -74,7 +74,10 @@ checks on the same context: the same names, the same types (exactly
 and strides of the arrays, and the same Python :class:`int`\\ s as size
 parameters. Such a call passes the same checks, with the same size
 parameters, and runs straight through the cached launch plan of the
-program (prebuilt kernels, precomputed sizes). Any other call is checked,
+program (prebuilt kernels, precomputed sizes); a device array that is not
+of the call's queue is looked at once more (of another context, the
+checked call refuses it: see
+:meth:`~pytato.target.loopy.run.arguments.ArgumentSpec.check_device`). Any other call is checked,
 so a wrong argument raises the same error after as before; calls on
 queues with profiling enabled, or with kernel tracing or profiling
 switched on in the environment, are checked and run as before as well.
@@ -687,6 +690,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
                         return result
         _check_queue(queue)
         arrays, values = self._arg_spec.process(kwargs, self.bound_arguments)
+        self._arg_spec.check_device(queue, arrays, values)
         default_out_host = self._default_out_host(arrays)
         if out_host is None:
             out_host = default_out_host
@@ -910,6 +914,8 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
                              "executable is bound to")
         arrays, values = self._arg_spec.process(  # type: ignore[attr-defined]
             kwargs, self.bound_arguments)
+        self._arg_spec.check_device(  # type: ignore[attr-defined]
+            queue, arrays, values)
         allocator = _allocator_for(queue, allocator)
         # views at offsets are copied; with no_numpy (whose executor takes
         # no numpy arrays), numpy arrays go to the device
