@@ -138,10 +138,6 @@ class ArgumentLayoutError(PytatoError, ValueError):
     not C-contiguous (numpy arrays are copied instead)."""
 
 
-class ArgumentContextError(PytatoError, ValueError):
-    """A device array passed at call time belongs to another
-    :class:`pyopencl.Context` than the queue of the call (OpenCL forbids
-    using it there)."""
 
 
 class DeviceAllocationError(PytatoError, MemoryError):
@@ -255,6 +251,13 @@ class UnknownIndexLambdaExpr(PytatoError, ValueError):
 class InvalidArgumentError(PytatoError, ValueError):
     """An argument has an invalid value (the message names the argument).
     The general bad-input error where no more specific class applies."""
+
+
+class ArgumentContextError(InvalidArgumentError):
+    """A device array passed at call time belongs to another
+    :class:`pyopencl.Context` than the queue of the call (OpenCL forbids
+    using it there). An :class:`InvalidArgumentError`, as the launchers
+    raised before."""
 
 
 class InvalidArgumentTypeError(PytatoError, TypeError):

@@ -87,3 +87,22 @@ def test_device_array_of_another_context_refused(queue: Any) -> None:
     _, (out,) = exe(queue, x=mine)
     with pytest.raises(ArgumentContextError, match="'x'"):
         exe(queue, x=foreign)
+
+
+def test_launcher_refuses_as_the_call(queue: Any) -> None:
+    x = pt.make_placeholder("x", (5,), np.float64)
+    prog = pt.generate_loopy(3 * x)
+    other_queue = cl.CommandQueue(cl.Context(queue.context.devices))
+    host = np.arange(5.0)
+    with pytest.raises(ArgumentContextError, match="'x'"):
+        prog.launcher(queue, x=cla.to_device(other_queue, host))
+    with pytest.raises(ArgumentLayoutError, match="'x'"):
+        prog.launcher(queue, x=cla.to_device(queue, np.arange(10.0))[::2])
+    launch = prog.launcher(queue, x=cla.to_device(queue, host))
+    launch()
+    np.testing.assert_array_equal(
+        next(iter(launch.outputs.values())).get(), 3 * host)
+    n = pt.make_size_param("n")
+    big = pt.generate_loopy(pt.zeros((n, 2**21)))
+    with pytest.raises(DeviceAllocationError, match="of shape"):
+        big.launcher(queue, n=2**20)

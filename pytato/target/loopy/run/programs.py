@@ -77,10 +77,11 @@ parameters, and runs straight through the cached launch plan of the
 program (prebuilt kernels, precomputed sizes); a device array that is not
 of the call's queue is looked at once more (of another context, the
 checked call refuses it: see
-:meth:`~pytato.target.loopy.run.arguments.ArgumentSpec.check_device`). Any other call is checked,
-so a wrong argument raises the same error after as before; calls on
-queues with profiling enabled, or with kernel tracing or profiling
-switched on in the environment, are checked and run as before as well.
+:meth:`~pytato.target.loopy.run.arguments.ArgumentSpec.check_device`).
+Any other call is checked, so a wrong argument raises the same error
+after as before; calls on queues with profiling enabled, or with kernel
+tracing or profiling switched on in the environment, are checked and run
+as before as well.
 Such calls wait for the events of their input arrays (as loopy's invoker
 does), but for those that had completed by the previous call with the
 same input events (kept until the next call).
