@@ -21,6 +21,9 @@ from the matching builtin exception (:class:`ValueError`, :class:`TypeError`,
 .. autoexception:: ArgumentShapeError
 .. autoexception:: ArgumentDTypeError
 .. autoexception:: BoundArgumentError
+.. autoexception:: ArgumentLayoutError
+.. autoexception:: ArgumentContextError
+.. autoexception:: DeviceAllocationError
 .. autoexception:: CannotBeLoweredToLoopyError
 .. autoexception:: UnsupportedOperationError
 .. autoexception:: DistributedError
@@ -129,6 +132,19 @@ class ArgumentDTypeError(PytatoError, TypeError):
 
 class BoundArgumentError(PytatoError, ValueError):
     """An argument already bound to the program was passed again."""
+
+
+class ArgumentLayoutError(PytatoError, ValueError):
+    """A device array (:class:`pyopencl.array.Array`) passed at call time is
+    not C-contiguous (numpy arrays are copied instead)."""
+
+
+
+
+class DeviceAllocationError(PytatoError, MemoryError):
+    """An output or temporary of a program is larger than the device can
+    allocate in one buffer (a :class:`MemoryError`, as numpy raises for an
+    array too large to allocate)."""
 
 
 class CannotBeLoweredToLoopyError(PytatoError, NotImplementedError):
@@ -242,6 +258,13 @@ class UnknownIndexLambdaExpr(PytatoError, ValueError):
 class InvalidArgumentError(PytatoError, ValueError):
     """An argument has an invalid value (the message names the argument).
     The general bad-input error where no more specific class applies."""
+
+
+class ArgumentContextError(InvalidArgumentError):
+    """A device array passed at call time belongs to another
+    :class:`pyopencl.Context` than the queue of the call (OpenCL forbids
+    using it there). An :class:`InvalidArgumentError`, as the launchers
+    raised before."""
 
 
 class InvalidArgumentTypeError(PytatoError, TypeError):

@@ -159,6 +159,46 @@ def test_extremum_of_empty_output_is_fine():
     assert pt.amax(x, axis=1).shape == (0,)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.bool_])
+@pytest.mark.parametrize("deferred", [True, False])
+def test_empty_symbolic_extremum_raises_at_the_call(queue, dtype, deferred):
+    # (issue 41, item 8: with n = 0 at the call the result was -inf, or
+    # -2**31 for int32; numpy raises ValueError)
+    n = pt.make_size_param("n")
+    m = pt.make_size_param("m")
+    x = pt.make_placeholder("x", (m, n), dtype)
+    device = None if deferred else queue.device
+    rng = np.random.default_rng(7)
+    cases = [
+        (lambda a: pt.amax(a, axis=1), lambda a: np.max(a, axis=1)),
+        (lambda a: pt.amin(a), np.min),
+        (lambda a: pt.amax(a[:, 1:], axis=(0, 1)),
+         lambda a: np.max(a[:, 1:], axis=(0, 1))),
+    ]
+    for build, ref in cases:
+        prog = pt.generate_loopy(build(x), cl_device=device)
+        for shape in [(3, 4), (3, 0), (0, 4), (0, 0), (3, 1), (3, 4)]:
+            a = (rng.integers(-50, 50, shape) if dtype != np.bool_
+                 else rng.integers(0, 2, shape)).astype(dtype)
+            try:
+                expected = ref(a)
+            except ValueError:
+                with pytest.raises(EmptyReductionError,
+                                   match="without an 'initial'") as info:
+                    prog(queue, x=a)
+                assert isinstance(info.value, ValueError)
+                continue
+            _, (out,) = prog(queue, x=a)
+            np.testing.assert_array_equal(out, expected)
+    # with 'initial', an empty axis gives it, as in numpy
+    init = dtype(1)
+    prog = pt.generate_loopy(pt.amin(x, axis=1, initial=init),
+                             cl_device=device)
+    a = np.zeros((3, 0), dtype)
+    _, (out,) = prog(queue, x=a)
+    np.testing.assert_array_equal(out, np.min(a, axis=1, initial=init))
+
+
 def test_descriptor_errors():
     x = pt.make_placeholder("x", (2, 3), np.float64)
     with pytest.raises(AxisError, match="not reduced"):

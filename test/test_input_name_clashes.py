@@ -173,3 +173,34 @@ def test_function_traced_again_with_another_size_param(queue: Any) -> None:
         np.testing.assert_allclose(pt.generate_numpy(r + x)(x=a, n=length),
                                    3 * a)
     assert results[0] is results[1]
+
+
+@pytest.mark.parametrize("keyword", ["queue", "allocator", "wait_for",
+                                     "out_host"])
+def test_names_of_call_keywords_refused_at_generation(queue: Any,
+                                                      keyword: str) -> None:
+    # (issue 41, item 6: such inputs were accepted, then the call failed
+    # with "got multiple values" or MissingArgumentError)
+    x = pt.make_placeholder("x", (3,), np.float64)
+    kinds = {
+        "placeholder": lambda: 2 * pt.make_placeholder(keyword, (3,),
+                                                       np.float64),
+        "size parameter": lambda: 2 * pt.make_placeholder(
+            "y", (pt.make_size_param(keyword),), np.float64),
+        "named data wrapper": lambda: 2 * pt.make_data_wrapper(
+            np.ones(3), name=keyword) + x,
+        "data wrapper tagged Named": lambda: 2 * pt.make_data_wrapper(
+            np.ones(3)).tagged(pt.tags.Named(keyword)) + x,
+        "stored array tagged Named": lambda: 3 * (2 * x).tagged(
+            (pt.tags.ImplStored(), pt.tags.Named(keyword))),
+        "output": lambda: {keyword: 2 * x, "z": 3 * x},
+    }
+    for kind, build in kinds.items():
+        with pytest.raises(NameClashError, match=f"'{keyword}'"):
+            pt.generate_loopy(build())
+            pytest.fail(f"{kind} named '{keyword}' accepted")
+    # a keyword-like name that is not one runs
+    y = pt.make_placeholder(keyword + "_", (3,), np.float64)
+    a = np.arange(3.0)
+    _, (out,) = pt.generate_loopy(2 * y)(queue, **{keyword + "_": a})
+    np.testing.assert_allclose(out, 2 * a)

@@ -656,3 +656,26 @@ def test_data_wrapper_with_symbolic_shape():
         prog(x=np.ones(3))
 
 # }}}
+
+
+def test_empty_symbolic_extremum_raises_as_numpy():
+    # (issue 41, item 8, for the NumPy target: the result was -inf)
+    n = pt.make_size_param("n")
+    m = pt.make_size_param("m")
+    x = pt.make_placeholder("x", (m, n), np.float64)
+    cases = [(pt.amax(x), np.max), (pt.amin(x, axis=1),
+                                    lambda a: np.min(a, axis=1)),
+             (pt.amin(x, axis=1, initial=3.0),
+              lambda a: np.min(a, axis=1, initial=3.0))]
+    for expr, ref in cases:
+        prog = pt.generate_numpy(expr)
+        for a in [np.zeros((0, 2)), np.zeros((2, 0)),
+                  np.arange(6.0).reshape(2, 3)]:
+            try:
+                expected = ref(a)
+            except ValueError as e:
+                with pytest.raises(ValueError, match="zero-size array"):
+                    prog(x=a)
+                assert "no identity" in str(e)
+                continue
+            np.testing.assert_array_equal(prog(x=a), expected)

@@ -59,6 +59,7 @@ from pytato.scalar_expr import (
     TypeCast,
     is_integral_scalar,
 )
+from pytato.tags import ReductionWithoutIdentity
 
 
 class _NoValue:
@@ -226,6 +227,24 @@ multiplies the product.
 
 # {{{ amax, amin
 
+def _without_identity(
+        func: str, ary: Array, axes: tuple[int, ...],
+        axis_to_reduction_descr: Mapping[int, ReductionDescriptor] | None
+        ) -> Mapping[int, ReductionDescriptor] | None:
+    """*axis_to_reduction_descr* with the descriptors of the reduced axes
+    of symbolic length in *ary* tagged
+    :class:`~pytato.tags.ReductionWithoutIdentity` (the program checks
+    their lengths at its calls)."""
+    symbolic = [ax for ax in axes if not is_integral_scalar(ary.shape[ax])]
+    if not symbolic:
+        return axis_to_reduction_descr
+    descrs = _normalize_descrs(axis_to_reduction_descr, axes, ary.ndim)
+    tag = ReductionWithoutIdentity(func)
+    return {**descrs, **{
+        ax: descrs.get(ax, ReductionDescriptor()).tagged(tag)
+        for ax in symbolic}}
+
+
 def _extremum_reduction(func: str, np_func: Callable[..., Any],
                         op: ReductionOperation, np_name: str, *,
                         keyword_only: bool = False) -> Callable[..., Any]:
@@ -261,6 +280,10 @@ def _extremum_reduction(func: str, np_func: Callable[..., Any],
                         f"(array of shape {format_shape(ary.shape)}) without "
                         "an 'initial' value: the "
                         f"{np_name} has no identity")
+        if initial is _NO_VALUE:
+            # symbolic lengths: checked when the program is called
+            axis_to_reduction_descr = _without_identity(
+                func, ary, axes, axis_to_reduction_descr)
         red_op = op
         if ary.dtype.kind == "b":
             # the maximum (minimum) of booleans is their 'or' ('and')
@@ -291,8 +314,11 @@ amax.__doc__ = """The maximum of the elements of *a* over *axis*, like
 :arg axis: None (all axes), an int or a tuple of ints.
 :arg initial: a scalar taking part in the maximum. Without it, reducing an
     axis of length 0 raises :class:`~pytato.diagnostic.EmptyReductionError`
-    (for symbolic lengths this cannot be checked: the lengths must then be
-    positive).
+    (as numpy raises :class:`ValueError`): here for a constant length, at
+    the call of the program for a symbolic length that is 0 there (the
+    descriptor of such an axis is tagged
+    :class:`~pytato.tags.ReductionWithoutIdentity`; see
+    :mod:`pytato.target.loopy.lower.empty_reductions`).
 :arg axis_to_reduction_descr: maps reduced axes to the
     :class:`~pytato.array.ReductionDescriptor` of their reduction index.
 :arg keepdims: keep reduced axes, with length 1.

@@ -42,6 +42,7 @@ from pytato.lazy_imports import lazy_module
 from pytato.tags import ImplStored, ImplSubstitution, Named, PrefixNamed, Tag
 from pytato.target.loopy._moved import install as _install_moved_modules
 from pytato.target.loopy.device import DeviceInfo
+from pytato.target.loopy.lower.call_keywords import check_call_keyword_names
 from pytato.target.loopy.lower.index_checks import IndexCheckedProgram, index_checks
 from pytato.target.loopy.run import program_store
 from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
@@ -211,6 +212,8 @@ def generate_loopy(
         # before the caches: a graph equal to one generated before may be
         # refused (distinct inputs of one name)
         check_distinct_input_names(outputs)
+        # (inputs named like the call's keywords could not be passed)
+        check_call_keyword_names(outputs)
     try:
         cache_key: Any = (outputs, is_dict, target,
                           _options_key(options), function_name,

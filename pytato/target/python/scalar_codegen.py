@@ -54,6 +54,7 @@ from pytato.scalar_expr import (
     substitute,
 )
 from pytato.scalar_functions import python_implementation_code
+from pytato.tags import ReductionWithoutIdentity
 
 
 #: Names of ``pytato.c99.*`` functions whose numpy name differs.
@@ -618,6 +619,16 @@ class LambdaCodeGenerator(_PMapper):
 
     # }}}
 
+    def _without_identity(self, expr: Reduce) -> bool:
+        """Whether a reduced axis of *expr* is tagged
+        :class:`~pytato.tags.ReductionWithoutIdentity` (:func:`pytato.amax`
+        without *initial*)."""
+        descrs = self.node.var_to_reduction_descr
+        return any(
+            isinstance(t, ReductionWithoutIdentity)
+            for name in expr.bounds if name in descrs
+            for t in descrs[name].tags)
+
     def map_reduce(self, expr: Reduce, keepdims: bool = True) -> Value:
         red_axes = frozenset(self.iname_to_axis[n] for n in expr.bounds)
         inner = self.rec(expr.inner_expr)
@@ -632,7 +643,11 @@ class LambdaCodeGenerator(_PMapper):
             kwargs += ", keepdims=True"
         if func in ("max", "min") and not all(
                 is_integral_scalar(self.axes[a].length_expr)
-                and int(self.axes[a].length_expr) > 0 for a in axis):
+                and int(self.axes[a].length_expr) > 0 for a in axis) \
+                and not self._without_identity(expr):
+            # (a reduction without identity over an empty axis raises
+            # numpy's ValueError, as amax and amin of numpy do; others give
+            # the extreme value, as the loopy target does)
             tmp = self.fresh_name("_pt_red")
             self.statements.append(f"{tmp} = {self.np}.asarray({code})")
             code = tmp

@@ -58,6 +58,8 @@ from pytato.scalar_expr import (
     TypeCast,
 )
 from pytato.scalar_functions import get_scalar_function
+from pytato.tags import ReductionWithoutIdentity
+from pytato.target.loopy.lower.empty_reductions import record_length_to_check
 from pytato.target.loopy.lower.index_arith import (
     is_integer_constant,
     simplify_floor_div,
@@ -870,7 +872,10 @@ class ScalarToLoopyMapper(IdentityMapper):
                     index = prim.Sum((index, lower))
             descr = self.node.var_to_reduction_descr.get(name)
             if descr is not None:
-                state.tag_iname(iname, descr.tags)
+                state.tag_iname(iname, frozenset(
+                    t for t in descr.tags
+                    if not isinstance(t, ReductionWithoutIdentity)))
+                record_length_to_check(state, descr, lower, upper)
             index_map[name] = index
             inames.append(iname)
         inner = ScalarToLoopyMapper(state, self.node, self.bindings, index_map,

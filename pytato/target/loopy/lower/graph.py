@@ -72,6 +72,8 @@ from pytato.tags import ForceValueArgTag, ImplSubstitution, Named, PrefixNamed
 from pytato.target.loopy.loopy_memos import trim_loopy_memos
 from pytato.target.loopy.loopy_walk import UncachedLoopyWalkMapper
 from pytato.target.loopy.lower import creation
+from pytato.target.loopy.lower.call_keywords import check_named_tag_name
+from pytato.target.loopy.lower.empty_reductions import tag_kernel_with_lengths
 from pytato.target.loopy.lower.expressions import (
     ExpressionContext,
     ScalarToLoopyMapper,
@@ -270,6 +272,10 @@ class CodeGenState:
         default_factory=dict)
     substitutions: dict[str, lp.SubstitutionRule] = field(default_factory=dict)
     iname_tags: dict[str, frozenset[Tag]] = field(default_factory=dict)
+    #: lengths of reductions without identity, checked at the calls (see
+    #: :mod:`pytato.target.loopy.lower.empty_reductions`)
+    nonempty_lengths: list[tuple[Expression, str]] = field(
+        default_factory=list)
     translation_unit_transforms: list[
         Callable[[lp.TranslationUnit], lp.TranslationUnit]] = field(
             default_factory=list)
@@ -471,6 +477,10 @@ def _reserve_names(outputs: DictOfNamedArrays, order: Sequence[Any],
     :class:`~pytato.tags.Named` tags (clashes are errors)."""
     for node in order:
         if isinstance(node, (Placeholder, SizeParam)):
+            # (inputs were checked by generate_loopy: a placeholder here
+            # named like a keyword of the call is a data wrapper named by
+            # its Named tag)
+            check_named_tag_name(node.name)
             names.add_name(node.name)
     for name in outputs:
         names.add_name(name)
@@ -481,6 +491,7 @@ def _reserve_names(outputs: DictOfNamedArrays, order: Sequence[Any],
         if not isinstance(node, IndexLambda) or node in output_arrays:
             continue
         for tag in node.tags_of_type(Named):
+            check_named_tag_name(tag.name)
             other = seen.get(tag.name)
             if other is not None and other != node:
                 raise NameClashError(
@@ -603,6 +614,7 @@ def build_translation_unit(
                    if name in state.iname_tags else iname)
             for name, iname in knl.inames.items()})
         t_unit = t_unit.with_kernel(knl)
+    t_unit = tag_kernel_with_lengths(t_unit, state.nonempty_lengths)
     for transform in state.translation_unit_transforms:
         t_unit = transform(t_unit)
     return unify_index_dtypes(t_unit)

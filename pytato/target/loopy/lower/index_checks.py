@@ -105,7 +105,11 @@ class IndexCheckedProgram:
         self._single_output = single_output
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self.__dict__["program"], name)
+        program = self.__dict__.get("program")
+        if program is None:
+            # (while unpickling: pickle looks for __setstate__ first)
+            raise AttributeError(name)
+        return getattr(program, name)
 
     def __call__(self, queue: Any, *args: Any, **kwargs: Any) -> Any:
         """Run the program, check the flags (waiting for the program to

@@ -13,7 +13,19 @@ device, and infers the values of size parameters from array shapes:
 * a missing array or uninferable size parameter: :class:`MissingArgumentError`;
 * a wrong number of dimensions or an extent inconsistent with the other
   arguments: :class:`ArgumentShapeError`;
-* a wrong dtype: :class:`ArgumentDTypeError`.
+* a wrong dtype: :class:`ArgumentDTypeError`;
+* a device array (:class:`pyopencl.array.Array`) that is not C-contiguous:
+  :class:`ArgumentLayoutError` (numpy arrays are copied to C order); one
+  of another context than the call's queue: :class:`ArgumentContextError`
+  (:meth:`ArgumentSpec.check_device`);
+* an output or global temporary larger than the device allocates in one
+  buffer (:attr:`pyopencl.Device.max_mem_alloc_size`):
+  :class:`DeviceAllocationError` (:meth:`ArgumentSpec.check_device`);
+* a size parameter making the length of a reduction without identity
+  (:func:`pytato.amax`, :func:`pytato.amin` without *initial*) zero:
+  :class:`EmptyReductionError`, a :class:`ValueError`, as numpy raises
+  (the kernel's :class:`~pytato.tags.NonEmptyReductionLengths`, see
+  :mod:`pytato.target.loopy.lower.empty_reductions`).
 
 Value arguments are size parameters (non-negative integers), or 0-d inputs
 tagged :class:`~pytato.tags.ForceValueArgTag` (the code generator tags
@@ -37,14 +49,18 @@ from pymbolic import evaluate
 from pymbolic.mapper.dependency import DependencyMapper
 
 from pytato.diagnostic import (
+    ArgumentContextError,
     ArgumentDTypeError,
+    ArgumentLayoutError,
     ArgumentShapeError,
     BoundArgumentError,
+    DeviceAllocationError,
+    EmptyReductionError,
     MissingArgumentError,
     UnknownArgumentError,
 )
 from pytato.lazy_imports import lazy_module
-from pytato.tags import ForceValueArgTag
+from pytato.tags import ForceValueArgTag, NonEmptyReductionLengths
 
 
 if TYPE_CHECKING:
@@ -77,14 +93,29 @@ class ArgumentSpec:
 
     .. automethod:: from_kernel
     .. automethod:: process
+    .. automethod:: check_device
     """
+
+    #: (defaults of specs pickled without them)
+    nonempty: tuple[tuple[Any, str], ...] = ()
+    allocated: tuple[tuple[str, str, tuple[Any, ...], int], ...] = ()
 
     def __init__(self, arrays: Mapping[str, tuple[tuple[Any, ...] | None,
                                                   np.dtype[Any] | None]],
                  values: Mapping[str, np.dtype[Any] | None],
                  not_inputs: Mapping[str, str],
-                 scalars: frozenset[str] = frozenset()) -> None:
+                 scalars: frozenset[str] = frozenset(),
+                 nonempty: tuple[tuple[Any, str], ...] = (),
+                 allocated: tuple[tuple[str, str, tuple[Any, ...], int],
+                                  ...] = ()) -> None:
         self.arrays = dict(arrays)
+        #: ``(what, name, shape, itemsize)`` of the outputs and global
+        #: temporaries that a call allocates (see :meth:`check_device`)
+        self.allocated = allocated
+        self._allocation_checked: dict[tuple[Any, ...], bool] = {}
+        #: ``(length, func)`` of the reductions without identity whose
+        #: lengths (expressions in the size parameters) must be positive
+        self.nonempty = nonempty
         self.values = dict(values)
         self.not_inputs = dict(not_inputs)
         #: the value arguments that are scalar inputs, not size parameters
@@ -113,6 +144,7 @@ class ArgumentSpec:
         arrays: dict[str, Any] = {}
         values: dict[str, Any] = {}
         not_inputs: dict[str, str] = {}
+        allocated: list[tuple[str, str, Any, Any]] = []
         scalars = set()
         for arg in kernel.args:
             if isinstance(arg, lp.ValueArg):
@@ -126,9 +158,21 @@ class ArgumentSpec:
                 arrays[arg.name] = (shape, dtype_of(arg))
             else:
                 not_inputs[arg.name] = "an output"
-        for name in kernel.temporary_variables:
+                allocated.append(("output", arg.name, arg.shape, arg.dtype))
+        for name, tv in kernel.temporary_variables.items():
             not_inputs[name] = "a temporary"
-        return cls(arrays, values, not_inputs, frozenset(scalars))
+            if tv.address_space == lp.AddressSpace.GLOBAL:
+                allocated.append(("temporary", name, tv.shape, tv.dtype))
+        nonempty = tuple(length for tag in kernel.tags
+                         if isinstance(tag, NonEmptyReductionLengths)
+                         for length in tag.lengths)
+        sized = tuple(
+            (what, name, tuple(shape), dt.numpy_dtype.itemsize)
+            for what, name, shape, dt in allocated
+            if isinstance(shape, tuple) and dt is not None
+            and dt is not lp.auto)
+        return cls(arrays, values, not_inputs, frozenset(scalars), nonempty,
+                   sized)
 
     # {{{ processing
 
@@ -159,6 +203,13 @@ class ArgumentSpec:
                 value = np.asarray(value)
         elif isinstance(value, np.generic):
             value = np.asarray(value)
+        elif isinstance(value, cla.Array) and not value.flags.c_contiguous \
+                and value.size > 1:
+            raise ArgumentLayoutError(
+                f"argument '{name}': a device array of strides "
+                f"{value.strides} (shape {tuple(value.shape)}), not "
+                "C-contiguous: pass a C-contiguous copy (numpy arrays are "
+                "copied, device arrays are not)")
         if ndim is not None and len(value.shape) != ndim:
             raise ArgumentShapeError(
                 f"argument '{name}': expected an array of {ndim} dimensions, "
@@ -358,7 +409,66 @@ class ArgumentSpec:
                 f"{'them' if len(not_inferred) > 1 else 'it'} explicitly, it "
                 "cannot be inferred from the shapes of the arguments")
         self._verify(all_arrays, values, source)
+        if self.nonempty:
+            self._check_nonempty(values, source)
         return user_arrays, values
+
+    def check_device(self, queue: Any, arrays: Mapping[str, Any],
+                     values: Mapping[str, int]) -> None:
+        """Check the processed arguments (:meth:`process`'s result) of a
+        call on *queue*: the device arrays among *arrays* belong to the
+        queue's context, and the outputs and global temporaries, of the
+        sizes given by *values*, fit in one buffer of the queue's device
+        (checked once per device and sizes).
+
+        :raises pytato.diagnostic.ArgumentContextError: naming the array.
+        :raises pytato.diagnostic.DeviceAllocationError: naming the output
+            or temporary, its shape and the device's limit.
+        """
+        context = None
+        for name, v in arrays.items():
+            if isinstance(v, cla.Array):
+                if context is None:
+                    context = queue.context
+                if v.context != context:
+                    raise ArgumentContextError(
+                        f"argument '{name}': a device array of another "
+                        "OpenCL context than the queue of the call (OpenCL "
+                        "forbids using it there): transfer it, or call on a "
+                        "queue of its context")
+        if not self.allocated:
+            return
+        device = queue.device
+        key = (device.int_ptr, *sorted(values.items()))
+        if key in self._allocation_checked:
+            return
+        limit = device.max_mem_alloc_size
+        for what, name, shape, itemsize in self.allocated:
+            extents = [int(evaluate(c, values)) for c in shape]
+            nbytes = itemsize * int(np.prod(extents, dtype=object))
+            if nbytes > limit:
+                raise DeviceAllocationError(
+                    f"the {what} '{name}' of shape {_fmt_shape(tuple(extents))}"
+                    f" ({nbytes} bytes) is larger than the largest buffer "
+                    f"device '{device.name}' allocates ({limit} bytes, its "
+                    "max_mem_alloc_size)")
+        if len(self._allocation_checked) >= 128:
+            self._allocation_checked.clear()
+        self._allocation_checked[key] = True
+
+    def _check_nonempty(self, values: Mapping[str, int],
+                        source: Mapping[str, str]) -> None:
+        for length, func in self.nonempty:
+            if int(evaluate(length, values)) > 0:
+                continue
+            params = sorted(_deps(length))
+            at = ", ".join(f"{p}={values[p]} ({source.get(p, 'passed')})"
+                           for p in params)
+            raise EmptyReductionError(
+                f"{func}: cannot reduce over an axis of length {length} = 0 "
+                f"(with {at}) without an 'initial' value: zero-size array "
+                "to a reduction without identity (pass 'initial' to allow "
+                "empty axes)")
 
     # }}}
 

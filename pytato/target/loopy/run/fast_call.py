@@ -606,11 +606,15 @@ class _Signature:
                     frozenset(ints), frozenset(names))
 
     def input_buffers(self, kwargs: Mapping[str, Any],
-                      events: list[cl.Event]) -> list[Any] | None:
+                      events: list[cl.Event], queue: cl.CommandQueue,
+                      context: int) -> list[Any] | None:
         """The input buffers of a call with *kwargs* (of
         :attr:`nargs` arguments; *None* where numpy arrays are still to be
-        transferred), adding the events of the device arrays (passed and
-        bound) to *events*; or *None* if *kwargs* do not match."""
+        transferred) on *queue* (of the context of address *context*),
+        adding the events of the device arrays (passed and bound) to
+        *events*; or *None* if *kwargs* do not match, or a device array is
+        of another context (the checked call refuses it: an array of the
+        call's queue is of its context, others are looked at)."""
         get = kwargs.get
         if self.others:
             for name, value in self.ints:
@@ -633,6 +637,8 @@ class _Signature:
                     or v.strides != strides or v.offset
                     or (v.dtype is not dtype and v.dtype != dtype)):
                 return None
+            if v.queue is not queue and not _same_context(v, context):
+                return None
             if v.events:
                 events += v.events
             buffers[number] = v.base_data
@@ -641,6 +647,19 @@ class _Signature:
                 if ary.events:
                     events += ary.events
         return buffers
+
+
+def _same_context(ary: cla.Array, context: int) -> bool:
+    """Whether the device array *ary* is of the context of address
+    *context* (through its queue's cached facts where it has a queue)."""
+    queue = ary.queue
+    if queue is None:
+        return bool(ary.context.int_ptr == context)
+    try:
+        info = queue._pytato_queue_info
+    except AttributeError:
+        info = _queue_info(queue)
+    return bool(info[2] == context)
 
 
 def _signature(fast: _FastCall, bound: Mapping[str, Any],
@@ -771,7 +790,8 @@ class _RepeatedCalls:
         events: list[cl.Event] = []
         for sig in signatures:
             if sig.nargs == nargs:
-                buffers = sig.input_buffers(kwargs, events)
+                buffers = sig.input_buffers(kwargs, events, queue,
+                                            info[2])
                 if buffers is not None:
                     break
                 events = []

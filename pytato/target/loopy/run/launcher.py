@@ -687,6 +687,7 @@ def make_program_launcher(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
                 f"per-call input '{pname}' is not an array input of the "
                 f"program (inputs: {sorted(set(arg_spec.arrays) - set(bound))})")
     arrays, values = arg_spec.process(inputs, bound)
+    arg_spec.check_device(queue, arrays, values)
     plan = get_kernel_plan(executor)
     if plan.cl_program is None:
         raise UnsupportedByTargetError("the program has no kernels to launch")

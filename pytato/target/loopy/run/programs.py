@@ -74,10 +74,14 @@ checks on the same context: the same names, the same types (exactly
 and strides of the arrays, and the same Python :class:`int`\\ s as size
 parameters. Such a call passes the same checks, with the same size
 parameters, and runs straight through the cached launch plan of the
-program (prebuilt kernels, precomputed sizes). Any other call is checked,
-so a wrong argument raises the same error after as before; calls on
-queues with profiling enabled, or with kernel tracing or profiling
-switched on in the environment, are checked and run as before as well.
+program (prebuilt kernels, precomputed sizes); a device array that is not
+of the call's queue is looked at once more (of another context, the
+checked call refuses it: see
+:meth:`~pytato.target.loopy.run.arguments.ArgumentSpec.check_device`).
+Any other call is checked, so a wrong argument raises the same error
+after as before; calls on queues with profiling enabled, or with kernel
+tracing or profiling switched on in the environment, are checked and run
+as before as well.
 Such calls wait for the events of their input arrays (as loopy's invoker
 does), but for those that had completed by the previous call with the
 same input events (kept until the next call).
@@ -145,6 +149,11 @@ from pytato.target.loopy.run.kernel_facts import kernel_facts
 from pytato.target.loopy.run.launcher import (
     ProgramLauncher,
     make_program_launcher,
+)
+from pytato.target.loopy.run.pickling import (
+    executable_not_picklable,
+    picklable_bound_arguments,
+    rebuild_program,
 )
 from pytato.target.loopy.run.queues import (
     _allocator_for,
@@ -309,6 +318,14 @@ class LoopyPyOpenCLTarget(LoopyTarget):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(device={self.device!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (a pyopencl device does not pickle: its description does, see
+        # pytato.target.loopy.run.pickling)
+        device = self.device
+        if isinstance(device, cl.Device):
+            device = DeviceInfo.of(device)
+        return (type(self), (device,))
 
 
 def _loopy_target_for(target: Target, info: DeviceInfo
@@ -674,6 +691,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
                         return result
         _check_queue(queue)
         arrays, values = self._arg_spec.process(kwargs, self.bound_arguments)
+        self._arg_spec.check_device(queue, arrays, values)
         default_out_host = self._default_out_host(arrays)
         if out_host is None:
             out_host = default_out_host
@@ -788,6 +806,19 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
     def __str__(self) -> str:
         return self.get_code()
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle the program without its device state (see
+        :mod:`pytato.target.loopy.run.pickling`): the unpickled program
+        schedules and builds again at its first call."""
+        return (rebuild_program, (type(self), {
+            "program": _PROGRAM.raw(self),
+            "bound_arguments": picklable_bound_arguments(
+                self.bound_arguments),
+            "target": self.target,
+            "store_key": self.store_key,
+            "schedule_per_device": self.schedule_per_device,
+            "generated_inames": self.generated_inames}))
+
 
 # (a program from the store holds its lowered unit pickled until it is read)
 _PROGRAM = LazyUnitField("program")
@@ -884,6 +915,8 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
                              "executable is bound to")
         arrays, values = self._arg_spec.process(  # type: ignore[attr-defined]
             kwargs, self.bound_arguments)
+        self._arg_spec.check_device(  # type: ignore[attr-defined]
+            queue, arrays, values)
         allocator = _allocator_for(queue, allocator)
         # views at offsets are copied; with no_numpy (whose executor takes
         # no numpy arrays), numpy arrays go to the device
@@ -908,6 +941,11 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
 
     def _executors(self) -> list[PyOpenCLExecutor]:
         return [self.program]
+
+    def __reduce__(self) -> Any:
+        """Refused: an executable is bound to a context (see
+        :mod:`pytato.target.loopy.run.pickling`)."""
+        return executable_not_picklable(self)
 
     def with_transformed_translation_unit(
             self, f: Callable[[lp.TranslationUnit], lp.TranslationUnit]
