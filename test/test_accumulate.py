@@ -89,12 +89,15 @@ def test_empty_and_symbolic_extents(queue):
                             cl_device=queue.device)
     for cols in (0, 1, 40):
         xa = np.random.default_rng(cols).random((6, cols))
+        if not cols:
+            # numpy: no maximum of an empty axis (issue 41)
+            from pytato.diagnostic import EmptyReductionError
+            with pytest.raises(EmptyReductionError):
+                prg(queue, x=xa)
+            continue
         _, res = prg(queue, x=xa)
         np.testing.assert_allclose(res["s"], xa.sum(axis=1))
-        if cols:
-            np.testing.assert_allclose(res["m"], xa.max(axis=1))
-        else:
-            assert np.all(np.isneginf(res["m"]))
+        np.testing.assert_allclose(res["m"], xa.max(axis=1))
 
 
 def test_rewritten_only_where_sequential():

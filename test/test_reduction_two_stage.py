@@ -302,10 +302,15 @@ def test_columns_symbolic_sizes(queue, grid, ndim):
     rng = np.random.default_rng(3)
     for size in [(0, 5), (1, 1), (100, 37), (1003, 300), (5, 0)]:
         a = rng.random(size if ndim == 2 else (size[0], 3, size[1]))
+        if not size[0]:
+            # numpy: no minimum of an empty axis (issue 41)
+            from pytato.diagnostic import EmptyReductionError
+            with pytest.raises(EmptyReductionError):
+                prg(queue, x=a)
+            continue
         _, out = prg(queue, x=a)
         np.testing.assert_allclose(out["sum"], a.sum(axis=0), rtol=1e-12)
-        if size[0]:
-            np.testing.assert_array_equal(out["min"], a.min(axis=0))
+        np.testing.assert_array_equal(out["min"], a.min(axis=0))
 
 
 @pytest.mark.parametrize("run", [None, 1, 7])

@@ -6,15 +6,20 @@ cache memory). Imports no stage.
 .. autodata:: LOOPY_MEMO_LIMIT
 .. autodata:: GENERATED_SOURCE_LIMIT
 .. autofunction:: trim_loopy_memos
+.. autofunction:: loopy_caching_off
 """
 
 from __future__ import annotations
 
 import linecache
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 
-__all__ = ["GENERATED_SOURCE_LIMIT", "LOOPY_MEMO_LIMIT", "trim_loopy_memos"]
+__all__ = ["GENERATED_SOURCE_LIMIT", "LOOPY_MEMO_LIMIT", "loopy_caching_off",
+           "trim_loopy_memos"]
 
 
 LOOPY_MEMO_LIMIT = 2048
@@ -56,3 +61,37 @@ def trim_loopy_memos(limit: int | None = None) -> None:
                  if isinstance(name, str) and name.startswith(_GENERATED_PREFIX)]
     for name in generated[:max(len(generated) - source_limit, 0)]:
         linecache.cache.pop(name, None)
+
+
+# {{{ loopy's caching switch
+
+_CACHING_OFF_LOCK = threading.Lock()
+#: [number of regions with loopy's caching off, loopy's switch before them]
+_CACHING_OFF: list = [0, True]
+
+
+@contextmanager
+def loopy_caching_off() -> Iterator[None]:
+    """Turn :mod:`loopy`'s on-disk caching off in the body (for steps whose
+    results the caller keeps itself), as :class:`loopy.CacheMode` does, but
+    safe when threads run such bodies at once: loopy's switch is global to
+    the process, and two threads' ``CacheMode(False)`` interleaved (each
+    saving the other's value) left caching off for good, program store
+    included. The switch is set back when the last body ends."""
+    # (loopy at first use: pytato.lazy_imports)
+    import loopy
+
+    with _CACHING_OFF_LOCK:
+        if _CACHING_OFF[0] == 0:
+            _CACHING_OFF[1] = loopy.CACHING_ENABLED
+            loopy.CACHING_ENABLED = False
+        _CACHING_OFF[0] += 1
+    try:
+        yield
+    finally:
+        with _CACHING_OFF_LOCK:
+            _CACHING_OFF[0] -= 1
+            if _CACHING_OFF[0] == 0:
+                loopy.CACHING_ENABLED = _CACHING_OFF[1]
+
+# }}}

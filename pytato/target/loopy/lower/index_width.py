@@ -122,6 +122,7 @@ def kernel_index_dtype(
         assert size is not None
         largest = max(largest, size)
     if rules:
+        # (loopy at first use: pytato.lazy_imports)
         from loopy.symbolic import get_reduction_inames
         for rule in rules:
             size = _loop_nest_size(get_reduction_inames(rule.expression),

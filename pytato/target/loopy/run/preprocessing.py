@@ -18,7 +18,8 @@ whole unit or kernel; the executor
 (:class:`~pytato.target.loopy.run.executor.PhasedExecutor`) already stores
 the preprocessed and linearized unit in a cache of its own (keyed by the
 unit it starts from), which is what a later process looks up. Here the
-intermediate caches are skipped (through :class:`loopy.CacheMode`, a
+intermediate caches are skipped (through
+:func:`~pytato.target.loopy.loopy_memos.loopy_caching_off`, a
 process-wide switch: :mod:`loopy` calls that other threads make meanwhile
 skip the on-disk caches too).
 
@@ -85,6 +86,7 @@ from loopy.types import LoopyType
 from pymbolic.mapper import CachedMapper
 
 from pytato.diagnostic import NameClashError
+from pytato.target.loopy.loopy_memos import loopy_caching_off
 from pytato.target.loopy.loopy_walk import CHILDREN
 
 
@@ -189,7 +191,7 @@ def preprocess_program(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
         return lp.preprocess_program(t_unit)
 
     # loopy's steps, in loopy's order
-    with lp.CacheMode(False):
+    with loopy_caching_off():
         t_unit = on_calls_only(t_unit, name, _resolve_and_infer)
         t_unit = expand_subst(t_unit)
         t_unit = apply_single_writer_dependency_heuristic(t_unit)
@@ -345,7 +347,7 @@ def preprocess_and_linearize(t_unit: lp.TranslationUnit
     with ShorterMapperKeys():
         t_unit = preprocess_program(t_unit)
         if t_unit.state < KernelState.LINEARIZED:
-            with lp.CacheMode(False):
+            with loopy_caching_off():
                 t_unit = lp.linearize(cheap_table_hash(t_unit))
     return t_unit
 
@@ -367,8 +369,11 @@ def _generate_code(t_unit: lp.TranslationUnit, cache: bool) -> Any:
     name = _single_kernel(t_unit)
     if name is None or t_unit.state < KernelState.LINEARIZED \
             or not _HAVE_LOOPY_STEPS:
-        with lp.CacheMode(lp.CACHING_ENABLED and cache):
+        if cache or not lp.CACHING_ENABLED:
             result = lp.generate_code_v2(t_unit)
+        else:
+            with loopy_caching_off():
+                result = lp.generate_code_v2(t_unit)
         check_called_names(t_unit, result.device_code())
         return result
 

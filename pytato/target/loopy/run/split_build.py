@@ -57,6 +57,7 @@ from pymbolic.mapper.substitutor import SubstitutionMapper, make_subst_func
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.diagnostic import UnsupportedByTargetError
 from pytato.lazy_imports import lazy_module
+from pytato.target.loopy.loopy_memos import loopy_caching_off
 from pytato.target.loopy.run import jit_primer, program_store
 from pytato.target.loopy.run.binaries import build_programs, device_build_options
 from pytato.target.loopy.run.instrumented import run_instrumented
@@ -688,7 +689,7 @@ class SplitExecutor:
             knl = self.t_unit[self.entrypoint]
             if any(tv.dtype is None
                    for tv in knl.temporary_variables.values()):
-                with lp.CacheMode(False):
+                with loopy_caching_off():
                     knl = lp.infer_unknown_types(
                         self.t_unit, expect_completion=False)[self.entrypoint]
             self._dtypes = {
@@ -777,7 +778,7 @@ def _open_dtypes(t_unit: lp.TranslationUnit, entrypoint: str
     if all(tv.dtype is not None for tv in knl.temporary_variables.values()):
         return None
     with PhaseTimer(_logger, "type inference before the split"), \
-            lp.CacheMode(False):
+            loopy_caching_off():
         typed = lp.infer_unknown_types(t_unit, expect_completion=False)
     return {n: tv.dtype for n, tv
             in typed[entrypoint].temporary_variables.items()
