@@ -175,3 +175,38 @@ def test_program_from_threads_profiling(cl_ctx: cl.Context,
     assert nkernels >= 2
     assert all(s.count == NTHREADS * NCALLS for s in stats.values()), {
         name: s.count for name, s in stats.items()}
+
+
+def test_loopy_caching_switch_restored_across_threads() -> None:
+    """Two threads turning loopy's (process-wide) caching off with their
+    regions interleaved (A in, B in, A out, B out) leave it as it was; with
+    loopy.CacheMode, B saved A's 'off' and restored it last: the program
+    store stayed off for the rest of the process."""
+    import threading
+
+    import loopy as lp
+
+    from pytato.target.loopy.loopy_memos import loopy_caching_off
+
+    before = lp.CACHING_ENABLED
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+
+    def a() -> None:
+        with loopy_caching_off():
+            a_in.set()
+            b_in.wait(5)
+        a_out.set()
+
+    def b() -> None:
+        a_in.wait(5)
+        with loopy_caching_off():
+            b_in.set()
+            a_out.wait(5)
+            assert not lp.CACHING_ENABLED
+
+    threads = [threading.Thread(target=a), threading.Thread(target=b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert lp.CACHING_ENABLED == before
