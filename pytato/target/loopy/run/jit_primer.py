@@ -44,7 +44,6 @@ import logging
 import os
 import pickle
 import subprocess
-import sys
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -54,6 +53,7 @@ import pyopencl as cl
 
 from pytato.diagnostic import UnsupportedByTargetError
 from pytato.target.loopy.run import launch_once
+from pytato.target.loopy.run.child_processes import start_child
 from pytato.target.loopy.run.launcher import linearized_subkernels
 
 
@@ -208,17 +208,18 @@ def start_primer(device: cl.Device, sources: Sequence[str],
     """Start the second process (see the module documentation) for the
     kernels of *specs*, built from *sources* with the build *options* on
     *device*; return it (it exits when done; the process is killed at
-    the exit of the calling process if it still runs), or None if it
+    the exit of the calling process if it still runs, and exits when the
+    calling process dies, see
+    :mod:`~pytato.target.loopy.run.child_processes`), or None if it
     could not start."""
     platform, index = launch_once.device_index(device)
     _reap()
     data = pickle.dumps((launch_once.__file__, platform, index,
                          list(sources), options, list(specs)))
     try:
-        proc = subprocess.Popen([sys.executable, "-c", _PRIMER],
-                                stdin=subprocess.PIPE,
-                                stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = start_child(_PRIMER, stdin=subprocess.PIPE,
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
     except OSError as e:
         _logger.info("kernel primer not started: %s", e)
         return None

@@ -23,7 +23,6 @@ import os
 import pickle
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pyopencl as cl
 
 from pytato.target.loopy.run.binaries import build_programs
+from pytato.target.loopy.run.child_processes import start_child
 from pytato.target.loopy.run.launch_once import device_index
 
 
@@ -273,10 +273,10 @@ def start_processes(script: str, count: int, args: Sequence[str] = ()
     :func:`run_in_processes` and
     :class:`~pytato.target.loopy.run.job_processes.JobProcesses`).
     Starting them early lets them import what they need while the caller
-    prepares their inputs."""
-    return [subprocess.Popen([sys.executable, "-c", script, *args],
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+    prepares their inputs. They exit when the calling process does
+    (:mod:`~pytato.target.loopy.run.child_processes`)."""
+    return [start_child(script, args, stdin=subprocess.PIPE,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             for _ in range(count)]
 
 

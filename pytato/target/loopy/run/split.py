@@ -316,16 +316,30 @@ _INSN_SKIP = frozenset({"id", "depends_on", "happens_after",
                         "within_inames_is_final", "depends_on_is_final"})
 
 
+def _unit_priorities(priorities: Iterable[tuple[str, ...]],
+                     inames: set[str]) -> frozenset[tuple[str, ...]]:
+    """The loop priorities *priorities* (of a kernel) for its sub-unit
+    with the loops *inames*: each restricted to those inames (in its
+    order), kept where two or more are left."""
+    result = set()
+    for prio in priorities:
+        kept = tuple(n for n in prio if n in inames)
+        if len(kept) > 1:
+            result.add(kept)
+    return frozenset(result)
+
+
 def _canonical(knl: lp.LoopKernel, insns: Sequence[Any],
                domains: Sequence[Any], names: set[str], as_args: set[str],
                written: set[str], dtypes: Mapping[str, Any],
-               shapes: Mapping[str, tuple[Any, ...]]
+               shapes: Mapping[str, tuple[Any, ...]],
+               priorities: Iterable[tuple[str, ...]] = ()
                ) -> tuple[str, tuple[str, ...]]:
     """The hash of the canonical form of the sub-unit of *knl* with the
-    instructions *insns* and *domains* (names in *names* renamed by order
-    of first appearance; those in *as_args* are arguments, those in
-    *written* written; arrays of *shapes* with that shape) and the names
-    by canonical position."""
+    instructions *insns*, *domains* and loop *priorities* (names in
+    *names* renamed by order of first appearance; those in *as_args* are
+    arguments, those in *written* written; arrays of *shapes* with that
+    shape) and the names by canonical position."""
     canon: dict[str, str] = {}
     order: list[str] = []
 
@@ -362,6 +376,9 @@ def _canonical(knl: lp.LoopKernel, insns: Sequence[Any],
     for f, value in sets:
         texts = sorted(_expr_text(v) for v in value)
         parts.append(f"{f}={sorted(rename(t) for t in texts)!r}")
+    # (their inames are in the domains: numbered already)
+    parts.append("priorities="
+                 + repr(sorted(rename(" ".join(p)) for p in priorities)))
     k = 0
     while k < len(order):  # declarations may name further names
         name = order[k]
@@ -451,13 +468,14 @@ def split_kernel(knl: lp.LoopKernel,
     :raises SplitNotPossible: if *knl* has no global barriers, or if a
         phase needs something the split cannot give it (a temporary that
         is not global used in two phases, nested domains, substitution
-        rules, loop priorities).
+        rules). Loop priorities go to the sub-units with their inames
+        (:func:`_unit_priorities`).
     """
 
     if not any(_is_global_barrier(i) for i in knl.instructions):
         raise SplitNotPossible("no global barriers")
-    if knl.substitutions or knl.loop_priority:
-        raise SplitNotPossible("substitution rules or loop priorities")
+    if knl.substitutions:
+        raise SplitNotPossible("substitution rules")
     if any(len(dom.get_var_names(isl.dim_type.param)) and set(
             dom.get_var_names(isl.dim_type.param)) & set(knl.inames)
             for dom in knl.domains):
@@ -502,6 +520,11 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
                 and name not in dtypes:
             raise SplitNotPossible(f"the type of {name!r} is not known")
     value_args = [a for a in knl.args if isinstance(a, _kdata.ValueArg)]
+    # the loop priorities by iname (each sub-unit looks up its own)
+    priorities_of: dict[str, list[tuple[str, ...]]] = {}
+    for prio in knl.loop_priority:
+        for n in prio:
+            priorities_of.setdefault(n, []).append(prio)
     dom_names = [frozenset(dom.get_var_names(isl.dim_type.set)) for dom in knl.domains]
     domains_of: dict[str, list[int]] = {}
     for k, dnames in enumerate(dom_names):
@@ -547,11 +570,13 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         hoisted = _hoist(knl, insns, domains, arrays) if hoist else None
         if hoisted is None or not _single_piece_grid(knl, hoisted):
             hoisted = _Hoisted(domains, list(insns), {}, set())
+        priorities = _unit_priorities(
+            {p for n in inames for p in priorities_of.get(n, ())}, inames)
         key, order = _canonical(knl, hoisted.insns, hoisted.domains,
                                 inames | temp_names | arg_names
                                 | hoisted.params,
                                 arg_names | hoisted.params, written, dtypes,
-                                hoisted.shapes)
+                                hoisted.shapes, priorities)
         if not build:
             return SubUnit(None, key, order, insns)
         shapes = hoisted.shapes
@@ -597,7 +622,7 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
             args=args, temporary_variables=constantdict(temps),
             inames=constantdict({n: knl.inames[n] for n in sorted(inames)
                                  if n in knl.inames}),
-            options=options)
+            loop_priority=priorities, options=options)
         if hoisted.params:
             # only positive values are hoisted: without saying so, the
             # group count of a hoisted extent is piecewise (one group at
@@ -614,17 +639,19 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
     # (one device kernel, as the schedule made it)
     # (only components whose shape repeats can repeat: keys are computed
     # for those alone, which leaves out most of a graph that repeats little)
-    phases = [(insns, _components(knl, insns)) for insns in insns_of
-              if insns]
-    shapes = {id(c): _shape(c) for _, comps in phases if len(comps) > 1
-              for c in comps}
+    all_inames = frozenset(knl.inames)
+    phases = [(insns, comps if len(comps) > 1 else [insns])
+              for insns in insns_of if insns
+              for comps in [_components(knl, insns, all_inames)]]
+    # (single-nest phases too: the steps of a deep chain repeat)
+    shapes = {id(c): _shape(c) for _, comps in phases for c in comps}
     shape_counts = Counter(shapes.values())
     phase_parts: list[list[tuple[list[Any], SubUnit]]] = []
     counts: dict[str, int] = {}
-    for insns, comps in phases:
+    for _, comps in phases:
         parts = [(c, make_unit(c, build=False)
                   if shape_counts[shapes[id(c)]] > 1 else None)
-                 for c in comps] if len(comps) > 1 else [(insns, None)]
+                 for c in comps]
         for _, u in parts:
             if u is not None:
                 counts[u.key] = counts.get(u.key, 0) + 1
@@ -780,9 +807,13 @@ def _shape(insns: Sequence[Any]) -> tuple[str, ...]:
     return tuple(sorted(result))
 
 
-def _components(knl: lp.LoopKernel, insns: list[Any]) -> list[list[Any]]:
+def _components(knl: lp.LoopKernel, insns: list[Any],
+                all_inames: frozenset[str] | None = None
+                ) -> list[list[Any]]:
     """*insns* (of one phase) in groups that share no dependency,
-    temporary or iname, in order."""
+    temporary or iname, in order. *all_inames*: those of *knl* (given by
+    a caller calling this for each phase: computing them is linear in
+    the kernel's size)."""
     parent: dict[str, str] = {}
 
     def find(x: str) -> str:
@@ -800,7 +831,8 @@ def _components(knl: lp.LoopKernel, insns: list[Any]) -> list[list[Any]]:
 
     ids = {i.id for i in insns}
     temps = knl.temporary_variables
-    all_inames = frozenset(knl.inames)
+    if all_inames is None:
+        all_inames = frozenset(knl.inames)
     # instructions that only compute private temporaries from inames
     # (index computations shared by fused nests) are copied into each
     # group that uses them
