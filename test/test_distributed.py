@@ -866,7 +866,8 @@ def test_mpiexec_command_runs_here() -> None:
     mpiexec = _mpiexec()
     cmd, launcher_env = mpiexec_command(
         mpiexec, 2, [sys.executable, "-c",
-                     "import os; print('VALUE', os.environ['PT_MPI_TEST'])"],
+                     "import os; os.write(1, ('VALUE ' + os.environ['PT_MPI_TEST']"
+                     " + '\\n').encode())"],
         implementation=mpi_implementation(mpiexec),
         env_vars={"PT_MPI_TEST": "a b:c"})
     env = dict(os.environ, **launcher_env)

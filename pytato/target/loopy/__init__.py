@@ -43,7 +43,14 @@ from pytato.tags import ImplStored, ImplSubstitution, Named, PrefixNamed, Tag
 from pytato.target.loopy._moved import install as _install_moved_modules
 from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.lower.call_keywords import check_call_keyword_names
-from pytato.target.loopy.lower.index_checks import IndexCheckedProgram, index_checks
+
+# (index_checks under a private name: importing the moved module path
+# pytato.target.loopy.index_checks sets this package's attribute of that
+# name to the module, see pytato.target.loopy._moved)
+from pytato.target.loopy.lower.index_checks import (
+    IndexCheckedProgram,
+    index_checks as _index_checks,
+)
 from pytato.target.loopy.run import program_store
 from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
 from pytato.target.loopy.run.programs import (
@@ -249,7 +256,7 @@ def _generate_checked(result: Array | DictOfNamedArrays | Mapping[str, Array],
     """:func:`generate_loopy` with ``check_indices=True``."""
     is_dict = not isinstance(result, Array)
     outputs = normalize_outputs(result)
-    flags = index_checks(outputs)
+    flags = _index_checks(outputs)
     if not flags:
         return generate_loopy(result, target, options, **kwargs)
     if options is None:
