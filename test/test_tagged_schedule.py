@@ -22,6 +22,7 @@ from pytools.tag import Tag, UniqueTag
 import pytato as pt
 from pytato.target.loopy import LoopyPyOpenCLTarget
 from pytato.target.loopy.device import DeviceInfo
+from pytato.target.loopy.run import split
 from pytato.target.loopy.run.launcher import linearized_subkernels
 
 
@@ -113,6 +114,14 @@ def _args_of(prog: Any, inputs: dict[str, np.ndarray]) -> dict[str, Any]:
     lowered = getattr(prog, "lowered_program", None) or prog.program
     names = lowered.default_entrypoint.arg_dict
     return {k: v for k, v in inputs.items() if k in names}
+
+
+@pytest.fixture(autouse=True)
+def _merged_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the work sizes are read off the linearized kernel of the path that
+    # runs a unit whole (the split path, which GPUs take by default, has no
+    # such kernel; it is tested in test_cold_start.py and test_merged_split.py)
+    monkeypatch.setenv(split.SPLIT_ENV, "0")
 
 
 def _work_sizes(executor: Any) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:

@@ -422,8 +422,15 @@ def _unit_t_unit(t_unit: lp.TranslationUnit, unit: SubUnit
                  ) -> lp.TranslationUnit:
     assert unit.kernel is not None
     name = unit.kernel.name
+    # with the unit's kernel, the resolved functions that are not kernels
+    # (math functions resolved in the bodies of traced functions inlined by
+    # the default schedule, pytato.target.loopy.schedule.callees); loopy
+    # drops those the kernel does not call
     return t_unit.copy(
-        callables_table=constantdict({name: lp.CallableKernel(unit.kernel)}),
+        callables_table=constantdict({
+            **{n: c for n, c in t_unit.callables_table.items()
+               if not isinstance(c, lp.CallableKernel)},
+            name: lp.CallableKernel(unit.kernel)}),
         entrypoints=frozenset({name}))
 
 
