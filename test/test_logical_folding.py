@@ -41,9 +41,11 @@ def test_constant_operands_folded(ctx_factory, monkeypatch, build, ref) -> None:
     assert "&& 1" not in code and "&& 0" not in code
     assert "|| 1" not in code and "|| 0" not in code
     args = {k: v for k, v in {"x": XV, "b": BV}.items() if k in names}
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", cl.CompilerWarning)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", cl.CompilerWarning)
         _, out = prog(queue, **args)
+    # (NVIDIA's compiler says other things of every kernel)
+    assert not [w for w in caught if "constant operand" in str(w.message)]
     expected = ref(XV, BV)
     assert out["y"].dtype == np.bool_
     np.testing.assert_array_equal(out["y"], np.broadcast_to(expected, (5,)))
