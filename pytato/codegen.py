@@ -455,12 +455,11 @@ class FewerCollections:
 
     Code generation allocates millions of small objects that live until
     the phase ends; with the default threshold (700 allocations) the
-    collector ran so often that it took a quarter of the time. For the
-    10 000-node DAG of ``benchmarks/bench_codegen.py`` (PoCL machine, 2
-    cores, 2026-11-24): ``generate_loopy`` 4.6 -> 3.1 s, :mod:`loopy`'s
-    preprocessing and linearization 14.3 -> 10.5 s, its code generation
-    11.0 -> 9.8 s; the peak memory of the process stayed at 290 MB
-    (switching the collector off altogether was as fast but took 452 MB).
+    collector runs again and again during a phase, each time walking
+    objects that are all still alive, which makes it a large share of
+    code generation. A higher threshold leaves the peak memory about
+    where it was, whereas switching the collector off altogether lets it
+    grow (the figures: ``benchmarks/README.md``, "Code generation").
     Nested uses are fine.
     """
 
@@ -484,10 +483,9 @@ def no_automatic_collections_at_exit() -> None:
     the collector on or off (so objects in reference cycles are freed and
     their finalizers run as before); what is left out are the collections
     that the allocations during shutdown trigger, each a walk over every
-    object still alive. A warm process of the 10 000-node DAG of
-    ``benchmarks/bench_codegen.py`` (PoCL machine, 2 cores, its programs
-    loaded from the store) took 0.45-0.5 s from the end of its script to
-    the end of the process, 0.27-0.3 s with this."""
+    object still alive, which in a process holding large programs is a
+    noticeable part of its exit (the figures: ``benchmarks/README.md``,
+    "Code generation")."""
     gc.disable()
 
 

@@ -35,9 +35,9 @@ predecessors, unless computing it again at each read is cheap (at most
 :data:`MAX_SHARED_RECOMPUTE` operations per element in all, no function
 calls, no reductions: ``a + 0.5*b`` read twice is computed twice). Every
 stored node is an instruction of the generated kernel, and the code
-generator's passes take time per instruction (issue 20: about 1.5 ms each
-in :mod:`loopy` for the random DAGs of ``benchmarks/bench_codegen.py``),
-while recomputing a few operations where the operands are loaded anyway
+generator's passes take time per instruction (issue 20: :mod:`loopy`'s
+passes walk every instruction; the time per instruction is in the "Code
+generation" section of ``benchmarks/README.md``), while recomputing a few operations where the operands are loaded anyway
 costs memory-bound kernels nothing. Storing is cheap where it does not
 leave a loop: the loopy code generator fuses the loop nests of stored
 arrays of one shape that read each other elementwise
@@ -135,9 +135,10 @@ MAX_INLINE_COST = 64
 """A node whose expression, with the nodes inlined into it, costs more
 than this (in the operations of :data:`MAX_SHARED_RECOMPUTE`) is stored:
 this bounds the size of each generated expression, and with it the time
-device compilers take on one statement (NVIDIA's compiler took seconds on
-a statement of 90 ``sin`` calls, the sum of the unused nodes of the
-10 000-node random DAG), and it leaves the parts of such a sum to the
+device compilers take on one statement (the sum of the unused nodes of
+the 10 000-node random DAG had become one statement of 90 ``sin`` calls,
+slow to compile: ``benchmarks/README.md``, "Code generation"), and it
+leaves the parts of such a sum to the
 loop nests of their own operands."""
 
 CALL_COST = 16
