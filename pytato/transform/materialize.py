@@ -37,8 +37,9 @@ calls, no reductions: ``a + 0.5*b`` read twice is computed twice). Every
 stored node is an instruction of the generated kernel, and the code
 generator's passes take time per instruction (issue 20: :mod:`loopy`'s
 passes walk every instruction; the time per instruction is in the "Code
-generation" section of ``benchmarks/README.md``), while recomputing a few operations where the operands are loaded anyway
-costs memory-bound kernels nothing. Storing is cheap where it does not
+generation" section of ``benchmarks/README.md``), while recomputing a few
+operations where the operands are loaded anyway costs memory-bound kernels
+nothing. Storing is cheap where it does not
 leave a loop: the loopy code generator fuses the loop nests of stored
 arrays of one shape that read each other elementwise
 (:mod:`pytato.target.loopy.lower.fusion`) and keeps a stored value read only
@@ -138,8 +139,7 @@ this bounds the size of each generated expression, and with it the time
 device compilers take on one statement (the sum of the unused nodes of
 the 10 000-node random DAG had become one statement of 90 ``sin`` calls,
 slow to compile: ``benchmarks/README.md``, "Code generation"), and it
-leaves the parts of such a sum to the
-loop nests of their own operands."""
+leaves the parts of such a sum to the loop nests of their own operands."""
 
 CALL_COST = 16
 """The cost of a function call (``sin``, ``exp``, a non-integer power, ...)
