@@ -548,7 +548,7 @@ def test_run_code_kept_in_store(cl_ctx, tmp_path, monkeypatch):
     later process) loads it instead of compiling it, with the same
     results; functions of few kernels are not stored."""
     from pytato.target.loopy import PROGRAM_CACHE
-    from pytato.target.loopy.run import program_store
+    from pytato.target.loopy.store import program_store
 
     monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
     monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE", raising=False)

@@ -40,32 +40,32 @@ from pytato.diagnostic import (
 )
 from pytato.lazy_imports import lazy_module
 from pytato.tags import ImplStored, ImplSubstitution, Named, PrefixNamed, Tag
-from pytato.target.loopy._moved import install as _install_moved_modules
+from pytato.target.loopy._compat import install as _install_moved_modules
+from pytato.target.loopy.build.split_build import prestart_merged_workers
+from pytato.target.loopy.build.target_parameters import out_of_line_math_enabled
 from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.lower.call_keywords import check_call_keyword_names
 
 # (index_checks under a private name: importing the moved module path
 # pytato.target.loopy.index_checks sets this package's attribute of that
-# name to the module, see pytato.target.loopy._moved)
+# name to the module, see pytato.target.loopy._compat)
 from pytato.target.loopy.lower.index_checks import (
     IndexCheckedProgram,
     index_checks as _index_checks,
 )
-from pytato.target.loopy.run import program_store
-from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
 from pytato.target.loopy.run.programs import (
     BoundPyOpenCLExecutable,
     BoundPyOpenCLProgram,
     LoopyPyOpenCLTarget,
     LoopyTarget,
 )
-from pytato.target.loopy.run.split_build import prestart_merged_workers
 from pytato.target.loopy.run.stored_unit import (
     StoredUnit,
     save_unit,
     stored_unit,
 )
-from pytato.target.loopy.run.target_parameters import out_of_line_math_enabled
+from pytato.target.loopy.store import program_store
+from pytato.target.loopy.store.program_cache import PROGRAM_CACHE
 from pytato.transform.mappers import UnsupportedNodeError
 
 
@@ -391,7 +391,7 @@ def _program_store_key(outputs: DictOfNamedArrays, order: list[GraphNode], *,
                        **parameters: Any) -> str | None:
     """The key of the program for *outputs* (the user's graph, or the
     preprocessed one: the *graph* parameter says which) in the
-    persistent store (:mod:`pytato.target.loopy.run.program_store`), or None
+    persistent store (:mod:`pytato.target.loopy.store.program_store`), or None
     if it is not used: the store is off, the target is not a
     :class:`LoopyPyOpenCLTarget`, or the graph or a parameter has no
     persistent hash."""

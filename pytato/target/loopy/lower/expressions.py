@@ -337,7 +337,7 @@ def _opaque_negation(expr: Expression) -> Expression:
     negative constant factor (``-1 * b``, ``-2 * b``) taken out as a call of
     ``_pt_neg_int32`` (not inlined): NVIDIA's OpenCL compiler computed
     ``max(acc, -b[i])`` over the loop of a reduction wrongly (see
-    :class:`pytato.target.loopy.run.cl_target._NegatedInt`). The value is
+    :class:`pytato.target.loopy.build.cl_target._NegatedInt`). The value is
     the same, wrapped as numpy wraps it. So are the negated terms of a sum
     whose other terms are constants (``0 - b``, which the compiler folds to
     ``-b``; ``a - b`` of a variable ``a`` was computed right)."""
@@ -364,7 +364,7 @@ def _opaque_negation(expr: Expression) -> Expression:
 
 #: ``pytato.c99`` functions of one complex argument that the target
 #: computes with numpy's special values, as ``_pt_c<name>``
-#: (:mod:`pytato.target.loopy.run.cl_complex`).
+#: (:mod:`pytato.target.loopy.build.cl_complex`).
 _COMPLEX_FUNCTIONS = frozenset({
     "sqrt", "exp", "log", "log10", "sin", "cos", "tan", "arcsin", "arccos",
     "arctan", "sinh", "cosh", "tanh", "sign", "reciprocal"})

@@ -15,16 +15,16 @@ the kernels.
   arguments;
 * :mod:`~pytato.target.loopy.run.queues`: what is kept per command queue
   (its flags, its default memory pool);
-* :mod:`~pytato.target.loopy.run.preprocessing` and
+* :mod:`~pytato.target.loopy.build.preprocessing` and
   :mod:`~pytato.target.loopy.run.executor`: loopy's preprocessing, code
   generation and the device builds, and
-  :mod:`~pytato.target.loopy.run.parallel_builds` the builds of several
+  :mod:`~pytato.target.loopy.build.parallel_builds` the builds of several
   programs at once and the worker processes;
-* :mod:`~pytato.target.loopy.run.target_parameters`: what the loopy
+* :mod:`~pytato.target.loopy.build.target_parameters`: what the loopy
   target of a program is made from;
-* :mod:`~pytato.target.loopy.run.cl_target`: pytato's OpenCL loopy target;
-* :mod:`~pytato.target.loopy.run.program_store`: the on-disk store of
-  generated programs, and :mod:`~pytato.target.loopy.run.program_cache`
+* :mod:`~pytato.target.loopy.build.cl_target`: pytato's OpenCL loopy target;
+* :mod:`~pytato.target.loopy.store.program_store`: the on-disk store of
+  generated programs, and :mod:`~pytato.target.loopy.store.program_cache`
   the in-memory cache;
 * :mod:`~pytato.target.loopy.run.dispatch`: how a checked call reaches the
   device, through one of:

@@ -23,11 +23,11 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import pytato.target.loopy.run.program_store as program_store
+import pytato.target.loopy.store.program_store as program_store
 from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.lazy_imports import lazy_module
+from pytato.target.loopy.build.split_build import prestart_merged_workers
 from pytato.target.loopy.device import DeviceInfo
-from pytato.target.loopy.run.split_build import prestart_merged_workers
 from pytato.target.loopy.run.stored_unit import (
     StoredUnit,
     loaded,
@@ -214,7 +214,7 @@ def _schedule_for(lowered: lp.TranslationUnit | StoredUnit,
     from the store where it is there. *to_run*: the unit is for an
     executor (not only to show its code), which may start a worker
     process of merged sub-units while the unit is scheduled
-    (:func:`~pytato.target.loopy.run.split_build.prestart_merged_workers`).
+    (:func:`~pytato.target.loopy.build.split_build.prestart_merged_workers`).
     A unit from the store may be a
     :class:`~pytato.target.loopy.run.stored_unit.StoredUnit` (see
     :func:`~pytato.target.loopy.run.stored_unit.loaded`)."""

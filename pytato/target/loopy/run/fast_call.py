@@ -33,8 +33,8 @@ import pyopencl.array as cla
 from pymbolic import evaluate
 from pyopencl.tools import DeferredAllocator
 
-import pytato.target.loopy.run.program_store as program_store
 import pytato.target.loopy.run.queues as _queues
+import pytato.target.loopy.store.program_store as program_store
 from pytato.diagnostic import UnsupportedByTargetError
 from pytato.target.loopy.run.call_locks import executor_lock
 from pytato.target.loopy.run.launcher import (
@@ -362,7 +362,7 @@ def _compiled(source: str, nkernels: int) -> CodeType:
     """The code of the function *source* of a fast call of *nkernels*
     kernels (:meth:`_SizedCall._compile_run`). The code of a program of
     many kernels is compiled once and kept in the program store
-    (:mod:`~pytato.target.loopy.run.program_store`, where it is on), under
+    (:mod:`~pytato.target.loopy.store.program_store`, where it is on), under
     a hash of the source and of the interpreter's bytecode version: its
     source has a few lines per kernel argument, and compiling the one of
     the 92 kernels of the 10 000-node DAG of

@@ -440,7 +440,8 @@ def _with_stages(kernel: lp.LoopKernel, insn: lp.Assignment,
         # the last one, then read.) The initialization of the neutral
         # element of stage 2's tree inherits the predicate but not the
         # dependencies: the preprocessing orders it after the ticket
-        # (:func:`pytato.target.loopy.run.preprocessing.order_after_predicate_writers`).
+        # (:func:`pytato.target.loopy.build.preprocessing
+        # .order_after_predicate_writers`).
         stage2 = insn.copy(
             expression=stage2_expr,
             depends_on=frozenset({sync.id, stage1_id}),

@@ -19,15 +19,15 @@ of its instructions, domains and declarations with every argument,
 temporary, iname and instruction id renamed by order of first appearance)
 and is keyed by a hash of it: sub-units with equal keys compute the same
 thing on other arrays, so they need one code generation and one device
-build (:mod:`pytato.target.loopy.run.split_build`).
+build (:mod:`pytato.target.loopy.build.split_build`).
 
 In its canonical form, a sub-unit's *sizes* are value arguments: the
 extents of its loops over work groups, the guards of a loop nest fused
 with longer ones and the outermost size of its global arrays become
 arguments named after their values
-(:func:`~pytato.target.loopy.run.split_sizes.hoisted_name`), which the
+(:func:`~pytato.target.loopy.build.split_sizes.hoisted_name`), which the
 host side passes at launch
-(:class:`~pytato.target.loopy.run.split_build.SplitKernelPlan`), so that
+(:class:`~pytato.target.loopy.run.split_executor.SplitKernelPlan`), so that
 the same operator on element groups of other sizes is one sub-unit. What
 the schedule chose stays constant: work-group sizes, sequential loop
 bounds (reductions, unrolled or vectorized loops), strides, and the
@@ -38,7 +38,7 @@ This path is taken by default on devices that are not CPUs
 (:func:`split_enabled`, :data:`SPLIT_ENV`). On CPUs, large kernels are cut
 into a few *merged* sub-units instead, one per usable CPU (the *groups*
 of :func:`split_kernel`, see
-:func:`~pytato.target.loopy.run.split_build.merged_split_groups`).
+:func:`~pytato.target.loopy.build.split_build.merged_split_groups`).
 
 .. autodata:: SPLIT_ENV
 .. autodata:: SPLIT_WORKERS_ENV
@@ -52,7 +52,7 @@ of :func:`split_kernel`, see
 .. autoexception:: SplitNotPossible
 .. autofunction:: split_kernel
 
-The hoisting itself is in :mod:`pytato.target.loopy.run.split_sizes`.
+The hoisting itself is in :mod:`pytato.target.loopy.build.split_sizes`.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ import pyopencl as cl
 from constantdict import constantdict
 
 from pytato.lazy_imports import lazy_module
-from pytato.target.loopy.run.split_sizes import (
+from pytato.target.loopy.build.split_sizes import (
     _NAMES,
     _arg_dict,
     _expr_text,
@@ -191,7 +191,7 @@ def split_enabled(devices: Sequence[cl.Device] = ()) -> bool:
     against 0.4 s: PoCL compiles each program's kernels at their first
     launch), so CPUs do not take it (``benchmarks/README.md`` has the
     figures): their large kernels are merged sub-units instead
-    (:func:`~pytato.target.loopy.run.split_build.merged_split_groups`)."""
+    (:func:`~pytato.target.loopy.build.split_build.merged_split_groups`)."""
     flag = os.environ.get(SPLIT_ENV, "").strip()
     if flag:
         return flag != "0"
