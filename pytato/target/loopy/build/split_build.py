@@ -46,7 +46,7 @@ import pyopencl as cl
 from constantdict import constantdict
 from pymbolic.mapper.substitutor import SubstitutionMapper, make_subst_func
 
-from pytato.codegen import FewerCollections, PhaseTimer
+from pytato.timing import FewerCollections, PhaseTimer
 from pytato.diagnostic import UnsupportedByTargetError
 from pytato.lazy_imports import lazy_module
 from pytato.target.loopy.build import jit_primer

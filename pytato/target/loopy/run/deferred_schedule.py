@@ -24,7 +24,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytato.target.loopy.store.program_store as program_store
-from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.lazy_imports import lazy_module
 from pytato.target.loopy.build.split_build import prestart_merged_workers
 from pytato.target.loopy.device import DeviceInfo
@@ -34,6 +33,7 @@ from pytato.target.loopy.run.stored_unit import (
     save_unit,
     stored_unit,
 )
+from pytato.timing import FewerCollections, PhaseTimer
 
 
 if TYPE_CHECKING:

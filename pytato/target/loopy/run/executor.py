@@ -33,7 +33,7 @@ changes:
   (a program whose outputs all have no elements) is not built or launched:
   a call allocates the outputs and enqueues a marker.
 * **Fewer garbage collections** while :mod:`loopy` works
-  (:class:`pytato.codegen.FewerCollections`).
+  (:class:`pytato.timing.FewerCollections`).
 * **Builds in parallel.** The device code of many kernels is built as
   several OpenCL programs at once (:func:`build_kernels`), each with some
   of the kernels and the preambles and helper functions they may use.
@@ -67,7 +67,6 @@ from loopy.target.pyopencl_execution import (
 from pymbolic import evaluate
 from pytools import memoize_method
 
-from pytato.codegen import FewerCollections, PhaseTimer
 from pytato.target.loopy.build import jit_primer
 from pytato.target.loopy.build.binaries import device_build_options
 from pytato.target.loopy.build.parallel_builds import (
@@ -87,6 +86,7 @@ from pytato.target.loopy.build.preprocessing import (
 )
 from pytato.target.loopy.run.stored_unit import StoredUnit, loaded
 from pytato.target.loopy.store import program_store
+from pytato.timing import FewerCollections, PhaseTimer
 
 
 __all__ = [

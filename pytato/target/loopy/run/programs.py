@@ -125,7 +125,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyopencl as cl
 
-from pytato.codegen import FewerCollections
 from pytato.launchers import LauncherStatistics
 from pytato.lazy_imports import lazy_module
 from pytato.target import BoundProgram, Target
@@ -185,6 +184,7 @@ from pytato.target.loopy.run.stored_unit import (
     StoredUnit,
     loaded,
 )
+from pytato.timing import FewerCollections
 
 
 if TYPE_CHECKING:

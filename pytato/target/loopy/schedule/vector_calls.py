@@ -88,11 +88,15 @@ from loopy.kernel.array import FixedStrideArrayDimTag
 from loopy.kernel.data import GroupInameTag, Iname, LocalInameTag
 from pymbolic.mapper import WalkMapper
 
-from pytato.target.loopy.build.vector_code import (
+# (the emitter's private names too, at the path they had before it moved)
+from pytato.target.loopy.build.vector_code import (  # noqa: F401
     _BASE,
     _BASE_WORD,
+    _C_NAMES,
+    _COMPARISONS,
     _ELEMENT,
     _INDEX_TYPES,
+    _PREDICATES,
     BINARY_FUNCTIONS,
     DOUBLE_IN_HALVES,
     FLOAT_VIA_DOUBLE,
@@ -100,6 +104,7 @@ from pytato.target.loopy.build.vector_code import (
     UNARY_FUNCTIONS,
     _Emitter,
     _NotVectorizable,
+    _Value,
 )
 from pytato.target.loopy.schedule.analysis import _has_impl_tag, _own_domain
 from pytato.target.loopy.schedule.outputs import SILENCED_WRITE_RACES
