@@ -63,13 +63,13 @@ from pymbolic.mapper.stringifier import (
 from pytato.analysis.graph_key import NotPersistentError
 from pytato.target.loopy.build.cl_complex import COMPLEX_FUNCTIONS, ComplexFunction
 from pytato.target.loopy.build.cl_math import OUT_OF_LINE_FUNCTIONS, MathFunction
-from pytato.target.loopy.store.program_store import _source_digest
 
 # (defined there, without loopy: the keys of the program store use them)
 from pytato.target.loopy.build.target_parameters import (
     GPU_MAX_RESTRICT_ARGUMENTS,
     MAX_RESTRICT_ARGUMENTS,
 )
+from pytato.target.loopy.store.program_store import _source_digest
 from pytato.tuning import record_defaults
 
 

@@ -46,7 +46,6 @@ import pyopencl as cl
 from constantdict import constantdict
 from pymbolic.mapper.substitutor import SubstitutionMapper, make_subst_func
 
-from pytato.timing import FewerCollections, PhaseTimer
 from pytato.diagnostic import UnsupportedByTargetError
 from pytato.lazy_imports import lazy_module
 from pytato.target.loopy.build import jit_primer
@@ -77,6 +76,7 @@ from pytato.target.loopy.build.subkernels import (
     linearized_subkernels,
 )
 from pytato.target.loopy.store import program_store
+from pytato.timing import FewerCollections, PhaseTimer
 
 
 if TYPE_CHECKING:
