@@ -180,7 +180,7 @@ def test_sub_units_generated_while_split(ctx_factory, monkeypatch):
         state["after" if state["split_done"] else "during"] += 1
         return real_submit(self, *args, **kwargs)
 
-    monkeypatch.setattr(split_build, "split_kernel", recording_split)
+    monkeypatch.setattr(split_executor, "split_kernel", recording_split)
     monkeypatch.setattr(JobProcesses, "submit", recording_submit)
     generated = split_build.STATS["generated"]
     exe = split_executor.make_split_executor(

@@ -140,7 +140,7 @@ def generate_loopy(
     :meth:`~BoundPyOpenCLProgram.bind_to_context`, for the context's first
     device), with the same kernels as ``generate_loopy(result,
     cl_device=device)``; see "Scheduling for the device that runs the
-    program" in :mod:`pytato.target.loopy.run.programs`.
+    program" in :mod:`pytato.target.loopy.run.deferred_schedule`.
 
     The lowered unit names its loops after the arrays they compute: the
     output axes of the stored array ``name`` are the inames

@@ -1,8 +1,8 @@
 """The fast path of repeated calls of pytato's :mod:`pyopencl` programs.
 
 A call of a program (or an executable) whose arguments repeat those of an
-earlier call that passed the argument checks (see "Repeated calls" in
-:mod:`pytato.target.loopy.run.programs`) runs through the cached plan of
+earlier call that passed the argument checks (see "Repeated calls"
+below) runs through the cached plan of
 its :mod:`loopy` executor: ``_FastCall`` prebuilds the kernels and their
 argument lists from the executor's
 :class:`~pytato.target.loopy.run.launcher.KernelPlan` and runs the call as
@@ -14,6 +14,27 @@ values of the size parameters; ``_RepeatedCalls`` keeps the signatures
 bound arrays and runs the calls that match one. Everything here is private
 to the programs of :mod:`pytato.target.loopy.run.programs`; the instrumented
 runs (:mod:`pytato.target.loopy.run.instrumented`) use it too.
+
+.. rubric:: Repeated calls
+
+Each call checks its arguments (see :mod:`pytato.target.loopy.run.arguments`)
+unless they repeat those of one of the last few calls that passed the
+checks on the same context: the same names, the same types (exactly
+:class:`numpy.ndarray` or :class:`pyopencl.array.Array`), shapes, dtypes
+and strides of the arrays, and the same Python :class:`int`\\ s as size
+parameters. Such a call passes the same checks, with the same size
+parameters, and runs straight through the cached launch plan of the
+program (prebuilt kernels, precomputed sizes); a device array that is not
+of the call's queue is looked at once more (of another context, the
+checked call refuses it: see
+:meth:`~pytato.target.loopy.run.arguments.ArgumentSpec.check_device`).
+Any other call is checked, so a wrong argument raises the same error
+after as before; calls on queues with profiling enabled, or with kernel
+tracing or profiling switched on in the environment, are checked and run
+as before as well.
+Such calls wait for the events of their input arrays (as loopy's invoker
+does), but for those that had completed by the previous call with the
+same input events (kept until the next call).
 """
 
 from __future__ import annotations
