@@ -168,7 +168,7 @@ def test_sub_units_generated_while_split(ctx_factory, monkeypatch):
     (entrypoint,) = t_unit.entrypoints
 
     state = {"split_done": False, "during": 0, "after": 0}
-    real_split = split_build.split_kernel
+    real_split = split_executor.split_kernel
     real_submit = JobProcesses.submit
 
     def recording_split(*args, **kwargs):

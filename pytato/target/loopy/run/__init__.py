@@ -18,9 +18,10 @@ building (once per device, through the build stage
   arguments;
 * :mod:`~pytato.target.loopy.run.queues`: what is kept per command queue
   (its flags, its default memory pool);
-* :mod:`~pytato.target.loopy.run.executor`: the :mod:`loopy` executor of a
-  program, its code and builds through the build stage, and
-  :mod:`~pytato.target.loopy.run.split_executor` that of a program whose
+* :mod:`~pytato.target.loopy.run.executors`: which executor runs a
+  program: :mod:`~pytato.target.loopy.run.executor`, the :mod:`loopy`
+  executor (its code and builds through the build stage), or
+  :mod:`~pytato.target.loopy.run.split_executor`, that of a program whose
   kernel is split into sub-units;
 * :mod:`~pytato.target.loopy.run.kernel_facts` and
   :mod:`~pytato.target.loopy.run.stored_unit`: what running a kernel
@@ -31,14 +32,16 @@ building (once per device, through the build stage
 * :mod:`~pytato.target.loopy.run.dispatch`: how a checked call reaches the
   device, through one of:
 * :mod:`~pytato.target.loopy.run.fast_call`: the fast path of repeated
-  calls;
+  calls (what depends on the sizes in
+  :mod:`~pytato.target.loopy.run.sized_calls`);
 * :mod:`~pytato.target.loopy.run.instrumented`: the runs that enqueue the
   kernels one by one, traced and profiled;
 * :mod:`~pytato.target.loopy.run.launcher`: the program launcher and the
   kernel plan of an executor (with the locks of
   :mod:`~pytato.target.loopy.run.call_locks`);
 * :mod:`~pytato.target.loopy.run.statistics`: the profiling statistics of
-  programs.
+  programs, and :mod:`~pytato.target.loopy.run.launched` the launchers and
+  statistics that programs and executables share.
 
 Within the stage, imports go one way: ``programs`` builds on the others;
 ``dispatch`` on ``instrumented``, ``fast_call`` and ``launcher``;

@@ -168,7 +168,7 @@ def _source_digest() -> str:
         digest = hashlib.sha256()
         try:
             # the folder of the package pytato (this module is
-            # pytato/target/loopy/run/program_store.py)
+            # pytato/target/loopy/store/program_store.py)
             root = Path(__file__).resolve().parents[3]
             paths = sorted(root.rglob("*.py"))
             if not paths:
