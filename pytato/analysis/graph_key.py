@@ -1,6 +1,6 @@
 """Persistent keys of graphs: a hash of a graph's structure that is the same
 in every process (used by the program store,
-:mod:`pytato.target.loopy.run.program_store`, and by
+:mod:`pytato.target.loopy.store.program_store`, and by
 :class:`~pytato.analysis.PytatoKeyBuilder`).
 
 .. autofunction:: graph_key

@@ -1,6 +1,6 @@
 """Bounding :mod:`loopy`'s global memos in long-running processes, shared
 by the stages of the loopy backend (the lowering trims them at each code
-generation, :mod:`pytato.target.loopy.run.program_store` when releasing
+generation, :mod:`pytato.target.loopy.store.program_store` when releasing
 cache memory). Imports no stage.
 
 .. autodata:: LOOPY_MEMO_LIMIT

@@ -22,11 +22,16 @@ accumulators, and the global barriers between dependent nests.
   :mod:`~pytato.target.loopy.schedule.tiling`: tiles of small reductions
   (planned, then written);
 * :mod:`~pytato.target.loopy.schedule.reductions`: long reductions split
-  in stages, columns and parts;
+  in stages, columns and parts (with what it reads of a reduction
+  instruction in :mod:`~pytato.target.loopy.schedule.reduction_parts`);
 * :mod:`~pytato.target.loopy.schedule.accumulators`: sequential reductions
   with interleaved accumulators;
 * :mod:`~pytato.target.loopy.schedule.vector_calls`: elementwise nests
-  calling math functions as OpenCL vector code (CPU devices).
+  calling math functions as OpenCL vector code (CPU devices), written by
+  the build stage's emitter (:mod:`pytato.target.loopy.build.vector_code`).
+
+The stage imports the lowering stage and, for that emitter, the build
+stage; not the run stage nor the pipeline.
 """
 
 from __future__ import annotations

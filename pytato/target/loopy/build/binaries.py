@@ -8,7 +8,7 @@ a program (the 47 programs of the 10 000-node DAG of
 0.6 ms from the program's binary (0.03 s).
 :func:`build_programs` builds from the binaries that an earlier build of
 the same source saved in the program store
-(:mod:`~pytato.target.loopy.run.program_store`), for the same device,
+(:mod:`~pytato.target.loopy.store.program_store`), for the same device,
 driver and options, and saves them after builds from source, on the
 devices where reading a program's binary is cheap
 (:func:`binaries_cheap`: GPUs other than PoCL's). On PoCL's CPU device,
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import pyopencl as cl
 
-import pytato.target.loopy.run.program_store as program_store
+import pytato.target.loopy.store.program_store as program_store
 
 
 if TYPE_CHECKING:

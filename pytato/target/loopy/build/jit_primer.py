@@ -52,9 +52,9 @@ import numpy as np
 import pyopencl as cl
 
 from pytato.diagnostic import UnsupportedByTargetError
-from pytato.target.loopy.run import launch_once
-from pytato.target.loopy.run.child_processes import start_child
-from pytato.target.loopy.run.launcher import linearized_subkernels
+from pytato.target.loopy.build import launch_once
+from pytato.target.loopy.build.child_processes import start_child
+from pytato.target.loopy.build.subkernels import linearized_subkernels
 
 
 if TYPE_CHECKING:
@@ -210,7 +210,7 @@ def start_primer(device: cl.Device, sources: Sequence[str],
     *device*; return it (it exits when done; the process is killed at
     the exit of the calling process if it still runs, and exits when the
     calling process dies, see
-    :mod:`~pytato.target.loopy.run.child_processes`), or None if it
+    :mod:`~pytato.target.loopy.build.child_processes`), or None if it
     could not start."""
     platform, index = launch_once.device_index(device)
     _reap()

@@ -15,7 +15,7 @@ call through ``__attribute__((noinline)) double _pt_sin_f64(double x)
 :data:`OUT_OF_LINE_FUNCTIONS`. Its types and results are those of loopy's
 callables (the same builtin is called, on the same values); where the
 target asks for it (the ``out_of_line_math`` of
-:class:`~pytato.target.loopy.run.cl_target.PytatoPyOpenCLTarget`) and the
+:class:`~pytato.target.loopy.build.cl_target.PytatoPyOpenCLTarget`) and the
 arguments are ``float`` or ``double``, the call goes through a
 wrapper declared ``noinline``: one copy of the function's code per program
 and type instead of one per call. Elsewhere the code is loopy's.
@@ -48,7 +48,7 @@ from loopy.target.opencl import OpenCLCallable
 from loopy.target.pyopencl import PyOpenCLCallable
 
 # (defined there, without loopy: the program store's keys read the switch)
-from pytato.target.loopy.run.target_parameters import (
+from pytato.target.loopy.build.target_parameters import (
     OUT_OF_LINE_MATH_ENV,
     out_of_line_math_enabled,
 )

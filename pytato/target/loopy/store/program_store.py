@@ -18,7 +18,7 @@ generated finds the results here, on disk:
 * for programs of many kernels, the compiled function of their fast calls
   (:data:`~pytato.target.loopy.run.fast_call.STORED_RUN_MIN_KERNELS`) is
   kept too, and the device binaries of built programs
-  (:mod:`~pytato.target.loopy.run.binaries`, keyed by source, options,
+  (:mod:`~pytato.target.loopy.build.binaries`, keyed by source, options,
   device and driver).
 
 The key of a program (:func:`program_key`) is a hash of
@@ -127,7 +127,7 @@ from pytools.persistent_dict import KeyBuilder, WriteOncePersistentDict
 
 from pytato.analysis.graph_key import NotPersistentError, _Encoder, graph_key
 from pytato.target.loopy.loopy_memos import LOOPY_MEMO_LIMIT, trim_loopy_memos
-from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
+from pytato.target.loopy.store.program_cache import PROGRAM_CACHE
 from pytato.tuning import changed_constants
 
 
@@ -168,7 +168,7 @@ def _source_digest() -> str:
         digest = hashlib.sha256()
         try:
             # the folder of the package pytato (this module is
-            # pytato/target/loopy/run/program_store.py)
+            # pytato/target/loopy/store/program_store.py)
             root = Path(__file__).resolve().parents[3]
             paths = sorted(root.rglob("*.py"))
             if not paths:
@@ -210,8 +210,9 @@ TUNING_MODULES = (
     "pytato.target.loopy.schedule.accumulators",
     "pytato.target.loopy.schedule.tiling_plan",
     "pytato.target.loopy.schedule.vector_calls",
-    "pytato.target.loopy.run.cl_target",
-    "pytato.target.loopy.run.target_parameters",
+    "pytato.target.loopy.build.vector_code",
+    "pytato.target.loopy.build.cl_target",
+    "pytato.target.loopy.build.target_parameters",
 )
 
 

@@ -61,15 +61,15 @@ from pymbolic.mapper.stringifier import (
 )
 
 from pytato.analysis.graph_key import NotPersistentError
-from pytato.target.loopy.run.cl_complex import COMPLEX_FUNCTIONS, ComplexFunction
-from pytato.target.loopy.run.cl_math import OUT_OF_LINE_FUNCTIONS, MathFunction
-from pytato.target.loopy.run.program_store import _source_digest
+from pytato.target.loopy.build.cl_complex import COMPLEX_FUNCTIONS, ComplexFunction
+from pytato.target.loopy.build.cl_math import OUT_OF_LINE_FUNCTIONS, MathFunction
 
 # (defined there, without loopy: the keys of the program store use them)
-from pytato.target.loopy.run.target_parameters import (
+from pytato.target.loopy.build.target_parameters import (
     GPU_MAX_RESTRICT_ARGUMENTS,
     MAX_RESTRICT_ARGUMENTS,
 )
+from pytato.target.loopy.store.program_store import _source_digest
 from pytato.tuning import record_defaults
 
 
@@ -634,7 +634,7 @@ class PytatoPyOpenCLTarget(lp.PyOpenCLTarget):
     The target of :class:`~pytato.target.loopy.LoopyPyOpenCLTarget`
     (which passes :data:`GPU_MAX_RESTRICT_ARGUMENTS` for GPUs).
     With *out_of_line_math*, real calls of the transcendental functions go
-    through ``noinline`` wrappers (:mod:`pytato.target.loopy.run.cl_math`).
+    through ``noinline`` wrappers (:mod:`pytato.target.loopy.build.cl_math`).
 
     .. attribute:: max_restrict_arguments
     .. attribute:: out_of_line_math
