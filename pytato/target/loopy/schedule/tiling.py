@@ -171,6 +171,7 @@ from pytato.target.loopy.schedule.tiling_plan import (
     MAX_ELEMENTS_PER_ITEM,
     TilingPlan,
     _global_dtype,
+    _ints,
     _Staged,
     plan_tiling,
 )
@@ -328,7 +329,7 @@ def _batch_index(plan: TilingPlan, flat: ArithmeticExpression
     if not plan.batch:
         return {}
     # the first extent, maybe symbolic, is not used
-    extents = [1] + [plan.lengths[v] for v in plan.batch[1:]]
+    extents = [1, *_ints(plan.lengths[v] for v in plan.batch[1:])]
     return dict(zip(plan.batch, _unflatten(flat, extents), strict=True))
 
 
@@ -400,11 +401,12 @@ def _load(rw: _Rewrite, plan: TilingPlan, grid: _Grid, s: _Staged,
     insn = rw.insns[plan.insn_id]
     return lp.Assignment(
         prim.Variable(name)[tuple(coords)],
-        s.expr.aggregate[tuple(index[v] for v in s.inames)],
-        id=rw.ids(f"{plan.insn_id}_load_{s.expr.aggregate.name}"),
+        s.array[tuple(index[v] for v in s.inames)],
+        id=rw.ids(f"{plan.insn_id}_load_{s.array.name}"),
         within_inames=frozenset([*outer, *local]),
         depends_on=insn.depends_on,
-        predicates=frozenset(predicates))
+        # loopy types predicates as strings, they are expressions
+        predicates=frozenset(predicates))  # type: ignore[arg-type]
 
 
 def _load_row(rw: _Rewrite, plan: TilingPlan, grid: _Grid, s: _Staged,
@@ -416,12 +418,12 @@ def _load_row(rw: _Rewrite, plan: TilingPlan, grid: _Grid, s: _Staged,
     *inner*) into the private array *name*, in an unrolled loop."""
     j = rw.vng(f"{name}_j")
     rw.inames[j] = Iname(j, frozenset([UnrollTag()]))
-    rw.new_domains.append(_box_domain([j], [plan.lengths[plan.reduction]]))
+    rw.new_domains.append(_box_domain([j], _ints([plan.lengths[plan.reduction]])))
     index = {**inner, plan.reduction: prim.Variable(j)}
     return lp.Assignment(
         prim.Variable(name)[prim.Variable(j)],
-        s.expr.aggregate[tuple(index[v] for v in s.inames)],
-        id=rw.ids(f"{plan.insn_id}_load_{s.expr.aggregate.name}"),
+        s.array[tuple(index[v] for v in s.inames)],
+        id=rw.ids(f"{plan.insn_id}_load_{s.array.name}"),
         within_inames=frozenset([grid.group, *local, j]),
         depends_on=rw.insns[plan.insn_id].depends_on)
 
@@ -433,7 +435,7 @@ def _tile(kernel: lp.LoopKernel, rw: _Rewrite, plan: TilingPlan) -> list[str]:
     insn = rw.insns[plan.insn_id]
     base = insn.assignee.aggregate.name
     grid = _Grid(rw.vng(f"{base}_group"),
-                 _prod(plan.lengths[v] for v in plan.inner),
+                 _prod(_ints(plan.lengths[v] for v in plan.inner)),
                  plan.elements_per_group, plan.blocks,
                  rw.vng(f"{base}_block") if plan.blocks > 1 else None,
                  plan.elements_per_item)
@@ -457,7 +459,9 @@ def _tile(kernel: lp.LoopKernel, rw: _Rewrite, plan: TilingPlan) -> list[str]:
     out_dom = kernel.get_home_domain_index([*plan.batch, *plan.inner][0])
     space = isl.Space.create_from_names(
         isl.DEFAULT_CONTEXT, set=grid.outer_inames,
-        params=kernel.domains[out_dom].get_var_names(isl.dim_type.param))
+        # islpy: a name is None only for unnamed dimensions, not parameters
+        params=kernel.domains[out_dom].get_var_names(  # type: ignore[arg-type]
+            isl.dim_type.param))
     dom = isl.BasicSet.universe(space)
     dom = dom.add_constraint(isl.Constraint.ineq_from_names(
         space, {grid.group: 1}))
@@ -483,15 +487,15 @@ def _tile(kernel: lp.LoopKernel, rw: _Rewrite, plan: TilingPlan) -> list[str]:
     first = prim.flattened_sum((grid.block_start(), elem))
     subst = _batch_index(plan, first)
     inner_subst = dict(zip(plan.inner, _unflatten(
-        inner, [plan.lengths[v] for v in plan.inner]), strict=True))
+        inner, _ints(plan.lengths[v] for v in plan.inner)), strict=True))
     subst.update(inner_subst)
 
-    loads = []
-    once = []
+    loads: list[lp.Assignment] = []
+    once: list[lp.Assignment] = []
     replacements: dict[prim.Subscript, Expression] = {}
     for s in plan.staged:
         if s.row:
-            name = rw.vng(f"{s.expr.aggregate.name}_row")
+            name = rw.vng(f"{s.array.name}_row")
             rw.temporaries[name] = lp.TemporaryVariable(
                 name, dtype=s.dtype, shape=s.shape,
                 address_space=lp.AddressSpace.PRIVATE)
@@ -500,11 +504,12 @@ def _tile(kernel: lp.LoopKernel, rw: _Rewrite, plan: TilingPlan) -> list[str]:
             once.append(_load_row(rw, plan, grid, s, name, local,
                                   inner_subst))
             continue
-        name = rw.vng(f"{s.expr.aggregate.name}_local")
+        name = rw.vng(f"{s.array.name}_local")
         rw.temporaries[name] = lp.TemporaryVariable(
             name, dtype=s.dtype, shape=s.padded_shape,
             address_space=lp.AddressSpace.LOCAL)
-        index = [prim.Variable(v) for v in s.inames if v not in plan.batch]
+        index: list[ArithmeticExpression] = [
+            prim.Variable(v) for v in s.inames if v not in plan.batch]
         if s.blocked:
             index.insert(0, elem)
         replacements[s.expr] = prim.Variable(name)[tuple(index)]
@@ -544,7 +549,8 @@ def _tile(kernel: lp.LoopKernel, rw: _Rewrite, plan: TilingPlan) -> list[str]:
         computed = [lp.Assignment(
             value, expression, id=rw.ids(f"{plan.insn_id}_sum"),
             within_inames=within, depends_on=insn.depends_on | depends,
-            predicates=frozenset(insn.predicates))]
+            # loopy types predicates as strings, they are expressions
+            predicates=frozenset(insn.predicates))]  # type: ignore[arg-type]
         expression = value
         depends = depends | {computed[0].id}
     rw.insns[plan.insn_id] = insn.copy(

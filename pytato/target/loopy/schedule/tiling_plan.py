@@ -18,6 +18,7 @@ writes the plans.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -122,6 +123,12 @@ class _Staged:
     row: bool = False
 
     @property
+    def array(self) -> prim.Variable:
+        """The array accessed (loopy's subscripts are of variables)."""
+        assert isinstance(self.expr.aggregate, prim.Variable)
+        return self.expr.aggregate
+
+    @property
     def padded_shape(self) -> tuple[int, ...]:
         if len(self.shape) >= 2 and self.shape[-1] % 2 == 0:
             return (*self.shape[:-1], self.shape[-1] + 1)
@@ -211,12 +218,22 @@ def _plain_inames(index: Expression | tuple[Expression, ...]
     idx = index if isinstance(index, tuple) else (index,)
     if not all(isinstance(i, prim.Variable) for i in idx):
         return None
-    return [i.name for i in idx]
+    return [i.name for i in idx if isinstance(i, prim.Variable)]
+
+
+def _ints(values: Iterable[ArithmeticExpression]) -> list[int]:
+    """*values*, extents known to be constant (those of a box but the
+    first, see :func:`_box_lengths`)."""
+    given = list(values)
+    result = [v for v in given if isinstance(v, int)]
+    assert len(result) == len(given)
+    return result
 
 
 def _global_dtype(kernel: lp.LoopKernel, name: str) -> LoopyType | None:
     """The dtype of the global array *name*, or None if it is not one."""
-    var = kernel.arg_dict.get(name)
+    var: lp.KernelArgument | lp.TemporaryVariable | None = (
+        kernel.arg_dict.get(name))
     if var is None:
         var = kernel.temporary_variables.get(name)
     if not isinstance(var, (lp.ArrayArg, lp.TemporaryVariable)):
@@ -339,17 +356,19 @@ def plan_tiling(kernel: lp.LoopKernel, insn_id: str, group_size: int,
     if out_lengths is None or 0 in out_lengths:
         return None
     lengths = dict(zip(out, out_lengths, strict=True))
-    lengths[r] = r_len[0]
+    r_extent = r_len[0]
+    lengths[r] = r_extent
 
     # inner axes: the longest constant suffix fitting in a group
     split = len(out)
     while (split > 0 and isinstance(out_lengths[split - 1], int)
-           and _prod(out_lengths[split - 1:]) <= group_size):
+           and _prod(_ints(out_lengths[split - 1:])) <= group_size):
         split -= 1
     batch, inner = out[:split], out[split:]
-    n_batch: ArithmeticExpression = _prod(out_lengths[1:split])
+    n_rest = _prod(_ints(out_lengths[1:split]))
+    n_batch: ArithmeticExpression = n_rest
     if split:
-        n_batch = out_lengths[0] * n_batch if n_batch > 1 else out_lengths[0]
+        n_batch = out_lengths[0] * n_rest if n_rest > 1 else out_lengths[0]
 
     accesses = _Accesses()
     accesses(red.expr)
@@ -360,6 +379,8 @@ def plan_tiling(kernel: lp.LoopKernel, insn_id: str, group_size: int,
         if (names is None or r not in names or not set(names) <= set(lengths)
                 or any(s.expr == expr for s in staged)):
             continue
+        # loopy's subscripts are of variables
+        assert isinstance(expr.aggregate, prim.Variable)
         dtype = _global_dtype(kernel, expr.aggregate.name)
         if not _fits_array(kernel, expr.aggregate.name, names, lengths):
             continue
@@ -372,15 +393,15 @@ def plan_tiling(kernel: lp.LoopKernel, insn_id: str, group_size: int,
             # read by one work-item each, not at a stride of the
             # reduction's extent (or not contiguous per block): no gain
             continue
-        private = lengths[r] * dtype.numpy_dtype.itemsize
+        private = r_extent * dtype.numpy_dtype.itemsize
         if (private_rows and batch and not blocked
                 and set(names) & set(inner) and set(names) <= {*inner, r}
                 and private_bytes + private <= PRIVATE_MEMORY_BUDGET):
             private_bytes += private
             staged.append(_Staged(expr, tuple(names), False, dtype,
-                                  (lengths[r],), row=True))
+                                  (r_extent,), row=True))
             continue
-        shape = tuple(lengths[v] for v in names if v not in batch)
+        shape = tuple(_ints(lengths[v] for v in names if v not in batch))
         staged.append(_Staged(expr, tuple(names), blocked, dtype,
                               ((1,) if blocked else ()) + shape))
 
@@ -389,7 +410,7 @@ def plan_tiling(kernel: lp.LoopKernel, insn_id: str, group_size: int,
 
     def elements(staged: list[_Staged]) -> int | None:
         """Elements of a block, None if one does not fit."""
-        eb = max(1, group_size // _prod(out_lengths[split:])) if batch else 1
+        eb = max(1, group_size // _prod(_ints(out_lengths[split:]))) if batch else 1
         if isinstance(n_batch, int):
             eb = min(eb, n_batch)
         local = [s for s in staged if not s.row]
