@@ -27,10 +27,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import loopy as lp
 import numpy as np
 import pymbolic.primitives as prim
 from loopy.library.reduction import (
+    AllReductionOperation as LoopyAllReductionOperation,
+    AnyReductionOperation as LoopyAnyReductionOperation,
+    MaxReductionOperation as LoopyMaxReductionOperation,
+    MinReductionOperation as LoopyMinReductionOperation,
     ReductionOperation as LoopyReductionOperation,
     parse_reduction_op,
 )
@@ -39,7 +42,7 @@ from loopy.symbolic import (
     TypeCast as LoopyTypeCast,
     get_reduction_inames,
 )
-from pymbolic.typing import Expression
+from pymbolic.typing import ArithmeticExpression, Expression
 
 from pytato.diagnostic import CannotBeLoweredToLoopyError
 from pytato.scalar_expr import (
@@ -58,6 +61,7 @@ from pytato.scalar_expr import (
 from pytato.scalar_functions import get_scalar_function
 from pytato.tags import ReductionWithoutIdentity
 from pytato.target.loopy.lower.empty_reductions import record_length_to_check
+from pytato.target.loopy.lower.expr_types import arithmetic
 from pytato.target.loopy.lower.index_arith import (
     simplify_floor_div,
     simplify_remainder,
@@ -147,10 +151,11 @@ class _NumpyExtremumMixin:
     _cmp: str
     _is_max: bool
 
-    def neutral_element(self, *dtypes: LoopyType,
+    def neutral_element(self, *dtypes: LoopyType | None,
                         callables_table: CallablesTable, target: TargetBase
                         ) -> tuple[Expression, CallablesTable]:
         dtype, = dtypes
+        assert dtype is not None  # loopy passes the inferred type
         nd = dtype.numpy_dtype
         if nd.kind in "iu" and nd.itemsize < 4:
             info = np.iinfo(nd)
@@ -163,10 +168,12 @@ class _NumpyExtremumMixin:
         return super().neutral_element(  # type: ignore[misc]
             *dtypes, callables_table=callables_table, target=target)
 
-    def __call__(self, dtypes: Sequence[LoopyType], operand1: Expression,
-                 operand2: Expression, callables_table: CallablesTable,
+    def __call__(self, dtypes: Sequence[LoopyType | None],
+                 operand1: Expression, operand2: Expression,
+                 callables_table: CallablesTable,
                  target: TargetBase) -> tuple[Expression, CallablesTable]:
         dtype, = dtypes
+        assert dtype is not None  # loopy passes the inferred type
         if dtype.numpy_dtype.kind == "f":
             return prim.If(prim.LogicalOr((
                 prim.Comparison(operand1, self._cmp, operand2),
@@ -177,7 +184,7 @@ class _NumpyExtremumMixin:
 
 
 class NumpyMaxReductionOperation(_NumpyExtremumMixin,
-                                 lp.library.reduction.MaxReductionOperation):
+                                 LoopyMaxReductionOperation):
     """A loopy max reduction with :func:`numpy.max`'s semantics."""
 
     _cmp = ">"
@@ -185,7 +192,7 @@ class NumpyMaxReductionOperation(_NumpyExtremumMixin,
 
 
 class NumpyMinReductionOperation(_NumpyExtremumMixin,
-                                 lp.library.reduction.MinReductionOperation):
+                                 LoopyMinReductionOperation):
     """A loopy min reduction with :func:`numpy.min`'s semantics."""
 
     _cmp = "<"
@@ -212,22 +219,23 @@ class _BranchFreeLogicMixin:
 
     _bitwise: type[prim.BitwiseOr] | type[prim.BitwiseAnd]
 
-    def __call__(self, dtypes: Sequence[LoopyType], operand1: Expression,
-                 operand2: Expression, callables_table: CallablesTable,
+    def __call__(self, dtypes: Sequence[LoopyType | None],
+                 operand1: Expression, operand2: Expression,
+                 callables_table: CallablesTable,
                  target: TargetBase) -> tuple[Expression, CallablesTable]:
         return self._bitwise((_truth_value(operand1),
                               _truth_value(operand2))), callables_table
 
 
 class BranchFreeAnyReductionOperation(
-        _BranchFreeLogicMixin, lp.library.reduction.AnyReductionOperation):
+        _BranchFreeLogicMixin, LoopyAnyReductionOperation):
     """loopy's any reduction, updated by a bitwise or of truth values."""
 
     _bitwise = prim.BitwiseOr
 
 
 class BranchFreeAllReductionOperation(
-        _BranchFreeLogicMixin, lp.library.reduction.AllReductionOperation):
+        _BranchFreeLogicMixin, LoopyAllReductionOperation):
     """loopy's all reduction, updated by a bitwise and of truth values."""
 
     _bitwise = prim.BitwiseAnd
@@ -248,7 +256,9 @@ def _loopy_reduction_op(op: ReductionOperation, dtype: ScalarDType
         return BranchFreeAllReductionOperation()
     for cls, name in _REDUCTION_OPS.items():
         if isinstance(op, cls):
-            return parse_reduction_op(name)
+            result = parse_reduction_op(name)
+            assert result is not None  # a name of loopy's operations
+            return result
     raise CannotBeLoweredToLoopyError(
         f"reduction operation {type(op).__name__} has no loopy equivalent")
 
@@ -338,7 +348,7 @@ class ScalarToLoopyMapper(IdentityMapper):
             self._dtypes = _ScalarDTypeMapper(self.node.bindings)
         return self._dtypes(expr)
 
-    def _operand(self, expr: Expression) -> Expression:
+    def _operand(self, expr: Expression) -> ArithmeticExpression:
         """*expr* lowered as the operand of an operation that does not
         commute with integer wrap-around (division, comparison, casts,
         ...). C computes on integers narrower than ``int`` in ``int``;
@@ -347,12 +357,13 @@ class ScalarToLoopyMapper(IdentityMapper):
         it infers ``char`` arithmetic as ``char``. The cast inside the
         conversion gives its argument the narrow type in loopy's
         inference, whatever the constants of *expr*.)"""
-        result = self.rec(expr)
+        result = arithmetic(self.rec(expr))
         if isinstance(expr, SCALAR_CLASSES):
             return result
         if isinstance(expr, (prim.Variable, prim.Subscript)):
             var = expr.aggregate if isinstance(expr, prim.Subscript) else expr
-            binding = self.bindings.get(getattr(var, "name", None))
+            binding = (self.bindings.get(var.name)
+                       if isinstance(var, prim.Variable) else None)
             if binding is None or not binding.is_inlined:
                 return result
         dtype = self._dtype(expr)
@@ -438,18 +449,19 @@ class ScalarToLoopyMapper(IdentityMapper):
             # numpy's sum of booleans is their logical or (C's would store
             # True + True as 2 in a bool array)
             return prim.LogicalOr(tuple(self._truth(c) for c in expr.children))
-        if dtype in _WIDE_UNSIGNED:
+        if isinstance(dtype, np.dtype) and dtype in _WIDE_UNSIGNED:
             return prim.Sum(self._unsigned_children(expr, dtype))
         return super().map_sum(expr)
 
     def map_product(self, expr: prim.Product) -> Expression:
         dtype = self._dtype(expr)
-        if dtype in _WIDE_UNSIGNED:
+        if isinstance(dtype, np.dtype) and dtype in _WIDE_UNSIGNED:
             return prim.Product(self._unsigned_children(expr, dtype))
         return super().map_product(expr)
 
     def _unsigned_children(self, expr: prim.Sum | prim.Product,
-                           dtype: np.dtype[Any]) -> tuple[Expression, ...]:
+                           dtype: np.dtype[Any]
+                           ) -> tuple[ArithmeticExpression, ...]:
         """The lowered children of a sum or product of the unsigned *dtype*
         (one of :data:`_WIDE_UNSIGNED`), Python integers among them (the
         ``-1`` of a negation or subtraction) as constants of *dtype*,
@@ -461,7 +473,7 @@ class ScalarToLoopyMapper(IdentityMapper):
         modulus = 2**(8 * dtype.itemsize)
         return tuple(
             dtype.type(child % modulus) if type(child) is int
-            else self.rec(child)
+            else arithmetic(self.rec(child))
             for child in expr.children)
 
     def map_logical_not(self, expr: prim.LogicalNot) -> Expression:
@@ -551,9 +563,10 @@ class ScalarToLoopyMapper(IdentityMapper):
             return _call(f"_pt_float_to_{dtype.name}", inner)
         return LoopyTypeCast(dtype, inner)
 
-    def map_constant(self, expr: Expression) -> Expression:
+    def map_constant(self, expr: object) -> Expression:
         if isinstance(expr, (bool, np.bool_)):
             return int(expr)
+        assert prim.is_valid_operand(expr)  # as pymbolic's own
         return expr
 
     def _signed(self, expr: Expression) -> bool:
@@ -616,7 +629,7 @@ class ScalarToLoopyMapper(IdentityMapper):
         exponent = expr.exponent
         if (isinstance(exponent, (complex, np.complexfloating))
                 and exponent.imag == 0 and exponent.real == int(exponent.real)
-                and abs(exponent.real) < 2**31):
+                and -2**31 < exponent.real < 2**31):
             # an integral exponent converted to the complex result dtype:
             # kept as an integer (multiplied out, exact)
             exponent = int(exponent.real)
@@ -687,7 +700,7 @@ class ScalarToLoopyMapper(IdentityMapper):
             # indices or data) are computed into private temporaries
             lower, upper = (self._reduction_bound(iname, which, b)
                             for which, b in (("lbound", lo), ("ubound", hi)))
-            index: Expression = prim.Variable(iname)
+            index: ArithmeticExpression = prim.Variable(iname)
             if is_parametric_bound(state, lower) \
                     and is_parametric_bound(state, upper):
                 state.add_domain([iname], [lower], [upper])
@@ -698,7 +711,7 @@ class ScalarToLoopyMapper(IdentityMapper):
                 # code generation fails to simplify)
                 state.add_domain([iname], [0], [_difference(upper, lower)])
                 if lower != 0:
-                    index = prim.Sum((index, lower))
+                    index = prim.Sum((index, arithmetic(lower)))
             descr = self.node.var_to_reduction_descr.get(name)
             if descr is not None:
                 state.tag_iname(iname, frozenset(
@@ -738,7 +751,8 @@ def _difference(upper: Expression, lower: Expression) -> Expression:
     """``upper - lower`` (loopy expressions)."""
     if lower == 0:
         return upper
-    return prim.Sum((upper, prim.Product((-1, lower))))
+    return prim.Sum((arithmetic(upper),
+                     prim.Product((-1, arithmetic(lower)))))
 
 
 def lower_foreign_call(name: str, args: tuple[Expression, ...]) -> prim.Call:

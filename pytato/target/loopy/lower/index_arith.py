@@ -24,10 +24,11 @@ m*k``.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypeGuard
 
 import numpy as np
 import pymbolic.primitives as prim
-from pymbolic.typing import Expression
+from pymbolic.typing import ArithmeticExpression, Expression
 
 
 __all__ = [
@@ -41,7 +42,7 @@ __all__ = [
 Bounds = tuple[int, int]
 
 
-def is_integer_constant(x: object) -> bool:
+def is_integer_constant(x: object) -> TypeGuard[int | np.integer]:
     """Whether *x* is a Python or numpy integer (not a boolean)."""
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool,
                                                                    np.bool_))
@@ -80,18 +81,19 @@ def integer_bounds(expr: Expression, ranges: Mapping[str, Bounds]) -> Bounds | N
     return None
 
 
-def _split(num: Expression, k: int) -> tuple[list[Expression], list[Expression]]:
+def _split(num: ArithmeticExpression, k: int
+           ) -> tuple[list[ArithmeticExpression], list[ArithmeticExpression]]:
     """The terms of *num* that are multiples of *k* (each divided by *k*)
     and the other terms."""
     terms = num.children if isinstance(num, prim.Sum) else (num,)
-    multiples: list[Expression] = []
-    rest: list[Expression] = []
+    multiples: list[ArithmeticExpression] = []
+    rest: list[ArithmeticExpression] = []
     for t in terms:
         if is_integer_constant(t) and t % k == 0:
             multiples.append(int(t) // k)
         elif isinstance(t, prim.Product):
             c = 1
-            others = []
+            others: list[ArithmeticExpression] = []
             for f in t.children:
                 if is_integer_constant(f):
                     c *= int(f)
@@ -109,15 +111,15 @@ def _split(num: Expression, k: int) -> tuple[list[Expression], list[Expression]]
     return multiples, rest
 
 
-def _sum(terms: list[Expression]) -> Expression:
+def _sum(terms: list[ArithmeticExpression]) -> ArithmeticExpression:
     terms = [t for t in terms if not (is_integer_constant(t) and t == 0)]
     if not terms:
         return 0
     return terms[0] if len(terms) == 1 else prim.Sum(tuple(terms))
 
 
-def _block(num: Expression, k: int, ranges: Mapping[str, Bounds]
-           ) -> tuple[list[Expression], Expression, int] | None:
+def _block(num: ArithmeticExpression, k: int, ranges: Mapping[str, Bounds]
+           ) -> tuple[list[ArithmeticExpression], ArithmeticExpression, int] | None:
     """(multiples of *k* divided by *k*, rest, m) if the rest of *num* lies
     in ``[m*k, m*k + k - 1]``."""
     if k <= 0:
@@ -130,7 +132,8 @@ def _block(num: Expression, k: int, ranges: Mapping[str, Bounds]
     return multiples, rest_expr, b[0] // k
 
 
-def simplify_floor_div(num: Expression, k: Expression, ranges: Mapping[str, Bounds]
+def simplify_floor_div(num: ArithmeticExpression, k: Expression,
+                       ranges: Mapping[str, Bounds]
                        ) -> Expression | None:
     """``num // k`` without the division, or None if that needs more than
     the *ranges* of the variables (see the module documentation)."""
@@ -143,7 +146,8 @@ def simplify_floor_div(num: Expression, k: Expression, ranges: Mapping[str, Boun
     return _sum([*multiples, m])
 
 
-def simplify_remainder(num: Expression, k: Expression, ranges: Mapping[str, Bounds]
+def simplify_remainder(num: ArithmeticExpression, k: Expression,
+                       ranges: Mapping[str, Bounds]
                        ) -> Expression | None:
     """``num % k`` without the remainder, or None (as
     :func:`simplify_floor_div`)."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pymbolic.primitives as prim
-from pymbolic.typing import Expression
+from pymbolic.typing import ArithmeticExpression, Expression
 
 from pytato.target.loopy.lower.index_arith import is_integer_constant
 
@@ -65,7 +65,7 @@ def _call(name: str, *args: Expression) -> prim.Call:
     return prim.Call(prim.Variable(name), args)
 
 
-def _opaque_negation(expr: Expression) -> Expression:
+def _opaque_negation(expr: ArithmeticExpression) -> ArithmeticExpression:
     """*expr*, the operand of an ``int32`` maximum or minimum, with a
     negative constant factor (``-1 * b``, ``-2 * b``) taken out as a call of
     ``_pt_neg_int32`` (not inlined): NVIDIA's OpenCL compiler computed
@@ -103,13 +103,14 @@ _COMPLEX_FUNCTIONS = frozenset({
     "arctan", "sinh", "cosh", "tanh", "sign", "reciprocal"})
 
 
-def _complex_parts(x: Expression) -> tuple[Expression, Expression]:
+def _complex_parts(x: Expression
+                   ) -> tuple[ArithmeticExpression, ArithmeticExpression]:
     if isinstance(x, (complex, np.complexfloating)):
         return x.real, x.imag
     return _call("real", x), _call("imag", x)
 
 
-def _opaque_divisor(den: Expression) -> Expression:
+def _opaque_divisor(den: ArithmeticExpression) -> ArithmeticExpression:
     """Hide a constant integer divisor from loopy's affine simplification of
     array indices. Loopy re-simplifies an index after choosing C's ``/`` and
     ``%`` for the divisions it proved non-negative; the simplified
@@ -150,7 +151,7 @@ def _guard_integer_division(den: Expression, result: Expression,
                            result))
 
 
-def _integer_power(base: Expression, exponent: Expression,
+def _integer_power(base: ArithmeticExpression, exponent: ArithmeticExpression,
                    exp_dtype: ScalarDType) -> Expression:
     """Integer powers with negative exponents known only at run time
     (constant ones are refused at construction, as numpy does):
