@@ -25,7 +25,7 @@ are missing (another loopy version), :func:`loopy.make_kernel` is called.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import islpy as isl
 import loopy as lp
@@ -93,10 +93,17 @@ def make_translation_unit(domains: Sequence[str],
                 for n in _get_inames_from_domains(doms)},
         assumptions=assumption_set, name=name,
         iname_slab_increments=constantdict(), applied_iname_rewrites=(),
-        **({"index_dtype": NumpyType(np.dtype(index_dtype))}
-           if index_dtype is not None else {}))
+        **(_IndexDtype(index_dtype=NumpyType(np.dtype(index_dtype)))
+           if index_dtype is not None else _IndexDtype()))
     kernel = apply_default_order_to_args(kernel, "C")
     return make_program(kernel).with_entrypoints(name)
+
+
+class _IndexDtype(TypedDict, total=False):
+    """The index type of a :class:`loopy.LoopKernel`, if not loopy's
+    default."""
+
+    index_dtype: NumpyType
 
 
 def _with_make_kernel(domains: Sequence[str],
@@ -110,8 +117,11 @@ def _with_make_kernel(domains: Sequence[str],
                       index_dtype: np.dtype[Any] | None = None
                       ) -> lp.TranslationUnit:
     """:func:`make_translation_unit` through :func:`loopy.make_kernel`."""
-    return lp.make_kernel(list(domains), list(instructions), list(kernel_data),
+    return lp.make_kernel(list(domains), list(instructions),
+                          # loopy takes any argument or temporary, typed as
+                          # its subclasses only
+                          list(kernel_data),  # type: ignore[arg-type]
                           name=name, target=target, options=options,
                           lang_version=(2018, 2), assumptions=assumptions,
-                          **({"index_dtype": np.dtype(index_dtype)}
-                             if index_dtype is not None else {}))
+                          index_dtype=(np.dtype(index_dtype)
+                                       if index_dtype is not None else None))

@@ -54,7 +54,7 @@ from typing import Any, ClassVar, TypeAlias
 import loopy as lp
 import numpy as np
 import pymbolic.primitives as prim
-from pymbolic.typing import Expression
+from pymbolic.typing import ArithmeticExpression, Expression
 from pytools.tag import Tag
 
 from pytato.array.base import Array
@@ -317,7 +317,7 @@ class CodeGenState:
     def array_tags(self, tags: frozenset[Tag]) -> frozenset[Tag]:
         return _filter_tags(tags, self.array_tag_t_to_not_propagate)
 
-    def loopy_shape(self, ary: Array) -> tuple[Expression, ...]:
+    def loopy_shape(self, ary: Array) -> tuple[ArithmeticExpression, ...]:
         return tuple(shape_component_to_expr(c) for c in ary.shape)
 
     def store(self, name: str, ary: Array, result: ImplementedResult) -> str:
@@ -550,8 +550,7 @@ def build_translation_unit(
     order = canonical_topological_order([
         computed, *(c for ary in empty_outputs.values() for c in ary.shape
                     if isinstance(c, Array)),
-        *(outputs._pt_inputs.values()  # type: ignore[attr-defined]
-          if empty_outputs else ())])
+        *(outputs._pt_inputs.values() if empty_outputs else ())])
     names = NameGenerator()
     _reserve_names(outputs, order, names)
     size_params = frozenset(n.name for n in order if isinstance(n, SizeParam))
@@ -596,7 +595,8 @@ def build_translation_unit(
                     if size_params else [])
     # (looked up on the module: tests compare it with its loopy.make_kernel
     # path by replacing it there)
-    instructions = [*state.instructions, *state.substitutions.values()]
+    instructions: list[lp.InstructionBase | lp.SubstitutionRule] = [
+        *state.instructions, *state.substitutions.values()]
     index_dtype = kernel_index_dtype(kernel_data, instructions,
                                      state.iname_bounds)
     if index_dtype.itemsize > 4:
