@@ -40,7 +40,7 @@ def check_call_keyword_names(outputs: DictOfNamedArrays) -> None:
 
     :raises pytato.diagnostic.NameClashError: naming the input or output.
     """
-    inputs = outputs._pt_inputs  # type: ignore[attr-defined]
+    inputs = outputs._pt_inputs
     for name in CALL_KEYWORDS:
         if name in inputs:
             raise NameClashError(

@@ -33,6 +33,8 @@ from pytato.codegen import NameGenerator
 
 
 if TYPE_CHECKING:
+    from loopy.translation_unit import CallableId
+
     from pytato.function import FunctionDefinition
 
 
@@ -47,7 +49,7 @@ class CalleeOutput:
     arg_name: str
     result: str | None
     shape: tuple[Expression, ...]
-    dtype: lp.types.LoopyType | np.dtype[Any]
+    dtype: lp.types.LoopyType | np.dtype[Any] | None
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class Callee:
     kernel: lp.LoopKernel
     inputs: tuple[tuple[str, bool], ...]
     outputs: tuple[CalleeOutput, ...]
-    extra_callables: Mapping[str, lp.InKernelCallable] = field(
+    extra_callables: Mapping[CallableId, lp.InKernelCallable] = field(
         default_factory=dict)
 
     @property

@@ -64,7 +64,7 @@ import pymbolic.primitives as prim
 from constantdict import constantdict
 from loopy.symbolic import ResolvedFunction, SubArrayRef
 from pymbolic import substitute
-from pymbolic.typing import Expression
+from pymbolic.typing import ArithmeticExpression, Expression
 from pytools.tag import Tag
 
 from pytato.array.base import Array
@@ -87,6 +87,7 @@ from pytato.target.loopy.lower.callees import (
     _interface,
     is_parallel_kernel,
 )
+from pytato.target.loopy.lower.expr_types import arithmetic
 from pytato.target.loopy.lower.expressions import (
     ExpressionContext,
     lower_foreign_call,
@@ -184,7 +185,7 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
     def stored_result(self, ary: Array) -> StoredResult:
         """The lowered *ary* in memory: stored in a temporary if the caller
         would compute it inline."""
-        result = self.rec(ary)
+        result = self.rec_array(ary)
         if isinstance(result, StoredResult):
             return result
         have = self._materialized.get(ary)
@@ -201,8 +202,8 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
         return stored
 
     def new_global_array(self, ary: Array | None,
-                         shape: tuple[Expression, ...],
-                         dtype: np.dtype[Any] | lp.types.LoopyType,
+                         shape: tuple[ArithmeticExpression, ...],
+                         dtype: np.dtype[Any] | lp.types.LoopyType | None,
                          prefix: str = "_pt_temp") -> str:
         """Declare where a result computed by a call goes: the output
         argument if *ary* is an output, else a new global temporary."""
@@ -237,7 +238,7 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
                           ctx: ExpressionContext) -> Expression:
         """The loopy expression of a 0-d array (or a number)."""
         if isinstance(value, Array):
-            return self.rec(value).to_loopy_expression((), ctx)
+            return self.rec_array(value).to_loopy_expression((), ctx)
         return value
 
     def emit_call(self, callee: Callee,
@@ -282,7 +283,8 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
                 name = self.new_global_array(ary, shape, ary.dtype)
                 if out.arg_name in inout:
                     src = array_of[out.arg_name]
-                    ctx.depends_on.add(s.store(name, src, self.rec(src)))
+                    ctx.depends_on.add(s.store(name, src,
+                                               self.rec_array(src)))
                 out_names[out.result] = name
             else:
                 shape = next(shapes)
@@ -366,7 +368,8 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
 
     def map_named_call_result(self, expr: NamedCallResult) -> ImplementedResult:
         results = self.rec(expr._container)
-        return results[expr.name]  # type: ignore[no-any-return]
+        assert isinstance(results, Mapping)  # a call's, by name
+        return results[expr.name]
 
     # }}}
 
@@ -383,7 +386,8 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
         t_unit = expr.translation_unit
         renames: dict[str, str] = {}
         for clbl_name, clbl in t_unit.callables_table.items():
-            if isinstance(clbl, lp.CallableKernel):
+            if isinstance(clbl, lp.CallableKernel) and isinstance(clbl_name,
+                                                                  str):
                 renames[clbl_name] = bc.callee_names(
                     f"_pt_loopy_{_sanitize(clbl_name)}")
         for old, new in renames.items():
@@ -399,7 +403,7 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
 
     def map_loopy_call(self, expr: LoopyCall) -> dict[str, StoredResult]:
         callee = self.loopy_callee(expr)
-        sizes = {}
+        sizes: dict[str, ArithmeticExpression] = {}
         for name, is_value in callee.inputs:
             b = expr.bindings[name]
             if not is_value:
@@ -419,7 +423,8 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
     def map_loopy_call_result(self, expr: LoopyCallResult
                               ) -> ImplementedResult:
         results = self.rec(expr._container)
-        return results[expr.name]  # type: ignore[no-any-return]
+        assert isinstance(results, Mapping)  # a call's, by name
+        return results[expr.name]
 
     # }}}
 
@@ -487,10 +492,10 @@ def _add_call_barriers(knl: lp.LoopKernel, call_ids: Sequence[str]
 
 
 def _substitute(expr: Expression, values: Mapping[str, Expression]
-                ) -> Expression:
+                ) -> ArithmeticExpression:
     if isinstance(expr, (int, np.integer)):
         return int(expr)
-    return substitute(expr, dict(values))
+    return arithmetic(substitute(expr, dict(values)))
 
 
 # {{{ foreign scalar functions

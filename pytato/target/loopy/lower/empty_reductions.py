@@ -28,6 +28,7 @@ import pymbolic.primitives as prim
 from pymbolic.typing import Expression
 
 from pytato.tags import NonEmptyReductionLengths, ReductionWithoutIdentity
+from pytato.target.loopy.lower.expr_types import arithmetic
 from pytato.target.loopy.lower.reduction_bounds import is_parametric_bound
 
 
@@ -54,7 +55,8 @@ def record_length_to_check(state: CodeGenState, descr: ReductionDescriptor,
     if isinstance(lower, int) and isinstance(upper, int):
         return
     length: Expression = (upper if lower == 0 else
-                          prim.Sum((upper, prim.Product((-1, lower)))))
+                          prim.Sum((arithmetic(upper),
+                                    prim.Product((-1, arithmetic(lower))))))
     entry = (length, tags[0].func)
     if entry not in state.nonempty_lengths:
         state.nonempty_lengths.append(entry)

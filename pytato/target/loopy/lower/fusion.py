@@ -302,6 +302,7 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
     renames: dict[str, dict[str, str]] = {}
     guards: dict[str, frozenset[Any]] = {}
     drop_domains: set[int] = set()
+    k: int | None
     for k, (key, members) in enumerate(nests.items()):
         lead = members[0]
         assert lead.shape == key[1]

@@ -354,7 +354,14 @@ class CodeGenState:
 
 # {{{ mapper
 
-class CodeGenMapper(CachedMapper):
+#: What :class:`CodeGenMapper` maps a node to: an array to its
+#: :class:`ImplementedResult`, a call to its results by name, a dictionary
+#: of outputs (and a CSR matrix, lowered with its products) to None.
+CodeGenResult: TypeAlias = (
+    "ImplementedResult | Mapping[str, ImplementedResult] | None")
+
+
+class CodeGenMapper(CachedMapper[CodeGenResult, None, []]):
     """Maps each node of a preprocessed graph to its
     :class:`ImplementedResult`, adding arguments, temporaries,
     instructions and substitution rules to a :class:`CodeGenState`."""
@@ -365,6 +372,12 @@ class CodeGenMapper(CachedMapper):
         self.state = state
         self.stored = stored
         self.output_names_of = output_names_of
+
+    def rec_array(self, expr: Array) -> ImplementedResult:
+        """The :class:`ImplementedResult` of the array *expr*."""
+        result = self.rec(expr)
+        assert isinstance(result, ImplementedResult)
+        return result
 
     def map_array(self, expr: Array) -> ImplementedResult:
         raise CannotBeLoweredToLoopyError(
@@ -413,7 +426,7 @@ class CodeGenMapper(CachedMapper):
         for c in expr.shape:
             if isinstance(c, Array):
                 self.rec(c)
-        bindings = {name: self.rec(b) for name, b in expr.bindings.items()}
+        bindings = {name: self.rec_array(b) for name, b in expr.bindings.items()}
         inlined = InlinedResult(expr, bindings, s)
         if expr in self.stored:
             out_names = self.output_names_of.get(expr)
@@ -569,14 +582,16 @@ def build_translation_unit(
             stored.discard(ary)
     mapper = (make_mapper or CodeGenMapper)(state, stored, output_names_of)
     for node in order:
-        mapper.rec(node)
+        # pytato's mappers dispatch any graph node (CSR matrices too), their
+        # rec is typed for arrays and results only
+        mapper.rec(node)  # type: ignore[arg-type]
 
     for name, ary in empty_outputs.items():
         state.add_output_arg(name, ary)
 
     # outputs not computed in place: inputs, and second names of an array
     for name, ary in computed._data.items():
-        result = mapper.rec(ary)
+        result = mapper.rec_array(ary)
         if isinstance(result, StoredResult) and result.name == name:
             continue
         state.add_output_arg(name, ary)

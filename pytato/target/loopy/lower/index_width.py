@@ -60,7 +60,7 @@ def _product(extents: Iterable[object]) -> int | None:
     for e in extents:
         if not is_integer_constant(e):
             return None
-        result *= max(int(e), 0)  # type: ignore[call-overload]
+        result *= max(int(e), 0)
     return result
 
 
@@ -80,7 +80,7 @@ def _loop_nest_size(inames: Iterable[str],
         lo, hi = bounds[iname]
         if not (is_integer_constant(lo) and is_integer_constant(hi)):
             return None
-        extents.append(int(hi) - int(lo))  # type: ignore[call-overload]
+        extents.append(int(hi) - int(lo))
     return _product(extents)
 
 
@@ -177,8 +177,8 @@ def widen_subscripts(
     ``_pt_index64``)."""
     wide = frozenset(
         arg.name for arg in kernel_data
-        if isinstance(getattr(arg, "shape", None), tuple)
-        and len(arg.shape) > 1 and not _is_small(_product(arg.shape)))
+        if isinstance(shape := getattr(arg, "shape", None), tuple)
+        and len(shape) > 1 and not _is_small(_product(shape)))
     if not wide:
         return instructions
     mapper = _SubscriptWidener(wide)

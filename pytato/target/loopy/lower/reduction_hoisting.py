@@ -50,11 +50,12 @@ from loopy.symbolic import (
 from pymbolic.mapper.substitutor import make_subst_func
 
 from pytato.target.loopy.loopy_walk import CHILDREN, holds_reduction
+from pytato.target.loopy.lower.expr_types import arithmetic
 from pytato.target.loopy.lower.fusion import _Store
 
 
 if TYPE_CHECKING:
-    from pymbolic.typing import Expression
+    from pymbolic.typing import ArithmeticExpression, Expression
 
     from pytato.target.loopy.lower.graph import CodeGenState
 
@@ -80,7 +81,7 @@ def _branches_on_reduction(expr: object) -> bool:
     return False
 
 
-def _holds_reduction(expr: object) -> bool:
+def _holds_reduction(expr: Expression) -> bool:
     found = holds_reduction(expr)
     if found is None:
         finder = _ReductionFinder()
@@ -103,8 +104,8 @@ class _ReductionFinder(_LoopyIdentityMapper[[]]):
 
 
 def _variables(expr: Expression) -> set[str]:
-    deps = DependencyMapper(include_subscripts=False, include_lookups=False,
-                            include_calls=False)
+    deps: DependencyMapper[[]] = DependencyMapper(
+        include_subscripts=False, include_lookups=False, include_calls=False)
     return {v.name for v in deps(expr) if isinstance(v, prim.Variable)}
 
 
@@ -133,7 +134,11 @@ class _Hoister(_LoopyIdentityMapper[[]]):
             self.enclosing.pop()
         if inner is expr.expr:
             return expr
-        return LoopyReduction(expr.operation, expr.inames, inner,
+        return LoopyReduction(expr.operation,
+                              # loopy types the inames of a reduction as a
+                              # sequence, its constructor as a tuple
+                              expr.inames,  # type: ignore[arg-type]
+                              inner,
                               allow_simultaneous=expr.allow_simultaneous)
 
     def map_if(self, expr: prim.If) -> Expression:
@@ -186,7 +191,9 @@ def _hoist(state: CodeGenState, insn: lp.Assignment, store: _Store | None,
             prim.Variable(name), red,
             id=state.names(f"_pt_insn_{name}", try_bare=True),
             within_inames=insn.within_inames,
-            depends_on=insn.depends_on, predicates=insn.predicates))
+            depends_on=insn.depends_on,
+            # loopy types predicates as strings, they are expressions
+            predicates=insn.predicates))  # type: ignore[arg-type]
         return prim.Variable(name)
     bounds = [state.iname_bounds.get(i) for i in around]
     loop_inames = set(store.inames) | set(state.iname_bounds)
@@ -194,15 +201,17 @@ def _hoist(state: CodeGenState, insn: lp.Assignment, store: _Store | None,
            for b in bounds):
         # (a reduction whose bounds depend on other loops)
         return None
-    lower = [b[0] for b in bounds if b is not None]
-    shape = [*store.shape, *(
-        b[1] if b[0] == 0 else prim.Sum((b[1], prim.Product((-1, b[0]))))
+    lower = [arithmetic(b[0]) for b in bounds if b is not None]
+    shape: list[ArithmeticExpression] = [
+        *(arithmetic(e) for e in store.shape), *(
+        arithmetic(b[1]) if b[0] == 0 else prim.Sum((arithmetic(b[1]),
+                                         prim.Product((-1, arithmetic(b[0])))))
         for b in bounds if b is not None)]
     old_inames = [*store.inames, *around]
     name = state.names("_pt_red_value", try_bare=False)
     inames = [state.names(f"{name}_dim{i}") for i in range(len(old_inames))]
     if inames:
-        state.add_domain(inames, [0] * len(store.inames) + lower,
+        state.add_domain(inames, [*[0] * len(store.inames), *lower],
                          [*store.shape, *(b[1] for b in bounds if b)])
         for old, new in zip(old_inames, inames, strict=True):
             if old in state.iname_tags and old in store.inames:
@@ -228,7 +237,9 @@ def _hoist(state: CodeGenState, insn: lp.Assignment, store: _Store | None,
         prim.Variable(name)[new_idx] if new_idx else prim.Variable(name),
         subst(red), id=insn_id, within_inames=frozenset(inames),
         depends_on=insn.depends_on,
-        predicates=frozenset(subst(p) for p in insn.predicates)))
+        # loopy types predicates as strings, they are expressions
+        predicates=frozenset(
+            subst(p) for p in insn.predicates)))  # type: ignore[misc]
     state.stores.append(_Store(insn_id, name, tuple(inames), tuple(shape),
                                len(state.domains) - 1 if inames else None))
     old_idx = index(old_inames)

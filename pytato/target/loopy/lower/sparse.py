@@ -42,13 +42,13 @@ import numpy as np
 import pymbolic.primitives as prim
 from loopy.library.reduction import parse_reduction_op
 from loopy.symbolic import Reduction as LoopyReduction, TypeCast as LoopyTypeCast
-from pymbolic.typing import Expression
+from pymbolic.typing import ArithmeticExpression, Expression
 
-from pytato.array.base import Array
 from pytato.array.inputs import DataWrapper
 from pytato.array.sparse import CheckIndexBounds, CSRMatmul, CSRMatrix
 from pytato.target.loopy.lower.callees import CallBuildState, Callee, _interface
 from pytato.target.loopy.lower.graph import (
+    CodeGenResult,
     ImplementedResult,
     StoredResult,
     _filter_tags,
@@ -58,6 +58,8 @@ from pytato.tuning import record_defaults
 
 if TYPE_CHECKING:
     from pytools.tag import Tag
+
+    from pytato.transform.mappers import ArrayOrNames
 
 
 __all__ = ["ROWS_PER_GROUP", "SparseLoweringMixin", "make_csr_matmul_kernel"]
@@ -104,8 +106,8 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
                    f"lo <= {reduction_iname} < hi }}")
     out_inames = frozenset({"i", "c"} if matrix_rhs else {"i"})
 
-    lo_raw = var("row_starts")[i]
-    hi_raw = var("row_starts")[i + 1]
+    lo_raw: Expression = var("row_starts")[i]
+    hi_raw: Expression = var("row_starts")[i + 1]
     insns = []
     bounds_deps = frozenset({"lo", "hi"})
     if check:
@@ -124,8 +126,9 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
                                within_inames=frozenset({"i"})))
 
     column = var("col_indices")[j]
-    value: Expression = var("values")[j]
-    x_value: Expression = var("x")[(column, c) if matrix_rhs else column]
+    value: ArithmeticExpression = var("values")[j]
+    x_value: ArithmeticExpression = var("x")[
+        (column, c) if matrix_rhs else column]
     if out_dtype.kind == "b":
         term: Expression = prim.LogicalAnd((value, x_value))
         op = parse_reduction_op("any")
@@ -136,6 +139,7 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
             x_value = LoopyTypeCast(out_dtype, x_value)
         term = prim.Product((value, x_value))
         op = parse_reduction_op("sum")
+    assert op is not None  # names of loopy's operations
     if check:
         term = prim.If(prim.LogicalAnd((
             prim.Comparison(0, "<=", column),
@@ -157,7 +161,7 @@ def make_csr_matmul_kernel(name: str, *, values_dtype: np.dtype[Any],
                            is_input=not out, is_output=out)
 
     vec = ("nvec",) if matrix_rhs else ()
-    data = [
+    data: list[lp.ValueArg | lp.ArrayArg | lp.TemporaryVariable] = [
         lp.ValueArg("nrows", np.int64), lp.ValueArg("ncols", np.int64),
         lp.ValueArg("nnz", np.int64),
         *([lp.ValueArg("nvec", np.int64)] if matrix_rhs else []),
@@ -198,7 +202,8 @@ class SparseLoweringMixin:
 
     build_context: CallBuildState
     emit_call: Callable[..., dict[str, StoredResult]]
-    rec: Callable[[Array], object]
+    if TYPE_CHECKING:
+        def rec(self, expr: ArrayOrNames) -> CodeGenResult: ...
 
     def map_csr_matrix(self, expr: CSRMatrix) -> None:
         # only products use a CSR matrix: they lower its parts
@@ -241,7 +246,9 @@ class SparseLoweringMixin:
 
     def map_csr_matmul(self, expr: CSRMatmul) -> ImplementedResult:
         mat = expr.matrix
-        self.rec(mat)
+        # pytato's mappers dispatch any graph node (CSR matrices too), their
+        # rec is typed for arrays and results only
+        self.rec(mat)  # type: ignore[arg-type]
         callee = self.csr_matmul_callee(expr)
         values = {"nrows": mat.shape[0], "ncols": mat.shape[1], "nnz": mat.nnz}
         if expr.array.ndim == 2:
