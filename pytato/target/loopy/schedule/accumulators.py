@@ -154,7 +154,7 @@ class _Realizer(_LoopyIdentityMapper):
         if _contains_reduction(expr.expr):
             return None
         try:
-            dtype = self.type_reader(expr.expr)
+            dtype: object = self.type_reader(expr.expr)
         except Exception:
             return None
         if isinstance(dtype, (list, tuple)):
@@ -201,12 +201,12 @@ class _Realizer(_LoopyIdentityMapper):
             address_space=lp.AddressSpace.PRIVATE)
         self.new_insns.append(lp.Assignment(
             acc, neutral, id=init_id, within_inames=within,
-            depends_on=frozenset(), predicates=self.insn.predicates))
+            depends_on=frozenset(), predicates=self.insn.predicates))  # type: ignore[arg-type]  # loopy: predicates are expressions
         self.new_insns.append(lp.Assignment(
             acc, update, id=update_id,
             within_inames=within | frozenset(expr.inames),
             depends_on=self.insn.depends_on | {init_id},
-            predicates=self.insn.predicates))
+            predicates=self.insn.predicates))  # type: ignore[arg-type]  # loopy: predicates are expressions
         self.update_ids.append(update_id)
         return acc
 
@@ -246,7 +246,7 @@ class _Realizer(_LoopyIdentityMapper):
         self.new_insns.append(lp.Assignment(
             acc[prim.Variable(lane0)], neutral, id=init_id,
             within_inames=within | {lane0},
-            depends_on=frozenset(), predicates=preds))
+            depends_on=frozenset(), predicates=preds))  # type: ignore[arg-type]  # loopy: predicates are expressions
         bitwise = _bitwise_logic(op)
         if lane in self.lanes.boxes and (bitwise is not None or (
                 getattr(acc_dtype, "numpy_dtype", None) is not None
@@ -279,11 +279,11 @@ class _Realizer(_LoopyIdentityMapper):
                 acc[q], update, id=update_id,
                 within_inames=loop,
                 depends_on=self.insn.depends_on | {init_id},
-                predicates=preds))
+                predicates=preds))  # type: ignore[arg-type]  # loopy: predicates are expressions
             self.new_insns.append(lp.Assignment(
                 acc[0], combine, id=combine_id,
                 within_inames=within | {rest},
-                depends_on=frozenset({update_id}), predicates=preds))
+                depends_on=frozenset({update_id}), predicates=preds))  # type: ignore[arg-type]  # loopy: predicates are expressions
             self.update_ids.append(combine_id)
             return acc[0]
 
@@ -306,35 +306,35 @@ class _Realizer(_LoopyIdentityMapper):
         self.new_insns.append(lp.Assignment(
             nan[prim.Variable(lane0)], 0, id=nan_init_id,
             within_inames=within | {lane0},
-            depends_on=frozenset(), predicates=preds))
+            depends_on=frozenset(), predicates=preds))  # type: ignore[arg-type]  # loopy: predicates are expressions
         self.new_insns.append(lp.Assignment(
             val[q], body, id=val_id, within_inames=loop,
-            depends_on=self.insn.depends_on, predicates=preds))
+            depends_on=self.insn.depends_on, predicates=preds))  # type: ignore[arg-type]  # loopy: predicates are expressions
         self.new_insns.append(lp.Assignment(
             acc[q], prim.If(prim.Comparison(val[q], extremum, acc[q]),
                             val[q], acc[q]),
             id=update_id, within_inames=loop,
-            depends_on=frozenset({init_id, val_id}), predicates=preds))
+            depends_on=frozenset({init_id, val_id}), predicates=preds))  # type: ignore[arg-type]  # loopy: predicates are expressions
         self.new_insns.append(lp.Assignment(
             nan[q], prim.If(prim.Comparison(val[q], "!=", val[q]),
                             val[q], nan[q]),
             id=nan_update_id, within_inames=loop,
-            depends_on=frozenset({nan_init_id, val_id}), predicates=preds))
+            depends_on=frozenset({nan_init_id, val_id}), predicates=preds))  # type: ignore[arg-type]  # loopy: predicates are expressions
         self.new_insns.append(lp.Assignment(
             acc[0], combine, id=combine_id,
             within_inames=within | {rest},
-            depends_on=frozenset({update_id}), predicates=preds))
+            depends_on=frozenset({update_id}), predicates=preds))  # type: ignore[arg-type]  # loopy: predicates are expressions
         self.new_insns.append(lp.Assignment(
             nan[0], prim.If(prim.Comparison(nan[r], "!=", nan[r]),
                             nan[r], nan[0]),
             id=nan_combine_id, within_inames=within | {rest},
-            depends_on=frozenset({nan_update_id}), predicates=preds))
+            depends_on=frozenset({nan_update_id}), predicates=preds))  # type: ignore[arg-type]  # loopy: predicates are expressions
         self.new_insns.append(lp.Assignment(
             acc[0], prim.If(prim.Comparison(nan[0], "!=", nan[0]),
                             nan[0], acc[0]),
             id=result_id, within_inames=within,
             depends_on=frozenset({combine_id, nan_combine_id}),
-            predicates=preds))
+            predicates=preds))  # type: ignore[arg-type]  # loopy: predicates are expressions
         self.update_ids.append(result_id)
         return acc[0]
 
@@ -415,7 +415,7 @@ class _Lanes:
         self.rolled: list[str] = []
         #: the lanes of steps that cover a constant extent exactly
         self.boxes: set[str] = set()
-        self.priorities: list[tuple[str, str]] = []
+        self.priorities: list[tuple[str, ...]] = []
 
     def split(self, iname: str, names: Callable[[str], str],
               outer: tuple[str, ...] = (), blocks: int = 1
@@ -433,7 +433,7 @@ class _Lanes:
         if home in self.dropped \
                 or dom.get_var_names(isl.dim_type.set) != [iname]:
             return None
-        params = dom.get_var_names(isl.dim_type.param)
+        params = dom.get_var_names_not_none(isl.dim_type.param)
         if any(p in kernel.inames for p in params):
             return None
         try:
@@ -451,7 +451,7 @@ class _Lanes:
             names(f"{iname}_step"), names(f"{iname}_lanes"))
         block = names(f"{iname}_block") if blocks > 1 else None
         if dom.get_tuple_name():
-            dom = dom.set_tuple_name(None)
+            dom = dom.set_tuple_name(None)  # type: ignore[arg-type]  # islpy: None clears the name
         space = ", ".join(params)
         dims = [lane, step] if block is None else [lane, block, step]
         flat = f"{k}*{step} + {lane}" if block is None \

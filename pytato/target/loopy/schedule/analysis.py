@@ -24,7 +24,7 @@ import loopy as lp
 import pymbolic.primitives as prim
 from loopy.kernel.data import InameImplementationTag
 from loopy.symbolic import DependencyMapper, Reduction as LoopyReduction
-from pymbolic.typing import Expression
+from pymbolic.typing import ArithmeticExpression, Expression
 
 from pytato.target.loopy.loopy_walk import (
     UncachedLoopyWalkMapper,
@@ -89,7 +89,7 @@ def box_extent(kernel: lp.LoopKernel, iname: str) -> int | None:
     if n is None:
         return None
     box = isl.BasicSet(f"{{ [{iname}] : 0 <= {iname} < {n} }}")
-    dom = dom.set_tuple_name(None) if dom.get_tuple_name() else dom
+    dom = dom.set_tuple_name(None) if dom.get_tuple_name() else dom  # type: ignore[arg-type]  # islpy: None clears the name
     return n if dom.is_equal(box) else None
 
 
@@ -197,6 +197,15 @@ def _own_domain(kernel: lp.LoopKernel, inames: Iterable[str]
     if set(dom.get_var_names(isl.dim_type.set)) != names:
         return None
     return dom
+
+
+def var_shape(kernel: lp.LoopKernel, name: str
+              ) -> tuple[ArithmeticExpression, ...]:
+    """The shape of the array *name* of *kernel* (the lowering gives every
+    array one)."""
+    shape = kernel.get_var_descriptor(name).shape
+    assert isinstance(shape, tuple)
+    return tuple(shape)
 
 
 def _prod(values: Iterable[int | None]) -> int:

@@ -35,7 +35,7 @@ def _loop_groups(kernel: lp.LoopKernel,
     with an implementation tag among the loops or reductions); None if
     some instruction is not an assignment or no instruction of a group
     that is not the user's stores over exactly the group's inames."""
-    groups: dict[frozenset[str] | str, list[lp.Assignment]] = {}
+    groups: dict[frozenset[str] | str, list[lp.InstructionBase]] = {}
     keys: dict[str, frozenset[str] | str] = {}
     for insn in kernel.instructions:
         if not isinstance(insn, lp.Assignment):
@@ -81,7 +81,8 @@ def _bound_users(kernel: lp.LoopKernel) -> dict[str, str]:
     each with the id of an instruction in or reducing over such a loop."""
     bounded: dict[str, frozenset[str]] = {}
     for dom in kernel.domains:
-        temps = frozenset(p for p in dom.get_var_names(isl.dim_type.param)
+        temps = frozenset(p for p in dom.get_var_names_not_none(
+                              isl.dim_type.param)
                           if p in kernel.temporary_variables)
         if temps:
             for iname in dom.get_var_names_not_none(isl.dim_type.set):

@@ -40,7 +40,7 @@ from loopy.types import LoopyType
 from pymbolic.mapper.substitutor import make_subst_func
 from pymbolic.typing import Expression
 
-from pytato.target.loopy.schedule.analysis import box_extent
+from pytato.target.loopy.schedule.analysis import box_extent, var_shape
 from pytato.target.loopy.schedule.reductions import (
     _chosen_iname,
     _reduction_with_outputs,
@@ -170,6 +170,7 @@ def row_block_operations(operation: ReductionOperation, dtype: LoopyType,
         return None
     if t1 is not callables_table or t2 is not callables_table:
         return None
+    assert acc_dtype is not None  # a scalar operation's result type
     return acc_dtype, neutral
 
 
@@ -306,16 +307,16 @@ def split_reduction_row_blocks(kernel: lp.LoopKernel, insn_id: str, *,
     within = insn.within_inames
     acc_init = lp.Assignment(
         acc, block_row(0), id=acc_init_id, within_inames=within,
-        depends_on=frozenset({barrier_id}), predicates=insn.predicates)
+        depends_on=frozenset({barrier_id}), predicates=insn.predicates)  # type: ignore[arg-type]  # loopy: predicates are expressions
     acc_update = lp.Assignment(
         acc, combine, id=acc_update_id, within_inames=within | {p_c},
-        depends_on=frozenset({acc_init_id}), predicates=insn.predicates)
+        depends_on=frozenset({acc_init_id}), predicates=insn.predicates)  # type: ignore[arg-type]  # loopy: predicates are expressions
     stage2 = insn.copy(
         expression=_ReplaceReduction(red, acc)(insn.expression),
         depends_on=frozenset({barrier_id, acc_update_id}))
     acc_temp = lp.TemporaryVariable(acc.name, acc_dtype, shape=(),
                                     address_space=lp.AddressSpace.PRIVATE)
-    out_shape = tuple(kernel.get_var_descriptor(out_name).shape)
+    out_shape = var_shape(kernel, out_name)
     temp = lp.TemporaryVariable(
         partial, dtype=acc_dtype, shape=(num_blocks, *out_shape),
         address_space=lp.AddressSpace.GLOBAL)
@@ -418,7 +419,7 @@ def split_reduction_row_tiles(kernel: lp.LoopKernel, insn_id: str, *,
     q = prim.Variable(lane)
     new_insns: list[lp.InstructionBase] = []
     temps = dict(kernel.temporary_variables)
-    stores = []
+    stores: list[lp.Assignment] = []
     for r in range(rows):
         row = rows * prim.Variable(o) + r
         acc = prim.Variable(vng(f"acc_{red_iname}_r{r}"))

@@ -346,7 +346,9 @@ def _apply_output_plans(kernel: lp.LoopKernel, plans: list[_OutputPlan]
                                 index_vars.get(stride, n if k > 0 else None))
                 if k > 0 and n > 1:
                     twin = index_vars.contiguous(stride, n)
-                    twins[subst[iname].name] = twin
+                    var = subst[iname]
+                    assert isinstance(var, prim.Variable)  # from index_vars
+                    twins[var.name] = twin
             pred = (prim.Comparison(flat, "<", n_plan) if n_plan < total
                     else None)
             _record(kernel, plan, subst, set(plan.inames), {outer, inner},

@@ -11,7 +11,7 @@ domains of a reduction taken in sequential runs (``_sequential_domains``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import islpy as isl
@@ -60,7 +60,7 @@ def _assignee_inames(insn: lp.Assignment) -> tuple[str, list[str]]:
                                                      prim.Variable):
         idx = lhs.index if isinstance(lhs.index, tuple) else (lhs.index,)
         if all(isinstance(i, prim.Variable) for i in idx):
-            names = [i.name for i in idx]
+            names = [i.name for i in idx if isinstance(i, prim.Variable)]
             if len(set(names)) == len(names):
                 return lhs.aggregate.name, names
     raise ValueError(f"instruction '{insn.id}': the assignee must be a "
@@ -167,12 +167,13 @@ def _sequential_domains(kernel: lp.LoopKernel, iname: str, flat: str, *,
     dom = kernel.domains[kernel.get_home_domain_index(iname)]
     if dom.get_var_names(isl.dim_type.set) != [iname]:
         raise ValueError(f"the domain of '{iname}' must have no other inames")
-    params = dom.get_var_names(isl.dim_type.param)
+    params = dom.get_var_names_not_none(isl.dim_type.param)
     if set(params) & kernel.all_inames():
         raise ValueError(f"the domain of '{iname}' depends on other inames")
-    dom = dom.set_tuple_name(None) if dom.get_tuple_name() else dom
+    dom = dom.set_tuple_name(None) if dom.get_tuple_name() else dom  # type: ignore[arg-type]  # islpy: None clears the name
 
-    def preimage(space_params: list[str], dims: list[str]) -> isl.BasicSet:
+    def preimage(space_params: Sequence[str], dims: list[str]
+                 ) -> isl.BasicSet:
         ma = isl.MultiAff(f"[{', '.join(space_params)}] -> "
                           f"{{ [{', '.join(dims)}] -> [{flat}] }}")
         result = dom.align_params(ma.get_space().params()) \

@@ -28,6 +28,10 @@ from typing import TYPE_CHECKING, Any
 
 import loopy as lp
 import pymbolic.primitives as prim
+from loopy.library.reduction import (
+    ProductReductionOperation,
+    SumReductionOperation,
+)
 from loopy.symbolic import (
     Reduction as LoopyReduction,
     UncachedIdentityMapper as LoopyIdentityMapperBase,
@@ -277,7 +281,7 @@ def _reduced_dtype(kernel: lp.LoopKernel, red: LoopyReduction,
     """The type of the expression reduced by *red* (None where it cannot
     be read off the kernel)."""
     try:
-        dtype = TypeReader(kernel, callables_table)(red.expr)
+        dtype: object = TypeReader(kernel, callables_table)(red.expr)
     except Exception:
         return None
     if isinstance(dtype, (list, tuple)):
@@ -329,8 +333,8 @@ def _row_tiles(kernel: lp.LoopKernel, insns: list[lp.Assignment],
     if len(red.inames) != 1 or red.inames[0] not in coll.contiguous \
             or out_inames[0] in coll.contiguous:
         return None
-    if not isinstance(red.operation, (lp.library.reduction.SumReductionOperation,
-                                      lp.library.reduction.ProductReductionOperation)):
+    if not isinstance(red.operation, (SumReductionOperation,
+                                      ProductReductionOperation)):
         return None
     lanes = info.accumulator_lanes
     n_out = lengths[0]

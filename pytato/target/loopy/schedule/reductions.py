@@ -89,7 +89,11 @@ from pymbolic.mapper.substitutor import make_subst_func
 from pymbolic.typing import ArithmeticExpression, Expression
 from pytools.tag import Tag, tag_dataclass
 
-from pytato.target.loopy.schedule.analysis import _constant_length, box_extent
+from pytato.target.loopy.schedule.analysis import (
+    _constant_length,
+    box_extent,
+    var_shape,
+)
 
 # (the names moved to reduction_parts are importable from here as before)
 from pytato.target.loopy.schedule.reduction_parts import (  # noqa: F401
@@ -248,7 +252,7 @@ def _with_stages(kernel: lp.LoopKernel, insn: lp.Assignment,
     ``l.0``)."""
     out_shape: tuple[ArithmeticExpression, ...] = ()
     if out_inames:
-        out_shape = tuple(kernel.get_var_descriptor(out_name).shape)
+        out_shape = var_shape(kernel, out_name)
     stage1 = lp.Assignment(
         prim.Subscript(prim.Variable(partial), (
             prim.Variable(part), *(prim.Variable(i) for i in out_inames))),

@@ -459,8 +459,7 @@ def _tile(kernel: lp.LoopKernel, rw: _Rewrite, plan: TilingPlan) -> list[str]:
     out_dom = kernel.get_home_domain_index([*plan.batch, *plan.inner][0])
     space = isl.Space.create_from_names(
         isl.DEFAULT_CONTEXT, set=grid.outer_inames,
-        # islpy: a name is None only for unnamed dimensions, not parameters
-        params=kernel.domains[out_dom].get_var_names(  # type: ignore[arg-type]
+        params=kernel.domains[out_dom].get_var_names_not_none(
             isl.dim_type.param))
     dom = isl.BasicSet.universe(space)
     dom = dom.add_constraint(isl.Constraint.ineq_from_names(

@@ -263,7 +263,8 @@ class _NestInfo:
         of the nest's shape (0-d with *scalar*) and dtype, in C order
         without offset."""
         knl = self.kernel
-        var = knl.arg_dict.get(name)
+        var: lp.KernelArgument | lp.TemporaryVariable | None = (
+            knl.arg_dict.get(name))
         if var is None:
             var = knl.temporary_variables.get(name)
             if var is None or var.address_space != lp.AddressSpace.GLOBAL \
@@ -276,6 +277,7 @@ class _NestInfo:
             raise _NotVectorizable(f"dtype of {name}")
         if var.shape is None or var.offset != 0:
             raise _NotVectorizable(f"shape or offset of {name}")
+        assert isinstance(var.shape, tuple)  # the lowering's are
         if scalar:
             if tuple(var.shape) != ():
                 raise _NotVectorizable(f"{name} is not 0-dimensional")
@@ -319,15 +321,15 @@ def _size_params(expr: Expression) -> set[str]:
 def _is_box(dom: isl.BasicSet, inames: Sequence[str],
             shape: Sequence[Expression]) -> bool:
     """Whether *dom* is ``0 <= inames[k] < shape[k]`` for all *k*."""
-    names = dom.get_var_names(isl.dim_type.set)
-    params = dom.get_var_names(isl.dim_type.param)
+    names = dom.get_var_names_not_none(isl.dim_type.set)
+    params = dom.get_var_names_not_none(isl.dim_type.param)
     extent = dict(zip(inames, shape, strict=True))
     conds = " and ".join(f"0 <= {n} < {extent[n]}" for n in names)
     try:
         box = isl.BasicSet(f"[{', '.join(params)}] -> "
                            f"{{ [{', '.join(names)}] : {conds} }}")
         if dom.get_tuple_name():
-            dom = dom.set_tuple_name(None)
+            dom = dom.set_tuple_name(None)  # type: ignore[arg-type]  # islpy: None clears the name
         return bool(dom.is_equal(box))
     except isl.Error:
         return False
@@ -364,6 +366,7 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
     if dtype not in (np.float32, np.float64) \
             or kernel.index_dtype.numpy_dtype not in _INDEX_TYPES:
         return None
+    assert isinstance(stored.shape, tuple)  # the lowering's are
     shape = tuple(stored.shape)
     if len(shape) != len(inames):
         return None
@@ -400,8 +403,9 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
     except (_NotVectorizable, RecursionError):
         return None
     params = tuple(sorted(_size_params(size_expr)))
+    size: int | str
     if isinstance(size_expr, (int, np.integer)):
-        size: int | str = int(size_expr)
+        size = int(size_expr)
         if size == 0:
             return None
         group_size = max(1, min(info.group_size, -(-size // lanes)))
