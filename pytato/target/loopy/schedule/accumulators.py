@@ -171,9 +171,11 @@ class _Realizer(_LoopyIdentityMapper):
         if dtype is None:
             return expr
         op = expr.operation
+        assert isinstance(op, ScalarReductionOperation)  # (realizable)
         table = self.t_unit.callables_table
         target = self.kernel.target
         acc_dtype, = op.result_dtypes(dtype)
+        assert acc_dtype is not None  # a scalar operation's result type
         acc = prim.Variable(self.names(f"acc_{expr.inames[0]}"))
         try:
             neutral, t1 = op.neutral_element(acc_dtype, callables_table=table,

@@ -27,7 +27,7 @@ from pytato.target.loopy.schedule.analysis import (
 
 def _loop_groups(kernel: lp.LoopKernel,
                  user_inames: frozenset[str] = frozenset()
-                 ) -> list[tuple[list[lp.Assignment], list[str] | None]] | None:
+                 ) -> list[tuple[list[lp.InstructionBase], list[str] | None]] | None:
     """The instructions of *kernel* grouped by loop nest (their set of
     inames), in instruction order, each with its output inames in order,
     or None in place of them for the user's nests (see "Kernels the user
@@ -56,7 +56,7 @@ def _loop_groups(kernel: lp.LoopKernel,
         groups.setdefault(keys[insn.id], []).append(insn)
     impl_tagged = frozenset(i for i in kernel.inames if _has_impl_tag(kernel, i))
     mapped = user_inames | impl_tagged
-    result: list[tuple[list[lp.Assignment], list[str] | None]] = []
+    result: list[tuple[list[lp.InstructionBase], list[str] | None]] = []
     for insns in groups.values():
         if mapped and any(
                 not mapped.isdisjoint(insn.within_inames)
@@ -219,7 +219,7 @@ def _nest_levels(kernel: lp.LoopKernel, groups: list[list[str]]
     return level
 
 
-def _user_units(groups: list[tuple[list[lp.Assignment], list[str] | None]],
+def _user_units(groups: list[tuple[list[lp.InstructionBase], list[str] | None]],
                 red_inames: Mapping[str, frozenset[str]]) -> list[list[int]]:
     """The user's loop nests of *groups* (those without output inames)
     gathered into units: nests sharing an iname (loop or reduction) are

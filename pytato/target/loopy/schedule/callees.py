@@ -85,7 +85,8 @@ def _size_parameters(t_unit: lp.TranslationUnit, entry: str) -> str | None:
 
 
 def _called_names(kernel: lp.LoopKernel) -> set[str]:
-    return {insn.expression.function.name
+    # loopy types a call instruction's expression as any expression
+    return {insn.expression.function.name  # type: ignore[union-attr]
             for insn in kernel.instructions
             if isinstance(insn, lp.CallInstruction)}
 

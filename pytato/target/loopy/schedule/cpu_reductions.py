@@ -419,7 +419,7 @@ def split_reduction_row_tiles(kernel: lp.LoopKernel, insn_id: str, *,
     q = prim.Variable(lane)
     new_insns: list[lp.InstructionBase] = []
     temps = dict(kernel.temporary_variables)
-    stores: list[lp.Assignment] = []
+    stores: list[str] = []
     for r in range(rows):
         row = rows * prim.Variable(o) + r
         acc = prim.Variable(vng(f"acc_{red_iname}_r{r}"))

@@ -332,7 +332,7 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[lp.Assignment],
         cands = sorted(red.inames, key=lambda i: (
             r_lens[i] is None, r_lens[i] or 0,
             r_lens[i] is not None
-            and r_lens[i] >= 4 * info.reduction_group_size
+            and (r_lens[i] or 0) >= 4 * info.reduction_group_size
             and i == red.inames[-1]))
         if cands:
             cand = cands[-1]

@@ -188,10 +188,10 @@ class _OrderReductionInames(LoopyIdentityMapperBase):
 
     def map_reduction(self, expr: LoopyReduction, *args: Any) -> Expression:
         last = len(self.rank)
+        inames: tuple[str, ...] = tuple(sorted(
+            expr.inames, key=lambda n: (self.rank.get(n, last), n)))
         return LoopyReduction(
-            expr.operation,
-            tuple(sorted(expr.inames,
-                         key=lambda n: (self.rank.get(n, last), n))),
+            expr.operation, inames,
             self.rec(expr.expr, *args), expr.allow_simultaneous)
 
 

@@ -265,6 +265,7 @@ def _with_stages(kernel: lp.LoopKernel, insn: lp.Assignment,
     new_temps = [lp.TemporaryVariable(
         partial, dtype=None, shape=(num_parts, *out_shape),
         address_space=lp.AddressSpace.GLOBAL)]
+    sync: lp.InstructionBase
     if single_launch:
         assert vng is not None
         sync, last, temps, item = _ticket_instruction(

@@ -109,8 +109,9 @@ def serial_nest_reasons(kernel: lp.LoopKernel, not_inlined: str | None,
         return [(ids, not_inlined)]
     for insn in kernel.instructions:
         if isinstance(insn, lp.CallInstruction):
+            # loopy types a call instruction's expression as any expression
             return [(ids, f"instruction {insn.id!r} calls the kernel "
-                     f"{insn.expression.function.name!r} (kernels other "
+                     f"{insn.expression.function.name!r} (kernels other "  # type: ignore[union-attr]
                      "than traced functions, e.g. of call_loopy, are the "
                      "user's: the default schedule maps kernels of "
                      "assignments only)")]

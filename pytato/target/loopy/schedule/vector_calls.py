@@ -106,6 +106,7 @@ from pytato.target.loopy.build.vector_code import (  # noqa: F401
     _NotVectorizable,
     _Value,
 )
+from pytato.target.loopy.lower.expr_types import arithmetic
 from pytato.target.loopy.schedule.analysis import _has_impl_tag, _own_domain
 from pytato.target.loopy.schedule.outputs import SILENCED_WRITE_RACES
 from pytato.tuning import record_defaults
@@ -114,7 +115,7 @@ from pytato.tuning import record_defaults
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from pymbolic.typing import Expression
+    from pymbolic.typing import ArithmeticExpression, Expression
 
     from pytato.target.loopy.device import DeviceInfo
 
@@ -284,13 +285,13 @@ class _NestInfo:
             return
         if tuple(var.shape) != self.shape or var.dim_tags is None:
             raise _NotVectorizable(f"shape of {name}")
-        stride: Expression = 1
+        stride: ArithmeticExpression = 1
         for tag, extent in zip(reversed(var.dim_tags), reversed(self.shape),
                                strict=True):
             if not isinstance(tag, FixedStrideArrayDimTag) \
                     or tag.stride != stride:
                 raise _NotVectorizable(f"layout of {name}")
-            stride = stride * extent
+            stride = stride * arithmetic(extent)
 
 
 def _c_size(kernel: lp.LoopKernel, expr: Expression) -> str:
