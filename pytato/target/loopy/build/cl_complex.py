@@ -611,6 +611,8 @@ class ComplexFunction(lp.ScalarCallable):
                 clbl_inf_ctx)
 
     def generate_preambles(self, target: Any) -> Any:
+        assert self.name_in_target is not None  # named by with_types
+        assert self.arg_id_to_dtype is not None  # typed by with_types
         # the function and those it calls, each once per program (by tag)
         yield from _preambles(self.arg_id_to_dtype[-1].numpy_dtype,
                               self.name_in_target)

@@ -107,6 +107,7 @@ class MathFunction(lp.ScalarCallable):
         if not getattr(target, "out_of_line_math", False):
             return None
         dtypes = self.arg_id_to_dtype
+        assert dtypes is not None  # typed by with_types
         ctype = _C_TYPES.get(dtypes[-1].numpy_dtype)
         if ctype is None or any(
                 dtypes[i].numpy_dtype != dtypes[-1].numpy_dtype

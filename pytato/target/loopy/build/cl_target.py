@@ -100,7 +100,7 @@ class _ComplexFromParts(lp.ScalarCallable):
                 clbl_inf_ctx)
 
 
-class _CExpressionToCodeMapper(CExpressionToCodeMapper):  # type: ignore[misc]
+class _CExpressionToCodeMapper(CExpressionToCodeMapper):
     """Parenthesizes what loopy prints with Python's precedence where C's
     differs:
 
@@ -195,6 +195,7 @@ class _NarrowIntWrap(lp.ScalarCallable):
 
     def emit_call(self, expression_to_code_mapper: Any, expression: Any,
                   target: Any) -> Any:
+        assert self.name_in_target is not None  # named by with_types
         if not self.name_in_target.startswith("_pt_wrap_"):
             return super().emit_call(expression_to_code_mapper, expression,
                                      target)
@@ -207,6 +208,7 @@ class _NarrowIntWrap(lp.ScalarCallable):
             expression_to_code_mapper.rec(_unsigned(arg), "i", _UINT32))
 
     def generate_preambles(self, target: Any) -> Any:
+        assert self.name_in_target is not None  # named by with_types
         if self.name_in_target.startswith("_pt_wrap_"):
             ctype = self.name_in_target[len("_pt_wrap_"):]
             yield (f"44_pytato_wrap_{ctype}", _WRAP_SIGNED[ctype])
@@ -316,6 +318,7 @@ class _FloatToInt(lp.ScalarCallable):
             arg_id_to_dtype=constantdict({0: dt, -1: NumpyType(dst)})), clbl_inf_ctx)
 
     def generate_preambles(self, target: Any) -> Any:
+        assert self.arg_id_to_dtype is not None  # typed by with_types
         src_c = {"float32": "float", "float64": "double"}[
             self.arg_id_to_dtype[0].numpy_dtype.name]
         dst_c = _INT_C_TYPES[self.arg_id_to_dtype[-1].numpy_dtype.name]
@@ -389,6 +392,7 @@ class _GuardedIntegerOp(lp.ScalarCallable):
                 clbl_inf_ctx)
 
     def generate_preambles(self, target: Any) -> Any:
+        assert self.arg_id_to_dtype is not None  # typed by with_types
         dtype = self.arg_id_to_dtype[-1].numpy_dtype
         ctype = _INT_C_TYPES[dtype.name]
         utype = _INT_C_TYPES["u" + dtype.name.lstrip("u")]
@@ -445,6 +449,8 @@ class _FloatDivmod(lp.ScalarCallable):
                 clbl_inf_ctx)
 
     def generate_preambles(self, target: Any) -> Any:
+        assert self.name_in_target is not None  # named by with_types
+        assert self.arg_id_to_dtype is not None  # typed by with_types
         c = {"float32": "float", "float64": "double"}[
             self.arg_id_to_dtype[-1].numpy_dtype.name]
         yield (f"45_pytato_divmod_{c}", _FLOAT_DIVMOD.format(c=c))
@@ -520,7 +526,7 @@ def _sized_integer_type(dtype: LoopyType) -> LoopyType:
 
 
 class _ExpressionToCExpressionMapper(
-        ExpressionToPyOpenCLCExpressionMapper):  # type: ignore[misc]
+        ExpressionToPyOpenCLCExpressionMapper):
     """loopy's mapper, printing ``uint32`` constants as OpenCL ``uint``
     literals (``7u``): loopy suffixes them ``ul``, a 64-bit ``ulong``, and
     OpenCL's overloaded built-ins refuse mixed arguments (``max(acc, b ==
@@ -549,6 +555,7 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
     expressions use complex arithmetic wherever a complex value is
     computed."""
 
+    target: PytatoPyOpenCLTarget
     _unrestricted = False
 
     def get_expression_to_c_expression_mapper(self, codegen_state: Any) -> Any:

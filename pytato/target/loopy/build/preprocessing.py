@@ -257,7 +257,7 @@ def cheap_table_hash(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
     table = t_unit.callables_table
     if type(table) is not constantdict or "_hash" in vars(table):
         return t_unit
-    table._hash = hash((  # type: ignore[attr-defined]
+    table._hash = hash((
         "pytato-callables",
         frozenset((name, _callable_signature(clbl))
                   for name, clbl in table.items())))

@@ -211,7 +211,7 @@ def _constraints(dom: Any) -> list[tuple[bool, dict[str, int], int]]:
     for c in dom.get_constraints():
         coefs = {n: int(v.to_python())
                  for n, v in c.get_coefficients_by_name().items()}
-        const = coefs.pop(1, 0)  # type: ignore[call-overload]
+        const = coefs.pop(1, 0)
         result.append((c.is_equality(), coefs, const))
     return result
 

@@ -224,7 +224,7 @@ def generate_loopy(
         cached = PROGRAM_CACHE.get(cache_key)
         if cached is not None:
             logger.info("program cache hit for '%s'", function_name)
-            return cached  # type: ignore[no-any-return]
+            return cached
     with FewerCollections():
         prog = _lower_and_bind(
             result, target, options, is_dict=is_dict,

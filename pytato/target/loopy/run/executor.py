@@ -155,7 +155,7 @@ class PhasedExecutor(PyOpenCLExecutor):
         if stored is not None:
             _logger.info("program store hit for the compiled '%s'",
                          self.entrypoint)
-        return stored  # type: ignore[no-any-return]
+        return stored
 
     def get_typed_and_scheduled_translation_unit_uncached(
             self, arg_to_dtype: Any) -> lp.TranslationUnit:
@@ -275,9 +275,9 @@ def device_code(t_unit: lp.TranslationUnit | StoredUnit,
     if store_key is not None and program_store.store_enabled():
         stored = program_store.load(store_key, "compiled")
         if stored is not None:
-            return stored[1]  # type: ignore[no-any-return]
+            return stored[1]
     with FewerCollections():
-        return generate_code(  # type: ignore[no-any-return]
+        return generate_code(
             preprocess_and_linearize(loaded(t_unit))).device_code()
 
 

@@ -309,7 +309,7 @@ def get_kernel_plan(executor: PyOpenCLExecutor) -> KernelPlan:
     :class:`~pytato.target.loopy.run.split_executor.SplitExecutor`)."""
     own_plan = getattr(executor, "kernel_plan", None)
     if own_plan is not None:
-        return own_plan()  # type: ignore[no-any-return]
+        return own_plan()
     try:
         plan = _PLANS[executor]
     except KeyError:
@@ -345,7 +345,7 @@ def supports_instrumented_run(executor: PyOpenCLExecutor) -> bool:
 
 _ENV_NAMES = (TRACE_KERNELS_ENV, PROFILE_KERNELS_ENV)
 _OFF_WORDS = OFF_WORDS
-_TRACE_KEY, _PROFILE_KEY = (os.environ.encodekey(n)  # type: ignore[attr-defined]
+_TRACE_KEY, _PROFILE_KEY = (os.environ.encodekey(n)
                             for n in _ENV_NAMES)
 
 

@@ -166,7 +166,7 @@ class LoopyPyOpenCLTarget(LoopyTarget):
 
     def __eq__(self, other: object) -> bool:
         return (type(other) is type(self)
-                and self.device == other.device)  # type: ignore[attr-defined]
+                and self.device == other.device)
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.device))
@@ -723,9 +723,9 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
         if queue.context != self.cl_context:
             raise ValueError("the queue's context is not the one the "
                              "executable is bound to")
-        arrays, values = self._arg_spec.process(  # type: ignore[attr-defined]
+        arrays, values = self._arg_spec.process(
             kwargs, self.bound_arguments)
-        self._arg_spec.check_device(  # type: ignore[attr-defined]
+        self._arg_spec.check_device(
             queue, arrays, values)
         allocator = _allocator_for(queue, allocator)
         # views at offsets are copied; with no_numpy (whose executor takes

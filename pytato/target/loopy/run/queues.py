@@ -98,7 +98,7 @@ def _queue_info(queue: cl.CommandQueue) -> tuple[bool, bool, int]:
     address of its context (``int_ptr``), cached on the queue object (they
     cannot change; reading them costs OpenCL calls)."""
     try:
-        return getattr(queue, _QUEUE_INFO_ATTR)  # type: ignore[no-any-return]
+        return getattr(queue, _QUEUE_INFO_ATTR)
     except AttributeError:
         pass
     _check_queue(queue)
@@ -151,12 +151,12 @@ def default_allocator(queue: cl.CommandQueue) -> MemoryPool | None:
     and ``free_held()`` inspect and release the pooled memory. Ignores
     :func:`set_default_memory_pool`."""
     try:
-        return getattr(queue, _POOL_ATTR)  # type: ignore[no-any-return]
+        return getattr(queue, _POOL_ATTR)
     except AttributeError:
         pass
     with _POOL_CREATION_LOCK:
         try:
-            return getattr(queue, _POOL_ATTR)  # type: ignore[no-any-return]
+            return getattr(queue, _POOL_ATTR)
         except AttributeError:
             pass
         pool = None

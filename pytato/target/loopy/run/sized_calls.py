@@ -347,7 +347,7 @@ def _compiled(source: str, nkernels: int) -> CodeType:
     data = program_store.load(key, "fast-call-code")
     if data is not None:
         try:
-            return marshal.loads(data)  # type: ignore[no-any-return]
+            return marshal.loads(data)
         except (ValueError, EOFError, TypeError):  # pragma: no cover
             pass
     result = compile(source, "<pytato fast call>", "exec")

@@ -157,7 +157,7 @@ def stored_unit(key: str, regenerate: Callable[[], lp.TranslationUnit], *,
     run_facts = program_store.load(key, "run-facts") if run else None
     if (facts and unit_facts is None) or (run and run_facts is None) \
             or not (facts or run):
-        return program_store.load(key, "unit")  # type: ignore[no-any-return]
+        return program_store.load(key, "unit")
     data = program_store.load_data(key, "unit")
     if data is None:
         return None

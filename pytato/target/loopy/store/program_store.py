@@ -419,7 +419,7 @@ def _dumps(value: object) -> bytes:
     pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
     loopy_kernel = sys.modules.get("loopy.kernel")
     if loopy_kernel is not None:  # (else no kernel is there to pickle)
-        pickler.dispatch_table = {  # type: ignore[misc]
+        pickler.dispatch_table = {
             **copyreg.dispatch_table, loopy_kernel.LoopKernel: _reduce_kernel}
     enabled = gc.isenabled()
     gc.disable()
@@ -482,7 +482,7 @@ def load_data(key: str, part: str) -> bytes | None:
     """The *part* of the program stored under *key* as it is stored (to
     unpickle with :func:`loads`), or None if there is none."""
     try:
-        return _store()[key, part]  # type: ignore[no-any-return]
+        return _store()[key, part]
     except KeyError:
         return None
     except Exception as e:  # an unreadable entry: generate anew
