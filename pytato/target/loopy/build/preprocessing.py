@@ -74,7 +74,7 @@ import dataclasses
 import re
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import loopy as lp
 import numpy as np
@@ -88,6 +88,10 @@ from pymbolic.mapper import CachedMapper
 from pytato.diagnostic import NameClashError
 from pytato.target.loopy.loopy_memos import loopy_caching_off
 from pytato.target.loopy.loopy_walk import CHILDREN
+
+
+if TYPE_CHECKING:
+    from loopy.codegen.result import CodeGenerationResult
 
 
 try:
@@ -121,8 +125,8 @@ __all__ = ["ShorterMapperKeys", "cheap_table_hash", "generate_code",
            "preprocess_program"]
 
 
-def _shorter_cache_key(self: Any, expr: Any, *args: Any, **kwargs: Any
-                       ) -> Any:
+def _shorter_cache_key(self: object, expr: object, *args: object,
+                       **kwargs: object) -> tuple[object, ...]:
     # pymbolic's key, without the keyword arguments where there are none
     # (a key of three items is never equal to one of four)
     if kwargs:
@@ -152,7 +156,9 @@ class ShorterMapperKeys:
                 current = CachedMapper.__dict__.get("get_cache_key")
                 if current is not _shorter_cache_key:
                     cls._original = current
-                    CachedMapper.get_cache_key = _shorter_cache_key
+                    # (pymbolic's method, replaced on purpose)
+                    CachedMapper.get_cache_key = (  # type: ignore[method-assign]
+                        _shorter_cache_key)
             cls._depth += 1
         return self
 
@@ -163,7 +169,9 @@ class ShorterMapperKeys:
             if cls._depth == 0 and cls._original is not None:
                 if CachedMapper.__dict__.get("get_cache_key") \
                         is _shorter_cache_key:
-                    CachedMapper.get_cache_key = cls._original
+                    # (pymbolic's method, restored)
+                    CachedMapper.get_cache_key = (  # type: ignore[method-assign]
+                        cls._original)
                 cls._original = None
 
 
@@ -171,7 +179,7 @@ def _single_kernel(t_unit: lp.TranslationUnit) -> str | None:
     """The name of the only kernel of *t_unit*, its entrypoint; None if
     *t_unit* has other kernels or entrypoints."""
     kernels = [name for name, clbl in t_unit.callables_table.items()
-               if isinstance(clbl, lp.CallableKernel)]
+               if isinstance(clbl, lp.CallableKernel) and isinstance(name, str)]
     if len(kernels) != 1 or t_unit.entrypoints != frozenset(kernels):
         return None
     return kernels[0]
@@ -197,6 +205,7 @@ def preprocess_program(t_unit: lp.TranslationUnit) -> lp.TranslationUnit:
         t_unit = apply_single_writer_dependency_heuristic(t_unit)
         t_unit = realize_reduction(t_unit, unknown_types_ok=False)
         clbl = t_unit.callables_table[name]
+        assert isinstance(clbl, lp.CallableKernel)  # (_single_kernel's)
         t_unit = t_unit.copy(callables_table=constantdict({
             **t_unit.callables_table,
             name: clbl.copy(subkernel=_preprocess_single_kernel(
@@ -352,7 +361,8 @@ def preprocess_and_linearize(t_unit: lp.TranslationUnit
     return t_unit
 
 
-def generate_code(t_unit: lp.TranslationUnit, *, cache: bool = True) -> Any:
+def generate_code(t_unit: lp.TranslationUnit, *, cache: bool = True
+                  ) -> CodeGenerationResult[Any]:
     """The :class:`loopy.codegen.TranslationUnitCodeGenerationResult` of a
     linearized *t_unit*, as :func:`loopy.generate_code_v2` gives it, without
     its renaming pass for a unit of one kernel (see the module
@@ -365,7 +375,10 @@ def generate_code(t_unit: lp.TranslationUnit, *, cache: bool = True) -> Any:
         return _generate_code(t_unit, cache)
 
 
-def _generate_code(t_unit: lp.TranslationUnit, cache: bool) -> Any:
+def _generate_code(t_unit: lp.TranslationUnit, cache: bool
+                   ) -> CodeGenerationResult[Any]:
+    # (loopy types the results of units, TranslationUnitCodeGenerationResult
+    # objects, as those of one kernel, CodeGenerationResult: followed here)
     name = _single_kernel(t_unit)
     if name is None or t_unit.state < KernelState.LINEARIZED \
             or not _HAVE_LOOPY_STEPS:
@@ -400,10 +413,12 @@ def _generate_code(t_unit: lp.TranslationUnit, cache: bool) -> Any:
     # declarations of callee kernels, none here)
     first, *rest = cgr.device_programs
     collection = typed.target.get_device_ast_builder().ast_module.Collection
-    result = TranslationUnitCodeGenerationResult(
-        host_programs={name: cgr.host_program},
+    result = TranslationUnitCodeGenerationResult(  # type: ignore[assignment]
+        # loopy types a kernel's host program optional, a unit's not
+        host_programs={name: cgr.host_program},  # type: ignore[dict-item]
         device_programs=[first.copy(ast=collection([first.ast])), *rest],
-        device_preambles=preambles)
+        # loopy types a unit's preambles with int keys, a kernel's with str
+        device_preambles=preambles)  # type: ignore[arg-type]
     check_called_names(t_unit, result.device_code())
     if caching:
         code_gen_cache.store_if_not_present(t_unit, result)
@@ -443,7 +458,7 @@ def check_called_names(t_unit: lp.TranslationUnit, code: str) -> None:
     :raises pytato.diagnostic.NameClashError: naming the array and the
         function.
     """
-    names = set()
+    names: set[str] = set()
     for clbl in t_unit.callables_table.values():
         if isinstance(clbl, lp.CallableKernel):
             knl = clbl.subkernel

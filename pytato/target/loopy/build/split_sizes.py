@@ -355,7 +355,10 @@ def _hoist(knl: lp.LoopKernel, insns: Sequence[Any],
         for eq, ccoefs, const in hoisted_cons:
             make = (isl.Constraint.eq_from_names if eq
                     else isl.Constraint.ineq_from_names)
-            new_dom = new_dom.add_constraint(make(space, {**ccoefs, 1: const}))
+            # islpy types the coefficients as a dict of keys str or 1 (read
+            # only: a dict of str keys is one)
+            new_dom = new_dom.add_constraint(make(
+                space, {**ccoefs, 1: const}))  # type: ignore[dict-item]
         new_domains.append(new_dom)
 
     # the remaining predicates bounding work-group inames
