@@ -180,7 +180,8 @@ def _expression_values(expr: Any) -> Iterator[Any]:
             names = _FIELD_NAMES.get(tp)
             if names is None:
                 names = _FIELD_NAMES[tp] = tuple(
-                    f.name for f in dataclasses.fields(e))
+                    # pymbolic's nodes are dataclasses, not typed as such
+                    f.name for f in dataclasses.fields(e))  # type: ignore[arg-type]
             stack.extend(getattr(e, n) for n in names)
         elif isinstance(e, tuple):
             stack.extend(e)
@@ -378,13 +379,14 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
     for prio in knl.loop_priority:
         for n in prio:
             priorities_of.setdefault(n, []).append(prio)
-    dom_names = [frozenset(dom.get_var_names(isl.dim_type.set)) for dom in knl.domains]
+    dom_names = [frozenset(dom.get_var_names_not_none(isl.dim_type.set))
+                 for dom in knl.domains]
     domains_of: dict[str, list[int]] = {}
     for k, dnames in enumerate(dom_names):
         for n in dnames:
             domains_of.setdefault(n, []).append(k)
 
-    def make_unit(insns: list[Any], build: bool = True,
+    def make_unit(insns: Sequence[Any], build: bool = True,
                   hoist: bool = hoist) -> SubUnit:
         names: set[str] = set()
         for insn in insns:
@@ -433,7 +435,7 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         if not build:
             return SubUnit(None, key, order, insns)
         shapes = hoisted.shapes
-        args = []
+        args: list[_kdata.KernelArgument] = []
         for tv_name in sorted(shared):
             tv = knl.temporary_variables[tv_name]
             args.append(_kdata.ArrayArg(
@@ -499,7 +501,7 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
     # (single-nest phases too: the steps of a deep chain repeat)
     shapes = {id(c): _shape(c) for _, comps in phases for c in comps}
     shape_counts = Counter(shapes.values())
-    phase_parts: list[list[tuple[list[Any], SubUnit]]] = []
+    phase_parts: list[list[tuple[list[Any], SubUnit | None]]] = []
     counts: dict[str, int] = {}
     for _, comps in phases:
         parts = [(c, make_unit(c, build=False)
@@ -508,7 +510,7 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         for _, u in parts:
             if u is not None:
                 counts[u.key] = counts.get(u.key, 0) + 1
-        phase_parts.append(parts)  # type: ignore[arg-type]
+        phase_parts.append(parts)
     order = {i.id: k for k, i in enumerate(knl.instructions)}
     units: list[SubUnit] = []
 
@@ -561,6 +563,7 @@ def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
         repeated = []
         for insns, u in parts:
             if separate(u):
+                assert u is not None  # (separate's)
                 repeated.append(u)
             else:
                 rest.extend(insns)
