@@ -149,7 +149,8 @@ def build_programs(context: cl.Context, sources: Sequence[str],
     if len(devices) == 1 and program_store.store_enabled() \
             and binaries_cheap(devices[0]):
         keys = [binary_key(devices[0], options, s) for s in sources]
-        binaries = [program_store.load(k, "binary") for k in keys]
+        binaries = [program_store.load(k, "binary") for k in keys
+                    if k is not None]
 
     def build(i: int) -> tuple[cl.Program, bool]:
         return _build(context, sources[i], options, binaries[i])
@@ -164,7 +165,11 @@ def build_programs(context: cl.Context, sources: Sequence[str],
     for key, (program, from_source) in zip(keys, results, strict=True):
         if key is not None and from_source:
             try:
-                (binary,) = program.get_info(cl.program_info.BINARIES)
+                # pyopencl types get_info's result object (it depends on
+                # the parameter: a list of bytes here)
+                binary: bytes
+                (binary,) = program.get_info(  # type: ignore[misc]
+                    cl.program_info.BINARIES)
             except (cl.Error, ValueError):  # pragma: no cover
                 continue
             if binary:
