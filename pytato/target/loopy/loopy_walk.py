@@ -77,16 +77,16 @@ def expression_names(exprs: Iterable[object]) -> set[str] | None:
     stack = list(exprs)
     while stack:
         e = stack.pop()
-        t = type(e)
-        if t is prim.Variable:
+        # (exact types: a subclass may bind names, see CHILDREN)
+        if type(e) is prim.Variable:
             names.add(e.name)
-        elif t is prim.Call:
+        elif type(e) is prim.Call:
             stack.extend(e.parameters)
-        elif t is _Reduction:
+        elif type(e) is _Reduction:
             names.update(e.inames)
             stack.append(e.expr)
         else:
-            children = CHILDREN.get(t)
+            children = CHILDREN.get(type(e))
             if children is not None:
                 stack.extend(children(e))
             elif not isinstance(e, _NUMBERS):

@@ -183,6 +183,7 @@ class KernelPlan:
         self._array_info: dict[str, tuple[Any, np.dtype[Any]]] = {}
         for arg in knl.args:
             if isinstance(arg, lp.ValueArg):
+                assert arg.dtype is not None  # (a typed kernel)
                 if arg.dtype.is_composite():
                     raise UnsupportedByTargetError(
                         f"value argument {arg.name!r} has a composite type")
@@ -192,6 +193,7 @@ class KernelPlan:
                 raise UnsupportedByTargetError(
                     f"argument {arg.name!r} ({type(arg).__name__}) is not "
                     "supported by launchers")
+            assert arg.dtype is not None  # (a typed kernel)
             strides = None
             if arg.is_output:
                 # (loopy's, imported where a kernel is at hand)
@@ -208,6 +210,7 @@ class KernelPlan:
                 raise UnsupportedByTargetError(
                     f"global temporary {name!r} shares storage "
                     f"({tv.base_storage!r}); not supported by launchers")
+            assert tv.dtype is not None  # (a typed kernel)
             self._temporaries[name] = (tv.shape, np.dtype(tv.dtype.numpy_dtype))
         self.zeroed = zeroed_temporaries(knl, self._temporaries)
         self.return_dict = bool(knl.options.return_dict)
@@ -466,7 +469,7 @@ class ProgramLauncher(OpenClKernelListLauncher):
         # profiling enabled, they keep the events as the launchers do)
         self._fast_ok = not (is_out_of_order(queue) or self.per_call)
         self._profiling = has_profiling(queue)
-        self._fast: tuple[tuple[cl.Kernel, tuple[int, ...],
+        self._fast: tuple[tuple[cl.Kernel, tuple[int, ...] | None,
                                 tuple[int, ...] | None], ...] | None = ()
         self._fast_launchers: tuple[Any, ...] = ()
 
@@ -539,22 +542,29 @@ class ProgramLauncher(OpenClKernelListLauncher):
                                             or queue is self._default_queue)
                     and not env_switches_set()):
                 queue = self._default_queue
+                assert queue is not None  # (a fast path has one)
                 wait_list = ([e for e in wait_for if e is not None] or None
                              if wait_for else None)
                 evt = None
                 if self._profiling:
                     for (kernel, gsize, lsize), launcher in zip(
                             fast, self._fast_launchers, strict=True):
-                        evt = _enqueue(queue, kernel, gsize, lsize, None,
-                                       wait_list, False, True)
+                        assert gsize is not None  # (pyopencl needs one)
+                        # (pyopencl's stub has the last two keyword-only,
+                        # its binding takes them positionally)
+                        evt = _enqueue(  # type: ignore[call-arg]
+                            queue, kernel, gsize, lsize, None,
+                            wait_list, False, True)
                         wait_list = None
                         launcher._pending_events.append(evt)
                         if launcher._profiler is not None:
                             launcher._profiler.record(launcher._name, evt)
                     return evt
                 for kernel, gsize, lsize in fast:
-                    evt = _enqueue(queue, kernel, gsize, lsize, None, wait_list,
-                                   False, True)
+                    assert gsize is not None  # (pyopencl needs one)
+                    evt = _enqueue(  # type: ignore[call-arg]
+                        queue, kernel, gsize, lsize, None, wait_list,
+                        False, True)
                     wait_list = None
                 return evt
             return super().__call__(queue, wait_for)
