@@ -208,7 +208,8 @@ def kernel_facts(t_unit: lp.TranslationUnit, entrypoint: str
     from pytato.target.loopy.build.preprocessing import _single_kernel
 
     knl = t_unit[entrypoint]
-    options = OptionFacts(**{
+    # (build_options a tuple, the others booleans: per name)
+    options = OptionFacts(**{  # type: ignore[arg-type]
         name: (tuple(getattr(knl.options, name, default) or ())
                if name == "build_options"
                else bool(getattr(knl.options, name, default)))
@@ -223,7 +224,8 @@ def kernel_facts(t_unit: lp.TranslationUnit, entrypoint: str
             arg.name, kind, _dtype(arg.dtype),
             _shape(getattr(arg, "shape", None)) if kind != "value" else None,
             is_output,
-            tuple(get_strides(arg)) if kind == "array" and is_output
+            tuple(get_strides(arg))
+            if isinstance(arg, lp.ArrayArg) and is_output
             else None))
     zeroed = zeroed_temporaries(knl, knl.temporary_variables)
     return KernelFacts(

@@ -16,7 +16,7 @@ import marshal
 import os
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pyopencl as cl
@@ -241,7 +241,7 @@ class _SizedCall:
                 return f"o{j - ninputs}"
             return f"temporaries[{j - first_temporary}]"
 
-        def launches(indent: str, slots: int) -> list[str]:
+        def launches(indent: str, slots: Literal[1, 2]) -> list[str]:
             code = []
             for n, kernel in enumerate(self.kernels):
                 names[f"K{n}"], names[f"G{n}"], names[f"L{n}"] = (

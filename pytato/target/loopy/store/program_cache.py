@@ -6,13 +6,19 @@ nothing of :mod:`pytato.target.loopy` itself.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pytato.codegen import ProgramCache
+
+
+if TYPE_CHECKING:
+    from pytato.target import BoundProgram
 
 
 __all__ = ["PROGRAM_CACHE"]
 
 
-PROGRAM_CACHE = ProgramCache(64)
+PROGRAM_CACHE: ProgramCache[BoundProgram] = ProgramCache(64)
 """The in-memory cache of :func:`~pytato.target.loopy.generate_loopy`: a
 :class:`pytato.codegen.ProgramCache` from (structurally equal) graphs, with
 the target, options, function name and flags, to the generated program.
