@@ -211,13 +211,13 @@ def _unjoined_domains(result: lp.TranslationUnit, lowered: lp.TranslationUnit,
                 if id(d) in merged_parts}
     params: set[str] = set()
     for dom in knl.domains:
-        params.update(dom.get_var_names(isl.dim_type.param))
+        params.update(dom.get_var_names_not_none(isl.dim_type.param))
     new_domains: list[isl.BasicSet] = []
     changed = False
     for dom in knl.domains:
-        names = dom.get_var_names(isl.dim_type.set)
-        ref = by_names.get(frozenset(names))
-        if ref is not None and not params & set(names) and (
+        dom_names = dom.get_var_names(isl.dim_type.set)
+        ref = by_names.get(frozenset(dom_names))
+        if ref is not None and not params & set(dom_names) and (
                 dom is ref or dom.plain_is_equal(ref)):
             new_domains.extend(merged_parts[id(ref)])
             changed = True

@@ -18,7 +18,7 @@ import sys
 import warnings
 import weakref
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pyopencl as cl
@@ -43,6 +43,8 @@ from pytato.timing import PhaseTimer
 
 if TYPE_CHECKING:
     from loopy.target.pyopencl_execution import PyOpenCLExecutor
+
+    from pytato.target.loopy.run.fast_call import _FastCall
 
 
 _logger = logging.getLogger("pytato.target.loopy")
@@ -69,7 +71,7 @@ def _run(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
     if (wants_instrumented_run(queue)
             and supports_instrumented_run(executor)):
         return run_instrumented(executor, queue, **kwargs)
-    fast = _FAST_CALLS.get(executor, False)
+    fast: _FastCall | Literal[False] | None = _FAST_CALLS.get(executor, False)
     if fast is False and executor in _WARMED_EXECUTORS:
         fast = _fast_call(executor)
     if fast is not False:

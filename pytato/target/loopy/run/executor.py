@@ -53,6 +53,7 @@ names are also importable from here).
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import loopy as lp
@@ -214,7 +215,9 @@ class PhasedExecutor(PyOpenCLExecutor):
         options = t_unit[self.entrypoint].options
         if options.write_code or options.edit_code:
             # loopy's debugging aids: loopy's own path
-            return PyOpenCLExecutor.translation_unit_info.__wrapped__(
+            # (pytools' memoize_method keeps the method as __wrapped__,
+            # which its types do not say)
+            return PyOpenCLExecutor.translation_unit_info.__wrapped__(  # type: ignore[attr-defined]
                 self, arg_to_dtype)
         with FewerCollections():
             code, invoker = self._code_and_invoker(t_unit, arg_to_dtype)
@@ -246,21 +249,24 @@ def _call_without_instructions(knl: lp.LoopKernel, queue: cl.CommandQueue,
     outputs = {}
     for arg in knl.args:
         if isinstance(arg, lp.ArrayArg) and arg.is_output:
+            assert isinstance(arg.shape, tuple)  # (a typed kernel's)
+            assert arg.dtype is not None
             shape = tuple(int(evaluate(c, values)) for c in arg.shape)
             outputs[arg.name] = cla.empty(
                 queue, shape, np.dtype(arg.dtype.numpy_dtype),
                 allocator=allocator)
     evt = cl.enqueue_marker(queue, wait_for=wait_for)
+    result: Mapping[str, cla.Array | np.ndarray] = outputs
     if not knl.options.no_numpy:
         if out_host is None:
             arrays = [v for v in kwargs.values() if hasattr(v, "shape")]
             out_host = bool(arrays) and all(isinstance(v, np.ndarray)
                                             for v in arrays)
         if out_host:
-            outputs = {k: v.get(queue=queue) for k, v in outputs.items()}
+            result = {k: v.get(queue=queue) for k, v in outputs.items()}
     if knl.options.return_dict:
-        return evt, outputs
-    return evt, tuple(outputs.values())
+        return evt, result
+    return evt, tuple(result.values())
 
 
 def device_code(t_unit: lp.TranslationUnit | StoredUnit,

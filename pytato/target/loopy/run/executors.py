@@ -71,6 +71,7 @@ def _make_executor(t_unit: lp.TranslationUnit | StoredUnit,
                 groups := merged_split_groups(context.devices,
                                               ninstructions)):
             if run is not None:
+                assert isinstance(t_unit, StoredUnit)  # (holding run)
                 facts, full_unit = run.kernel, t_unit.load
             else:
                 facts = kernel_facts(unit, unit.default_entrypoint.name)

@@ -179,11 +179,12 @@ class _FastCall:
                outputs: list[cla.Array], out_host: bool | None) -> Any:
         """``(evt, outputs)`` as loopy's invoker returns them (numpy arrays
         if *out_host*; by name if the program returns a dict)."""
+        result: Sequence[cla.Array | np.ndarray] = outputs
         if out_host and not self.no_numpy:
-            outputs = [ary.get(queue=queue) for ary in outputs]
+            result = [ary.get(queue=queue) for ary in outputs]
         if self.return_dict:
-            return evt, dict(zip(self.plan.outputs, outputs, strict=True))
-        return evt, tuple(outputs)
+            return evt, dict(zip(self.plan.outputs, result, strict=True))
+        return evt, tuple(result)
 
     def __call__(self, queue: cl.CommandQueue, kwargs: Mapping[str, Any]
                  ) -> Any:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -146,14 +146,15 @@ def run_instrumented(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
     if evt is None:
         evt = cl.enqueue_marker(queue, wait_for=wait_list)
 
+    returned: Mapping[str, cla.Array | np.ndarray] = outputs
     if not plan.no_numpy:
         if out_host is None and encountered_numpy and not encountered_dev:
             out_host = True
         if out_host:
-            outputs = {k: v.get(queue=queue) for k, v in outputs.items()}
+            returned = {k: v.get(queue=queue) for k, v in outputs.items()}
     if plan.return_dict:
-        return evt, outputs
-    return evt, tuple(outputs.values())
+        return evt, returned
+    return evt, tuple(returned.values())
 
 
 _KERNELS: weakref.WeakKeyDictionary[PyOpenCLExecutor, dict[str, cl.Kernel]] = (

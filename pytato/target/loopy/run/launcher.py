@@ -106,8 +106,10 @@ if TYPE_CHECKING:
     import loopy as lp
     import loopy.schedule as _schedule
     from loopy.target.pyopencl_execution import PyOpenCLExecutor
+    from pyopencl._cl import _Program
 
     from pytato.target.loopy.run.arguments import ArgumentSpec
+    from pytato.target.loopy.run.kernel_facts import OptionFacts
 else:
     lp = lazy_module("loopy")
     _schedule = lazy_module("loopy.schedule")
@@ -215,16 +217,16 @@ class KernelPlan:
         self.zeroed = zeroed_temporaries(knl, self._temporaries)
         self.return_dict = bool(knl.options.return_dict)
         self.no_numpy = bool(knl.options.no_numpy)
-        self.options = knl.options
+        self.options: lp.Options | OptionFacts = knl.options
 
         kernels = executor.translation_unit_info(arg_to_dtype).cl_kernels
         #: the program of each kernel, by name (the device code may be
         #: built as several programs, see
         #: :func:`pytato.target.loopy.build.parallel_builds.build_kernels`)
-        self.cl_programs: dict[str, cl.Program] = {
+        self.cl_programs: dict[str, cl.Program | _Program] = {
             sk.name: getattr(kernels, sk.name).program
             for sk in self.subkernels}
-        self.cl_program: cl.Program | None = (
+        self.cl_program: cl.Program | _Program | None = (
             self.cl_programs[self.subkernels[0].name] if self.subkernels
             else None)
 

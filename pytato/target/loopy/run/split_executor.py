@@ -100,8 +100,8 @@ class SplitKernelPlan(KernelPlan):
                  for c, n in names.items()}))
             for name, passed, gsize, lsize in comp.launches:
                 arg_names = tuple(names[c] for c in passed)
-                constants.update((n, values[n]) for n in arg_names
-                                 if values[n] is not None)
+                constants.update((n, v) for n in arg_names
+                                 if (v := values[n]) is not None)
                 subkernels.append(SubkernelInfo(
                     name, arg_names,
                     tuple(subst(g) for g in gsize),
@@ -126,11 +126,11 @@ class SplitKernelPlan(KernelPlan):
             # (KernelFacts keep the strides of outputs only)
             self._add_array_argument(arg.name, arg.shape, arg.dtype,
                                      arg.strides if arg.is_output else None)
-        passed = {n for sk in self.subkernels for n in sk.arg_names}
+        passed_names = {n for sk in self.subkernels for n in sk.arg_names}
         dtypes = executor.temporary_dtypes()
         self._temporaries = {
             name: (tv.shape, dtypes[name])
-            for name, tv in facts.temporaries.items() if name in passed}
+            for name, tv in facts.temporaries.items() if name in passed_names}
         self.zeroed = frozenset(name for name in self._temporaries
                                 if facts.temporaries[name].zeroed)
         self.return_dict = facts.options.return_dict
