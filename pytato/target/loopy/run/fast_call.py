@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 import pyopencl as cl
@@ -165,7 +165,7 @@ class _FastCall:
 
     @staticmethod
     def transfer(queue: cl.CommandQueue, host_inputs: Any, buffers: list[Any],
-                 wait: list[cl.Event], allocator: Any) -> None:
+                 wait: list[cl.Event | None], allocator: Any) -> None:
         """Copy the numpy arrays of *host_inputs* (``(buffer number,
         array)`` pairs) to the device: their memory goes into *buffers*,
         the events of the copies into *wait*."""
@@ -264,6 +264,12 @@ def _fast_call(executor: PyOpenCLExecutor) -> _FastCall | None:
 
 # {{{ repeated calls
 
+#: An input array of a :class:`_Signature`: its name, shape, dtype,
+#: strides and buffer number.
+_ArrayEntry: TypeAlias = (
+    "tuple[str, tuple[int, ...], np.dtype[np.generic], tuple[int, ...], int]")
+
+
 class _Signature:
     """The arguments of a call that passed the checks of
     :meth:`~pytato.target.loopy.run.arguments.ArgumentSpec.process`, as far as
@@ -356,9 +362,11 @@ def _same_context(ary: cla.Array, context: int) -> bool:
     *context* (through its queue's cached facts where it has a queue)."""
     queue = ary.queue
     if queue is None:
+        assert ary.context is not None  # (an array has one)
         return bool(ary.context.int_ptr == context)
     try:
-        info = queue._pytato_queue_info
+        # (pytato's facts cached on pyopencl's queue, see queues)
+        info = queue._pytato_queue_info  # type: ignore[attr-defined]
     except AttributeError:
         info = _queue_info(queue)
     return bool(info[2] == context)
@@ -377,8 +385,8 @@ def _signature(fast: _FastCall, bound: Mapping[str, Any],
         loopy's (numpy arrays out if all input arrays are numpy arrays).
     """
     number = fast.input_numbers
-    device_arrays = []
-    host_arrays = []
+    device_arrays: list[_ArrayEntry] = []
+    host_arrays: list[_ArrayEntry] = []
     ints = []
     names = []
     for name, v in kwargs.items():
@@ -477,7 +485,8 @@ class _RepeatedCalls:
         if not signatures:
             return None
         try:
-            info = queue._pytato_queue_info
+            # (pytato's facts cached on pyopencl's queue, see queues)
+            info = queue._pytato_queue_info  # type: ignore[attr-defined]
         except AttributeError:
             info = _queue_info(queue)
         if info[2] != self.context:
@@ -515,13 +524,17 @@ class _RepeatedCalls:
         if wait_for is not None:
             wait = [*wait_for, *pending]
         else:
-            wait = pending.copy() if sig.host_arrays else pending
+            # (events only: a list of them is one of events or None, that
+            # is not mutated as such)
+            wait = (pending.copy()  # type: ignore[assignment]
+                    if sig.host_arrays else pending)
         fast: _FastCall = self.fast  # type: ignore[assignment]
         # the allocator, as queues._allocator_for selects it
         if allocator is None:
             if _queues._USE_DEFAULT_POOL:
                 try:
-                    allocator = queue._pytato_default_memory_pool
+                    # (pytato's pool cached on pyopencl's queue)
+                    allocator = queue._pytato_default_memory_pool  # type: ignore[attr-defined]
                 except AttributeError:
                     allocator = default_allocator(queue)
         elif allocator is False:
