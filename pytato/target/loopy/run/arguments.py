@@ -44,6 +44,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pymbolic.primitives as prim
 import pyopencl.array as cla
 from pymbolic import evaluate
 from pymbolic.mapper.dependency import DependencyMapper
@@ -77,9 +78,11 @@ _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 def _deps(expr: Any) -> frozenset[str]:
     if isinstance(expr, (int, np.integer)):
         return frozenset()
-    return frozenset(v.name for v in DependencyMapper(
-        include_subscripts=False, include_lookups=False,
-        include_calls=False)(expr))
+    deps: DependencyMapper[[]] = DependencyMapper(
+        include_subscripts=False, include_lookups=False, include_calls=False)
+    # (variables only, without subscripts, lookups and calls)
+    return frozenset(v.name for v in deps(expr)
+                     if isinstance(v, prim.Variable))
 
 
 def _fmt_shape(shape: tuple[Any, ...]) -> str:

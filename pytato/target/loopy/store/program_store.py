@@ -319,11 +319,13 @@ def _loopy_caching_enabled() -> bool:
 
 def _store() -> WriteOncePersistentDict[tuple[str, str], bytes]:
     if not _STORE:
-        store = WriteOncePersistentDict(
-            f"pytato-program-store-v{STORE_VERSION}",
-            key_builder=KeyBuilder(),
-            container_dir=os.environ.get("PYTATO_PROGRAM_STORE_DIR") or None,
-            safe_sync=False)
+        store: WriteOncePersistentDict[tuple[str, str], bytes] = (
+            WriteOncePersistentDict(
+                f"pytato-program-store-v{STORE_VERSION}",
+                key_builder=KeyBuilder(),
+                container_dir=(os.environ.get("PYTATO_PROGRAM_STORE_DIR")
+                               or None),
+                safe_sync=False))
         _STORE.append(store)
         limit_cache_memory(SQLITE_CACHE_KIB)
     return _STORE[0]
@@ -373,8 +375,8 @@ def release_cache_memory() -> None:
     for pdict in _STORE:
         pdict.clear_in_mem_cache()
     trim_loopy_memos(0)
-    for pdict in _persistent_dicts():
-        conn = getattr(pdict, "conn", None)
+    for cache in _persistent_dicts():
+        conn = getattr(cache, "conn", None)
         if conn is not None:
             conn.execute("PRAGMA shrink_memory")
 
