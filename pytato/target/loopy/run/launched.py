@@ -48,7 +48,10 @@ class _LaunchedAndProfiled:
     queue, the executor and the bound data on the device
     (:meth:`_launched_executor`, :meth:`_launched_bound`)."""
 
-    _arg_spec: ArgumentSpec
+    if TYPE_CHECKING:
+        # (a cached property of programs, a field of executables)
+        @property
+        def _arg_spec(self) -> ArgumentSpec: ...
 
     def _launched_executor(self, queue: cl.CommandQueue) -> PyOpenCLExecutor:
         raise NotImplementedError

@@ -134,7 +134,8 @@ class LoopyPyOpenCLTarget(LoopyTarget):
     """
 
     def __init__(self, device: cl.Device | None = None) -> None:
-        self.device = device
+        # (a schedule's copy holds a DeviceInfo, see _loopy_target_for)
+        self.device: cl.Device | DeviceInfo | None = device
 
     def _loopy_target_parameters(self) -> dict[str, Any]:
         # a pyopencl device, or a schedule's DeviceInfo
@@ -283,7 +284,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         if self.schedule_per_device and self.generated_inames is None:
             raw = _PROGRAM.raw(self)
             object.__setattr__(self, "generated_inames", (
-                raw.facts.generated_inames if type(raw) is StoredUnit
+                raw.known_facts().generated_inames if type(raw) is StoredUnit
                 else frozenset(self.program.default_entrypoint.all_inames())))
 
     @property
@@ -296,7 +297,9 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         """Whether all bound arguments are host (:mod:`numpy`) arrays."""
         return _all_on_host(self.bound_arguments)
 
-    def copy(self, *, program: lp.TranslationUnit | None = None,
+    # (only these fields can be replaced: narrower than BoundProgram's)
+    def copy(self, *,  # type: ignore[override]
+             program: lp.TranslationUnit | None = None,
              bound_arguments: Mapping[str, Any] | None = None,
              target: Target | None = None) -> BoundPyOpenCLProgram:
         """A copy of *self* with the given fields replaced (caches are not
@@ -373,22 +376,24 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         info = self._shown_info(device)
         t_unit, key = self._scheduled(info)
         if type(t_unit) is StoredUnit:
-            t_unit = self._schedules[info] = (t_unit.load(), key)
-            return t_unit[0]
+            loaded = t_unit.load()
+            self._schedules[info] = (loaded, key)
+            return loaded
+        assert not isinstance(t_unit, StoredUnit)  # (a subclass has none)
         return t_unit
 
     @cached_property
     def _arg_spec(self) -> ArgumentSpec:
         raw = _PROGRAM.raw(self)
         if type(raw) is StoredUnit:
-            return raw.facts.arg_spec
+            return raw.known_facts().arg_spec
         return ArgumentSpec.from_kernel(self.program.default_entrypoint)
 
     @cached_property
     def _no_numpy(self) -> bool:
         raw = _PROGRAM.raw(self)
         if type(raw) is StoredUnit:
-            return raw.facts.no_numpy
+            return raw.known_facts().no_numpy
         return bool(self.program.default_entrypoint.options.no_numpy)
 
     def _bound_on(self, queue: cl.CommandQueue) -> Mapping[str, Any]:
@@ -768,6 +773,7 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
         nests that *f* left unmapped (see "Kernels the user mapped" in
         :mod:`pytato.target.loopy.schedule.default`); otherwise *f* transforms the
         scheduled unit, which runs as *f* returns it."""
+        t_unit: lp.TranslationUnit | StoredUnit
         if self.lowered_program is None or self.device_info is None:
             t_unit = f(self.program.t_unit)
             return dataclasses.replace(

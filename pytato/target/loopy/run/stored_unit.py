@@ -124,6 +124,11 @@ class StoredUnit:
         self.facts = facts
         self.run = run
 
+    def known_facts(self) -> UnitFacts:
+        """:attr:`facts`, of a unit stored with them."""
+        assert self.facts is not None
+        return self.facts
+
     def load(self) -> lp.TranslationUnit:
         """The translation unit (unpickled at the first call)."""
         if self._unit is None:
