@@ -73,6 +73,7 @@ if TYPE_CHECKING:
     import loopy as lp
 
     from pytato.target import BoundProgram
+    from pytato.target.loopy.pipeline.store_keys import StoreKeyParameters
 else:
     lp = lazy_module("loopy")
 
@@ -274,7 +275,7 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
     # the program's first call there (see BoundPyOpenCLProgram)
     deferred = (default_schedule and device is None
                 and isinstance(target, LoopyPyOpenCLTarget))
-    key_parameters = {
+    key_parameters: StoreKeyParameters = {
         "is_dict": is_dict, "target": target, "options": options,
         "function_name": function_name,
         "array_tag_t_to_not_propagate": array_tag_t_to_not_propagate,
@@ -367,5 +368,6 @@ def _lower_and_bind(result: Array | DictOfNamedArrays | Mapping[str, Array],
             program=t_unit, bound_arguments=prep.bound_arguments,
             target=target, store_key=store_key, schedule_per_device=deferred)
     else:
+        assert not isinstance(t_unit, StoredUnit)  # (stored with a key only)
         prog = target.bind_program(t_unit, prep.bound_arguments)
     return prog

@@ -6,7 +6,7 @@ parameters of :func:`~pytato.target.loopy.generate_loopy`.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import pyopencl as cl
 
@@ -17,6 +17,7 @@ from pytato.target.loopy.store import program_store
 
 if TYPE_CHECKING:
     import loopy as lp
+    from pytools.tag import Tag
 
     from pytato.array.base import GraphNode
     from pytato.array.results import DictOfNamedArrays
@@ -24,6 +25,20 @@ if TYPE_CHECKING:
 
 
 logger = logging.getLogger("pytato.codegen")
+
+
+class StoreKeyParameters(TypedDict):
+    """The parameters of :func:`~pytato.target.loopy.generate_loopy` that
+    a program's key in the store depends on."""
+
+    is_dict: bool
+    target: LoopyTarget
+    options: lp.Options | None
+    function_name: str
+    array_tag_t_to_not_propagate: frozenset[type[Tag]]
+    axis_tag_t_to_not_propagate: frozenset[type[Tag]]
+    default_schedule: bool
+    device: cl.Device | DeviceInfo | None
 
 
 def _options_key(options: lp.Options | None) -> tuple[tuple[str, str], ...]:

@@ -134,8 +134,7 @@ class LoopyPyOpenCLTarget(LoopyTarget):
     """
 
     def __init__(self, device: cl.Device | None = None) -> None:
-        # (a schedule's copy holds a DeviceInfo, see _loopy_target_for)
-        self.device: cl.Device | DeviceInfo | None = device
+        self.device: cl.Device | DeviceInfo | None = device  # (see _loopy_target_for)
 
     def _loopy_target_parameters(self) -> dict[str, Any]:
         # a pyopencl device, or a schedule's DeviceInfo
@@ -279,6 +278,14 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
     _cache_lock: threading.RLock = field(
         default_factory=threading.RLock, compare=False, repr=False,
         init=False)
+
+    if TYPE_CHECKING:  # (the program: a unit, or a stored one: see _PROGRAM)
+        def __init__(self, program: lp.TranslationUnit | StoredUnit,
+                     bound_arguments: Mapping[str, Any], target: Target,
+                     _processed_bound_args_cache: dict[
+                         cl.Context, Mapping[str, Any]] = ...,
+                     store_key: str | None = None, schedule_per_device: bool = False,
+                     generated_inames: frozenset[str] | None = None) -> None: ...
 
     def __post_init__(self) -> None:
         if self.schedule_per_device and self.generated_inames is None:
