@@ -305,7 +305,7 @@ class _SubUnitJobs:
     is asked for (:meth:`result`). *device*, *prime*: see
     :func:`compile_sub_units`."""
 
-    def __init__(self, t_unit: lp.TranslationUnit,
+    def __init__(self, t_unit: lp.TranslationUnit | None,
                  device: cl.Device | None,
                  workers: Sequence[subprocess.Popen[bytes]] = (),
                  prime: bool = False) -> None:
@@ -328,17 +328,23 @@ class _SubUnitJobs:
         address = None if device is None else _device_address(
             device, device_build_options(
                 [device],
-                self.t_unit.default_entrypoint.options.build_options))
+                self._unit().default_entrypoint.options.build_options))
         self.processes = JobProcesses(
             workers, pickle.dumps((address, prime)), "code generation",
             error_chars=3000)
         for unit in self.todo.values():
             self._submit(unit)
 
+    def _unit(self) -> lp.TranslationUnit:
+        # (None only where all sub-units are in the store: one that is not
+        # raises _KernelNeeded first)
+        assert self.t_unit is not None
+        return self.t_unit
+
     def _submit(self, unit: SubUnit) -> None:
         assert self.processes is not None
         self.processes.submit(unit.key, unit_weight(unit.instructions) + 1,
-                              lambda: _job_input(self.t_unit, unit))
+                              lambda: _job_input(self._unit(), unit))
 
     def add(self, unit: SubUnit) -> None:
         """Have *unit* generated, unless one of its key is."""
@@ -391,7 +397,7 @@ class _SubUnitJobs:
         for key, unit in self.todo.items():
             answer = answers.get(key)
             comp = (pickle.loads(answer) if answer is not None
-                    else _compile_one(_unit_t_unit(self.t_unit, unit),
+                    else _compile_one(_unit_t_unit(self._unit(), unit),
                                       unit.canonical_names))
             self.done[key] = comp
             STATS["generated"] += 1
@@ -459,7 +465,7 @@ def _sub_key(unit: SubUnit) -> str:
 STATS = {"generated": 0, "store_hits": 0}
 
 
-def compile_sub_units(t_unit: lp.TranslationUnit,
+def compile_sub_units(t_unit: lp.TranslationUnit | None,
                       units: Sequence[SubUnit],
                       device: cl.Device | None = None,
                       workers: Sequence[subprocess.Popen[bytes]] = (),

@@ -85,6 +85,8 @@ if TYPE_CHECKING:
 
     from loopy.target.pyopencl_execution import PyOpenCLExecutor
 
+    from pytato.target.loopy.run.split_executor import SplitExecutor
+
 
 # {{{ fast calls
 
@@ -96,7 +98,7 @@ class _FastCall:
     returns *None* for calls it does not handle (the caller then calls
     loopy's executor)."""
 
-    def __init__(self, executor: PyOpenCLExecutor) -> None:
+    def __init__(self, executor: PyOpenCLExecutor | SplitExecutor) -> None:
         plan = get_kernel_plan(executor)
         if not plan.subkernels or plan.cl_program is None:
             raise _NoFastCall
@@ -235,11 +237,12 @@ class _FastCall:
         return self.result(queue, evt, outputs, out_host)
 
 
-_FAST_CALLS: weakref.WeakKeyDictionary[PyOpenCLExecutor, _FastCall | None] = (
+_FAST_CALLS: weakref.WeakKeyDictionary[
+    PyOpenCLExecutor | SplitExecutor, _FastCall | None] = (
     weakref.WeakKeyDictionary())
 
 
-def _fast_call(executor: PyOpenCLExecutor) -> _FastCall | None:
+def _fast_call(executor: PyOpenCLExecutor | SplitExecutor) -> _FastCall | None:
     """The (cached) :class:`_FastCall` of *executor*, or *None* if it
     cannot be run that way."""
     try:

@@ -52,6 +52,8 @@ from pytato.target.loopy.run.statistics import executor_statistics
 if TYPE_CHECKING:
     from loopy.target.pyopencl_execution import PyOpenCLExecutor
 
+    from pytato.target.loopy.run.split_executor import SplitExecutor
+
 
 __all__ = ["run_instrumented", "wants_instrumented_run"]
 
@@ -69,7 +71,8 @@ def wants_instrumented_run(queue: cl.CommandQueue) -> bool:
         for n in _ENV_NAMES))
 
 
-def run_instrumented(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
+def run_instrumented(executor: PyOpenCLExecutor | SplitExecutor,
+                     queue: cl.CommandQueue,
                      allocator: Any = None,
                      wait_for: Sequence[cl.Event | None] | None = None,
                      out_host: bool | None = None, **kwargs: Any) -> Any:
@@ -157,11 +160,12 @@ def run_instrumented(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
     return evt, tuple(returned.values())
 
 
-_KERNELS: weakref.WeakKeyDictionary[PyOpenCLExecutor, dict[str, cl.Kernel]] = (
+_KERNELS: weakref.WeakKeyDictionary[
+    PyOpenCLExecutor | SplitExecutor, dict[str, cl.Kernel]] = (
     weakref.WeakKeyDictionary())
 
 
-def _instrumented_kernels(executor: PyOpenCLExecutor, plan: KernelPlan
+def _instrumented_kernels(executor: PyOpenCLExecutor | SplitExecutor, plan: KernelPlan
                           ) -> dict[str, cl.Kernel]:
     kernels = _KERNELS.get(executor)
     if kernels is None:

@@ -66,7 +66,7 @@ import os
 import warnings
 import weakref
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, cast
 
 import numpy as np
 import pyopencl as cl
@@ -110,6 +110,7 @@ if TYPE_CHECKING:
 
     from pytato.target.loopy.run.arguments import ArgumentSpec
     from pytato.target.loopy.run.kernel_facts import OptionFacts
+    from pytato.target.loopy.run.split_executor import SplitExecutor
 else:
     lp = lazy_module("loopy")
     _schedule = lazy_module("loopy.schedule")
@@ -307,7 +308,7 @@ _PLANS: weakref.WeakKeyDictionary[PyOpenCLExecutor, KernelPlan | None] = (
     weakref.WeakKeyDictionary())
 
 
-def get_kernel_plan(executor: PyOpenCLExecutor) -> KernelPlan:
+def get_kernel_plan(executor: PyOpenCLExecutor | SplitExecutor) -> KernelPlan:
     """The (cached) :class:`KernelPlan` of a :mod:`loopy` pyopencl
     executor (``t_unit.executor(context)``), or the plan of an executor
     that has one of its own (a ``kernel_plan`` method, as
@@ -315,6 +316,8 @@ def get_kernel_plan(executor: PyOpenCLExecutor) -> KernelPlan:
     own_plan = getattr(executor, "kernel_plan", None)
     if own_plan is not None:
         return own_plan()
+    # (a loopy executor: a SplitExecutor has its kernel_plan)
+    executor = cast("PyOpenCLExecutor", executor)
     try:
         plan = _PLANS[executor]
     except KeyError:

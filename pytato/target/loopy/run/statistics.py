@@ -41,6 +41,8 @@ from pytato.launchers import KernelProfiler, LauncherStatistics
 if TYPE_CHECKING:
     from loopy.target.pyopencl_execution import PyOpenCLExecutor
 
+    from pytato.target.loopy.run.split_executor import SplitExecutor
+
 
 __all__ = [
     "EventStatistics",
@@ -65,11 +67,13 @@ class EventStatistics(KernelProfiler):
         super().__init__(name)
 
 
-_PROFILES: weakref.WeakKeyDictionary[PyOpenCLExecutor, EventStatistics] = (
+_PROFILES: weakref.WeakKeyDictionary[
+    PyOpenCLExecutor | SplitExecutor, EventStatistics] = (
     weakref.WeakKeyDictionary())
 
 
-def executor_statistics(executor: PyOpenCLExecutor) -> EventStatistics:
+def executor_statistics(executor: PyOpenCLExecutor | SplitExecutor
+                        ) -> EventStatistics:
     """The :class:`EventStatistics` of the :mod:`loopy` executor
     *executor* (created empty on first use)."""
     stats = _PROFILES.get(executor)
