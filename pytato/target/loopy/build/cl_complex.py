@@ -526,7 +526,7 @@ _TYPES = {
 }
 
 
-def _source(dtype: np.dtype[Any]) -> str:
+def _source(dtype: np.dtype[np.generic]) -> str:
     real, cplx, cnew, sfx, consts = _TYPES[dtype]
     src = (_COMMON.replace("INFINITY", "((REAL)INFINITY)")
            .replace("NAN", "((REAL)NAN)"))
@@ -541,7 +541,7 @@ _FUNCTION_START = re.compile(r"^static inline \w+ (_pt_\w+)\(", re.MULTILINE)
 
 
 @functools.cache
-def _definitions(dtype: np.dtype[Any]) -> dict[str, tuple[int, str,
+def _definitions(dtype: np.dtype[np.generic]) -> dict[str, tuple[int, str,
                                                             frozenset[str]]]:
     """The functions of the source for *dtype*, by C name: their position
     in the source (each after those it calls), their definition and the
@@ -562,7 +562,7 @@ def _definitions(dtype: np.dtype[Any]) -> dict[str, tuple[int, str,
     return result
 
 
-def _preambles(dtype: np.dtype[Any], name: str) -> list[tuple[str, str]]:
+def _preambles(dtype: np.dtype[np.generic], name: str) -> list[tuple[str, str]]:
     """The preambles defining the C function *name* for *dtype* and those
     it calls, tagged in the order of the source."""
     defs = _definitions(dtype)

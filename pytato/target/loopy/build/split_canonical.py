@@ -67,7 +67,7 @@ def _phases(knl: lp.LoopKernel) -> dict[str, int]:
 
 def _declaration_text(knl: lp.LoopKernel, name: str, as_arg: bool,
                       written: bool, dtypes: Mapping[str, Any],
-                      shapes: Mapping[str, tuple[Any, ...]]) -> str:
+                      shapes: Mapping[str, tuple[object, ...]]) -> str:
     """The declaration of *name* in a sub-unit of *knl* (an argument if
     *as_arg*, written there if *written*; arrays of *shapes* with that
     shape)."""
@@ -122,7 +122,7 @@ def _unit_priorities(priorities: Iterable[tuple[str, ...]],
 def _canonical(knl: lp.LoopKernel, insns: Sequence[Any],
                domains: Sequence[Any], names: set[str], as_args: set[str],
                written: set[str], dtypes: Mapping[str, Any],
-               shapes: Mapping[str, tuple[Any, ...]],
+               shapes: Mapping[str, tuple[object, ...]],
                priorities: Iterable[tuple[str, ...]] = ()
                ) -> tuple[str, tuple[str, ...]]:
     """The hash of the canonical form of the sub-unit of *knl* with the

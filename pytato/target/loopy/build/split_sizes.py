@@ -202,7 +202,7 @@ class _Hoisted:
 
     domains: list[Any]
     insns: list[Any]
-    shapes: dict[str, tuple[Any, ...]]
+    shapes: dict[str, tuple[object, ...]]
     params: set[str]
 
 
@@ -375,7 +375,7 @@ def _hoist(knl: lp.LoopKernel, insns: Sequence[Any],
              else i for i in insns]
 
     # the outermost axes of the global arrays
-    shapes: dict[str, tuple[Any, ...]] = {}
+    shapes: dict[str, tuple[object, ...]] = {}
     args = _arg_dict(knl)
     for name in arrays:
         var = args.get(name)

@@ -63,7 +63,7 @@ def loopy_target_parameters(gpu: bool, out_of_line_math: bool
             "out_of_line_math": bool(out_of_line_math)}
 
 
-def loopy_target_key(parameters: dict[str, Any]) -> tuple[Any, ...]:
+def loopy_target_key(parameters: dict[str, Any]) -> tuple[object, ...]:
     """What the keys of the program store name the target made from
     *parameters* by (with the versions of :mod:`loopy` and of pytato's
     sources, also in every key, they determine it)."""

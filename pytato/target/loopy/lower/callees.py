@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import loopy as lp
 import numpy as np
@@ -49,7 +49,7 @@ class CalleeOutput:
     arg_name: str
     result: str | None
     shape: tuple[Expression, ...]
-    dtype: lp.types.LoopyType | np.dtype[Any] | None
+    dtype: lp.types.LoopyType | np.dtype[np.generic] | None
 
 
 @dataclass(frozen=True)

@@ -203,7 +203,7 @@ class CallCodeGenMapper(SparseLoweringMixin, CodeGenMapper):
 
     def new_global_array(self, ary: Array | None,
                          shape: tuple[ArithmeticExpression, ...],
-                         dtype: np.dtype[Any] | lp.types.LoopyType | None,
+                         dtype: np.dtype[np.generic] | lp.types.LoopyType | None,
                          prefix: str = "_pt_temp") -> str:
         """Declare where a result computed by a call goes: the output
         argument if *ary* is an output, else a new global temporary."""

@@ -25,7 +25,7 @@ are missing (another loopy version), :func:`loopy.make_kernel` is called.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import islpy as isl
 import loopy as lp
@@ -59,7 +59,7 @@ def make_translation_unit(domains: Sequence[str],
                           name: str,
                           target: lp.TargetBase, options: lp.Options,
                           assumptions: str,
-                          index_dtype: np.dtype[Any] | None = None
+                          index_dtype: np.dtype[np.generic] | None = None
                           ) -> lp.TranslationUnit:
     """The translation unit of :func:`loopy.make_kernel` called with these
     arguments (and ``lang_version=(2018, 2)``), for lowered graphs:
@@ -114,7 +114,7 @@ def _with_make_kernel(domains: Sequence[str],
                       name: str,
                       target: lp.TargetBase, options: lp.Options,
                       assumptions: str,
-                      index_dtype: np.dtype[Any] | None = None
+                      index_dtype: np.dtype[np.generic] | None = None
                       ) -> lp.TranslationUnit:
     """:func:`make_translation_unit` through :func:`loopy.make_kernel`."""
     return lp.make_kernel(list(domains), list(instructions),

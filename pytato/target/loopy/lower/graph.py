@@ -292,7 +292,7 @@ class CodeGenState:
         default_factory=dict)
     #: the numpy dtype of the value of each lowered reduction (for
     #: :mod:`pytato.target.loopy.lower.reduction_hoisting`)
-    reduction_dtypes: dict[Expression, np.dtype[Any]] = field(
+    reduction_dtypes: dict[Expression, np.dtype[np.generic]] = field(
         default_factory=dict)
 
     def add_domain(self, inames: Sequence[str], lower: Sequence[Expression],

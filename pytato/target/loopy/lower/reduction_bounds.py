@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import loopy as lp
 import numpy as np
@@ -84,7 +84,7 @@ def is_parametric_bound(state: CodeGenState, bound: Expression) -> bool:
     return True
 
 
-def _bound_dtype(dtype: object) -> np.dtype[Any]:
+def _bound_dtype(dtype: object) -> np.dtype[np.generic]:
     if isinstance(dtype, np.dtype):
         if dtype.kind in "iu":
             return dtype

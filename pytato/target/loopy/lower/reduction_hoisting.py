@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import loopy as lp
 import numpy as np
@@ -165,7 +165,7 @@ class _Hoister(_LoopyIdentityMapper[[]]):
 
 
 def _reduction_dtype(state: CodeGenState, red: LoopyReduction
-                     ) -> np.dtype[Any] | None:
+                     ) -> np.dtype[np.generic] | None:
     dtype = state.reduction_dtypes.get(red)
     return None if dtype is None else np.dtype(dtype)
 

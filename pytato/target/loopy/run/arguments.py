@@ -104,8 +104,8 @@ class ArgumentSpec:
     allocated: tuple[tuple[str, str, tuple[Any, ...], int], ...] = ()
 
     def __init__(self, arrays: Mapping[str, tuple[tuple[Any, ...] | None,
-                                                  np.dtype[Any] | None]],
-                 values: Mapping[str, np.dtype[Any] | None],
+                                                  np.dtype[np.generic] | None]],
+                 values: Mapping[str, np.dtype[np.generic] | None],
                  not_inputs: Mapping[str, str],
                  scalars: frozenset[str] = frozenset(),
                  nonempty: tuple[tuple[Any, str], ...] = (),
@@ -138,7 +138,7 @@ class ArgumentSpec:
     @classmethod
     def from_kernel(cls, kernel: Any) -> ArgumentSpec:
         """Read the spec off a :class:`loopy.LoopKernel`."""
-        def dtype_of(arg: Any) -> np.dtype[Any] | None:
+        def dtype_of(arg: Any) -> np.dtype[np.generic] | None:
             dt = arg.dtype
             if dt is None or dt is lp.auto:
                 return None
@@ -192,7 +192,7 @@ class ArgumentSpec:
                     f"'{name}' is {what} of the program, not an input")
 
     def _as_array(self, name: str, value: Any, ndim: int | None,
-                  dtype: np.dtype[Any] | None) -> Any:
+                  dtype: np.dtype[np.generic] | None) -> Any:
         if not (hasattr(value, "shape") and hasattr(value, "dtype")):
             if ndim == 0 and dtype is not None and isinstance(
                     value, (bool, int, float, complex)):

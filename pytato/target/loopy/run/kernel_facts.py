@@ -103,10 +103,10 @@ class ArgFacts:
 
     name: str
     kind: str
-    dtype: np.dtype[Any] | None
-    shape: tuple[Any, ...] | None
+    dtype: np.dtype[np.generic] | None
+    shape: tuple[object, ...] | None
     is_output: bool
-    strides: tuple[Any, ...] | None
+    strides: tuple[object, ...] | None
 
 
 @dataclass(frozen=True)
@@ -124,8 +124,8 @@ class TemporaryFacts:
         :class:`~pytato.target.loopy.schedule.reductions.ZeroedTemporary`.
     """
 
-    shape: tuple[Any, ...] | None
-    dtype: np.dtype[Any] | None
+    shape: tuple[object, ...] | None
+    dtype: np.dtype[np.generic] | None
     zeroed: bool
 
 
@@ -182,18 +182,18 @@ class KernelFacts:
     pyopencl_target: bool
     ninstructions: int
     options: OptionFacts
-    index_dtype: np.dtype[Any]
+    index_dtype: np.dtype[np.generic]
     args: tuple[ArgFacts, ...]
     temporaries: dict[str, TemporaryFacts]
     arg_spec: ArgumentSpec
 
 
-def _dtype(dtype: Any) -> np.dtype[Any] | None:
+def _dtype(dtype: Any) -> np.dtype[np.generic] | None:
     numpy_dtype = getattr(dtype, "numpy_dtype", None)
     return None if numpy_dtype is None else np.dtype(numpy_dtype)
 
 
-def _shape(shape: Any) -> tuple[Any, ...] | None:
+def _shape(shape: Any) -> tuple[object, ...] | None:
     return shape if isinstance(shape, tuple) else None
 
 

@@ -179,11 +179,11 @@ class KernelPlan:
                 "kernel arguments (limit_arg_size_nbytes)")
 
         self.subkernels: tuple[SubkernelInfo, ...] = tuple(subkernels)
-        self.value_args: dict[str, np.dtype[Any]] = {}
+        self.value_args: dict[str, np.dtype[np.generic]] = {}
         self.input_arrays: list[str] = []
         self.outputs: list[str] = []
         self._strides: dict[str, tuple[Any, ...]] = {}
-        self._array_info: dict[str, tuple[Any, np.dtype[Any]]] = {}
+        self._array_info: dict[str, tuple[Any, np.dtype[np.generic]]] = {}
         for arg in knl.args:
             if isinstance(arg, lp.ValueArg):
                 assert arg.dtype is not None  # (a typed kernel)
@@ -205,7 +205,7 @@ class KernelPlan:
             self._add_array_argument(arg.name, arg.shape,
                                      np.dtype(arg.dtype.numpy_dtype), strides)
         passed = {n for sk in self.subkernels for n in sk.arg_names}
-        self._temporaries: dict[str, tuple[Any, np.dtype[Any]]] = {}
+        self._temporaries: dict[str, tuple[Any, np.dtype[np.generic]]] = {}
         for name, tv in knl.temporary_variables.items():
             if name not in passed:
                 continue
@@ -232,7 +232,7 @@ class KernelPlan:
             else None)
 
     def _add_array_argument(self, name: str, shape: Any,
-                            dtype: np.dtype[Any],
+                            dtype: np.dtype[np.generic],
                             strides: tuple[Any, ...] | None) -> None:
         """Record the array argument *name*: its *shape* and *dtype*, and,
         for an output, its *strides* in elements (None: an input)."""

@@ -152,7 +152,7 @@ class LoopyPyOpenCLTarget(LoopyTarget):
         from pytato.target.loopy.build.cl_target import PytatoPyOpenCLTarget
         return PytatoPyOpenCLTarget(**self._loopy_target_parameters())
 
-    def loopy_target_key(self) -> tuple[Any, ...]:
+    def loopy_target_key(self) -> tuple[object, ...]:
         """What the program store's keys name :meth:`get_loopy_target` by
         (see :func:`~pytato.target.loopy.build.target_parameters.loopy_target_key`;
         computed without :mod:`loopy`)."""
@@ -174,7 +174,7 @@ class LoopyPyOpenCLTarget(LoopyTarget):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(device={self.device!r})"
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         # (a pyopencl device does not pickle: its description does, see
         # pytato.target.loopy.run.pickling)
         device = self.device
@@ -628,7 +628,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
     def __str__(self) -> str:
         return self.get_code()
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         """Pickle the program without its device state (see
         :mod:`pytato.target.loopy.run.pickling`): the unpickled program
         schedules and builds again at its first call."""

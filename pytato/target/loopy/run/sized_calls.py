@@ -58,7 +58,7 @@ if type(_ENV_DATA) is not dict:  # pragma: no cover
 _PER_CALL_ATTRS = ("queue", "allocator", "base_data", "events")
 
 
-def _output_template(shape: tuple[int, ...], dtype: np.dtype[Any],
+def _output_template(shape: tuple[int, ...], dtype: np.dtype[np.generic],
                      strides: tuple[int, ...], size: int,
                      context: cl.Context) -> dict[str, Any] | None:
     """The instance attributes (``__dict__``) of an output

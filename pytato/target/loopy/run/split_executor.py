@@ -198,7 +198,7 @@ class SplitExecutor:
         self._compiled: dict[str, CompiledSubUnit] | None = None
         self._kernels: dict[str, cl.Kernel] | None = None
         self._plan: SplitKernelPlan | None = None
-        self._dtypes: dict[str, np.dtype[Any]] | None = None
+        self._dtypes: dict[str, np.dtype[np.generic]] | None = None
 
     @property
     def t_unit(self) -> lp.TranslationUnit:
@@ -242,7 +242,7 @@ class SplitExecutor:
     def _build_device(self) -> cl.Device | None:
         return _build_device(self.context)
 
-    def temporary_dtypes(self) -> dict[str, np.dtype[Any]]:
+    def temporary_dtypes(self) -> dict[str, np.dtype[np.generic]]:
         """The types of the kernel's temporaries (inferred where the
         kernel leaves them open)."""
         if self._dtypes is None:

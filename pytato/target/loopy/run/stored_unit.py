@@ -143,7 +143,7 @@ class StoredUnit:
             self._unit, self._data, self._regenerate = unit, b"", None
         return self._unit
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (_same, (self.load(),))
 
 

@@ -216,14 +216,14 @@ TUNING_MODULES = (
 )
 
 
-_DEPENDENCY_VERSIONS: list[tuple[Any, ...]] = []
+_DEPENDENCY_VERSIONS: list[tuple[object, ...]] = []
 
 #: The packages whose versions name :mod:`loopy`'s data model (as
 #: ``loopy.version.DATA_MODEL_VERSION`` does).
 DEPENDENCIES = ("loopy", "islpy", "cgen")
 
 
-def _dependency_versions() -> tuple[Any, ...]:
+def _dependency_versions() -> tuple[object, ...]:
     """The installed versions of :data:`DEPENDENCIES`, found without
     importing them (a warm process need not import :mod:`loopy`): the
     names of their distributions' metadata folders, and the modification
