@@ -334,7 +334,7 @@ class ArgumentSpec:
         """What the outcome of :meth:`process` depends on, for arguments
         that are arrays (numpy or device; by type, shape, dtype and strides)
         or Python ints; *None* for other arguments (not cached)."""
-        parts: list[Any] = []
+        parts: list[object] = []
         arrays = self.arrays
         values = self.values
         for name, v in kwargs.items():

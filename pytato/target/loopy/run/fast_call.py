@@ -128,7 +128,7 @@ class _FastCall:
         self.stats = executor_statistics(executor)
         #: the temporaries kept by a call (see :meth:`_SizedCall.run`):
         #: ``[(sized call, queue info, allocator, buffers)]`` or ``[None]``
-        self.held: list[Any] = [None]
+        self.held: list[object] = [None]
         #: the executor's lock (:func:`~pytato.target.loopy.run.call_locks.
         #: executor_lock`), held by :meth:`_SizedCall.run` over the
         #: setting of the kernels' arguments, their enqueues and the use of
@@ -166,7 +166,7 @@ class _FastCall:
         return self._deferred
 
     @staticmethod
-    def transfer(queue: cl.CommandQueue, host_inputs: Any, buffers: list[Any],
+    def transfer(queue: cl.CommandQueue, host_inputs: Any, buffers: list[object],
                  wait: list[cl.Event | None], allocator: Any) -> None:
         """Copy the numpy arrays of *host_inputs* (``(buffer number,
         array)`` pairs) to the device: their memory goes into *buffers*,
@@ -205,7 +205,7 @@ class _FastCall:
                 return None
         wait_for = kwargs.get("wait_for")
         wait = list(wait_for) if wait_for is not None else []
-        buffers: list[Any] = []
+        buffers: list[object] = []
         host_inputs = []
         encountered_numpy = encountered_dev = False
         for name in self.inputs:
@@ -300,7 +300,7 @@ class _Signature:
     def __init__(self, nargs: int, device_arrays: tuple[Any, ...],
                  host_arrays: tuple[Any, ...],
                  ints: tuple[tuple[str, int], ...], names: tuple[str, ...],
-                 buffers: list[Any], bound_arrays: tuple[cla.Array, ...],
+                 buffers: list[object], bound_arrays: tuple[cla.Array, ...],
                  sized: _SizedCall, out_host: bool) -> None:
         self.nargs = nargs
         self.device_arrays = device_arrays
@@ -318,7 +318,7 @@ class _Signature:
 
     def input_buffers(self, kwargs: Mapping[str, Any],
                       events: list[cl.Event], queue: cl.CommandQueue,
-                      context: int) -> list[Any] | None:
+                      context: int) -> list[object] | None:
         """The input buffers of a call with *kwargs* (of
         :attr:`nargs` arguments; *None* where numpy arrays are still to be
         transferred) on *queue* (of the context of address *context*),
@@ -412,7 +412,7 @@ def _signature(fast: _FastCall, bound: Mapping[str, Any],
             return None
         else:
             names.append(name)
-    buffers: list[Any] = [None] * len(fast.inputs)
+    buffers: list[object] = [None] * len(fast.inputs)
     bound_arrays = []
     for name in fast.inputs:
         if name in arrays:

@@ -230,7 +230,7 @@ def _dependency_versions() -> tuple[object, ...]:
     time and size of their ``__init__.py``."""
     if not _DEPENDENCY_VERSIONS:
         import importlib.util  # (once a process: not needed before)
-        result: list[Any] = []
+        result: list[object] = []
         for name in DEPENDENCIES:
             spec = importlib.util.find_spec(name)
             if spec is None or spec.origin is None:
