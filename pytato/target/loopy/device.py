@@ -79,7 +79,7 @@ def single_launch_enabled() -> bool:
 
 def single_launch_verified(device: cl.Device) -> bool:
     """Whether single-launch reductions were verified on GPUs like *device*:
-    NVIDIA's (the test suite's reductions on NVIDIA GPUs). Their last group
+    NVIDIA's (the test suite's reductions on an H100). Their last group
     reads the other groups' partial results within the kernel, which relies
     on how the device's caches keep global memory coherent between compute
     units; on other GPUs reductions keep their two kernels."""
