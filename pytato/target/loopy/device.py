@@ -206,7 +206,7 @@ class DeviceInfo:
         :attr:`local_mem_size` less
         :data:`ITEM_LOCAL_MEMORY_RESERVE`, at most
         :data:`ITEM_LOCAL_MEMORY_BUDGET` (nearly all of the local memory
-        of current NVIDIA GPUs)."""
+        that NVIDIA's GPUs give a work-group)."""
         return min(ITEM_LOCAL_MEMORY_BUDGET,
                    self.local_mem_size - ITEM_LOCAL_MEMORY_RESERVE)
 

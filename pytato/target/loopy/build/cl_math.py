@@ -6,9 +6,9 @@ OpenCL compilers expand every call of a transcendental function of
 special cases, a slow path for large arguments. A kernel of many such calls
 is a large function, and its compilation time grows with it. For the
 kernels of the 1 000-node random DAG of ``benchmarks/bench_codegen.py``,
-NVIDIA's compiler spent about half of its build time on the inline
-``sin`` calls, which each call through ``__attribute__((noinline)) double
-_pt_sin_f64(double x) { return sin(x); }`` mostly saved.
+NVIDIA's compiler spent most of its build time on the inline ``sin``
+calls, and most of that was saved by calling through
+``__attribute__((noinline)) double _pt_sin_f64(double x) { return sin(x); }``.
 
 :class:`MathFunction` replaces loopy's callables of the functions of
 :data:`OUT_OF_LINE_FUNCTIONS`. Its types and results are those of loopy's

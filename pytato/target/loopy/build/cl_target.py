@@ -10,10 +10,10 @@ pointers of a kernel: each access carries alias information for every
 other pointer: a kernel of hundreds of pointer arguments, one statement
 each, took PoCL several times as long to compile at its first launch with
 ``restrict`` as without (``benchmarks/bench_compile_args.py`` times
-this). Large graphs give such kernels: the device kernels of the 10
-000-node random DAG of ``benchmarks/bench_codegen.py`` read up to a few
-hundred global temporaries, and PoCL compiled them in about half the time
-without ``restrict`` on them. Kernels of fewer arguments, where ``restrict``
+this). Large graphs give such kernels: the device kernels of the
+10 000-node random DAG of ``benchmarks/bench_codegen.py`` read up to a
+few hundred global temporaries, and PoCL compiled them in about half the
+time without ``restrict`` on them. Kernels of fewer arguments, where ``restrict``
 costs little to compile and lets compilers keep loads in read-only
 caches or reorder them, keep it. On GPUs, where ``restrict`` matters more
 to the speed of kernels and less to compile times (NVIDIA's build of the

@@ -308,10 +308,10 @@ def on_calls_only(t_unit: lp.TranslationUnit, name: str,
     of arithmetic, comparisons, subscripts and casts; see :func:`_plain`):
     the passes walk every expression of the kernel and change only calls
     (and the types they find, which are all known here), so the other
-    instructions come out as they went in. For the sub-units of the 10
-    000-node DAG of ``benchmarks/bench_codegen.py`` (thousands of
-    instructions each), the passes took a fifth of :mod:`loopy`'s time
-    on the whole kernel. Kernels with a variable of
+    instructions come out as they went in. For the sub-units of the
+    10 000-node DAG of ``benchmarks/bench_codegen.py`` (about two thousand
+    instructions each), these passes took a fifth of :mod:`loopy`'s time.
+    Kernels with a variable of
     unknown type, and passes that change anything of the kernel but its
     instructions, go through the whole kernel."""
     knl = t_unit[name]
