@@ -108,7 +108,7 @@ def substitute_sizes(shape: ShapeType,
                 result.append(c)
                 continue
             context: dict[str, Any] = {}
-            inputs = c._pt_inputs  # type: ignore[attr-defined]
+            inputs = c._pt_inputs
             for name in deps:
                 # (the size parameters kept are the same objects: a new
                 # one of the same name would clash with them)
@@ -128,7 +128,7 @@ def _is_size_expression(ary: object) -> bool:
     return (isinstance(ary, Array) and ary.shape == ()
             and ary.dtype.kind in "iu"
             and all(isinstance(i, SizeParam)
-                    for i in ary._pt_inputs.values())  # type: ignore[attr-defined]
+                    for i in ary._pt_inputs.values())
             and not any(isinstance(n, (Placeholder, DataWrapper))
                         for n in topological_order([ary])))
 
@@ -222,10 +222,10 @@ class FunctionDefinition(_TaggableMixin):
     def get_placeholder(self, name: str) -> Placeholder | SizeParam | None:
         """The input node of the body named *name*, or *None* if the
         parameter is not used by the body."""
-        return self._pt_param_nodes.get(name)  # type: ignore[attr-defined,no-any-return]
+        return self._pt_param_nodes.get(name)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
-        return self._pt_hash  # type: ignore[attr-defined,no-any-return]
+        return self._pt_hash  # type: ignore[attr-defined]
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -325,14 +325,14 @@ class Call(DataclassGraphNode, AbstractResultWithNamedArrays):
             name: NamedCallResult(self, name) for name in fn.returns})
 
     def _get_result_shape(self, name: str) -> ShapeType:
-        return self._pt_result_shapes[name]  # type: ignore[attr-defined,no-any-return]
+        return self._pt_result_shapes[name]  # type: ignore[attr-defined]
 
     def _get_result_dtype(self, name: str) -> np.dtype[np.generic]:
         return self.function.returns[name].dtype
 
     def __getitem__(self, name: str) -> NamedCallResult:
         try:
-            return self._pt_results[name]  # type: ignore[attr-defined,no-any-return]
+            return self._pt_results[name]  # type: ignore[attr-defined]
         except KeyError:
             raise InvalidKeyError(f"function '{self.function.identifier}' has no "
                                   f"result named '{name}'") from None
@@ -406,13 +406,13 @@ class NamedCallResult(NamedArray):
     @property
     def call(self) -> Call:
         """The :class:`Call` this is a result of."""
-        return self._container  # type: ignore[no-any-return]
+        return self._container
 
     @property
     def expr(self) -> Array:
         """The array returned by the function's body (in the callee's
         scope)."""
-        return self._container.function.returns[self.name]  # type: ignore[no-any-return]
+        return self._container.function.returns[self.name]
 
 # }}}
 

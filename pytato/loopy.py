@@ -165,7 +165,7 @@ class LoopyCall(DataclassGraphNode, AbstractResultWithNamedArrays):
                   or (isinstance(v, Array) and v.shape == ()
                       and v.dtype.kind in "iu")}
         shapes: dict[str, ShapeType] = {}
-        dtypes: dict[str, np.dtype[Any]] = {}
+        dtypes: dict[str, np.dtype[np.generic]] = {}
         for arg in knl.args:
             if not arg.is_output:
                 continue
@@ -185,17 +185,17 @@ class LoopyCall(DataclassGraphNode, AbstractResultWithNamedArrays):
     @property
     def inout_names(self) -> frozenset[str]:
         """The arguments that are both inputs and outputs of the kernel."""
-        return self._pt_inout  # type: ignore[attr-defined,no-any-return]
+        return self._pt_inout  # type: ignore[attr-defined]
 
     def _get_result_shape(self, name: str) -> ShapeType:
-        return self._pt_result_shapes[name]  # type: ignore[attr-defined,no-any-return]
+        return self._pt_result_shapes[name]  # type: ignore[attr-defined]
 
-    def _get_result_dtype(self, name: str) -> np.dtype[Any]:
-        return self._pt_result_dtypes[name]  # type: ignore[attr-defined,no-any-return]
+    def _get_result_dtype(self, name: str) -> np.dtype[np.generic]:
+        return self._pt_result_dtypes[name]  # type: ignore[attr-defined]
 
     def __getitem__(self, name: str) -> LoopyCallResult:
         try:
-            return self._pt_results[name]  # type: ignore[attr-defined,no-any-return]
+            return self._pt_results[name]  # type: ignore[attr-defined]
         except KeyError:
             raise InvalidKeyError(f"loopy kernel '{self.entrypoint}' has no output "
                                   f"'{name}'") from None

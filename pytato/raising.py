@@ -334,14 +334,14 @@ def index_lambda_to_high_level_op(expr: IndexLambda) -> HighLevelOp:
         return _recognize_sum(lam, e)
     for cls, op in _TWO_CHILD_CLASSES:
         if type(e) is cls:
-            children = e.children  # type: ignore[attr-defined]
+            children = e.children
             if len(children) != 2:
                 raise _unknown(lam, f"combines {len(children)} operands")
             return _binary(lam, op, *children)
     for cls, op in _QUOTIENT_CLASSES:
         if type(e) is cls:
-            return _binary(lam, op, e.numerator,  # type: ignore[attr-defined]
-                           e.denominator)  # type: ignore[attr-defined]
+            return _binary(lam, op, e.numerator,
+                           e.denominator)
     if isinstance(e, prim.Power):
         return _binary(lam, BinaryOpType.POWER, e.base, e.exponent)
     if isinstance(e, prim.LeftShift):

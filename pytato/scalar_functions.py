@@ -117,8 +117,8 @@ class ScalarFunction:
         """The function's name in generated loopy kernels."""
         return f"_pt_foreign_{self.name}"
 
-    def result_dtype(self, arg_dtypes: list[np.dtype[Any]],
-                     argnames: list[str]) -> np.dtype[Any]:
+    def result_dtype(self, arg_dtypes: list[np.dtype[np.generic]],
+                     argnames: list[str]) -> np.dtype[np.generic]:
         """The result dtype for arguments of *arg_dtypes*, by the dtype rule
         of the loopy callable (or of *numpy_impl* without one).
 

@@ -85,7 +85,7 @@ def graph_to_str(result: Any, verbose: bool = False) -> str:
     for i, node in enumerate(order):
         name = f"v{i}"
         names[id(node)] = name
-        kid_names = [names[id(k)] for k in node._pt_kids]  # type: ignore
+        kid_names = [names[id(k)] for k in node._pt_kids]
         if isinstance(node, DictOfNamedArrays):
             lines.append(f"{name} = {{"
                          + ", ".join(f"{k!r}: {names[id(v)]}"

@@ -223,7 +223,7 @@ class ShapeToISLExpressionMapper:
 # {{{ building index lambdas
 
 def get_common_dtype_of_ary_or_scalars(
-        ary_or_scalars: Sequence[ArrayOrScalar]) -> np.dtype[Any]:
+        ary_or_scalars: Sequence[ArrayOrScalar]) -> np.dtype[np.generic]:
     """The dtype numpy gives to a binary operation on *ary_or_scalars*
     (arrays by their dtypes, Python scalars weakly, as in numpy 2)."""
     args = [x.dtype if isinstance(x, Array) else x for x in ary_or_scalars]
@@ -277,7 +277,7 @@ def broadcast_binary_op(
         a1: ArrayOrScalar, a2: ArrayOrScalar,
         op: Callable[[ScalarExpression, ScalarExpression], ScalarExpression],
         get_result_type: Callable[[ArrayOrScalar, ArrayOrScalar],
-                                  np.dtype[Any]],
+                                  np.dtype[np.generic]],
         *, tags: frozenset[Tag], non_equality_tags: frozenset[Tag],
         cast_to_result_dtype: bool, is_pow: bool = False,
         ) -> ArrayOrScalar:
@@ -295,7 +295,7 @@ def broadcast_binary_op(
     """
     result_dtype = np.dtype(get_result_type(a1, a2))
 
-    def cast(x: ScalarExpression, dtype: np.dtype[Any], is_exponent: bool
+    def cast(x: ScalarExpression, dtype: np.dtype[np.generic], is_exponent: bool
              ) -> ScalarExpression:
         if not cast_to_result_dtype or dtype == result_dtype:
             return x

@@ -127,7 +127,7 @@ def _nelements(shape: ShapeType) -> Cost:
 # }}}
 
 
-class _ScalarFlopCounter(_PMapper):  # type: ignore[misc]
+class _ScalarFlopCounter(_PMapper):
     """Operations of one evaluation of a scalar expression."""
 
     def __init__(self, size_of_name: Mapping[str, Cost]) -> None:

@@ -110,7 +110,7 @@ def get_max_node_depth(outputs: Outputs) -> int:
     height: dict[int, int] = {}
     best = 0
     for n in topological_order(output_roots(outputs)):
-        h = max((height[id(k)] for k in n._pt_kids),  # type: ignore[attr-defined]
+        h = max((height[id(k)] for k in n._pt_kids),
                 default=0)
         if isinstance(n, Array):
             h += 1

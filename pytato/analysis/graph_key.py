@@ -198,9 +198,9 @@ def graph_key(roots: Iterable[GraphNode],
         if text is None:
             text = type_text[tp] = encode(tp)
         kids = ",".join([str(position[id(kid)])
-                         for kid in node._pt_kids])  # type: ignore[attr-defined]
+                         for kid in node._pt_kids])
         # (the text of the skeleton tuple, not memoized: it is the node's)
         digest.update(
-            f"{text}({join(node._pt_skel)})"  # type: ignore[attr-defined]
+            f"{text}({join(node._pt_skel)})"
             f"[{kids}];".encode())
     return digest.hexdigest()

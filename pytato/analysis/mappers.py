@@ -87,8 +87,8 @@ def _graph_nodes(expr: Outputs | FunctionDefinition, include_functions: bool
         graph_roots = [r for r in batch if not _is_function(r)]
         for fn in body_roots:
             seen.add(id(fn))
-            graph_roots.extend(fn.returns.values())  # type: ignore[union-attr]
-        for node in topological_order(graph_roots):  # type: ignore[arg-type]
+            graph_roots.extend(fn.returns.values())
+        for node in topological_order(graph_roots):
             if id(node) in seen:
                 continue
             seen.add(id(node))
@@ -191,7 +191,7 @@ class ListOfDirectPredecessorsGetter(_NodeMapper):
 
     def __call__(self, expr: _Node) -> list[_Node]:
         """The direct predecessors of *expr*."""
-        return self.rec(expr)  # type: ignore[no-any-return]
+        return self.rec(expr)
 
 
 @_with_node_methods("_record_users")

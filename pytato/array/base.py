@@ -105,7 +105,7 @@ def is_one(c: ShapeComponent) -> bool:
     """Whether the shape component *c* is the integer 1."""
     if type(c) is int:
         return c == 1
-    return is_integral_scalar(c) and int(c) == 1  # type: ignore[arg-type]
+    return is_integral_scalar(c) and int(c) == 1
 
 # }}}
 
@@ -180,9 +180,21 @@ _ATOMIC = (int, float, complex, str, bool, bytes, type(None), np.dtype,
 
 class GraphNode:
     """Marker base of everything a graph mapper visits: arrays and results
-    with named arrays (e.g. calls)."""
+    with named arrays (e.g. calls).
+
+    The attributes below are set once, at construction (see the module
+    documentation).
+    """
 
     __slots__ = ()
+
+    #: The arrays the node directly depends on (see :func:`get_children`).
+    _pt_kids: tuple[Array, ...]
+    #: The equality-relevant fields, child arrays replaced by references.
+    _pt_skel: tuple[object, ...]
+    _pt_hash: int
+    #: The inputs of the node's graph, by name.
+    _pt_inputs: Mapping[str, Array]
 
 
 # kinds of values for :func:`_flatten`, cached per exact type (the order of
@@ -305,7 +317,7 @@ def get_children(ary: Array) -> tuple[Array, ...]:
     return ary._pt_kids
 
 
-class _InputsWithClashes(dict):  # type: ignore[type-arg]
+class _InputsWithClashes(dict):
     """A name-to-input map of a graph in which distinct but equal inputs
     share a name (two placeholders ``x`` of one shape and dtype made
     separately, say): the graph may be built, and deduplicated
@@ -330,7 +342,7 @@ def _merge_inputs(kids: Iterable[Array], own: Array | None) -> Mapping[str, Any]
     best: Mapping[str, Any] | None = None
     others: list[Mapping[str, Any]] = []
     for k in kids:
-        m = k._pt_inputs  # type: ignore[attr-defined]
+        m = k._pt_inputs
         if not m or m is best:
             continue
         if best is None or len(m) > len(best):
@@ -381,7 +393,7 @@ def _merge_inputs(kids: Iterable[Array], own: Array | None) -> Mapping[str, Any]
 def input_name_clashes(expr: GraphNode) -> frozenset[str]:
     """The names shared by distinct (equal) inputs in the graph of *expr*
     (empty for a graph whose inputs of one name are one object)."""
-    return getattr(expr._pt_inputs,  # type: ignore[attr-defined]
+    return getattr(expr._pt_inputs,
                    "clashes", frozenset())
 
 
@@ -389,8 +401,8 @@ def same_input_objects(a: Array, b: Array) -> bool:
     """Whether the equal arrays *a* and *b* read the same input objects
     (so that one may stand for the other): false if their graphs hold
     distinct (equal) inputs of one name."""
-    ia = a._pt_inputs  # type: ignore[attr-defined]
-    ib = b._pt_inputs  # type: ignore[attr-defined]
+    ia = a._pt_inputs
+    ib = b._pt_inputs
     if ia is ib:
         return True
     if type(ia) is _InputsWithClashes or type(ib) is _InputsWithClashes:
@@ -497,7 +509,7 @@ class DerivedShapeMixin:
 
     @property
     def shape(self) -> ShapeType:
-        return self._pt_shape  # type: ignore[attr-defined,no-any-return]
+        return self._pt_shape  # type: ignore[attr-defined]
 
 
 # {{{ Array
@@ -627,7 +639,7 @@ class Array(GraphNode, _TaggableMixin):
 
     def _pt_compute_shape(self) -> ShapeType | None:
         try:
-            return self.shape  # type: ignore[attr-defined,no-any-return]
+            return self.shape
         except AttributeError:
             if hasattr(type(self), "shape"):
                 raise   # (a shape property failing)
@@ -638,7 +650,7 @@ class Array(GraphNode, _TaggableMixin):
     # {{{ identity, equality, pickling
 
     def __hash__(self) -> int:
-        return self._pt_hash  # type: ignore[attr-defined,no-any-return]
+        return self._pt_hash
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -664,8 +676,6 @@ class Array(GraphNode, _TaggableMixin):
     # }}}
 
     # {{{ properties
-
-    # ``shape`` and ``dtype`` are fields or properties of each node class.
 
     @property
     def ndim(self) -> int:
@@ -719,6 +729,13 @@ class Array(GraphNode, _TaggableMixin):
         return self
 
     if TYPE_CHECKING:
+        # ``shape`` and ``dtype`` are fields or properties of each node
+        # class (a shape given or derived, a dtype given or promoted):
+        @property
+        def shape(self) -> ShapeType: ...
+        @property
+        def dtype(self) -> np.dtype[np.generic]: ...
+
         # The numpy-like methods and operators that call the front end
         # (``a + b``, ``a[i]``, :meth:`sum`, :attr:`T`, ...) are attached by
         # :mod:`pytato.frontend.array_methods` when the front end is
@@ -782,7 +799,7 @@ class Array(GraphNode, _TaggableMixin):
 
 def flatten_for_pickle(ary: Array) -> tuple[tuple[str, ...], tuple[Any, ...]]:
     """Names and skeletons of the equality-relevant fields of *ary*."""
-    return _skeleton_field_names(type(ary)), ary._pt_skel  # type: ignore[attr-defined]
+    return _skeleton_field_names(type(ary)), ary._pt_skel
 
 
 def unflatten(cls: type[Array], names: tuple[str, ...], skel: tuple[Any, ...],
@@ -814,7 +831,7 @@ def topological_order(roots: Iterable[GraphNode]) -> list[GraphNode]:
         keep_alive.append(root)
         while stack:
             node, i = stack[-1]
-            kids = node._pt_kids  # type: ignore[attr-defined]
+            kids = node._pt_kids
             if i < len(kids):
                 stack[-1] = (node, i + 1)
                 kid = kids[i]
@@ -843,19 +860,19 @@ def _records(roots: list[Array]) -> list[Any]:
         if isinstance(node, Array):
             names, skel = flatten_for_pickle(node)
             records.append((type(node), names, skel,
-                            tuple(index[id(k)] for k in node._pt_kids),  # type: ignore
+                            tuple(index[id(k)] for k in node._pt_kids),
                             node.non_equality_tags))
         elif hasattr(type(node), "_pt_from_kids"):
             # a node that rebuilds itself from its skeleton and children
             # (e.g. a DictOfNamedArrays inside a graph)
             records.append((type(node), node._pt_skel,  # type: ignore
-                            tuple(index[id(k)] for k in node._pt_kids),  # type: ignore
+                            tuple(index[id(k)] for k in node._pt_kids),
                             None))
         elif _is_flat_dataclass_node(node):
             # e.g. a distributed send: rebuilt from its fields, its children
             # shared with the rest of the graph
             records.append((type(node), node._pt_skel,  # type: ignore
-                            tuple(index[id(k)] for k in node._pt_kids)))  # type: ignore
+                            tuple(index[id(k)] for k in node._pt_kids)))
         else:
             # another non-array node (e.g. a call): its own __reduce__
             records.append(node)
@@ -870,7 +887,7 @@ def _is_flat_dataclass_node(node: Any) -> bool:
 
 
 def _rebuild(records: list[Any]) -> Array:
-    return _build(records)[-1]  # type: ignore[no-any-return]
+    return _build(records)[-1]
 
 
 def _build(records: list[Any]) -> list[Any]:

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 SUPPORTED_DTYPE_KINDS = "biufc"
 
 
-def check_dtype(dtype: Any, argname: str = "dtype") -> np.dtype[Any]:
+def check_dtype(dtype: Any, argname: str = "dtype") -> np.dtype[np.generic]:
     """Normalize *dtype*; raise :class:`~pytato.diagnostic.DTypeError`
     (naming *argname*) for dtypes arrays cannot hold."""
     try:

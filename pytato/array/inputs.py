@@ -20,7 +20,7 @@ class DataInterface(Protocol):
     """What concrete data wrapped by :class:`DataWrapper` must provide."""
 
     shape: Any
-    dtype: np.dtype[Any]
+    dtype: np.dtype[np.generic]
 
 
 class InputArgumentBase(Array):
@@ -37,7 +37,7 @@ class Placeholder(InputArgumentBase):
     """
 
     shape: ShapeType
-    dtype: np.dtype[Any]
+    dtype: np.dtype[np.generic]
     name: str
 
     _mapper_method: ClassVar[str] = "map_placeholder"
@@ -60,7 +60,7 @@ class SizeParam(DerivedShapeMixin, InputArgumentBase):
         return ()
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return np.dtype(np.int64)
 
 
@@ -89,5 +89,5 @@ class DataWrapper(InputArgumentBase):
         return self.name is not None
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return np.dtype(self.data.dtype)

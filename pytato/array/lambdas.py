@@ -62,7 +62,7 @@ class IndexLambda(Array):
     """
 
     shape: ShapeType
-    dtype: np.dtype[Any]
+    dtype: np.dtype[np.generic]
     expr: ScalarExpression
     bindings: Mapping[str, Array]
     var_to_reduction_descr: Mapping[str, ReductionDescriptor] = constantdict()
@@ -244,5 +244,5 @@ class Einsum(DerivedShapeMixin, Array):
         return self._axis_length(axis)
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return np.result_type(*(a.dtype for a in self.args))

@@ -56,7 +56,7 @@ class DataclassGraphNode(GraphNode):
         """Hook for further caches computed after the common ones."""
 
     def __hash__(self) -> int:
-        return self._pt_hash  # type: ignore[attr-defined,no-any-return]
+        return self._pt_hash
 
     def __eq__(self, other: object) -> bool:
         if self is other:

@@ -40,7 +40,7 @@ class IndexRemappingBase(DerivedShapeMixin, Array):
     array: Array
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return self.array.dtype
 
 
@@ -58,7 +58,7 @@ class Stack(DerivedShapeMixin, Array):
         return (*s[:self.axis], len(self.arrays), *s[self.axis:])
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return np.result_type(*(a.dtype for a in self.arrays))
 
 
@@ -79,7 +79,7 @@ class Concatenate(DerivedShapeMixin, Array):
         return (*s[:self.axis], total, *s[self.axis + 1:])
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return np.result_type(*(a.dtype for a in self.arrays))
 
 
@@ -151,14 +151,14 @@ class NormalizedSlice:
         start, stop, step = self.start, self.stop, self.step
         if is_integral_scalar(start) and is_integral_scalar(stop):
             if step > 0:
-                return max(0, -(-(stop - start) // step))  # type: ignore
-            return max(0, -(-(start - stop) // (-step)))  # type: ignore
+                return max(0, -(-(stop - start) // step))
+            return max(0, -(-(start - stop) // (-step)))
         if step == 1:
             if is_integral_scalar(start) and start == 0:
                 return stop
-            return _constant_if_known(stop - start)  # type: ignore[operator]
+            return _constant_if_known(stop - start)
         if step == -1:
-            return _constant_if_known(start - stop)  # type: ignore[operator]
+            return _constant_if_known(start - stop)
         raise UnsupportedFeatureError("slices with steps other than +-1 over "
                                       "symbolic extents")
 

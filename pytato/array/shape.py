@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 def shape_component_to_expr(c: ShapeComponent) -> Any:
     """A :mod:`pymbolic` expression of *c* in size parameter names."""
     if is_integral_scalar(c):
-        return int(c)  # type: ignore[arg-type]
+        return int(c)
     if isinstance(c, SizeParam):
         return prim.Variable(c.name)
     if isinstance(c, IndexLambda) and c.shape == ():
@@ -112,7 +112,7 @@ def normalize_shape(shape: Any, argname: str = "shape") -> ShapeType:
 def are_shape_components_equal(a: ShapeComponent, b: ShapeComponent) -> bool:
     """Whether two shape components are (provably) equal."""
     if is_integral_scalar(a) and is_integral_scalar(b):
-        return int(a) == int(b)  # type: ignore[arg-type]
+        return int(a) == int(b)
     if is_integral_scalar(a) or is_integral_scalar(b):
         return False
     if a == b:

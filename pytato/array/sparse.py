@@ -93,7 +93,7 @@ class SparseMatrix(DataclassGraphNode, _TaggableMixin):
     """
 
     shape: ShapeType
-    dtype: np.dtype[Any]
+    dtype: np.dtype[np.generic]
     _: KW_ONLY
     axes: tuple[Axis, ...] = (Axis(), Axis())
     tags: frozenset[Tag] = frozenset()
@@ -237,7 +237,7 @@ class CSRMatmul(DerivedShapeMixin, SparseMatmul):
         return (self.matrix.shape[0], *self.array.shape[1:])
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return np.result_type(self.matrix.dtype, self.array.dtype)
 
 

@@ -78,7 +78,7 @@ def _check_comm_tag(comm_tag: Any) -> Hashable:
     except TypeError as e:
         raise InvalidArgumentTypeError(
             f"'comm_tag' must be hashable, got {comm_tag!r}") from e
-    return comm_tag  # type: ignore[no-any-return]
+    return comm_tag
 
 
 # {{{ send
@@ -118,14 +118,14 @@ class DistributedSend(GraphNode, _TaggableMixin):
         setattr_(self, "_pt_inputs", _merge_inputs(kids, None))
 
     def __hash__(self) -> int:
-        return self._pt_hash  # type: ignore[attr-defined,no-any-return]
+        return self._pt_hash
 
     def __eq__(self, other: object) -> bool:
         if self is other:
             return True
         return (isinstance(other, DistributedSend)
-                and self._pt_hash == other._pt_hash  # type: ignore[attr-defined]
-                and self._pt_skel == other._pt_skel  # type: ignore[attr-defined]
+                and self._pt_hash == other._pt_hash
+                and self._pt_skel == other._pt_skel
                 and self.data == other.data)
 
     def __ne__(self, other: object) -> bool:

@@ -722,7 +722,7 @@ def _build_partition(rank: int, outputs: DictOfNamedArrays,
 
         user_inputs: set[str] = set()
         for ary in built:
-            for name, inp in ary._pt_inputs.items():  # type: ignore[attr-defined]
+            for name, inp in ary._pt_inputs.items():
                 if (isinstance(inp, (Placeholder, SizeParam))
                         and name not in placeholders):
                     user_inputs.add(name)

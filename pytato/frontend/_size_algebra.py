@@ -139,7 +139,7 @@ def poly_to_component(p: Poly, size_params: Mapping[str, SizeParam],
         result = result + t
     if p.get((), 0):
         result = result + p[()]
-    return result  # type: ignore[no-any-return]
+    return result
 
 
 def _poly_str(p: Poly) -> str:
@@ -154,7 +154,7 @@ def size_params_of(components: Iterable[Any]) -> dict[str, SizeParam]:
     result: dict[str, SizeParam] = {}
     for c in components:
         if isinstance(c, Array):
-            for name, inp in c._pt_inputs.items():  # type: ignore[attr-defined]
+            for name, inp in c._pt_inputs.items():
                 if isinstance(inp, SizeParam):
                     result[name] = inp
     return result

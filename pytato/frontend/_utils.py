@@ -24,7 +24,7 @@ def is_scalar(x: Any) -> bool:
     return isinstance(x, SCALAR_CLASSES)
 
 
-def cast_scalar(value: Any, dtype: np.dtype[Any], *, wrap: bool = False) -> Any:
+def cast_scalar(value: Any, dtype: np.dtype[np.generic], *, wrap: bool = False) -> Any:
     """*value* converted to a scalar of *dtype* the way numpy fills arrays
     (unsafe casting, so ``2.7 -> 2`` for integers). Python integers out of
     the range of *dtype* raise :class:`OverflowError`, as in
@@ -93,6 +93,6 @@ class BindingCollector:
         """A scalar expression for the shape component *c*: an integer, or
         the (bare) variable bound to the 0-d size array."""
         if is_integral_scalar(c):
-            return int(c)  # type: ignore[arg-type]
+            return int(c)
         assert isinstance(c, Array)
         return prim.Variable(self.bind(c))

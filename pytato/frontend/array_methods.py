@@ -47,17 +47,17 @@ def _T(self: Array) -> Array:
 
 def _real(self: Array) -> Array:
     """The real part (see :func:`pytato.real`)."""
-    return pt_math.real(self)  # type: ignore[no-any-return]
+    return pt_math.real(self)
 
 
 def _imag(self: Array) -> Array:
     """The imaginary part (see :func:`pytato.imag`)."""
-    return pt_math.imag(self)  # type: ignore[no-any-return]
+    return pt_math.imag(self)
 
 
 def conj(self: Array) -> Array:
     """The complex conjugate."""
-    return pt_math.conj(self)  # type: ignore[no-any-return]
+    return pt_math.conj(self)
 
 
 def __getitem__(self: Array, idx: Any) -> Array:
@@ -66,7 +66,7 @@ def __getitem__(self: Array, idx: Any) -> Array:
 
 def astype(self: Array, dtype: Any) -> Array:
     """Element-wise conversion to *dtype*."""
-    return pt_math.astype(self, dtype)  # type: ignore[no-any-return]
+    return pt_math.astype(self, dtype)
 
 
 def reshape(self: Array, *shape: Any, order: str = "C") -> Array:
@@ -84,15 +84,15 @@ def transpose(self: Array, *axes: Any) -> Array:
 
 
 def __abs__(self: Array) -> Array:
-    return pt_math.abs(self)  # type: ignore[no-any-return]
+    return pt_math.abs(self)
 
 
 def __neg__(self: Array) -> Array:
-    return elementwise.negative(self)  # type: ignore[no-any-return]
+    return elementwise.negative(self)
 
 
 def __invert__(self: Array) -> Array:
-    return elementwise.invert(self)  # type: ignore[no-any-return]
+    return elementwise.invert(self)
 
 
 def __matmul__(self: Array, other: Any) -> Array:
@@ -118,13 +118,13 @@ def min(self: Array, axis: Any = None) -> Array:
 def all(self: Array, axis: int | tuple[int, ...] | None = None) -> Array:
     """Whether all elements over *axis* are nonzero (see
     :func:`pytato.all`)."""
-    return reductions.all(self, axis)  # type: ignore[no-any-return]
+    return reductions.all(self, axis)
 
 
 def any(self: Array, axis: int | tuple[int, ...] | None = None) -> Array:
     """Whether any element over *axis* is nonzero (see
     :func:`pytato.any`)."""
-    return reductions.any(self, axis)  # type: ignore[no-any-return]
+    return reductions.any(self, axis)
 
 # }}}
 

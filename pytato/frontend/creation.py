@@ -48,7 +48,7 @@ def _check_order(order: Any, func: str) -> None:
         f"{order!r}")
 
 
-def _constant(shape: ShapeType, value: Any, dtype: np.dtype[Any]) -> IndexLambda:
+def _constant(shape: ShapeType, value: Any, dtype: np.dtype[np.generic]) -> IndexLambda:
     return IndexLambda(shape, dtype, value, {})
 
 
@@ -115,7 +115,7 @@ def ones(shape: Any, dtype: Any = float, order: str = "C") -> Array:
     return full(shape, 1, dtype)
 
 
-def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, np.dtype[Any]]:
+def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, np.dtype[np.generic]]:
     if not (hasattr(a, "shape") and hasattr(a, "dtype")):
         a = np.asarray(a)
     return (a.shape if shape is None else shape,

@@ -103,7 +103,7 @@ def _as_operand(x: Any, argname: str) -> Any:
 
 # empty arrays of each dtype, standing for arrays in numpy's dtype rules
 # (never written: shared)
-_PROXIES: dict[np.dtype[Any], np.ndarray[Any, Any]] = {}
+_PROXIES: dict[np.dtype[np.generic], np.ndarray[Any, Any]] = {}
 
 
 def _proxy(x: Any) -> Any:
@@ -181,7 +181,7 @@ def _index_expr(shape: Sequence[Any], name: str, out_ndim: int,
     return prim.Subscript(_binding_variable(name), tuple(idx))
 
 
-def scalar_literal(x: Any, dtype: np.dtype[Any]) -> Any:
+def scalar_literal(x: Any, dtype: np.dtype[np.generic]) -> Any:
     """*x* as a numpy scalar of *dtype*."""
     return dtype.type(x)
 
@@ -216,8 +216,8 @@ def elementwise(ufunc: Callable[..., Any] | None,
                 make_expr: Callable[..., Any],
                 *,
                 argnames: Sequence[str] | None = None,
-                op_dtype: str | np.dtype[Any] = "out",
-                out_dtype: np.dtype[Any] | None = None,
+                op_dtype: str | np.dtype[np.generic] = "out",
+                out_dtype: np.dtype[np.generic] | None = None,
                 eager: Callable[..., Any] | None = None,
                 what: str = "operation") -> Any:
     """Build the element-wise application of *make_expr* to *operands*.
@@ -254,7 +254,7 @@ def elementwise(ufunc: Callable[..., Any] | None,
             except OverflowError as e:
                 raise _overflow(operands, argnames, what, e) from None
         if op_dtype == "out":
-            cast_dtype: np.dtype[Any] | None = out_dtype
+            cast_dtype: np.dtype[np.generic] | None = out_dtype
         elif op_dtype == "common":
             cast_dtype = np.result_type(*proxies)
         elif op_dtype == "none":
@@ -301,7 +301,8 @@ def elementwise(ufunc: Callable[..., Any] | None,
 
 # the dtypes (of the result, and the one operands are cast to) of
 # element-wise operations found by the general path, by _rule_key
-_DTYPE_RULES: dict[tuple[Any, ...], tuple[np.dtype[Any], np.dtype[Any] | None]] = {}
+_DTYPE_RULES: dict[tuple[Any, ...],
+                   tuple[np.dtype[np.generic], np.dtype[np.generic] | None]] = {}
 _MAX_DTYPE_RULES = 4096
 
 # Python scalars whose numpy dtype rules (NEP 50) depend on their type
@@ -338,8 +339,8 @@ def _rule_key(ufunc: Any, operands: Sequence[Any], op_dtype: Any,
 
 def _same_shape_elementwise(operands: Sequence[Any],
                             make_expr: Callable[..., Any],
-                            out_dt: np.dtype[Any],
-                            cast_dtype: np.dtype[Any] | None) -> IndexLambda:
+                            out_dt: np.dtype[np.generic],
+                            cast_dtype: np.dtype[np.generic] | None) -> IndexLambda:
     """:func:`elementwise` of operands that :func:`_rule_key` accepts, with
     the dtypes the general path found for operands of their kinds: the
     same node as the general path builds."""
@@ -349,7 +350,7 @@ def _same_shape_elementwise(operands: Sequence[Any],
 
 
 def _bindings_and_exprs(operands: Sequence[Any], out_shape: Sequence[Any],
-                        cast_dtype: np.dtype[Any] | None
+                        cast_dtype: np.dtype[np.generic] | None
                         ) -> tuple[dict[str, Array], list[Any]]:
     """The bindings of the array operands (``_in0, _in1, ...``, one per
     distinct array) and the scalar expression of each operand (read at the

@@ -149,13 +149,13 @@ def _len_str(n: ShapeComponent) -> str:
 
 def _normalize_int(i: int, n: ShapeComponent, axis: int) -> int | Array:
     if is_integral_scalar(n):
-        if not -n <= i < n:  # type: ignore[operator]
+        if not -n <= i < n:
             raise IndexOutOfBoundsError(
                 f"index {i} is out of bounds for axis {axis} with size {n}")
-        return i % n  # type: ignore[operator]
+        return i % n
     if i >= 0:
         return i
-    return n + i  # type: ignore[no-any-return,operator]
+    return n + i
 
 
 # no axis is longer than this (lengths are int64): a slice bound beyond it
@@ -181,10 +181,10 @@ def _slice_bound(b: Any, n: ShapeComponent, axis: int, what: str,
         raise InvalidIndexError(f"axis {axis}: slice {what} must be an integer or "
                                 f"None, got {b!r}")
     b = int(b)
-    past_end = n if step > 0 else n - 1  # type: ignore[operator]
+    past_end = n if step > 0 else n - 1
     before_start = 0 if step > 0 else -1
     if is_integral_scalar(n):
-        length = int(n)  # type: ignore[arg-type]
+        length = int(n)
         if b >= length:
             return past_end
         if b < -length:
@@ -202,7 +202,7 @@ def _beyond(b: Any, n: ShapeComponent) -> int:
     otherwise (also for array bounds)."""
     if not is_integral_scalar(b) or isinstance(b, (bool, np.bool_)):
         return 0
-    limit = int(n) if is_integral_scalar(n) else _MAX_LENGTH  # type: ignore[arg-type]
+    limit = int(n) if is_integral_scalar(n) else _MAX_LENGTH
     if int(b) >= limit:
         return 1
     if int(b) < -limit:
@@ -223,11 +223,11 @@ def _normalize_slice(s: slice, n: ShapeComponent, axis: int) -> NormalizedSlice:
         for b, what in [(s.start, "start"), (s.stop, "stop")]:
             if b is not None:
                 _slice_bound(b, n, axis, what)
-        start, stop, step = slice(s.start, s.stop, step).indices(int(n))  # type: ignore[arg-type]
+        start, stop, step = slice(s.start, s.stop, step).indices(int(n))
         # a step longer than the axis takes (at most) its first element, as
         # a step of the axis' length does: clipped, so that no constant too
         # large for the generated code stays
-        step = max(-max(int(n), 1), min(step, max(int(n), 1)))  # type: ignore[arg-type]
+        step = max(-max(int(n), 1), min(step, max(int(n), 1)))
         if not len(range(start, stop, step)):
             return NormalizedSlice(0, 0, step)
         return NormalizedSlice(start, stop, step)
@@ -257,7 +257,7 @@ def _constant_index_array(data: np.ndarray[Any, Any], n: ShapeComponent,
 
     if data.size:
         if is_integral_scalar(n):
-            bad = data[(data >= n) | (data < -n)]  # type: ignore[operator]
+            bad = data[(data >= n) | (data < -n)]
             if bad.size:
                 raise IndexOutOfBoundsError(
                     f"index {bad.flat[0]} is out of bounds for axis {axis} "
@@ -278,7 +278,7 @@ def _normalize(entry: Any, n: ShapeComponent, axis: int) -> IndexExpr:
         return _normalize_slice(entry, n, axis)
     if isinstance(entry, np.ndarray):
         return _constant_index_array(entry, n, axis)
-    return entry  # type: ignore[no-any-return]
+    return entry
 
 # }}}
 

@@ -72,7 +72,7 @@ def _as_array_or_scalar(x: Any) -> Any:
     return x
 
 
-def _dtype_of(x: Any) -> np.dtype[Any]:
+def _dtype_of(x: Any) -> np.dtype[np.generic]:
     if isinstance(x, Array):
         return x.dtype
     return np.result_type(x)
@@ -217,11 +217,11 @@ conjugate = conj
 
 # {{{ classification
 
-def _inf_check(e: Any, dtype: np.dtype[Any]) -> Any:
+def _inf_check(e: Any, dtype: np.dtype[np.generic]) -> Any:
     return prim.Comparison(c99_call("abs", e), "==", dtype.type(np.inf))
 
 
-def _classify(name: str, x: Any, real_part: Callable[[Any, np.dtype[Any]], Any],
+def _classify(name: str, x: Any, real_part: Callable[[Any, np.dtype[np.generic]], Any],
               combine: Callable[[Any, Any], Any], int_value: bool) -> Any:
     x = _as_array_or_scalar(x)
     ufunc = getattr(np, name)
@@ -267,7 +267,7 @@ def isfinite(x: Any) -> Any:
 
     :arg x: an array or a scalar.
     """
-    def finite(e: Any, dtype: np.dtype[Any]) -> Any:
+    def finite(e: Any, dtype: np.dtype[np.generic]) -> Any:
         return prim.LogicalNot(prim.LogicalOr((c99_call("isnan", e),
                                                _inf_check(e, dtype))))
 

@@ -77,7 +77,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
             v = cast_scalar(v, out_dtype, wrap=True)
         operands.append(v)
 
-    def operand_dtype(v: Any) -> np.dtype[Any]:
+    def operand_dtype(v: Any) -> np.dtype[np.generic]:
         return v.dtype if isinstance(v, (Array, np.ndarray)) else out_dtype
 
     cond_dtype = (condition.dtype if isinstance(condition, (Array, np.ndarray))

@@ -101,7 +101,7 @@ def _normalize_descrs(descrs: Mapping[int, ReductionDescriptor] | None,
 
 def _reduce(func: str, a: Any, axis: Any, keepdims: bool,
             axis_to_reduction_descr: Mapping[int, ReductionDescriptor] | None,
-            op: ReductionOperation, dtype: np.dtype[Any],
+            op: ReductionOperation, dtype: np.dtype[np.generic],
             combine_initial: Callable[[Any, Any], Any] | None, initial: Any,
             ) -> Array:
     """Build the reduction of *a* with *op* in *dtype* over *axis*, combining

@@ -113,7 +113,7 @@ def _infer_unknown(old: ShapeType, known: list[ShapeComponent],
 def _check_same_size(old: ShapeType, new: ShapeType) -> None:
     if all(type(c) is int for c in old) and all(type(c) is int for c in new):
         # fast path: concrete sizes
-        if math.prod(old) != math.prod(new):  # type: ignore[arg-type]
+        if math.prod(old) != math.prod(new):
             raise _reshape_error(old, new, "")
         return
     rest_old, rest_new = _cancel_common(old, new)
@@ -427,7 +427,7 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Array:
     if is_integral_scalar(n):
         if n == 0:
             return a
-        shift %= int(n)  # type: ignore[arg-type]
+        shift %= int(n)
     if shift == 0:
         return a
     return Roll(a, shift, ax)

@@ -26,7 +26,7 @@ argument.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeAlias, TypeGuard
+from typing import TypeAlias, TypeGuard
 
 import numpy as np
 import pyopencl as cl
@@ -59,11 +59,11 @@ WorkSize: TypeAlias = int | Sequence[int]
 #: :class:`numpy.dtype` accepts, such as ``np.float32``) for scalar
 #: arguments, or a class (or tuple of classes) such as :class:`pyopencl.Buffer`
 #: or :class:`pyopencl.array.Array` for memory arguments.
-ParameterType: TypeAlias = "np.dtype[Any] | type | tuple[type, ...] | str"
+ParameterType: TypeAlias = "np.dtype[np.generic] | type | tuple[type, ...] | str"
 
 #: A normalized parameter type (see :func:`normalize_parameter_type`): a
 #: :class:`numpy.dtype` for scalar arguments, a tuple of classes for memory.
-ParameterSpec: TypeAlias = "np.dtype[Any] | tuple[type, ...]"
+ParameterSpec: TypeAlias = "np.dtype[np.generic] | tuple[type, ...]"
 
 #: The wait list accepted by launchers: events (``None`` entries are ignored).
 WaitFor: TypeAlias = "Sequence[cl.Event | None] | None"
@@ -162,7 +162,8 @@ def normalize_parameter_type(
         "expected a numpy dtype or a class (or tuple of classes)")
 
 
-def _convert_scalar(value: object, dtype: np.dtype[Any], what: str) -> np.generic:
+def _convert_scalar(value: object, dtype: np.dtype[np.generic],
+                    what: str) -> np.generic:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, np.generic):

@@ -714,10 +714,10 @@ def launcher_from_kernels(
     result = OpenClKernelListLauncher(name, default_queue=queue)
     for entry in kernels:
         if len(entry) == 2:
-            kernel, gsize = entry  # type: ignore[misc]
+            kernel, gsize = entry
             lsize = None
         elif len(entry) == 3:
-            kernel, gsize, lsize = entry  # type: ignore[misc]
+            kernel, gsize, lsize = entry
         else:
             raise InvalidArgumentError(f"{name}: expected (kernel, global_size[, "
                                        f"local_size]) tuples, got {entry!r}")

@@ -199,8 +199,8 @@ class InlineMarker(CopyMapper):
     def map_call(self, expr: Call) -> Call:
         new = super().map_call(expr)
         if new.tags_of_type(InlineCallTag):
-            return new  # type: ignore[no-any-return]
-        return new.tagged(InlineCallTag())  # type: ignore[no-any-return]
+            return new
+        return new.tagged(InlineCallTag())
 
 
 def tag_all_calls_to_be_inlined(expr: ArrayOrNamesOrDictTc

@@ -87,7 +87,7 @@ def _rebuild_non_array(expr: _DataclassNodeT, new_kids: tuple[Array, ...]
     return type(expr)(**{
         f.name: _unflatten(s, new_kids)
         for f, s in zip(dataclasses.fields(expr),  # type: ignore[arg-type]
-                        expr._pt_skel,  # type: ignore[attr-defined]
+                        expr._pt_skel,
                         strict=True)})
 
 
@@ -106,8 +106,8 @@ class TransformMapper(CachedMapper[ArrayOrNames, FunctionDefinition, []]):
     """A :class:`CachedMapper` mapping graphs to graphs, with a
     :class:`TransformMapperCache`."""
 
-    _cache: TransformMapperCache[ArrayOrNames, []]  # type: ignore[assignment]
-    _function_cache: TransformMapperCache[  # type: ignore[assignment]
+    _cache: TransformMapperCache[ArrayOrNames, []]
+    _function_cache: TransformMapperCache[
         FunctionDefinition, []]
 
     def __init__(
@@ -130,8 +130,8 @@ class TransformMapperWithExtraArgs(
         CachedMapper[ArrayOrNames, FunctionDefinition, P]):
     """A :class:`TransformMapper` whose methods take extra arguments."""
 
-    _cache: TransformMapperCache[ArrayOrNames, P]  # type: ignore[assignment]
-    _function_cache: TransformMapperCache[  # type: ignore[assignment]
+    _cache: TransformMapperCache[ArrayOrNames, P]
+    _function_cache: TransformMapperCache[
         FunctionDefinition, P]
 
     def __init__(

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["DeadCodeEliminator", "eliminate_dead_code"]
 
 
-class _ReductionIndexCollector(WalkMapper):  # type: ignore[misc]
+class _ReductionIndexCollector(WalkMapper):
     def __init__(self) -> None:
         self.names: set[str] = set()
 
@@ -91,8 +91,8 @@ class DeadCodeEliminator(IdentityCachedCopyMapper):
         new = self.map_array(expr)
         present = set(expr.reduction_axes)
         if set(expr.redn_axis_to_redn_descr) <= present:
-            return new  # type: ignore[no-any-return]
-        return new.copy(redn_axis_to_redn_descr={  # type: ignore[no-any-return]
+            return new
+        return new.copy(redn_axis_to_redn_descr={
             k: v for k, v in expr.redn_axis_to_redn_descr.items()
             if k in present})
 
@@ -106,5 +106,5 @@ def eliminate_dead_code(expr: ArrayOrNamesOrDictTc) -> ArrayOrNamesOrDictTc:
     mapper = DeadCodeEliminator()
     if isinstance(expr, dict):
         return {k: mapper(v)  # type: ignore[misc]
-                for k, v in expr.items()}  # type: ignore[return-value]
+                for k, v in expr.items()}
     return mapper(expr)  # type: ignore[return-value]

@@ -53,7 +53,7 @@ __all__ = [
 
 
 def _structure_key(node: GraphNode, kid_keys: tuple[Hashable, ...]) -> Hashable:
-    return (type(node), node._pt_skel, kid_keys)  # type: ignore[attr-defined]
+    return (type(node), node._pt_skel, kid_keys)
 
 
 def structural_class_ids(order: Sequence[GraphNode]) -> dict[int, int]:
@@ -69,7 +69,7 @@ def structural_class_ids(order: Sequence[GraphNode]) -> dict[int, int]:
     key_to_cls: dict[Hashable, int] = {}
     for node in order:
         key = _structure_key(node, tuple(
-            cls_of[id(k)] for k in node._pt_kids))  # type: ignore[attr-defined]
+            cls_of[id(k)] for k in node._pt_kids))
         cls = key_to_cls.get(key)
         if cls is None:
             cls = len(key_to_cls)
@@ -92,16 +92,16 @@ def _rebuild(node: GraphNode, new_kids: tuple[GraphNode, ...]) -> GraphNode:
         # a non-array node (e.g. a distributed send) whose skeleton is its
         # fields, flattened
         fields = dataclasses.fields(node)
-        skel = node._pt_skel  # type: ignore[attr-defined]
+        skel = node._pt_skel
         if len(skel) == len(fields):
-            return type(node)(**{  # type: ignore[no-any-return]
+            return type(node)(**{
                 f.name: _unflatten(s, new_kids)
                 for f, s in zip(fields, skel, strict=True)})
     if rebuild is None:
         raise UnsupportedFeatureError(
             f"cannot rebuild a node of type {type(node).__name__}: it needs a "
             "'_pt_with_new_kids(kids)' method")
-    return rebuild(new_kids)  # type: ignore[no-any-return]
+    return rebuild(new_kids)
 
 
 class Deduplicator(CopyMapper):
@@ -130,7 +130,7 @@ class Deduplicator(CopyMapper):
         # keeps the nodes whose ids are keys of _rep_of alive
         self._seen: list[GraphNode] = []
 
-    def __call__(self, expr: Any) -> Any:  # type: ignore[override]
+    def __call__(self, expr: Any) -> Any:
         """Return *expr* (an array, a :class:`~pytato.DictOfNamedArrays` or
         another graph node) with its duplicates merged."""
         if isinstance(expr, dict):
@@ -142,7 +142,7 @@ class Deduplicator(CopyMapper):
         for node in topological_order([expr]):
             if id(node) in rep_of:
                 continue
-            kids = node._pt_kids  # type: ignore[attr-defined]
+            kids = node._pt_kids
             new_kids = tuple(rep_of[id(k)] for k in kids)
             key = _structure_key(node, tuple(id(k) for k in new_kids))
             rep = key_to_rep.get(key)
@@ -156,7 +156,7 @@ class Deduplicator(CopyMapper):
             self._seen.append(node)
         return rep_of[id(expr)]
 
-    def rec(self, expr: Any) -> Any:  # type: ignore[override]
+    def rec(self, expr: Any) -> Any:
         return self(expr)
 
     def clone_for_callee(self, function: FunctionDefinition) -> Deduplicator:
@@ -227,4 +227,4 @@ def deduplicate_data_wrappers(array_or_names: ArrayOrNamesOrFunctionDefTc
     nodes that wrap the same memory merged into one (see
     :class:`DataWrapperDeduplicator`), so that the data is passed to
     generated code once."""
-    return DataWrapperDeduplicator()(array_or_names)  # type: ignore[no-any-return]
+    return DataWrapperDeduplicator()(array_or_names)

@@ -222,7 +222,7 @@ def rewrite_einsums_with_no_broadcasts(expr: ArrayOrNamesOrDictTc
     mapper = EinsumBroadcastRemover()
     if isinstance(expr, dict):
         return {k: mapper(v)  # type: ignore[misc]
-                for k, v in expr.items()}  # type: ignore[return-value]
+                for k, v in expr.items()}
     return mapper(expr)  # type: ignore[return-value]
 
 # }}}
@@ -291,7 +291,7 @@ def _combine(split: _Split, parts: list[Array]) -> Array:
     if split.op == "neg":
         return -parts[0]
     if split.op == "lmul":
-        return split.scalar * parts[0]  # type: ignore[no-any-return]
+        return split.scalar * parts[0]
     return parts[0] * split.scalar
 
 
@@ -458,7 +458,7 @@ def apply_distributive_property_to_einsums(
         mapper = EinsumDistributor(should_distribute or _always)
     if isinstance(expr, dict):
         return {k: mapper(v)  # type: ignore[misc]
-                for k, v in expr.items()}  # type: ignore[return-value]
+                for k, v in expr.items()}
     return mapper(expr)  # type: ignore[return-value]
 
 # }}}

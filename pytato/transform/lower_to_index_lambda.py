@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Generic, ParamSpec, TypeVar
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -125,7 +125,7 @@ class _Bindings:
     def size(self, c: ShapeComponent) -> ArithmeticExpression:
         """A shape component as an expression (ints stay ints)."""
         if is_integral_scalar(c):
-            return int(c)  # type: ignore[arg-type]
+            return int(c)
         return prim.Variable(self.bind(c))  # type: ignore[arg-type]
 
 
@@ -162,7 +162,7 @@ def _select(selector: ArithmeticExpression,
 
 
 def _clamped_index(index: ArithmeticExpression, length: ArithmeticExpression,
-                   dtype: np.dtype[Any]) -> ArithmeticExpression:
+                   dtype: np.dtype[np.generic]) -> ArithmeticExpression:
     """An entry *index* (of integer *dtype*) of a runtime index array as a
     position in ``[0, length)``: negative entries count from the end once
     (as in numpy), then what is still out of range is clamped to the
@@ -182,14 +182,14 @@ def _clamped_index(index: ArithmeticExpression, length: ArithmeticExpression,
     elif dtype.itemsize < 4:
         value = TypeCast(
             np.dtype(np.int32) if is_integral_scalar(length)
-            and int(length) < 2**31  # type: ignore[arg-type]
+            and int(length) < 2**31
             else np.dtype(np.int64), index)
     # (the conditions compare the entry itself: C compares integers of
     # different types by their values, and loopy's simplification of
     # indices cannot read conditions holding conversions)
     # no comparison that the type's range decides (compilers warn of them)
     info = np.iinfo(dtype)
-    known = int(length) if is_integral_scalar(length) else None  # type: ignore[arg-type]
+    known = int(length) if is_integral_scalar(length) else None
     # (an entry always in range is used as it is: loopy's simplification of
     # indices cannot read a conversion there either)
     upper: ArithmeticExpression = (
@@ -218,7 +218,7 @@ class _ToIndexLambda(Mapper):
     def handle_unsupported_array(self, expr: object, *args: object,
                                  **kwargs: object) -> IndexLambda:
         if not hasattr(expr, "_mapper_method"):
-            return super().handle_unsupported_array(  # type: ignore[no-any-return]
+            return super().handle_unsupported_array(
                 expr, *args, **kwargs)
         raise NotLowerableToIndexLambdaError(
             f"a {type(expr).__name__} cannot be lowered to an IndexLambda (it "
@@ -314,7 +314,7 @@ class _ToIndexLambda(Mapper):
         n = expr.shape[ax]
         i = _idx(ax)
         if is_integral_scalar(n):
-            n = int(n)  # type: ignore[arg-type]
+            n = int(n)
             shift = expr.shift % n if n else 0
             rolled: ArithmeticExpression = (
                 prim.Remainder(i + (n - shift), n) if shift else i)
@@ -457,7 +457,7 @@ def _reshape_groups(in_shape: Sequence[ShapeComponent], in_axes: list[int],
                 or c == 0:
             break
         gi, gj = [in_axes[i]], [out_axes[j]]
-        pa, pc = int(a), int(c)  # type: ignore[arg-type]
+        pa, pc = int(a), int(c)
         i += 1
         j += 1
         while pa != pc:
@@ -557,7 +557,7 @@ def to_index_lambda(expr: Array) -> IndexLambda:
         :class:`NotImplementedError`) for nodes without an element-wise
         definition (inputs, results of calls, ...).
     """
-    return _LOWERER(expr)  # type: ignore[no-any-return]
+    return _LOWERER(expr)
 
 
 _LOWERABLE = frozenset({

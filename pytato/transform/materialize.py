@@ -290,7 +290,7 @@ def _is_size_expression(expr: Array) -> bool:
     if expr.shape != () or expr.dtype.kind not in "iu":
         return False
     return all(isinstance(inp, SizeParam)
-               for inp in expr._pt_inputs.values())  # type: ignore[attr-defined]
+               for inp in expr._pt_inputs.values())
 
 # }}}
 
@@ -466,8 +466,8 @@ def materialize_with_mpms(expr: Array | DictOfNamedArrays
         return expr
     result = _Tagger(to_tag)(outputs)
     if isinstance(expr, Array):
-        return result._data["_pt_out"]  # type: ignore[no-any-return]
-    return result  # type: ignore[no-any-return]
+        return result._data["_pt_out"]
+    return result
 
 # }}}
 
@@ -516,7 +516,7 @@ class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, None, []]):
             "MPMSMaterializer does not map the bodies of called functions")
 
     def map_array(self, expr: Array) -> MPMSMaterializerAccumulator:
-        kids = expr._pt_kids  # type: ignore[attr-defined]
+        kids = expr._pt_kids
         accs = [self.rec(k) for k in kids]
         new_kids = tuple(a.expr for a in accs)
         new: Array = expr

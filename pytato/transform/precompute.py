@@ -83,7 +83,7 @@ def _find_constants(roots: list[GraphNode]) -> tuple[list[GraphNode],
         if _is_constant_leaf(node) or (
                 isinstance(node, _COMPUTING_NODES)
                 and all(id(k) in const
-                        for k in node._pt_kids)):  # type: ignore[attr-defined]
+                        for k in node._pt_kids)):
             const.add(id(node))
     return order, const
 
@@ -123,7 +123,7 @@ def precompute_subexpressions(expr: Any,
     for node in order:
         if id(node) in const:
             continue
-        for k in node._pt_kids:  # type: ignore[attr-defined]
+        for k in node._pt_kids:
             if id(k) in const:
                 frontier[id(k)] = k
     to_compute = {i: n for i, n in frontier.items()

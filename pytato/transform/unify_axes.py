@@ -102,7 +102,7 @@ __all__ = ["AxesTagsEquationCollector", "AxisEquivalenceCollector",
            "unify_axes_tags"]
 
 
-class BindingSubscriptsCollector(WalkMapper):  # type: ignore[misc]
+class BindingSubscriptsCollector(WalkMapper):
     """Called on a scalar expression, returns, for each variable that is
     subscripted in it, the set of index tuples it is subscripted with
     (used to relate the axes of an :class:`~pytato.array.IndexLambda`'s
@@ -171,7 +171,7 @@ def _eq(a: ShapeComponent, b: ShapeComponent) -> bool:
         return False
 
 
-class _SubscriptCollector(WalkMapper):  # type: ignore[misc]
+class _SubscriptCollector(WalkMapper):
     """Collects ``(binding name, index tuple)`` of subscripted bindings."""
 
     def __init__(self, names: Iterable[str]) -> None:
@@ -438,7 +438,7 @@ class _AxesRetagger(IdentityCachedCopyMapper):
         return _AxesRetagger({}, {})
 
     def map_array(self, expr: Array) -> Array:
-        kids = expr._pt_kids  # type: ignore[attr-defined]
+        kids = expr._pt_kids
         new_kids = tuple(self.rec(k) for k in kids)
         axes = self.new_axes.get(id(expr), expr.axes)
         redn = self.new_redns.get(id(expr))

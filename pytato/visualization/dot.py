@@ -267,7 +267,7 @@ class DotGraphBuilder:
             nid = self.fresh_id()
             ids[id(node)] = nid
             self._keep.append(node)
-            kid_ids = [ids.get(id(k), "") for k in node._pt_kids]  # type: ignore
+            kid_ids = [ids.get(id(k), "") for k in node._pt_kids]
             emit = getattr(self, "emit_" + getattr(node, "_mapper_method", ""),
                            self.emit_default)
             emit(node, nid, kid_ids)

@@ -65,7 +65,7 @@ def get_fancy_placeholder_data_flow_dot(dag: Any) -> str:
             sources[id(node)] = {}
             continue
         merged: dict[int, frozenset[str]] = {}
-        for k in node._pt_kids:  # type: ignore[attr-defined]
+        for k in node._pt_kids:
             for src, kinds in sources[id(k)].items():
                 merged[src] = merged.get(src, frozenset()) | kinds
         if not isinstance(node, InputArgumentBase):

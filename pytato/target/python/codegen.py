@@ -340,7 +340,7 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
                         else self.size_code(idx.stop))
             else:
                 start = ("" if are_shape_components_equal(
-                    idx.start + 1, length)  # type: ignore[operator]
+                    idx.start + 1, length)
                          else self.size_code(idx.start))
                 stop = ("" if is_integral_scalar(idx.stop) and int(idx.stop) < 0
                         else self.size_code(idx.stop))
@@ -362,7 +362,7 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
                         f".astype({int64})")
             elif idx.dtype.itemsize < 8 and not (
                     idx.dtype == np.int32 and is_integral_scalar(length)
-                    and int(length) < 2**31):  # type: ignore[arg-type]
+                    and int(length) < 2**31):
                 code = f"({code}).astype({int64})"
             if idx.dtype.kind != "u":
                 code = f"{self.np}.where({code} < 0, {code} + ({n}), {code})"
@@ -434,7 +434,7 @@ def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
     ndata = 0
     inputs = []
     taken = NameGenerator(
-        set(outputs._pt_inputs) | set(outputs))  # type: ignore[attr-defined]
+        set(outputs._pt_inputs) | set(outputs))
     for node in order:
         if isinstance(node, (Placeholder, SizeParam)):
             inputs.append((node.name, node))

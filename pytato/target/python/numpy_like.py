@@ -98,7 +98,7 @@ class PythonTarget(Target):
                                      source.splitlines(keepends=True), filename)
         namespace: dict[str, Any] = {}
         exec(compile(source, filename, "exec"), namespace)
-        return namespace[entrypoint]  # type: ignore[no-any-return]
+        return namespace[entrypoint]
 
     def run(self, function: Callable[..., Any], args: Mapping[str, Any]) -> Any:
         """Call the compiled *function* with *args* (by parameter name)."""
