@@ -1,14 +1,19 @@
 """Tags of arrays, axes and reductions: normalizing and checking them, and
 the mixin that makes pytato's frozen dataclasses taggable.
 
+The metadata of axes and reductions, which carry tags, are here too.
+
 .. autofunction:: normalize_tags
 .. autofunction:: check_unique_tags
+.. autoclass:: Axis
+.. autoclass:: ReductionDescriptor
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytools.tag import Tag, Taggable, UniqueTag
@@ -20,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Self
 
 
-__all__ = ["check_unique_tags", "normalize_tags"]
+__all__ = ["Axis", "ReductionDescriptor", "check_unique_tags", "normalize_tags"]
 
 def normalize_tags(tags: Tag | Iterable[Tag] | None,
                    argname: str = "argument 'tags'") -> frozenset[Tag]:
@@ -129,4 +134,26 @@ class _TaggableMixin(Taggable):
         if all(getattr(self, name) is value for name, value in kwargs.items()):
             return self
         return dataclasses.replace(self, **kwargs)  # type: ignore[type-var]
+
+
+
+@dataclass(frozen=True)
+class Axis(_TaggableMixin):
+    """Metadata of one axis of an array.
+
+    .. attribute:: tags
+    """
+
+    tags: frozenset[Tag] = frozenset()
+
+
+@dataclass(frozen=True)
+class ReductionDescriptor(_TaggableMixin):
+    """Metadata of one reduction (an index summed over, say).
+
+    .. attribute:: tags
+    """
+
+    tags: frozenset[Tag] = frozenset()
+
 
