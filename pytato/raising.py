@@ -186,7 +186,7 @@ class ReduceOp(HighLevelOp):
             object.__setattr__(self, "axes", constantdict(self.axes))
 
 
-class TypeCastDropper(IdentityMapper):
+class TypeCastDropper(IdentityMapper[[]]):
     """Removes the :class:`~pytato.scalar_expr.TypeCast`\\ s of a scalar
     expression (keeping their operands)."""
 

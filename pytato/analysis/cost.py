@@ -127,7 +127,7 @@ def _nelements(shape: ShapeType) -> Cost:
 # }}}
 
 
-class _ScalarFlopCounter(_PMapper):
+class _ScalarFlopCounter(_PMapper[Cost, []]):
     """Operations of one evaluation of a scalar expression."""
 
     def __init__(self, size_of_name: Mapping[str, Cost]) -> None:

@@ -104,7 +104,7 @@ class IndexLambda(Array):
                 reduction_variable: descr.tagged(tags)}))
 
 
-class _ReductionVariableCollector(WalkMapper):
+class _ReductionVariableCollector(WalkMapper[[]]):
     def __init__(self) -> None:
         self.names: set[str] = set()
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["DeadCodeEliminator", "eliminate_dead_code"]
 
 
-class _ReductionIndexCollector(WalkMapper):
+class _ReductionIndexCollector(WalkMapper[[]]):
     def __init__(self) -> None:
         self.names: set[str] = set()
 

@@ -214,7 +214,7 @@ class NotLowerableToIndexLambdaError(CannotBeLoweredToIndexLambda,
     and a :class:`NotImplementedError`) as other mappers raise."""
 
 
-class _ToIndexLambda(Mapper):
+class _ToIndexLambda(Mapper[Array, None, []]):
     def handle_unsupported_array(self, expr: object, *args: object,
                                  **kwargs: object) -> IndexLambda:
         if not hasattr(expr, "_mapper_method"):

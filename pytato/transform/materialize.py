@@ -159,7 +159,7 @@ def _is_index_name(name: str) -> bool:
     return name[:1] == "_" and name[1:].isdigit()
 
 
-class _UseCounter(WalkMapper):
+class _UseCounter(WalkMapper[[frozenset[str]]]):
     """Counts the references to bindings and output indices, and finds the
     bindings read *expansively* (at an access whose indices do not involve
     every loop variable in scope there: the lambda's non-unit output indices

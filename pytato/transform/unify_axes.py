@@ -102,7 +102,7 @@ __all__ = ["AxesTagsEquationCollector", "AxisEquivalenceCollector",
            "unify_axes_tags"]
 
 
-class BindingSubscriptsCollector(WalkMapper):
+class BindingSubscriptsCollector(WalkMapper[[]]):
     """Called on a scalar expression, returns, for each variable that is
     subscripted in it, the set of index tuples it is subscripted with
     (used to relate the axes of an :class:`~pytato.array.IndexLambda`'s
@@ -171,7 +171,7 @@ def _eq(a: ShapeComponent, b: ShapeComponent) -> bool:
         return False
 
 
-class _SubscriptCollector(WalkMapper):
+class _SubscriptCollector(WalkMapper[[]]):
     """Collects ``(binding name, index tuple)`` of subscripted bindings."""
 
     def __init__(self, names: Iterable[str]) -> None:
@@ -198,7 +198,7 @@ def _index_name(i: object) -> str | None:
     return i.name if isinstance(i, prim.Variable) else None
 
 
-class AxisEquivalenceCollector(Mapper):
+class AxisEquivalenceCollector(Mapper[None, None, []]):
     """Records which axes of a node equal axes of its children. Each
     ``map_<node>(expr)`` calls :meth:`unify` for the equal axes it knows
     of; the default for other node types records nothing."""

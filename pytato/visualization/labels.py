@@ -99,7 +99,7 @@ def path_label(path: Path) -> str:
 
 # {{{ scalar expressions
 
-class _ScalarStringifier(StringifyMapper):
+class _ScalarStringifier(StringifyMapper[[]]):
     def __init__(self, rename: Mapping[str, str] | None = None) -> None:
         super().__init__()
         self.rename = rename or {}

@@ -175,7 +175,7 @@ def _needed_nodes(roots: list[GraphNode]) -> set[int]:
     return needed
 
 
-class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
+class PythonCodeGenMapper(PythonCallsMixin, CachedMapper[str, None, []]):
     """Emits Python statements computing each node; ``rec(node)`` returns
     the name of the variable holding the node's value.
 

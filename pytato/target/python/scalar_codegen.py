@@ -154,7 +154,7 @@ class Value:
 
 # {{{ size expressions
 
-class SizeCodeMapper(_PMapper):
+class SizeCodeMapper(_PMapper[str, []]):
     """Renders an integer expression in size parameter names (or other
     variables, renamed by *var_code*) as Python code."""
 
@@ -224,7 +224,7 @@ def size_exprs_equal(a: Any, b: Any) -> bool:
 # }}}
 
 
-class _ReductionCollector(WalkMapper):
+class _ReductionCollector(WalkMapper[[]]):
     def __init__(self) -> None:
         self.reductions: list[Reduce] = []
 
@@ -241,7 +241,7 @@ class _GridAxis:
     start_is_zero: bool = True
 
 
-class LambdaCodeGenerator(_PMapper):
+class LambdaCodeGenerator(_PMapper[Value, []]):
     """Translates the expression of one :class:`~pytato.array.IndexLambda`.
 
     :arg np_name: the name of the array module in generated code.
