@@ -48,7 +48,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping, Set
-from typing import Any, ParamSpec, TypeAlias, TypeGuard, TypeVar
+from typing import Any, ParamSpec, TypeAlias, TypeGuard, TypeVar, cast
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -479,6 +479,14 @@ def _numpy_function(name: str) -> Callable[..., object]:
 def parse(s: str) -> ScalarExpression:
     """Parse *s* into a scalar expression."""
     return _Parser()(s)
+
+
+def distribute_arithmetic(expr: ArithmeticExpression) -> ArithmeticExpression:
+    """*expr* with products distributed over sums, by pymbolic's
+    :class:`~pymbolic.mapper.distributor.DistributeMapper` (typed here as
+    the arithmetic expression it returns for one: pymbolic's mappers are
+    typed to return any expression)."""
+    return cast("ArithmeticExpression", _PDistributeMapper()(expr))
 
 
 def substitute(expression: ScalarExpression,

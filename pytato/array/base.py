@@ -189,21 +189,21 @@ class _SuppliedAxesAndTagsMixin:
     __slots__ = ()
 
 
-_ClassT = TypeVar("_ClassT", bound=type)
+_T = TypeVar("_T")
 
 
 @overload
-def array_dataclass(cls: _ClassT, /, *, hash: bool = True) -> _ClassT: ...
+def array_dataclass(cls: type[_T], /, *, hash: bool = True) -> type[_T]: ...
 
 
 @overload
 def array_dataclass(cls: None = None, /, *, hash: bool = True
-                    ) -> Callable[[_ClassT], _ClassT]: ...
+                    ) -> Callable[[type[_T]], type[_T]]: ...
 
 
 @dataclass_transform(frozen_default=True, eq_default=False)
-def array_dataclass(cls: _ClassT | None = None, /, *, hash: bool = True
-                    ) -> _ClassT | Callable[[_ClassT], _ClassT]:
+def array_dataclass(cls: type[_T] | None = None, /, *, hash: bool = True
+                    ) -> type[_T] | Callable[[type[_T]], type[_T]]:
     """Decorator for node classes: a frozen dataclass keeping the structural
     ``__eq__``/``__hash__`` of :class:`Array`. Used bare (``@array_dataclass``)
     or, as in the reference pytato, called (``@array_dataclass()``).
@@ -340,7 +340,7 @@ class Array(GraphNode, _TaggableMixin):
                 f"{type(self).__name__}: got {len(self.axes)} axes for an array "
                 f"of {len(shape)} dimensions")
         kids: list[Array] = []
-        skel_fields = []
+        skel_fields: list[object] = []
         identity_fields = self._identity_fields
         get_kind = _KIND_OF_TYPE.get
         names = _FIELD_NAMES_CACHE.get(type(self))
@@ -598,10 +598,10 @@ def reduce_array(root: Array) -> tuple[Any, ...]:
     return (_rebuild, (_records([root]),))
 
 
-def _records(roots: list[Array]) -> list[Any]:
+def _records(roots: list[Array]) -> list[object]:
     order = topological_order(roots)
     index = {id(n): i for i, n in enumerate(order)}
-    records = []
+    records: list[object] = []
     for node in order:
         if isinstance(node, Array):
             names, skel = flatten_for_pickle(node)
@@ -611,13 +611,13 @@ def _records(roots: list[Array]) -> list[Any]:
         elif hasattr(type(node), "_pt_from_kids"):
             # a node that rebuilds itself from its skeleton and children
             # (e.g. a DictOfNamedArrays inside a graph)
-            records.append((type(node), node._pt_skel,  # type: ignore
+            records.append((type(node), node._pt_skel,
                             tuple(index[id(k)] for k in node._pt_kids),
                             None))
         elif _is_flat_dataclass_node(node):
             # e.g. a distributed send: rebuilt from its fields, its children
             # shared with the rest of the graph
-            records.append((type(node), node._pt_skel,  # type: ignore
+            records.append((type(node), node._pt_skel,
                             tuple(index[id(k)] for k in node._pt_kids)))
         else:
             # another non-array node (e.g. a call): its own __reduce__
@@ -632,11 +632,11 @@ def _is_flat_dataclass_node(node: Any) -> bool:
             and len(node._pt_skel) == len(dataclasses.fields(node)))
 
 
-def _rebuild(records: list[Any]) -> Array:
+def _rebuild(records: list[object]) -> Array:
     return _build(records)[-1]
 
 
-def _build(records: list[Any]) -> list[Any]:
+def _build(records: list[object]) -> list[Any]:
     built: list[Any] = []
     for rec in records:
         if isinstance(rec, tuple) and len(rec) == 5:

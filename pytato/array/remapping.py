@@ -126,7 +126,7 @@ class Reshape(IndexRemappingBase):
         return self.newshape
 
 
-def _constant_if_known(c: Array) -> ShapeComponent:
+def _constant_if_known(c: ShapeComponent) -> ShapeComponent:
     """*c* as an int if its expression simplifies to a constant."""
 
     expr = DistributeMapper()(shape_component_to_expr(c))
@@ -208,8 +208,12 @@ class AdvancedIndexInContiguousAxes(IndexBase):
         adv = [i for i, idx in enumerate(self.indices)
                if not isinstance(idx, NormalizedSlice)]
         first, last = adv[0], adv[-1]
-        pre = tuple(i.length for i in self.indices[:first])  # type: ignore
-        post = tuple(i.length for i in self.indices[last + 1:])  # type: ignore
+        # (the indices before the first and after the last array index
+        # are slices)
+        pre = tuple(i.length for i in self.indices[:first]
+                    if isinstance(i, NormalizedSlice))
+        post = tuple(i.length for i in self.indices[last + 1:]
+                     if isinstance(i, NormalizedSlice))
         return (*pre, *_array_index_shape(self.indices), *post)
 
 

@@ -16,11 +16,10 @@ A shape component is an :class:`int` or a 0-d integer
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pymbolic.primitives as prim
-from pymbolic.mapper.distributor import DistributeMapper
 
 # is_one, normalize_axis(es) and shape_product are defined in
 # pytato.array.base (the node classes need them) and re-exported here
@@ -39,22 +38,30 @@ from pytato.diagnostic import (
     InvalidArgumentTypeError,
     NonAffineShapeError,
 )
-from pytato.scalar_expr import evaluate, is_integral_scalar, substitute
+from pytato.scalar_expr import (
+    distribute_arithmetic,
+    evaluate,
+    is_integral_scalar,
+    substitute,
+)
 
 
 if TYPE_CHECKING:
+    from pymbolic.typing import ArithmeticExpression
+
     from pytato.array.base import ShapeComponent, ShapeType
 
 
-def shape_component_to_expr(c: ShapeComponent) -> Any:
+def shape_component_to_expr(c: ShapeComponent) -> ArithmeticExpression:
     """A :mod:`pymbolic` expression of *c* in size parameter names."""
     if is_integral_scalar(c):
         return int(c)
     if isinstance(c, SizeParam):
         return prim.Variable(c.name)
     if isinstance(c, IndexLambda) and c.shape == ():
-        return substitute(c.expr, {
-            name: shape_component_to_expr(b) for name, b in c.bindings.items()})
+        # (an affine expression of the sizes of its bindings)
+        return cast("ArithmeticExpression", substitute(c.expr, {
+            name: shape_component_to_expr(b) for name, b in c.bindings.items()}))
     raise NonAffineShapeError(
         f"shape component {c!r} is not an affine expression in size parameters")
 
@@ -117,9 +124,9 @@ def are_shape_components_equal(a: ShapeComponent, b: ShapeComponent) -> bool:
         return False
     if a == b:
         return True
-    ea = DistributeMapper()(shape_component_to_expr(a))
-    eb = DistributeMapper()(shape_component_to_expr(b))
-    diff = DistributeMapper()(ea - eb)
+    ea = distribute_arithmetic(shape_component_to_expr(a))
+    eb = distribute_arithmetic(shape_component_to_expr(b))
+    diff = distribute_arithmetic(ea - eb)
     return bool(diff == 0)
 
 

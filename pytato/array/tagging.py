@@ -98,7 +98,7 @@ class _TaggableMixin(Taggable):
     def _with_new_tags(self, tags: frozenset[Tag]) -> Self:
         return dataclasses.replace(self, tags=tags)  # type: ignore[type-var]
 
-    def tagged(self, tags: Tag | Iterable[Tag]) -> Self:
+    def tagged(self, tags: Tag | Iterable[Tag] | None) -> Self:
         """Return a copy of *self* with *tags* added. Raises
         :class:`~pytato.diagnostic.NonUniqueTagError` if two unique tags of
         one type result."""
@@ -108,7 +108,7 @@ class _TaggableMixin(Taggable):
         return self._with_new_tags(check_unique_tags(self.tags | new,
                                                      type(self).__name__))
 
-    def without_tags(self, tags: Tag | Iterable[Tag],
+    def without_tags(self, tags: Tag | Iterable[Tag] | None,
                      verify_existence: bool = True) -> Self:
         """Return a copy of *self* without *tags*."""
         rm = normalize_tags(tags, "without_tags(), argument 'tags'")

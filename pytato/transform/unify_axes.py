@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 
 import pymbolic.primitives as prim
 from constantdict import constantdict
-from pymbolic.mapper.distributor import DistributeMapper
 from pytools.tag import Tag
 
 from pytato.array.base import (
@@ -83,7 +82,7 @@ from pytato.diagnostic import (
     NonAffineShapeError,
     NonUniqueTagError,
 )
-from pytato.scalar_expr import WalkMapper
+from pytato.scalar_expr import WalkMapper, distribute_arithmetic
 from pytato.transform._identity_cache import IdentityCachedCopyMapper
 from pytato.transform.mappers import ArrayOrNames, ArrayOrNamesOrDictTc, Mapper
 
@@ -347,7 +346,7 @@ def _expr(c: ShapeComponent) -> ArithmeticExpression:
 def _same_size(a: ArithmeticExpression, b: ArithmeticExpression) -> bool:
     if isinstance(a, int) and isinstance(b, int):
         return a == b
-    return bool(DistributeMapper()(a - b) == 0)
+    return bool(distribute_arithmetic(a - b) == 0)
 
 
 def _faster_products(shape: Sequence[ShapeComponent], order: str

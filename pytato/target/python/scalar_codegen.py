@@ -33,7 +33,6 @@ from typing import Any
 import numpy as np
 import pymbolic.primitives as prim
 from pymbolic.mapper import Mapper as _PMapper
-from pymbolic.mapper.distributor import DistributeMapper
 
 from pytato.array.base import Array
 from pytato.array.inputs import SizeParam
@@ -49,6 +48,7 @@ from pytato.scalar_expr import (
     Reduce,
     SumReductionOperation,
     WalkMapper,
+    distribute_arithmetic,
     get_dependencies,
     is_integral_scalar,
     substitute,
@@ -216,7 +216,8 @@ def size_exprs_equal(a: Any, b: Any) -> bool:
     if is_integral_scalar(a) and is_integral_scalar(b):
         return int(a) == int(b)
     try:
-        diff = DistributeMapper()(DistributeMapper()(a) - DistributeMapper()(b))
+        diff = distribute_arithmetic(
+            distribute_arithmetic(a) - distribute_arithmetic(b))
     except Exception:
         return False
     return is_integral_scalar(diff) and int(diff) == 0
@@ -290,7 +291,7 @@ class LambdaCodeGenerator(_PMapper[Value, []]):
                 self.iname_to_axis[iname] = len(self.axes)
                 lo_e, hi_e = self._bound_expr(lo), self._bound_expr(hi)
                 if lo_e is not None and hi_e is not None:
-                    length = DistributeMapper()(hi_e - lo_e)
+                    length = distribute_arithmetic(hi_e - lo_e)
                     self.axes.append(_GridAxis(
                         self.size_code(length), length, self.size_code(lo_e),
                         is_integral_scalar(lo_e) and int(lo_e) == 0))
