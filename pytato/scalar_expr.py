@@ -155,7 +155,7 @@ class MaxReductionOperation(ReductionOperation):
         if dtype.kind == "f":
             return dtype.type(-np.inf)
         if dtype.kind in "iu":
-            return np.iinfo(dtype).min  # type: ignore[type-var]
+            return integer_dtype_info(dtype).min
         if dtype.kind == "b":
             return np.False_
         raise DTypeError(f"max reduction not supported for dtype {dtype}")
@@ -174,7 +174,7 @@ class MinReductionOperation(ReductionOperation):
         if dtype.kind == "f":
             return dtype.type(np.inf)
         if dtype.kind in "iu":
-            return np.iinfo(dtype).max  # type: ignore[type-var]
+            return integer_dtype_info(dtype).max
         if dtype.kind == "b":
             return np.True_
         raise DTypeError(f"min reduction not supported for dtype {dtype}")
@@ -528,6 +528,20 @@ def evaluate(expression: ScalarExpression,
     if isinstance(expression, SCALAR_CLASSES):
         return expression
     return EvaluationMapper(dict(context or {}))(expression)
+
+
+def scalar_literal(x: complex | np.generic, dtype: np.dtype[np.generic]
+                   ) -> ArithmeticExpression:
+    """*x* as a numpy scalar of *dtype*, a constant of scalar expressions
+    (numpy's types make any scalar a :class:`numpy.generic`, which pymbolic's
+    do not count among constants)."""
+    return cast("ArithmeticExpression", dtype.type(x))
+
+
+def integer_dtype_info(dtype: np.dtype[np.generic]) -> np.iinfo[np.integer]:
+    """:class:`numpy.iinfo` of *dtype*, an integer dtype (which numpy's types
+    cannot tell from its :attr:`~numpy.dtype.kind`)."""
+    return np.iinfo(cast("np.dtype[np.integer]", dtype))
 
 
 def is_integral_scalar(x: object) -> TypeGuard[int | np.integer]:

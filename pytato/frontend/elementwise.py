@@ -76,7 +76,13 @@ from pytato.diagnostic import (
 )
 from pytato.frontend._utils import bind_array
 from pytato.frontend.creation import full
-from pytato.scalar_expr import SCALAR_CLASSES, TypeCast, negated
+from pytato.scalar_expr import (
+    SCALAR_CLASSES,
+    TypeCast,
+    integer_dtype_info,
+    negated,
+    scalar_literal,
+)
 
 
 SCALAR_TYPES = (*SCALAR_CLASSES,)
@@ -181,11 +187,6 @@ def _index_expr(shape: Sequence[Any], name: str, out_ndim: int,
     return prim.Subscript(_binding_variable(name), tuple(idx))
 
 
-def scalar_literal(x: Any, dtype: np.dtype[np.generic]) -> Any:
-    """*x* as a numpy scalar of *dtype*."""
-    return dtype.type(x)
-
-
 def _overflow(operands: Sequence[Any], argnames: Sequence[str], what: str,
               err: OverflowError) -> ScalarOverflowError:
     """The error for Python integer operands that do not fit the integer
@@ -195,7 +196,8 @@ def _overflow(operands: Sequence[Any], argnames: Sequence[str], what: str,
     culprits = []
     for x, n in zip(operands, argnames, strict=True):
         if type(x) is int and any(
-                dt.kind != "b" and not (np.iinfo(dt).min <= x <= np.iinfo(dt).max)
+                dt.kind != "b" and not (integer_dtype_info(dt).min <= x
+                                         <= integer_dtype_info(dt).max)
                 for dt in int_dtypes):
             culprits.append(f"'{n}' ({x})")
     if not culprits:    # e.g. beyond int64, the dtype of bool arithmetic
@@ -447,7 +449,7 @@ def _out_of_range_comparison(op: str, x1: Any, x2: Any) -> Array | None:
     for arr, value, swapped in ((x1, x2, False), (x2, x1, True)):
         if isinstance(arr, Array) and type(value) is int \
                 and arr.dtype.kind in "iu":
-            info = np.iinfo(arr.dtype)
+            info = integer_dtype_info(arr.dtype)
             if info.min <= value <= info.max:
                 return None
             # every element is between the bounds: like the nearer one

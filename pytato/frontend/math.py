@@ -58,7 +58,7 @@ from pytato.array.lambdas import IndexLambda
 from pytato.diagnostic import DTypeError, InvalidArgumentTypeError
 from pytato.frontend.creation import full_like, zeros_like
 from pytato.frontend.elementwise import elementwise, index_expr_for
-from pytato.scalar_expr import TypeCast
+from pytato.scalar_expr import TypeCast, scalar_literal
 
 
 def c99_call(name: str, *args: Any) -> prim.Call:
@@ -218,7 +218,8 @@ conjugate = conj
 # {{{ classification
 
 def _inf_check(e: Any, dtype: np.dtype[np.generic]) -> Any:
-    return prim.Comparison(c99_call("abs", e), "==", dtype.type(np.inf))
+    return prim.Comparison(c99_call("abs", e), "==",
+                           scalar_literal(np.inf, dtype))
 
 
 def _classify(name: str, x: Any, real_part: Callable[[Any, np.dtype[np.generic]], Any],
@@ -289,7 +290,7 @@ def sign(x: Any) -> Any:
     dtype = _dtype_of(x)
 
     def make(a: Any) -> Any:
-        zero, one = dtype.type(0), dtype.type(1)
+        zero, one = scalar_literal(0, dtype), scalar_literal(1, dtype)
         if dtype.kind == "c":
             # numpy's z/abs(z), with its values at zeros and infinities
             return c99_call("sign", a)
@@ -333,7 +334,7 @@ def reciprocal(x: Any) -> Any:
             return c99_call("reciprocal", a)
     else:
         def make(a: Any) -> Any:
-            return prim.Quotient(dtype.type(1), a)
+            return prim.Quotient(scalar_literal(1, dtype), a)
     return elementwise(np.reciprocal, [x], make,
                        argnames=["x"], what="reciprocal")
 

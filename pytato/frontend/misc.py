@@ -24,7 +24,7 @@ from pytato.diagnostic import (
 )
 from pytato.frontend._utils import BindingCollector, cast_scalar, is_scalar
 from pytato.frontend.elementwise import elementwise
-from pytato.scalar_expr import TypeCast, is_integral_scalar
+from pytato.scalar_expr import TypeCast, is_integral_scalar, scalar_literal
 
 
 # {{{ where
@@ -86,7 +86,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
 
     def make(c: Any, a: Any, b: Any) -> Any:
         if cond_dtype.kind != "b":
-            c = prim.Comparison(c, "!=", cond_dtype.type(0))
+            c = prim.Comparison(c, "!=", scalar_literal(0, cond_dtype))
         if x_dtype != out_dtype:
             a = TypeCast(out_dtype, a)
         if y_dtype != out_dtype:

@@ -58,6 +58,7 @@ from pytato.scalar_expr import (
     SumReductionOperation,
     TypeCast,
     is_integral_scalar,
+    scalar_literal,
 )
 from pytato.tags import ReductionWithoutIdentity
 
@@ -132,7 +133,7 @@ def _reduce(func: str, a: Any, axis: Any, keepdims: bool,
                   else prim.Variable(in_name))
     if isinstance(op, (AnyReductionOperation, AllReductionOperation)):
         if a.dtype.kind != "b":
-            inner = prim.Comparison(inner, "!=", a.dtype.type(0))
+            inner = prim.Comparison(inner, "!=", scalar_literal(0, a.dtype))
     elif a.dtype != dtype:
         inner = TypeCast(dtype, inner)
     expr = Reduce(inner, op, bounds) if bounds else inner

@@ -33,6 +33,7 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from pytato.diagnostic import InvalidArgumentError, InvalidArgumentTypeError
+from pytato.scalar_expr import integer_dtype_info
 
 
 __all__ = [
@@ -176,7 +177,7 @@ def _convert_scalar(value: object, dtype: np.dtype[np.generic],
     elif isinstance(value, int):
         ok = dtype.kind in "fc"
         if dtype.kind in "iu":
-            info = np.iinfo(dtype)
+            info = integer_dtype_info(dtype)
             ok = info.min <= value <= info.max
     elif isinstance(value, float):
         ok = dtype.kind in "fc"

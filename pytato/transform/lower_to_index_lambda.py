@@ -61,8 +61,10 @@ from pytato.scalar_expr import (
     Reduce,
     SumReductionOperation,
     TypeCast,
+    integer_dtype_info,
     is_integral_scalar,
     negated,
+    scalar_literal,
 )
 from pytato.transform.mappers import (
     ArrayOrNamesTc,
@@ -188,7 +190,7 @@ def _clamped_index(index: ArithmeticExpression, length: ArithmeticExpression,
     # different types by their values, and loopy's simplification of
     # indices cannot read conditions holding conversions)
     # no comparison that the type's range decides (compilers warn of them)
-    info = np.iinfo(dtype)
+    info = integer_dtype_info(dtype)
     known = int(length) if is_integral_scalar(length) else None
     # (an entry always in range is used as it is: loopy's simplification of
     # indices cannot read a conversion there either)
@@ -266,7 +268,7 @@ class _ToIndexLambda(Mapper[Array, None, []]):
             if len(factors) > 1 and expr.dtype.kind in "fc":
                 # numpy's einsum of several operands adds each product to
                 # a zero, also without a sum: a product -0.0 is +0.0
-                inner = prim.Sum((expr.dtype.type(0), inner))
+                inner = prim.Sum((scalar_literal(0, expr.dtype), inner))
             return self._finish(expr, inner, b)
         bounds = {redn_name[ax]: (0, b.size(expr.reduction_axis_length(ax)))
                   for ax in redn_axes}
@@ -413,7 +415,7 @@ class _ToIndexLambda(Mapper[Array, None, []]):
         if maybe_empty:
             cond = (maybe_empty[0] if len(maybe_empty) == 1
                     else prim.LogicalAnd(tuple(maybe_empty)))
-            value = prim.If(cond, value, expr.dtype.type(0))
+            value = prim.If(cond, value, scalar_literal(0, expr.dtype))
         return self._finish(expr, value, b)
 
     def map_contiguous_advanced_index(self, expr: AdvancedIndexInContiguousAxes
