@@ -26,7 +26,7 @@ argument.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeAlias, TypeGuard
+from typing import Literal, TypeAlias, TypeGuard, cast
 
 import numpy as np
 import pyopencl as cl
@@ -70,7 +70,8 @@ ParameterSpec: TypeAlias = "np.dtype[np.generic] | tuple[type, ...]"
 WaitFor: TypeAlias = "Sequence[cl.Event | None] | None"
 
 #: A value that :meth:`pyopencl.Kernel.set_arg` takes.
-KernelArg: TypeAlias = "np.generic | cl.LocalMemory | cl.MemoryObjectHolder | None"
+KernelArg: TypeAlias = ("np.generic | cl.LocalMemory | cl.MemoryObjectHolder "
+                        "| cl.SVMPointer | None")
 
 #: Device memory that launchers copy from and to.
 DeviceMemory: TypeAlias = "cl.Buffer | cla.Array"
@@ -132,7 +133,7 @@ def convert_kernel_arg(arg: object, what: str) -> KernelArg:
                 "pass a buffer of its own or an offset argument")
         return arg.base_data
     if isinstance(arg, np.ndarray) and arg.ndim == 0:
-        return arg[()]
+        return cast("np.generic", arg[()])
     if isinstance(arg, bool | int | float | complex):
         raise InvalidArgumentTypeError(
             f"{what}: got a Python {type(arg).__name__} ({arg!r}); pass a "
@@ -212,7 +213,8 @@ def check_parameter(value: object, spec: ParameterSpec,
 
 
 def device_region(mem: object, offset: int | None,
-                  what: str) -> tuple[cl.MemoryObjectHolder, int, int]:
+                  what: str
+                  ) -> tuple[cl.MemoryObjectHolder | cl.SVMPointer, int, int]:
     """Return ``(buffer, byte offset, bytes available)`` of the device
     memory *mem* (a :class:`pyopencl.Buffer` or contiguous
     :class:`pyopencl.array.Array`) from the byte *offset* on."""
@@ -254,7 +256,7 @@ def host_region(ary: object, byte_count: int | None, writeable: bool,
     if not 0 <= byte_count <= ary.nbytes:
         raise InvalidArgumentError(f"{what}: byte_count {byte_count} is outside the "
                                    f"host array's {ary.nbytes} bytes")
-    order = "C" if ary.flags.c_contiguous else "F"
+    order: Literal["C", "F"] = "C" if ary.flags.c_contiguous else "F"
     return ary.reshape(-1, order=order).view(np.uint8)[:byte_count]
 
 

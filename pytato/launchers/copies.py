@@ -79,8 +79,8 @@ def _check_direction(direction: str, varname: str, src: object,
 class _CopyPlan(NamedTuple):
     """What :func:`pyopencl.enqueue_copy` is given: destination, source,
     keyword arguments; and the number of bytes copied."""
-    dst: np.ndarray | cl.MemoryObjectHolder
-    src: np.ndarray | cl.MemoryObjectHolder
+    dst: np.ndarray | cl.MemoryObjectHolder | cl.SVMPointer
+    src: np.ndarray | cl.MemoryObjectHolder | cl.SVMPointer
     kwargs: dict[str, int | bool]
     nbytes: int
 
@@ -228,9 +228,11 @@ class OpenClCopyBuffer(LauncherI):
         if self._nbytes == 0:
             evt = cl.enqueue_marker(queue, wait_for=wait_list(wait_for))
         else:
-            evt = cl.enqueue_copy(queue, self._dst, self._src,
+            # (pyopencl's overloads of enqueue_copy type each kind of copy
+            # apart; the kind of this one is chosen at construction)
+            evt = cl.enqueue_copy(queue, self._dst, self._src,  # type: ignore[arg-type]
                                   wait_for=wait_list(wait_for),
-                                  **self._copy_kwargs)
+                                  **self._copy_kwargs)  # type: ignore[arg-type]
         self._record_event(queue, evt)
         return evt
 
