@@ -244,7 +244,7 @@ class _Preprocessor(CopyMapper):
 
     def map_named_call_result(self, expr: NamedCallResult) -> Array:
         if expr._container.tags_of_type(InlineCallTag):
-            return self(inline_call_result(expr, only_tagged=True))  # type: ignore[return-value]
+            return self(inline_call_result(expr, only_tagged=True))
         return self.map_array(expr)
 
     # }}}

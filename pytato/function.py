@@ -99,7 +99,7 @@ def substitute_sizes(shape: ShapeType,
     if not values:
         return shape
 
-    result = []
+    result: list[ShapeComponent] = []
     for c in shape:
         if isinstance(c, Array):
             expr = shape_component_to_expr(c)
@@ -382,7 +382,8 @@ def _check_bindings(fn: FunctionDefinition, bindings: Mapping[str, object]
                 sizes[name] = b
     for name, b in bindings.items():
         p = fn.get_placeholder(name)
-        if not isinstance(p, Placeholder):
+        # (every binding is an array: checked above)
+        if not isinstance(p, Placeholder) or not isinstance(b, Array):
             continue
         if b.dtype != p.dtype:
             raise DTypeError(

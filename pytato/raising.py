@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -334,14 +334,15 @@ def index_lambda_to_high_level_op(expr: IndexLambda) -> HighLevelOp:
         return _recognize_sum(lam, e)
     for cls, op in _TWO_CHILD_CLASSES:
         if type(e) is cls:
-            children = e.children
+            children = cast("prim.Product", e).children  # (or alike)
             if len(children) != 2:
                 raise _unknown(lam, f"combines {len(children)} operands")
             return _binary(lam, op, *children)
     for cls, op in _QUOTIENT_CLASSES:
         if type(e) is cls:
-            return _binary(lam, op, e.numerator,
-                           e.denominator)
+            quotient = cast("prim.Quotient", e)  # (or alike)
+            return _binary(lam, op, quotient.numerator,
+                           quotient.denominator)
     if isinstance(e, prim.Power):
         return _binary(lam, BinaryOpType.POWER, e.base, e.exponent)
     if isinstance(e, prim.LeftShift):

@@ -48,7 +48,15 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping, Set
-from typing import Any, ParamSpec, TypeAlias, TypeGuard, TypeVar, cast
+from typing import (
+    Any,
+    ParamSpec,
+    SupportsInt,
+    TypeAlias,
+    TypeGuard,
+    TypeVar,
+    cast,
+)
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -358,7 +366,9 @@ class EvaluationMapper(_PEvaluationMapper[ResultT]):
 
     def map_reduce(self, expr: Reduce) -> Any:
         names = list(expr.bounds)
-        ranges = [range(int(self.rec(lo)), int(self.rec(hi)))
+        # (the bounds evaluate to integers)
+        ranges = [range(int(cast("SupportsInt", self.rec(lo))),
+                        int(cast("SupportsInt", self.rec(hi))))
                   for lo, hi in expr.bounds.values()]
         acc = None
         for vals in itertools.product(*ranges):

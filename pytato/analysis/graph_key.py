@@ -67,12 +67,14 @@ class _Encoder:
             memo = f"({self.join(value)})"
         elif tp is Variable:
             # variables (the commonest expressions) by their name
-            memo = _VARIABLE_TEXT.get(value.name)
-            if memo is None:
+            text = _VARIABLE_TEXT.get(value.name)
+            if text is None:
                 memo = self._encode_dataclass(value, tp)
                 if (type(value.name) is str
                         and len(_VARIABLE_TEXT) < _MAX_VARIABLE_TEXTS):
                     _VARIABLE_TEXT[value.name] = memo
+            else:
+                memo = text
         elif tp in _DATACLASS_FIELDS:
             memo = self._encode_dataclass(value, tp)
         else:

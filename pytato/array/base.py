@@ -54,6 +54,7 @@ from pytato.array.skeleton import (  # noqa: F401 (re-exported)
     _KIND_OF_TYPE,
     _MAPPING,
     _TUPLE,
+    ChildNode,
     GraphNode,
     _child_ref,
     _ChildRef,
@@ -339,7 +340,7 @@ class Array(GraphNode, _TaggableMixin):
             raise InvalidArgumentError(
                 f"{type(self).__name__}: got {len(self.axes)} axes for an array "
                 f"of {len(shape)} dimensions")
-        kids: list[Array] = []
+        kids: list[ChildNode] = []
         skel_fields: list[object] = []
         identity_fields = self._identity_fields
         get_kind = _KIND_OF_TYPE.get
@@ -549,7 +550,8 @@ def flatten_for_pickle(ary: Array) -> tuple[tuple[str, ...], tuple[Any, ...]]:
 
 
 def unflatten(cls: type[Array], names: tuple[str, ...], skel: tuple[Any, ...],
-              kids: tuple[Array, ...], non_equality_tags: frozenset[Tag]) -> Array:
+              kids: tuple[ChildNode, ...], non_equality_tags: frozenset[Tag]
+              ) -> Array:
     """Rebuild a node of type *cls* from its skeleton and children."""
     kwargs = {}
     for name, s in zip(names, skel, strict=True):

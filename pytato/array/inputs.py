@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 
@@ -19,8 +19,11 @@ from pytato.array.base import Array, DerivedShapeMixin, ShapeType, array_datacla
 class DataInterface(Protocol):
     """What concrete data wrapped by :class:`DataWrapper` must provide."""
 
-    shape: Any
-    dtype: np.dtype[np.generic]
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def dtype(self) -> np.dtype[np.generic]: ...
 
 
 class InputArgumentBase(Array):

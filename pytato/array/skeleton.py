@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 from constantdict import constantdict
@@ -33,6 +33,12 @@ from pytato.diagnostic import NameClashError
 
 if TYPE_CHECKING:
     from pytato.array.base import Array
+    from pytato.array.results import AbstractResultWithNamedArrays
+
+
+#: The children of a node: arrays, and the results of calls (or dictionaries
+#: of named arrays) whose named arrays a node reads.
+ChildNode: TypeAlias = "Array | AbstractResultWithNamedArrays"
 
 
 # {{{ skeletons: structure with child arrays factored out
@@ -85,7 +91,7 @@ class GraphNode:
     __slots__ = ()
 
     #: The arrays the node directly depends on (see :func:`get_children`).
-    _pt_kids: tuple[Array, ...]
+    _pt_kids: tuple[ChildNode, ...]
     #: The equality-relevant fields, child arrays replaced by references.
     _pt_skel: tuple[object, ...]
     _pt_hash: int
@@ -117,7 +123,7 @@ def _kind_of(tp: type) -> int:
     return kind
 
 
-def _flatten(value: Any, kids: list[Array]) -> Any:
+def _flatten(value: Any, kids: list[ChildNode]) -> Any:
     r"""Return a hashable skeleton of *value*; append child nodes to *kids*.
 
     Child nodes become :class:`_ChildRef`\ s, tuples (and mappings, and
@@ -171,7 +177,7 @@ _MAPPING_SKELETONS: dict[tuple[tuple[str, ...], int], Any] = {}
 _MAX_MAPPING_SKELETONS = 4096
 
 
-def _flatten_mapping(value: Mapping[Any, Any], kids: list[Array]) -> Any:
+def _flatten_mapping(value: Mapping[Any, Any], kids: list[ChildNode]) -> Any:
     if not value:
         return _EMPTY_MAPPING
     get = _KIND_OF_TYPE.get
@@ -194,7 +200,7 @@ def _flatten_mapping(value: Mapping[Any, Any], kids: list[Array]) -> Any:
         (k, _flatten(v, kids)) for k, v in value.items()]))
 
 
-def _unflatten(skel: Any, kids: list[Array] | tuple[Array, ...]) -> Any:
+def _unflatten(skel: Any, kids: list[ChildNode] | tuple[ChildNode, ...]) -> Any:
     if isinstance(skel, _ChildRef):
         return kids[skel.index]
     if isinstance(skel, tuple):
@@ -208,8 +214,10 @@ def _unflatten(skel: Any, kids: list[Array] | tuple[Array, ...]) -> Any:
 # }}}
 
 
-def get_children(ary: Array) -> tuple[Array, ...]:
-    """The arrays *ary* directly depends on (incl. those in its shape)."""
+def get_children(ary: GraphNode
+                 ) -> tuple[ChildNode, ...]:
+    """The nodes *ary* directly depends on (incl. the arrays in its shape,
+    and the results of calls its named arrays belong to)."""
     return ary._pt_kids
 
 
@@ -230,7 +238,8 @@ class _InputsWithClashes(dict):
     clashes: frozenset[str]
 
 
-def _merge_inputs(kids: Iterable[Array], own: Array | None) -> Mapping[str, Any]:
+def _merge_inputs(kids: Iterable[ChildNode], own: Array | None
+                  ) -> Mapping[str, Any]:
     """Merge the name-to-input maps of *kids* (and *own*), raising
     :class:`~pytato.diagnostic.NameClashError` on conflicting (unequal)
     inputs of one name. Distinct but equal inputs of one name are recorded

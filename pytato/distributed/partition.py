@@ -284,7 +284,7 @@ def _value_children(node: GraphNode) -> tuple[GraphNode, ...]:
     holder's passthrough data, not its send (a side effect)."""
     if isinstance(node, DistributedSendRefHolder):
         return (node.passthrough_data,)
-    return get_children(node)  # type: ignore[arg-type]
+    return get_children(node)
 
 
 def _normalize_outputs(outputs: DictOfNamedArrays | Mapping[str, Array]

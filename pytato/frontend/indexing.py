@@ -152,7 +152,7 @@ def _normalize_int(i: int, n: ShapeComponent, axis: int) -> int | Array:
         if not -n <= i < n:
             raise IndexOutOfBoundsError(
                 f"index {i} is out of bounds for axis {axis} with size {n}")
-        return i % n
+        return i % int(n)
     if i >= 0:
         return i
     return n + i
@@ -222,7 +222,9 @@ def _normalize_slice(s: slice, n: ShapeComponent, axis: int) -> NormalizedSlice:
             isinstance(s.stop, Array)):
         for b, what in [(s.start, "start"), (s.stop, "stop")]:
             if b is not None:
-                _slice_bound(b, n, axis, what)
+                _slice_bound(b, int(n), axis, what)
+        start: ShapeComponent
+        stop: ShapeComponent
         start, stop, step = slice(s.start, s.stop, step).indices(int(n))
         # a step longer than the axis takes (at most) its first element, as
         # a step of the axis' length does: clipped, so that no constant too

@@ -33,7 +33,6 @@ import pyopencl as cl
 import pyopencl.array as cla
 
 from pytato.diagnostic import InvalidArgumentError, InvalidArgumentTypeError
-from pytato.scalar_expr import integer_dtype_info
 
 
 __all__ = [
@@ -178,7 +177,8 @@ def _convert_scalar(value: object, dtype: np.dtype[np.generic],
     elif isinstance(value, int):
         ok = dtype.kind in "fc"
         if dtype.kind in "iu":
-            info = integer_dtype_info(dtype)
+            # (an integer dtype: its kind says so)
+            info = np.iinfo(cast("np.dtype[np.integer]", dtype))
             ok = info.min <= value <= info.max
     elif isinstance(value, float):
         ok = dtype.kind in "fc"

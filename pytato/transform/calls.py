@@ -117,10 +117,10 @@ class _BodySubstitutor(CallInliner):
 def _apply(mapper: CopyMapper, expr: ArrayOrNamesOrDictTc
            ) -> ArrayOrNamesOrDictTc:
     if isinstance(expr, (Array, DictOfNamedArrays)):
-        return mapper(expr)  # type: ignore[return-value]
+        return mapper(expr)
     if isinstance(expr, Mapping):
         new = mapper(DictOfNamedArrays(dict(expr)))
-        return (type(expr)(new._data)  # type: ignore[return-value]
+        return (type(expr)(new._data)
                 if isinstance(expr, dict) else new)
     raise InvalidArgumentTypeError(
         "expected an Array, a DictOfNamedArrays or a dict of "

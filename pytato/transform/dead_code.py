@@ -105,6 +105,6 @@ def eliminate_dead_code(expr: ArrayOrNamesOrDictTc) -> ArrayOrNamesOrDictTc:
     """
     mapper = DeadCodeEliminator()
     if isinstance(expr, dict):
-        return {k: mapper(v)  # type: ignore[misc]
+        return {k: mapper(v)
                 for k, v in expr.items()}
-    return mapper(expr)  # type: ignore[return-value]
+    return mapper(expr)

@@ -221,9 +221,9 @@ def rewrite_einsums_with_no_broadcasts(expr: ArrayOrNamesOrDictTc
     graph."""
     mapper = EinsumBroadcastRemover()
     if isinstance(expr, dict):
-        return {k: mapper(v)  # type: ignore[misc]
+        return {k: mapper(v)
                 for k, v in expr.items()}
-    return mapper(expr)  # type: ignore[return-value]
+    return mapper(expr)
 
 # }}}
 
@@ -457,8 +457,8 @@ def apply_distributive_property_to_einsums(
     else:
         mapper = EinsumDistributor(should_distribute or _always)
     if isinstance(expr, dict):
-        return {k: mapper(v)  # type: ignore[misc]
+        return {k: mapper(v)
                 for k, v in expr.items()}
-    return mapper(expr)  # type: ignore[return-value]
+    return mapper(expr)
 
 # }}}

@@ -228,7 +228,7 @@ class UsersCollector(CachedMapper[None, None, []]):
         users = self.node_to_users
         for node in topological_order([expr]):
             users.setdefault(node, set())  # type: ignore[arg-type]
-            for k in get_children(node):  # type: ignore[arg-type]
+            for k in get_children(node):
                 users.setdefault(k, set()).add(node)  # type: ignore[arg-type]
 
     def map_array(self, expr: Array) -> None:

@@ -580,4 +580,4 @@ def lower_to_index_lambdas(expr: ArrayOrNamesTc) -> ArrayOrNamesTc:
     """Return a copy of the graph *expr* (an array or a
     :class:`~pytato.DictOfNamedArrays`) in which every node that
     :func:`to_index_lambda` can rewrite is rewritten."""
-    return _LowerAll()(expr)  # type: ignore[return-value]
+    return _LowerAll()(expr)

@@ -124,7 +124,8 @@ def precompute_subexpressions(expr: Any,
         if id(node) in const:
             continue
         for k in node._pt_kids:
-            if id(k) in const:
+            # (constants are arrays)
+            if id(k) in const and isinstance(k, Array):
                 frontier[id(k)] = k
     to_compute = {i: n for i, n in frontier.items()
                   if not isinstance(n, DataWrapper)}

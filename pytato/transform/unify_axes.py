@@ -633,4 +633,4 @@ def unify_axes_tags(
             axes.append(ax)
         if changed:
             new_axes[id(n)] = tuple(axes)
-    return _AxesRetagger(new_axes, new_redns)(expr)  # type: ignore[return-value]
+    return _AxesRetagger(new_axes, new_redns)(expr)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import string
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -33,7 +33,12 @@ from pytato.scalar_expr import Reduce, TypeCast
 
 if TYPE_CHECKING:
     from pytato.array.base import ShapeComponent
-    from pytato.array.lambdas import Einsum, EinsumAxisDescriptor, IndexLambda
+    from pytato.array.lambdas import (
+        Einsum,
+        EinsumAxisDescriptor,
+        EinsumReductionAxis,
+        IndexLambda,
+    )
     from pytato.array.remapping import Concatenate, IndexBase, Stack
     from pytato.scalar_expr import ScalarExpression
 
@@ -154,7 +159,8 @@ def einsum_subscripts(expr: Einsum) -> str:
     nout = expr.ndim
 
     def letter(d: EinsumAxisDescriptor) -> str:
-        k = d.dim if isinstance(d, EinsumElementwiseAxis) else nout + d.dim
+        k = (d.dim if isinstance(d, EinsumElementwiseAxis)
+             else nout + cast("EinsumReductionAxis", d).dim)
         return letters[k] if k < len(letters) else f"<{k}>"
 
     ins = ",".join("".join(letter(d) for d in acc)

@@ -159,7 +159,7 @@ def _data_children(node: GraphNode) -> tuple[GraphNode, ...]:
         if isinstance(node._container, DictOfNamedArrays):
             return (node._container[node.name],)
         return ()  # map_named_array reports the unsupported container
-    return get_children(node)  # type: ignore[arg-type]
+    return get_children(node)
 
 
 def _needed_nodes(roots: list[GraphNode]) -> set[int]:
