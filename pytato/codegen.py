@@ -199,7 +199,7 @@ class PreprocessResult:
     outputs: DictOfNamedArrays
     compute_order: tuple[str, ...]
     bound_arguments: Mapping[str, Any]
-    input_names: frozenset[str] = field(default=None)
+    input_names: frozenset[str] | None = field(default=None)
 
     def __post_init__(self) -> None:
         if self.input_names is None:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import pymbolic
@@ -70,6 +70,8 @@ from pytato.utils import _size_params_of
 if TYPE_CHECKING:
     import islpy as isl
     import loopy as lp
+    import pymbolic.primitives as prim
+    from pymbolic.typing import Expression
 else:
     # (imported at first use: see pytato.lazy_imports)
     isl = lazy_module("islpy")
@@ -82,6 +84,12 @@ __all__ = [
 ]
 
 
+def _dependency_names(expr: Expression) -> set[str]:
+    """The names of the variables of the shape expression *expr* (loopy's
+    shapes depend on variables only)."""
+    return {cast("prim.Variable", v).name for v in DependencyMapper()(expr)}
+
+
 def _kernel_shape(shape: Any, values: Mapping[str, Any], what: str) -> ShapeType:
     """A kernel argument's shape (:mod:`pymbolic` expressions in value
     argument names) with *values* (ints and 0-d integer arrays)
@@ -92,7 +100,7 @@ def _kernel_shape(shape: Any, values: Mapping[str, Any], what: str) -> ShapeType
         if isinstance(c, (int, np.integer)):
             result.append(int(c))
             continue
-        deps = {v.name for v in DependencyMapper()(c)}
+        deps = _dependency_names(c)
         missing = deps - set(values)
         if missing:
             raise CallBindingError(
@@ -413,6 +421,8 @@ def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
     result: dict[str, Any] = {}
     sol_set = isl.Set.from_basic_set(bset)
     for i, var in enumerate(variables):
+        lo: isl.PwAff | None
+        hi: isl.PwAff | None
         try:
             lo = sol_set.dim_min(i)
             hi = sol_set.dim_max(i)
@@ -466,7 +476,7 @@ def extend_bindings_with_shape_inference(
                 f"loopy kernel '{knl.name}': argument '{arg.name}' has "
                 f"{len(shape)} axes, the array bound to it {ary.ndim}")
         for k_dim, a_dim in zip(shape, ary.shape, strict=True):
-            deps = {v.name for v in DependencyMapper()(k_dim)} \
+            deps = _dependency_names(k_dim) \
                 if not isinstance(k_dim, (int, np.integer)) else set()
             new = {d for d in deps
                    if d in value_arg_names and d not in bindings}

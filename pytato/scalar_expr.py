@@ -86,7 +86,9 @@ ScalarExpression: TypeAlias = Expression
 """A pymbolic expression or a Python/numpy scalar
 (:data:`pymbolic.typing.Expression`)."""
 
-SCALAR_CLASSES = (int, float, complex, bool, np.number, np.bool_)
+# (numpy's numbers are its integers and inexact numbers, the kinds
+# pymbolic's expressions name)
+SCALAR_CLASSES = (int, float, complex, bool, np.integer, np.inexact, np.bool_)
 
 IDX_LAMBDA_AXIS_INDEX = re.compile(r"^(_(0|([1-9][0-9]*)))$")
 """Matches the names of the variables of an
@@ -562,7 +564,7 @@ def is_integral_scalar(x: object) -> TypeGuard[int | np.integer]:
             and not isinstance(x, (bool, np.bool_)))
 
 
-def negated(x: ScalarExpression) -> ScalarExpression:
+def negated(x: ArithmeticExpression) -> ArithmeticExpression:
     """``-x`` as a scalar expression: a constant is negated in place (keeping
     its type) where that is exact, anything else becomes ``(-1)*x``.
 
@@ -581,7 +583,7 @@ def negated(x: ScalarExpression) -> ScalarExpression:
     first, which changes the sign of a zero result).
     """
     if isinstance(x, (bool, np.bool_)):
-        return prim.Product((-1, x))  # type: ignore[arg-type]
+        return prim.Product((-1, x))
     if isinstance(x, int):
         return -x
     if isinstance(x, np.signedinteger):
@@ -593,7 +595,7 @@ def negated(x: ScalarExpression) -> ScalarExpression:
     elif isinstance(x, (complex, np.complexfloating)):
         if x.real != 0 and x.imag != 0:
             return -x
-    return prim.Product((-1, x))  # type: ignore[arg-type]
+    return prim.Product((-1, x))
 
 
 _INTEGRAL_NODES = (prim.Variable, prim.Sum, prim.Product, prim.FloorDiv,

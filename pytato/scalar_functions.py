@@ -140,8 +140,11 @@ class ScalarFunction:
             return np.asarray(out).dtype
 
         try:
+            # (loopy's type asks for a callables context, which the
+            # callables of scalar functions do not use)
             new, _ = self.loopy_callable.with_types(
-                {i: lp.types.NumpyType(dt) for i, dt in enumerate(arg_dtypes)}, None)
+                {i: lp.types.NumpyType(dt) for i, dt in enumerate(arg_dtypes)},
+                None)  # type: ignore[arg-type]
         except Exception as e:
             raise fail(f"{type(e).__name__}: {e}") from e
         res = (new.arg_id_to_dtype or {}).get(-1)

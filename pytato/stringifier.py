@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from pytools.tag import Tag
+
 from pytato.array.base import Array, GraphNode, _ChildRef, topological_order
 from pytato.array.results import DictOfNamedArrays, named_arrays_of
 from pytato.diagnostic import InvalidArgumentError
@@ -98,7 +100,7 @@ def graph_to_str(result: Any, verbose: bool = False) -> str:
             if isinstance(node, Array):
                 line += f" {describe_array(node)}"
             line += f": {node_operation(node, kid_names)}"
-            tags = getattr(node, "tags", frozenset())
+            tags: frozenset[Tag] = getattr(node, "tags", frozenset())
             if tags:
                 line += f"  tags={{{format_tags(tags)}}}"
             axes = getattr(node, "axes", ())

@@ -66,6 +66,7 @@ from pytato.scalar_expr import (
     TypeCast,
     evaluate,
     get_dependencies,
+    scalar_literal,
     substitute,
 )
 
@@ -304,9 +305,9 @@ def broadcast_binary_op(
         return TypeCast(result_dtype, x)
 
     if isinstance(a1, SCALAR_CLASSES) and isinstance(a2, SCALAR_CLASSES):
-        e1 = result_dtype.type(a1) if cast_to_result_dtype else a1
+        e1 = scalar_literal(a1, result_dtype) if cast_to_result_dtype else a1
         e2 = a2 if (is_pow and np.result_type(a2).kind in "iu") \
-            or not cast_to_result_dtype else result_dtype.type(a2)
+            or not cast_to_result_dtype else scalar_literal(a2, result_dtype)
         return result_dtype.type(evaluate(op(e1, e2)))
 
     result_shape = get_shape_after_broadcasting([a1, a2])

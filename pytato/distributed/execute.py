@@ -28,6 +28,7 @@ from pytato.target.loopy import generate_loopy
 if TYPE_CHECKING:
     import mpi4py.MPI
     import pyopencl
+    from pyopencl.typing import Allocator
 
 
 _ProgramT = TypeVar("_ProgramT")
@@ -94,7 +95,7 @@ class _PartRunner:
     host arrays."""
 
     def __init__(self, queue: pyopencl.CommandQueue | None,
-                 allocator: object) -> None:
+                 allocator: Allocator | None) -> None:
         self.queue = queue
         self.allocator = allocator
         # user inputs given as numpy arrays, transferred once
@@ -195,7 +196,7 @@ def execute_distributed_partition(
         prg_per_partition: Mapping[PartId, Callable[..., Any]],
         queue: pyopencl.CommandQueue | None,
         mpi_communicator: mpi4py.MPI.Comm, *,
-        allocator: object = None,
+        allocator: Allocator | None = None,
         input_args: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """Run the parts of *partition* with the programs in
     *prg_per_partition* (see :func:`generate_code_for_partition`) and

@@ -37,6 +37,7 @@ from pytools.tag import Tag
 from pytato.array.base import (
     Array,
     Axis,
+    ChildNode,
     DerivedShapeMixin,
     GraphNode,
     ShapeType,
@@ -107,7 +108,7 @@ class DistributedSend(GraphNode, _TaggableMixin):
 
     def __post_init__(self) -> None:
         setattr_ = object.__setattr__
-        kids: list[Array] = []
+        kids: list[ChildNode] = []
         skel = tuple(_flatten(getattr(self, f.name), kids)
                      for f in dataclasses.fields(self))
         setattr_(self, "_pt_kids", tuple(kids))

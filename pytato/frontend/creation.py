@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pymbolic.primitives as prim
 
-from pytato.array.base import Array, ShapeType
+from pytato.array.base import Array, ShapeComponent, ShapeType
 from pytato.array.constructors import check_dtype
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import normalize_shape
@@ -291,7 +291,7 @@ def _symbolic_arange(start: Any, stop: Any, step: Any, dtype: Any) -> Array:
     if dtype.kind == "b":
         raise DTypeError("arange: a boolean result with a symbolic length is "
                          "not supported (it may have at most 2 elements)")
-    length = stop - start if start else stop
+    length: ShapeComponent = stop - start if start else stop
     (length,) = normalize_shape((length,), "stop - start")
     expr: Any = TypeCast(dtype, prim.Variable("_0"))
     if start:

@@ -178,7 +178,7 @@ def index_expr_for(ary: Array, name: str, out_ndim: int,
 def _index_expr(shape: Sequence[Any], name: str, out_ndim: int,
                 out_shape: Sequence[Any] | None) -> prim.Subscript:
     offset = out_ndim - len(shape)
-    idx = []
+    idx: list[int | prim.Variable] = []
     for i, n in enumerate(shape):
         if is_one(n) and (out_shape is None or not is_one(out_shape[i + offset])):
             idx.append(0)

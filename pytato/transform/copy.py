@@ -325,7 +325,7 @@ class _CopyMethods(Generic[P]):
         return expr.copy(returns=new)
 
     def map_call(self, expr: Call, *args: P.args, **kwargs: P.kwargs
-                 ) -> AbstractResultWithNamedArrays:
+                 ) -> Call:
         fn = self.rec_function_definition(expr.function, *args, **kwargs)
         bindings = {k: self.rec(v, *args, **kwargs)
                     for k, v in expr.bindings.items()}

@@ -33,6 +33,7 @@ from pytato.transform._identity_cache import IdentityCachedCopyMapper
 
 
 if TYPE_CHECKING:
+    from pytato.array.base import Array
     from pytato.scalar_expr import ScalarExpression
     from pytato.transform.base import ArrayOrNamesOrDictTc
 
@@ -87,7 +88,7 @@ class DeadCodeEliminator(IdentityCachedCopyMapper):
         return expr.copy(bindings=bindings, var_to_reduction_descr=redn_descrs,
                          shape=shape)
 
-    def map_einsum(self, expr: Einsum) -> Einsum:
+    def map_einsum(self, expr: Einsum) -> Array:
         new = self.map_array(expr)
         present = set(expr.reduction_axes)
         if set(expr.redn_axis_to_redn_descr) <= present:

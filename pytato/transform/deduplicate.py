@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from pytato.array.base import (
     Array,
+    ChildNode,
     GraphNode,
     _unflatten,
     flatten_for_pickle,
@@ -78,14 +79,16 @@ def structural_class_ids(order: Sequence[GraphNode]) -> dict[int, int]:
     return cls_of
 
 
-def _rebuild(node: GraphNode, new_kids: tuple[GraphNode, ...]) -> GraphNode:
+def _rebuild(node: GraphNode, new_kids: tuple[ChildNode, ...]) -> GraphNode:
     """*node* with its children replaced by *new_kids* (same order)."""
     if isinstance(node, Array):
         names, skel = flatten_for_pickle(node)
-        return unflatten(type(node), names, skel, new_kids,  # type: ignore
+        return unflatten(type(node), names, skel, new_kids,
                          node.non_equality_tags)
     if isinstance(node, DictOfNamedArrays):
-        return DictOfNamedArrays(dict(zip(node.keys(), new_kids, strict=True)),
+        # (the children of a dictionary of named arrays are its arrays)
+        arrays = cast("tuple[Array, ...]", new_kids)
+        return DictOfNamedArrays(dict(zip(node.keys(), arrays, strict=True)),
                                  tags=node.tags)
     rebuild = getattr(node, "_pt_with_new_kids", None)
     if rebuild is None and dataclasses.is_dataclass(node):
@@ -143,7 +146,8 @@ class Deduplicator(CopyMapper):
             if id(node) in rep_of:
                 continue
             kids = node._pt_kids
-            new_kids = tuple(rep_of[id(k)] for k in kids)
+            # (the representative of a child is a child)
+            new_kids = tuple(cast("ChildNode", rep_of[id(k)]) for k in kids)
             key = _structure_key(node, tuple(id(k) for k in new_kids))
             rep = key_to_rep.get(key)
             if rep is None:

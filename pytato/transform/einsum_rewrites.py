@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -272,7 +272,8 @@ def _split_operand(operand: Array) -> _Split | None:
         for scalar, ary, op in ((x1, x2, "lmul"), (x2, x1, "rmul")):
             if not (isinstance(scalar, SCALAR_CLASSES) and like(ary)):
                 continue
-            if unsigned and not scalar >= 0:    # (negative coefficients)
+            # (negative coefficients; those of unsigned operations are real)
+            if unsigned and not cast("float", scalar) >= 0:
                 continue
             if op == "lmul" and type(scalar) is int and scalar == -1:
                 # (how the front end builds -x)

@@ -216,7 +216,7 @@ class NotLowerableToIndexLambdaError(CannotBeLoweredToIndexLambda,
     and a :class:`NotImplementedError`) as other mappers raise."""
 
 
-class _ToIndexLambda(Mapper[Array, None, []]):
+class _ToIndexLambda(Mapper[IndexLambda, None, []]):
     def handle_unsupported_array(self, expr: object, *args: object,
                                  **kwargs: object) -> IndexLambda:
         if not hasattr(expr, "_mapper_method"):
@@ -301,7 +301,7 @@ class _ToIndexLambda(Mapper[Array, None, []]):
             indices: list[ArithmeticExpression] = [
                 _idx(i) for i in range(expr.ndim)]
             indices[ax] = _sum([_idx(ax),
-                                negated(offset)])  # type: ignore[list-item]
+                                negated(offset)])
             choices.append(b.read(a, indices, expr.dtype))
             running.append(b.size(a.shape[ax]))
         return self._finish(expr, _select(_idx(ax), offsets, choices), b)

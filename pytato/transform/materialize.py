@@ -68,7 +68,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pymbolic.primitives as prim
 
@@ -522,7 +522,7 @@ class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, None, []]):
         new: Array = expr
         if any(a is not b for a, b in zip(kids, new_kids, strict=True)):
             names, skel = flatten_for_pickle(expr)
-            new = unflatten(type(expr), names, skel, new_kids,  # type: ignore[arg-type]
+            new = unflatten(type(expr), names, skel, new_kids,
                             expr.non_equality_tags)
         if isinstance(expr, InputArgumentBase):
             return MPMSMaterializerAccumulator(frozenset([new]), new)
@@ -537,7 +537,9 @@ class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, None, []]):
 
     def map_dict_of_named_arrays(self, expr: DictOfNamedArrays
                                  ) -> MPMSMaterializerAccumulator:
-        new = {k: self.rec(v).expr for k, v in expr._data.items()}
+        # (the arrays of the dictionary map to arrays)
+        new = {k: cast("Array", self.rec(v).expr)
+               for k, v in expr._data.items()}
         result = (expr if all(new[k] is v for k, v in expr._data.items())
                   else DictOfNamedArrays(new, tags=expr.tags))
         return MPMSMaterializerAccumulator(frozenset(), result)

@@ -67,6 +67,7 @@ from pytato.array.remapping import (
     AxisPermutation,
     BasicIndex,
     Concatenate,
+    IndexBase,
     NormalizedSlice,
     Reshape,
     Roll,
@@ -281,13 +282,13 @@ class AxisEquivalenceCollector(Mapper[None, None, []]):
                                        expr.order):
             self.unify(expr.array, j, expr, i)
 
-    def _slice_axes(self, expr: Array, indices: Sequence[IndexExpr],
+    def _slice_axes(self, expr: IndexBase, indices: Sequence[IndexExpr],
                     positions: Iterable[tuple[int, int]]) -> None:
         for j, i in positions:
             idx = indices[j]
             assert isinstance(idx, NormalizedSlice)
-            if _is_full_slice(idx, expr.array.shape[j]):  # type: ignore
-                self.unify(expr.array, j, expr, i)  # type: ignore
+            if _is_full_slice(idx, expr.array.shape[j]):
+                self.unify(expr.array, j, expr, i)
 
     def _index_array_axes(self, expr: Array, indices: Sequence[IndexExpr],
                           first_out: int, nadv: int) -> None:
@@ -582,10 +583,10 @@ def unify_axes_tags(
     for n in order:
         base = offset[id(n)]
         for i, ax in enumerate(n.axes):
-            tags = [t for t in ax.tags
-                    if isinstance(t, tag_t) and not isinstance(t, no_prop)]
-            if tags:
-                class_tags.setdefault(uf.find(base + i), set()).update(tags)
+            ax_tags = [t for t in ax.tags
+                       if isinstance(t, tag_t) and not isinstance(t, no_prop)]
+            if ax_tags:
+                class_tags.setdefault(uf.find(base + i), set()).update(ax_tags)
     if not class_tags:
         return expr
     frozen: dict[int, frozenset[Tag]] = {}
@@ -626,9 +627,9 @@ def unify_axes_tags(
         axes = []
         changed = False
         for i, ax in enumerate(n.axes):
-            extra = frozen.get(uf.find(base + i))
-            if extra is not None and not extra <= ax.tags:
-                ax = Axis(ax.tags | extra)
+            more = frozen.get(uf.find(base + i))
+            if more is not None and not more <= ax.tags:
+                ax = Axis(ax.tags | more)
                 changed = True
             axes.append(ax)
         if changed:

@@ -41,9 +41,11 @@ import shutil
 import subprocess
 import tempfile
 import warnings
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
+
+from pytools.tag import Tag
 
 from pytato.array.base import Array, GraphNode, topological_order
 from pytato.array.inputs import Placeholder
@@ -55,7 +57,7 @@ from pytato.diagnostic import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
 )
-from pytato.distributed.partition import DistributedGraphPartition
+from pytato.distributed.partition import DistributedGraphPartition, PartId
 from pytato.visualization.labels import (
     describe_array,
     format_tags,
@@ -206,7 +208,7 @@ class DotGraphBuilder:
             rows.append(f"<TR><TD>{_h(describe_array(node), lim)}</TD></TR>")
         op = node_operation(node, kid_names, paths)
         rows.append(f'<TR><TD ALIGN="LEFT">{_h(op, lim)}</TD></TR>')
-        tags = getattr(node, "tags", frozenset())
+        tags: frozenset[Tag] = getattr(node, "tags", frozenset())
         if tags:
             rows.append(f"<TR><TD>tags: {_h(format_tags(tags), lim)}</TD></TR>")
         for i, ax in enumerate(getattr(node, "axes", ())):
@@ -445,7 +447,8 @@ class PartLike(Protocol):
     ``name_to_recv_node`` and ``name_to_send_nodes`` (objects with
     ``src_rank``/``dest_rank`` and ``comm_tag``)."""
 
-    output_names: Iterable[str]
+    @property
+    def output_names(self) -> Iterable[str]: ...
 
 
 class PartitionLike(Protocol):
@@ -454,8 +457,11 @@ class PartitionLike(Protocol):
     parts by id, and the expression of each part output by name, in terms of
     placeholders named like the values the part gets from elsewhere."""
 
-    parts: Mapping[Hashable, PartLike]
-    name_to_output: Mapping[str, Array]
+    @property
+    def parts(self) -> Mapping[PartId, PartLike]: ...
+
+    @property
+    def name_to_output(self) -> Mapping[str, Array]: ...
 
 
 def get_dot_graph_from_partition(partition: PartitionLike, *,

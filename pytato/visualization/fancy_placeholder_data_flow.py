@@ -40,7 +40,7 @@ def _q_lines(*lines: str) -> str:
     return '"' + "\\n".join(_q(line)[1:-1] for line in lines) + '"'
 
 
-def _input_label(node: InputArgumentBase) -> str:
+def _input_label(node: Array) -> str:
     if isinstance(node, (Placeholder, SizeParam)):
         name = node.name
     elif isinstance(node, DataWrapper):

@@ -176,8 +176,8 @@ def process_arguments(specs: Mapping[str, ArgumentSpec],
 
     for name, shape in shapes.items():
         spec = specs[name]
-        expected = tuple(int(evaluate(e, sizes)) for e in spec.shape)
-        if expected != shape:
+        expected_shape = tuple(int(evaluate(e, sizes)) for e in spec.shape)
+        if expected_shape != shape:
             params = sorted({p for e in spec.shape
                              for p in get_dependencies(e)})
             detail = ""
@@ -187,7 +187,7 @@ def process_arguments(specs: Mapping[str, ArgumentSpec],
                                          " (inferred)") for p in params)
             raise ArgumentShapeError(
                 f"argument '{name}': expected shape {_fmt_shape(spec.shape)}"
-                f" = {expected}{detail}, got {shape}")
+                f" = {expected_shape}{detail}, got {shape}")
 
     result = {}
     for name, spec in specs.items():

@@ -432,7 +432,7 @@ def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
     data_names: dict[DataWrapper, str] = {}
     bound: dict[str, Any] = {}
     ndata = 0
-    inputs = []
+    inputs: list[tuple[str, InputArgumentBase]] = []
     taken = NameGenerator(
         set(outputs._pt_inputs) | set(outputs))
     for node in order:

@@ -205,15 +205,15 @@ class BoundPythonProgram(BoundProgram):
                     raise BoundArgumentError(f"argument '{name}' is bound")
                 if name not in self.expected_arguments:
                     raise UnknownArgumentError(f"unknown argument '{name}'")
-            args = {**self.bound_arguments, **kwargs}
-            missing = self.expected_arguments - set(args)
+            arguments = {**self.bound_arguments, **kwargs}
+            missing = self.expected_arguments - set(arguments)
             if missing:
                 raise MissingArgumentError(
                     f"missing argument(s): {', '.join(sorted(missing))}")
         else:
-            args = process_arguments(self.arg_specs, self.bound_arguments,
-                                     kwargs, target.convert_call_argument)
-        return target.run(self._fn, args)  # type: ignore[attr-defined]
+            arguments = process_arguments(self.arg_specs, self.bound_arguments,
+                                          kwargs, target.convert_call_argument)
+        return target.run(self._fn, arguments)  # type: ignore[attr-defined]
 
     def show_code(self, colorize: bool = False) -> None:
         """Print the generated source to :data:`sys.stdout` (with syntax
