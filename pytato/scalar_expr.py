@@ -90,6 +90,9 @@ ScalarExpression: TypeAlias = Expression
 # pymbolic's expressions name)
 SCALAR_CLASSES = (int, float, complex, bool, np.integer, np.inexact, np.bool_)
 
+#: A Python or numpy scalar (an instance of one of :data:`SCALAR_CLASSES`).
+Scalar: TypeAlias = "int | float | complex | np.integer | np.inexact | np.bool_"
+
 IDX_LAMBDA_AXIS_INDEX = re.compile(r"^(_(0|([1-9][0-9]*)))$")
 """Matches the names of the variables of an
 :class:`~pytato.array.IndexLambda` that are the indices of its output
