@@ -57,12 +57,13 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pymbolic.primitives as prim
+from pymbolic.typing import ArithmeticExpression
 
-from pytato.array.base import Array
+from pytato.array.base import Array, ArrayOrScalar, Operand, ShapeComponent
 from pytato.array.constructors import check_dtype, make_data_wrapper
 from pytato.array.inputs import DataWrapper
 from pytato.array.lambdas import IndexLambda
@@ -78,6 +79,8 @@ from pytato.frontend._utils import bind_array
 from pytato.frontend.creation import full
 from pytato.scalar_expr import (
     SCALAR_CLASSES,
+    Scalar,
+    ScalarExpression,
     TypeCast,
     integer_dtype_info,
     negated,
@@ -88,19 +91,19 @@ from pytato.scalar_expr import (
 SCALAR_TYPES = (*SCALAR_CLASSES,)
 
 
-def is_operand(x: Any) -> bool:
+def is_operand(x: object) -> bool:
     """Whether *x* can take part in element-wise arithmetic with arrays."""
     return isinstance(x, (Array, np.ndarray, *SCALAR_TYPES))
 
 
-def _as_operand(x: Any, argname: str) -> Any:
+def _as_operand(x: object, argname: str) -> ArrayOrScalar:
     if isinstance(x, Array):
         return x
     if isinstance(x, (bool, int, float, complex)):
         return x
     if isinstance(x, (np.generic)):
         check_dtype(x.dtype, argname)
-        return x
+        return cast("Scalar", x)  # (of a dtype of arrays: checked)
     if isinstance(x, np.ndarray):
         return make_data_wrapper(x)
     raise InvalidArgumentTypeError(f"'{argname}' must be an array or a scalar, got "
@@ -112,7 +115,7 @@ def _as_operand(x: Any, argname: str) -> Any:
 _PROXIES: dict[np.dtype[np.generic], np.ndarray[Any, Any]] = {}
 
 
-def _proxy(x: Any) -> Any:
+def _proxy(x: ArrayOrScalar) -> Scalar | np.ndarray:
     if isinstance(x, Array):
         proxy = _PROXIES.get(x.dtype)
         if proxy is None:
@@ -149,7 +152,7 @@ _INDEX_EXPRS: dict[tuple[Any, ...], prim.Subscript] = {}
 _MAX_INDEX_EXPRS = 4096
 
 
-def _int_shape(shape: Any) -> bool:
+def _int_shape(shape: Sequence[ShapeComponent]) -> bool:
     for n in shape:
         if type(n) is not int:
             return False
@@ -157,7 +160,7 @@ def _int_shape(shape: Any) -> bool:
 
 
 def index_expr_for(ary: Array, name: str, out_ndim: int,
-                   out_shape: Sequence[Any] | None = None) -> Any:
+                   out_shape: Sequence[Any] | None = None) -> ArithmeticExpression:
     """The expression reading *ary* (bound as *name*) broadcast to an output
     of *out_ndim* axes indexed by ``_0, _1, ...``."""
     shape = ary.shape
@@ -221,7 +224,7 @@ def elementwise(ufunc: Callable[..., Any] | None,
                 op_dtype: str | np.dtype[np.generic] = "out",
                 out_dtype: np.dtype[np.generic] | None = None,
                 eager: Callable[..., Any] | None = None,
-                what: str = "operation") -> Any:
+                what: str = "operation") -> ArrayOrScalar:
     """Build the element-wise application of *make_expr* to *operands*.
 
     :arg ufunc: the numpy function whose dtype rules (and errors) apply; it
@@ -361,8 +364,9 @@ def _bindings_and_exprs(operands: Sequence[Any], out_shape: Sequence[Any],
     bindings: dict[str, Array] = {}
     name_of: dict[Array, str] = {}
     name_of_id: dict[int, str] = {}
-    exprs = []
+    exprs: list[ArithmeticExpression] = []
     for x in operands:
+        e: ArithmeticExpression
         if isinstance(x, Array):
             name = bind_array(x, bindings, name_of, name_of_id)
             e = index_expr_for(x, name, out_ndim, out_shape)
@@ -379,9 +383,12 @@ def _bindings_and_exprs(operands: Sequence[Any], out_shape: Sequence[Any],
 
 # {{{ arithmetic
 
-def _binop(ufunc: Any, make: Callable[[Any, Any], Any], what: str,
-           op_dtype: str = "out") -> Callable[[Any, Any], Any]:
-    def fn(x1: Any, x2: Any) -> Any:
+def _binop(ufunc: np.ufunc,
+           make: Callable[[ArithmeticExpression, ArithmeticExpression],
+                          ScalarExpression],
+           what: str, op_dtype: str = "out"
+           ) -> Callable[[Operand, Operand], ArrayOrScalar]:
+    def fn(x1: Operand, x2: Operand) -> ArrayOrScalar:
         return elementwise(ufunc, [x1, x2], make, argnames=["x1", "x2"],
                            op_dtype=op_dtype, what=what)
     fn.__name__ = ufunc.__name__
@@ -402,7 +409,7 @@ mod = remainder
 _power = _binop(np.power, lambda a, b: prim.Power(a, b), "power")
 
 
-def _has_negative_constant(x: Any) -> bool:
+def _has_negative_constant(x: object) -> bool:
     if isinstance(x, DataWrapper):
         x = x.data
     if isinstance(x, Array) or isinstance(x, (bool, np.bool_)):
@@ -411,7 +418,7 @@ def _has_negative_constant(x: Any) -> bool:
     return data.dtype.kind == "i" and bool((data < 0).any())
 
 
-def power(x1: Any, x2: Any) -> Any:
+def power(x1: Operand, x2: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.power` of *x1* and *x2*.
 
     As in numpy, integers to negative integer powers are refused when the
@@ -441,7 +448,7 @@ _PYTHON_COMPARISONS: dict[str, Callable[[int, int], bool]] = {
     "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
-def _out_of_range_comparison(op: str, x1: Any, x2: Any) -> Array | None:
+def _out_of_range_comparison(op: str, x1: Operand, x2: Operand) -> Array | None:
     """The result of comparing an integer array with a Python integer
     outside the range of its dtype, as numpy 2 defines it (the same for
     every element: ``int8_array < 1000`` is all true), or None for other
@@ -460,11 +467,11 @@ def _out_of_range_comparison(op: str, x1: Any, x2: Any) -> Array | None:
     return None
 
 
-def _cmp(ufunc: Any, op: str) -> Callable[[Any, Any], Any]:
+def _cmp(ufunc: Any, op: str) -> Callable[[Operand, Operand], ArrayOrScalar]:
     compare = _binop(ufunc, lambda a, b: prim.Comparison(a, op, b),
                      f"comparison '{op}'", op_dtype="common")
 
-    def fn(x1: Any, x2: Any) -> Any:
+    def fn(x1: Operand, x2: Operand) -> ArrayOrScalar:
         if type(x1) is int or type(x2) is int:
             result = _out_of_range_comparison(op, x1, x2)
             if result is not None:
@@ -486,7 +493,7 @@ greater = _cmp(np.greater, ">")
 greater_equal = _cmp(np.greater_equal, ">=")
 
 
-def _logical(ufunc: Any, cls: Any) -> Callable[[Any, Any], Any]:
+def _logical(ufunc: Any, cls: Any) -> Callable[[Operand, Operand], ArrayOrScalar]:
     return _binop(ufunc, lambda a, b: cls((a, b)), ufunc.__name__,
                   op_dtype="none")
 
@@ -495,7 +502,7 @@ logical_and = _logical(np.logical_and, prim.LogicalAnd)
 logical_or = _logical(np.logical_or, prim.LogicalOr)
 
 
-def logical_xor(x1: Any, x2: Any) -> Any:
+def logical_xor(x1: Operand, x2: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.logical_xor`."""
     return elementwise(np.logical_xor, [x1, x2],
                        lambda a, b: prim.Comparison(prim.LogicalNot(a), "!=",
@@ -503,19 +510,19 @@ def logical_xor(x1: Any, x2: Any) -> Any:
                        argnames=["x1", "x2"], op_dtype="none", what="logical_xor")
 
 
-def logical_not(x: Any) -> Any:
+def logical_not(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.logical_not`."""
     return elementwise(np.logical_not, [x], prim.LogicalNot, argnames=["x"],
                        op_dtype="none", what="logical_not")
 
 
-def negative(x: Any) -> Any:
+def negative(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.negative`."""
     return elementwise(np.negative, [x], negated,
                        argnames=["x"], what="negation")
 
 
-def invert(x: Any) -> Any:
+def invert(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.invert` (logical not for booleans)."""
     if isinstance(x, Array) and x.dtype.kind == "b":
         return logical_not(x)
@@ -523,17 +530,19 @@ def invert(x: Any) -> Any:
                        what="bitwise inversion")
 
 
-def _isnan(e: Any) -> Any:
+def _isnan(e: ArithmeticExpression) -> ScalarExpression:
     return prim.Call(prim.Variable("pytato.c99.isnan"), (e,))
 
 
-def _extremum(ufunc: Any, op: str) -> Callable[[Any, Any], Any]:
-    def fn(x1: Any, x2: Any) -> Any:
-        def make(a: Any, b: Any) -> Any:
+def _extremum(ufunc: Any, op: str) -> Callable[[Operand, Operand], ArrayOrScalar]:
+    def fn(x1: Operand, x2: Operand) -> ArrayOrScalar:
+        def make(a: ArithmeticExpression, b: ArithmeticExpression
+                 ) -> ScalarExpression:
             return prim.If(prim.LogicalOr((prim.Comparison(a, op, b),
                                            _isnan(a))), a, b)
 
-        def make_int(a: Any, b: Any) -> Any:
+        def make_int(a: ArithmeticExpression, b: ArithmeticExpression
+                     ) -> ScalarExpression:
             return prim.If(prim.Comparison(a, op, b), a, b)
 
         probe = elementwise(ufunc, [x1, x2], make_int, argnames=["x1", "x2"],
