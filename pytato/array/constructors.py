@@ -15,12 +15,14 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 from pytools.tag import Tag
 
 from pytato.array.base import (
     Array,
     Axis,
     ReductionDescriptor,
+    ShapeLike,
     check_unique_tags,
     normalize_tags,
 )
@@ -127,7 +129,7 @@ def _creation_tags(tags: frozenset[Tag]) -> tuple[frozenset[Tag], frozenset[Tag]
     return tags, frozenset()
 
 
-def make_placeholder(name: str, shape: Any, dtype: Any = np.float64,
+def make_placeholder(name: str, shape: ShapeLike, dtype: npt.DTypeLike = np.float64,
                      tags: Tag | Iterable[Tag] = frozenset(),
                      axes: Iterable[Axis] | None = None) -> Placeholder:
     """A named input of shape *shape* and dtype *dtype*, supplied when the
@@ -150,7 +152,7 @@ def make_size_param(name: str, tags: Tag | Iterable[Tag] = frozenset()
 
 
 def make_data_wrapper(data: Any, *, name: str | None = None,
-                      shape: Any = None,
+                      shape: ShapeLike | None = None,
                       tags: Tag | Iterable[Tag] = frozenset(),
                       axes: Iterable[Axis] | None = None) -> DataWrapper:
     """Wrap concrete *data* (a :class:`numpy.ndarray`, a

@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pymbolic.primitives as prim
+from pymbolic.typing import ArithmeticExpression
 
 # is_one, normalize_axis(es) and shape_product are defined in
 # pytato.array.base (the node classes need them) and re-exported here
 from pytato.array.base import (  # noqa: F401 (re-exported)
     Array,
+    ShapeLike,
     is_one,
     normalize_axes,
     normalize_axis,
@@ -89,7 +91,7 @@ def _check_affine(expr: Any, what: str) -> None:
                               "size parameters")
 
 
-def normalize_shape(shape: Any, argname: str = "shape") -> ShapeType:
+def normalize_shape(shape: ShapeLike, argname: str = "shape") -> ShapeType:
     """Check and normalize a user-supplied shape (an int, or a sequence of
     ints and affine integer 0-d arrays)."""
 

@@ -44,6 +44,7 @@ from pytato.array.base import (
     Axis,
     DerivedShapeMixin,
     ReductionDescriptor,
+    ShapeLike,
     ShapeType,
     _TaggableMixin,
     array_dataclass,
@@ -271,7 +272,7 @@ def _check_concrete_indices(shape: ShapeType, nnz: Any, cols: Array,
                 f"the {nnz} stored elements")
 
 
-def make_csr_matrix(shape: Any, elem_values: Any, elem_col_indices: Any,
+def make_csr_matrix(shape: ShapeLike, elem_values: Any, elem_col_indices: Any,
                     row_starts: Any, tags: Tag | Iterable[Tag] = frozenset(),
                     axes: Iterable[Axis | ToTagSetConvertible] | None = None
                     ) -> CSRMatrix:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 from pytools.tag import Tag
 
 from pytato.array.base import (
@@ -40,6 +41,7 @@ from pytato.array.base import (
     ChildNode,
     DerivedShapeMixin,
     GraphNode,
+    ShapeLike,
     ShapeType,
     _flatten,
     _merge_inputs,
@@ -260,8 +262,8 @@ def make_distributed_send_ref_holder(send: DistributedSend,
                                     axes=passthrough_data.axes)
 
 
-def make_distributed_recv(src_rank: int, comm_tag: Hashable, shape: Any,
-                          dtype: Any, axes: Iterable[Axis] | None = None,
+def make_distributed_recv(src_rank: int, comm_tag: Hashable, shape: ShapeLike,
+                          dtype: npt.DTypeLike, axes: Iterable[Axis] | None = None,
                           tags: Tag | Iterable[Tag] = frozenset()
                           ) -> DistributedRecv:
     """A :class:`DistributedRecv`: an array of *shape* and *dtype* received

@@ -21,9 +21,10 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pymbolic.primitives as prim
 
-from pytato.array.base import Array, ShapeComponent, ShapeType
+from pytato.array.base import Array, ShapeComponent, ShapeLike, ShapeType
 from pytato.array.constructors import check_dtype
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import normalize_shape
@@ -37,7 +38,7 @@ from pytato.frontend._utils import cast_scalar, is_scalar
 from pytato.scalar_expr import TypeCast, is_integral_scalar
 
 
-def _check_order(order: Any, func: str) -> None:
+def _check_order(order: object, func: str) -> None:
     if order == "C":
         return
     if order in ("F", "A", "K"):
@@ -54,7 +55,7 @@ def _constant(shape: ShapeType, value: Any, dtype: np.dtype[np.generic]) -> Inde
 
 # {{{ constant arrays
 
-def full(shape: Any, fill_value: Any, dtype: Any = None,
+def full(shape: ShapeLike, fill_value: Any, dtype: npt.DTypeLike | None = None,
          order: str = "C") -> Array:
     """An array of shape *shape* filled with *fill_value*, like
     :func:`numpy.full`.
@@ -93,7 +94,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None,
     return _constant(shape, cast_scalar(fill_value, dtype), dtype)
 
 
-def zeros(shape: Any, dtype: Any = float, order: str = "C") -> Array:
+def zeros(shape: ShapeLike, dtype: npt.DTypeLike = float, order: str = "C") -> Array:
     """An array of zeros, like :func:`numpy.zeros`.
 
     :arg shape: an int or a sequence of ints and symbolic sizes.
@@ -104,7 +105,7 @@ def zeros(shape: Any, dtype: Any = float, order: str = "C") -> Array:
     return full(shape, 0, dtype)
 
 
-def ones(shape: Any, dtype: Any = float, order: str = "C") -> Array:
+def ones(shape: ShapeLike, dtype: npt.DTypeLike = float, order: str = "C") -> Array:
     """An array of ones, like :func:`numpy.ones`.
 
     :arg shape: an int or a sequence of ints and symbolic sizes.
@@ -122,8 +123,8 @@ def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, np.dtype[np.generic]]:
             np.dtype(a.dtype) if dtype is None else dtype)
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None,
-              shape: Any = None) -> Array:
+def full_like(a: Any, fill_value: Any, dtype: npt.DTypeLike | None = None,
+              shape: ShapeLike | None = None) -> Array:
     """An array like *a* (same shape and, by default, dtype) filled with
     *fill_value*, like :func:`numpy.full_like`.
 
@@ -136,7 +137,8 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None,
     return full(shape, fill_value, dtype)
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
+def zeros_like(a: Any, dtype: npt.DTypeLike | None = None,
+               shape: ShapeLike | None = None) -> Array:
     """Zeros of the shape and dtype of *a*, like :func:`numpy.zeros_like`.
 
     :arg dtype: overrides the dtype of *a*.
@@ -145,7 +147,8 @@ def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
     return full_like(a, 0, dtype, shape)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
+def ones_like(a: Any, dtype: npt.DTypeLike | None = None,
+              shape: ShapeLike | None = None) -> Array:
     """Ones of the shape and dtype of *a*, like :func:`numpy.ones_like`.
 
     :arg dtype: overrides the dtype of *a*.
@@ -157,7 +160,7 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
 
 
 def eye(N: Any, M: Any = None, k: int = 0,
-        dtype: Any = np.float64, order: str = "C") -> Array:
+        dtype: npt.DTypeLike = np.float64, order: str = "C") -> Array:
     """A 2-d array with ones on the *k*-th diagonal and zeros elsewhere, like
     :func:`numpy.eye`.
 
@@ -210,7 +213,7 @@ def _arange_args(args: tuple[Any, ...], kwargs: dict[str, Any]
     return given.get("start", 0), given["stop"], 1 if step is None else step
 
 
-def arange(*args: Any, dtype: Any = None, **kwargs: Any) -> Array:
+def arange(*args: Any, dtype: npt.DTypeLike | None = None, **kwargs: Any) -> Array:
     """Evenly spaced values in ``[start, stop)``, like :func:`numpy.arange`:
     ``arange(stop)``, ``arange(start, stop)``, ``arange(start, stop, step)``.
 

@@ -33,9 +33,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pymbolic.primitives as prim
 
-from pytato.array.base import Array, ReductionDescriptor, ShapeComponent
+from pytato.array.base import Array, AxesLike, ReductionDescriptor, ShapeComponent
 from pytato.array.constructors import check_dtype, make_data_wrapper
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import format_shape, normalize_axes, normalize_axis
@@ -73,7 +74,7 @@ class _NoValue:
 _NO_VALUE: Any = _NoValue()
 
 
-def _normalize_reduction_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+def _normalize_reduction_axes(axis: AxesLike, ndim: int) -> tuple[int, ...]:
     if not (axis is None or is_integral_scalar(axis)
             or isinstance(axis, (tuple, list))):
         raise InvalidArgumentTypeError("'axis' must be None, an integer or a tuple of "
@@ -100,7 +101,7 @@ def _normalize_descrs(descrs: Mapping[int, ReductionDescriptor] | None,
     return result
 
 
-def _reduce(func: str, a: Any, axis: Any, keepdims: bool,
+def _reduce(func: str, a: Any, axis: AxesLike, keepdims: bool,
             axis_to_reduction_descr: Mapping[int, ReductionDescriptor] | None,
             op: ReductionOperation, dtype: np.dtype[np.generic],
             combine_initial: Callable[[Any, Any], Any] | None, initial: Any,
@@ -160,7 +161,7 @@ def _check_initial(initial: Any, func: str) -> None:
                                        f"{type(initial).__name__}")
 
 
-def _eager_kwargs(axis: Any, keepdims: bool, initial: Any,
+def _eager_kwargs(axis: AxesLike, keepdims: bool, initial: Any,
                   **kwargs: Any) -> dict[str, Any]:
     result = {"axis": axis, "keepdims": keepdims, **kwargs}
     if initial is not _NO_VALUE:
@@ -173,10 +174,10 @@ def _eager_kwargs(axis: Any, keepdims: bool, initial: Any,
 def _arith_reduction(func: str, np_func: Callable[..., Any],
                      op: ReductionOperation,
                      combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
-    def reduction(a: Any, axis: Any = None, initial: Any = _NO_VALUE,
+    def reduction(a: Any, axis: AxesLike = None, initial: Any = _NO_VALUE,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                   | None = None, *,
-                  keepdims: bool = False, dtype: Any = None) -> Any:
+                  keepdims: bool = False, dtype: npt.DTypeLike | None = None) -> Any:
         _check_initial(initial, func)
         ary = _prepare(a, func)
         if ary is None:
@@ -249,19 +250,19 @@ def _without_identity(
 def _extremum_reduction(func: str, np_func: Callable[..., Any],
                         op: ReductionOperation, np_name: str, *,
                         keyword_only: bool = False) -> Callable[..., Any]:
-    def reduction(a: Any, axis: Any = None, initial: Any = _NO_VALUE,
+    def reduction(a: Any, axis: AxesLike = None, initial: Any = _NO_VALUE,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                   | None = None, *,
                   keepdims: bool = False) -> Any:
         return _extremum(a, axis, initial, axis_to_reduction_descr, keepdims)
 
-    def reduction_kw(a: Any, axis: Any = None, *, initial: Any = _NO_VALUE,
+    def reduction_kw(a: Any, axis: AxesLike = None, *, initial: Any = _NO_VALUE,
                      axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                      | None = None,
                      keepdims: bool = False) -> Any:
         return _extremum(a, axis, initial, axis_to_reduction_descr, keepdims)
 
-    def _extremum(a: Any, axis: Any, initial: Any,
+    def _extremum(a: Any, axis: AxesLike, initial: Any,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                   | None, keepdims: bool) -> Any:
         _check_initial(initial, func)
@@ -338,7 +339,7 @@ amin.__doc__ = """The minimum of the elements of *a* over *axis*, like
 def _logical_reduction(func: str, np_func: Callable[..., Any],
                        op: ReductionOperation, np_combine: Callable[..., Any],
                        combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
-    def reduction(a: Any, axis: Any = None,
+    def reduction(a: Any, axis: AxesLike = None,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                   | None = None, *, initial: Any = _NO_VALUE,
                   keepdims: bool = False) -> Any:

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from pytato.array.base import Array
+from pytato.array.base import Array, AxesLike, ShapeLike
 from pytato.array.lambdas import IndexLambda
 from pytato.array.remapping import AxisPermutation, Concatenate, Reshape, Roll, Stack
 from pytato.array.shape import (
@@ -178,7 +178,7 @@ def ravel(a: Any, order: str = "C") -> Array:
 
 # {{{ broadcasting, adding and removing unit axes
 
-def broadcast_to(array: Any, shape: Any) -> Array:
+def broadcast_to(array: Any, shape: ShapeLike) -> Array:
     """*array* broadcast to *shape* (like :func:`numpy.broadcast_to`).
 
     :raises ShapeMismatchError: if *array* cannot be broadcast to *shape*.
@@ -201,14 +201,15 @@ def broadcast_to(array: Any, shape: Any) -> Array:
                        {"_in0": array})
 
 
-def expand_dims(array: Any, axis: Any) -> Array:
+def expand_dims(array: Any, axis: int | Sequence[int]) -> Array:
     """Insert unit axes at the positions *axis* (an int or a sequence of
     ints) of the result (like :func:`numpy.expand_dims`). The result is a
     :class:`~pytato.array.Reshape` tagged with
     :class:`~pytato.tags.ExpandedDimsReshape`."""
 
     array = as_array(array, "array")
-    axes = (axis,) if is_integral_scalar(axis) else tuple(axis)
+    axes = ((axis,) if is_integral_scalar(axis)
+            else tuple(cast("Sequence[int]", axis)))
     if not axes:
         return array
     out_ndim = array.ndim + len(axes)
@@ -219,7 +220,7 @@ def expand_dims(array: Any, axis: Any) -> Array:
                    tags=frozenset({ExpandedDimsReshape(new_dims)}))
 
 
-def squeeze(array: Any, axis: Any = None) -> Array:
+def squeeze(array: Any, axis: AxesLike = None) -> Array:
     """Remove unit axes: those in *axis*, or all of (known) length 1 if
     *axis* is None (like :func:`numpy.squeeze`).
 
@@ -388,7 +389,7 @@ def _int_tuple(x: Any, argname: str) -> tuple[int, ...]:
                                    f"integers, got {x!r}")
 
 
-def roll(a: Any, shift: Any, axis: Any = None) -> Array:
+def roll(a: Any, shift: Any, axis: AxesLike = None) -> Array:
     """Shift the elements of *a* cyclically by *shift* along *axis* (like
     :func:`numpy.roll`). With *axis* None, the flattened array is rolled and
     the original shape restored. *shift* and *axis* may be sequences (of
