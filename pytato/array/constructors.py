@@ -181,7 +181,7 @@ def make_data_wrapper(data: Any, *, name: str | None = None,
                        non_equality_tags=net)
 
 
-def as_array(x: Any, argname: str) -> Array:
+def as_array(x: object, argname: str) -> Array:
     """Return *x* if it is an :class:`~pytato.array.Array`; wrap numpy arrays
     and scalars as :class:`~pytato.array.DataWrapper`\\ s; raise
     :class:`TypeError` naming *argname* for anything else."""

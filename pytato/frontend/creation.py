@@ -35,7 +35,7 @@ from pytato.diagnostic import (
     UnsupportedFeatureError,
 )
 from pytato.frontend._utils import cast_scalar, is_scalar
-from pytato.scalar_expr import TypeCast, is_integral_scalar
+from pytato.scalar_expr import ScalarExpression, TypeCast, is_integral_scalar
 
 
 def _check_order(order: object, func: str) -> None:
@@ -49,13 +49,14 @@ def _check_order(order: object, func: str) -> None:
         f"{order!r}")
 
 
-def _constant(shape: ShapeType, value: Any, dtype: np.dtype[np.generic]) -> IndexLambda:
+def _constant(shape: ShapeType, value: ScalarExpression,
+              dtype: np.dtype[np.generic]) -> IndexLambda:
     return IndexLambda(shape, dtype, value, {})
 
 
 # {{{ constant arrays
 
-def full(shape: ShapeLike, fill_value: Any, dtype: npt.DTypeLike | None = None,
+def full(shape: ShapeLike, fill_value: object, dtype: npt.DTypeLike | None = None,
          order: str = "C") -> Array:
     """An array of shape *shape* filled with *fill_value*, like
     :func:`numpy.full`.
@@ -116,14 +117,14 @@ def ones(shape: ShapeLike, dtype: npt.DTypeLike = float, order: str = "C") -> Ar
     return full(shape, 1, dtype)
 
 
-def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, np.dtype[np.generic]]:
+def _like(a: object, dtype: Any, shape: Any) -> tuple[Any, np.dtype[np.generic]]:
     if not (hasattr(a, "shape") and hasattr(a, "dtype")):
         a = np.asarray(a)
     return (a.shape if shape is None else shape,
             np.dtype(a.dtype) if dtype is None else dtype)
 
 
-def full_like(a: Any, fill_value: Any, dtype: npt.DTypeLike | None = None,
+def full_like(a: object, fill_value: object, dtype: npt.DTypeLike | None = None,
               shape: ShapeLike | None = None) -> Array:
     """An array like *a* (same shape and, by default, dtype) filled with
     *fill_value*, like :func:`numpy.full_like`.
@@ -137,7 +138,7 @@ def full_like(a: Any, fill_value: Any, dtype: npt.DTypeLike | None = None,
     return full(shape, fill_value, dtype)
 
 
-def zeros_like(a: Any, dtype: npt.DTypeLike | None = None,
+def zeros_like(a: object, dtype: npt.DTypeLike | None = None,
                shape: ShapeLike | None = None) -> Array:
     """Zeros of the shape and dtype of *a*, like :func:`numpy.zeros_like`.
 
@@ -147,7 +148,7 @@ def zeros_like(a: Any, dtype: npt.DTypeLike | None = None,
     return full_like(a, 0, dtype, shape)
 
 
-def ones_like(a: Any, dtype: npt.DTypeLike | None = None,
+def ones_like(a: object, dtype: npt.DTypeLike | None = None,
               shape: ShapeLike | None = None) -> Array:
     """Ones of the shape and dtype of *a*, like :func:`numpy.ones_like`.
 

@@ -87,7 +87,7 @@ class _NewAxis:
 
 # {{{ classifying index entries
 
-def _index_data(x: Any, k: int) -> Any:
+def _index_data(x: object, k: int) -> Any:
     """Classify a non-scalar, non-slice index entry: returns an int, an
     :class:`Array` or a :class:`numpy.ndarray` of integers."""
     if isinstance(x, Array):
@@ -122,7 +122,7 @@ def _index_data(x: Any, k: int) -> Any:
     return data
 
 
-def _classify(x: Any, k: int) -> Any:
+def _classify(x: object, k: int) -> Any:
     if x is None:
         return _NewAxis
     if x is Ellipsis:
@@ -330,7 +330,7 @@ def _advanced_index(array: Array, norm: list[Any]) -> Array:
     return AdvancedIndexInNoncontiguousAxes(array, tuple(norm))
 
 
-def index(array: Any, idx: Any) -> Array:
+def index(array: object, idx: Any) -> Array:
     """``array[idx]`` with numpy's semantics (see the module documentation).
 
     :raises IndexOutOfBoundsError: for a constant index outside its axis.

@@ -308,7 +308,7 @@ def dot(a: Any, b: Any) -> Any:
     return einsum(f"{sa}{k},{bidx}->{sa}{sb}", a, b)
 
 
-def vdot(a: Any, b: Any) -> Array:
+def vdot(a: object, b: Any) -> Array:
     """:func:`numpy.vdot`: the inner product of the flattened operands,
     conjugating *a* if it is complex.
 
@@ -326,7 +326,7 @@ def vdot(a: Any, b: Any) -> Array:
     return einsum("i,i->", a, b)
 
 
-def outer(a: Any, b: Any) -> Array:
+def outer(a: object, b: Any) -> Array:
     """:func:`numpy.outer`: ``result[i, j] = a.ravel()[i] * b.ravel()[j]``."""
 
     return einsum("i,j->ij", ravel(as_array(a, "a")), ravel(as_array(b, "b")))

@@ -24,7 +24,12 @@ from pytato.diagnostic import (
 )
 from pytato.frontend._utils import BindingCollector, cast_scalar, is_scalar
 from pytato.frontend.elementwise import elementwise
-from pytato.scalar_expr import TypeCast, is_integral_scalar, scalar_literal
+from pytato.scalar_expr import (
+    ScalarExpression,
+    TypeCast,
+    is_integral_scalar,
+    scalar_literal,
+)
 
 
 # {{{ where
@@ -84,7 +89,8 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
                   else np.result_type(condition))
     x_dtype, y_dtype = (operand_dtype(v) for v in operands)
 
-    def make(c: Any, a: Any, b: Any) -> Any:
+    def make(c: ScalarExpression, a: ScalarExpression, b: ScalarExpression
+             ) -> ScalarExpression:
         if cond_dtype.kind != "b":
             c = prim.Comparison(c, "!=", scalar_literal(0, cond_dtype))
         if x_dtype != out_dtype:
@@ -107,7 +113,7 @@ _NUMPY_PAD_MODES = frozenset({
     "reflect", "symmetric", "wrap"})
 
 
-def _as_pairs(value: Any, ndim: int, argname: str, integral: bool
+def _as_pairs(value: object, ndim: int, argname: str, integral: bool
               ) -> list[tuple[Any, Any]]:
     """Broadcast *value* to ``ndim`` (before, after) pairs, as numpy does for
     ``pad_width`` and ``constant_values``."""

@@ -71,7 +71,7 @@ class _NoValue:
         return "<no value>"
 
 
-_NO_VALUE: Any = _NoValue()
+_NO_VALUE = _NoValue()
 
 
 def _normalize_reduction_axes(axis: AxesLike, ndim: int) -> tuple[int, ...]:
@@ -101,10 +101,10 @@ def _normalize_descrs(descrs: Mapping[int, ReductionDescriptor] | None,
     return result
 
 
-def _reduce(func: str, a: Any, axis: AxesLike, keepdims: bool,
+def _reduce(func: str, a: Array, axis: AxesLike, keepdims: bool,
             axis_to_reduction_descr: Mapping[int, ReductionDescriptor] | None,
             op: ReductionOperation, dtype: np.dtype[np.generic],
-            combine_initial: Callable[[Any, Any], Any] | None, initial: Any,
+            combine_initial: Callable[[Any, Any], Any] | None, initial: object,
             ) -> Array:
     """Build the reduction of *a* with *op* in *dtype* over *axis*, combining
     the result with *initial* (if given) by *combine_initial*."""
@@ -144,7 +144,7 @@ def _reduce(func: str, a: Any, axis: AxesLike, keepdims: bool,
                        var_to_reduction_descr=var_to_descr)
 
 
-def _prepare(a: Any, func: str) -> Any:
+def _prepare(a: object, func: str) -> Array | None:
     if isinstance(a, Array):
         return a
     if isinstance(a, np.ndarray):
@@ -155,13 +155,13 @@ def _prepare(a: Any, func: str) -> Any:
                                    f"{type(a).__name__}")
 
 
-def _check_initial(initial: Any, func: str) -> None:
+def _check_initial(initial: object, func: str) -> None:
     if initial is not _NO_VALUE and not is_scalar(initial):
         raise InvalidArgumentTypeError(f"{func}: 'initial' must be a scalar, got "
                                        f"{type(initial).__name__}")
 
 
-def _eager_kwargs(axis: AxesLike, keepdims: bool, initial: Any,
+def _eager_kwargs(axis: AxesLike, keepdims: bool, initial: object,
                   **kwargs: Any) -> dict[str, Any]:
     result = {"axis": axis, "keepdims": keepdims, **kwargs}
     if initial is not _NO_VALUE:
@@ -174,7 +174,7 @@ def _eager_kwargs(axis: AxesLike, keepdims: bool, initial: Any,
 def _arith_reduction(func: str, np_func: Callable[..., Any],
                      op: ReductionOperation,
                      combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
-    def reduction(a: Any, axis: AxesLike = None, initial: Any = _NO_VALUE,
+    def reduction(a: object, axis: AxesLike = None, initial: object = _NO_VALUE,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                   | None = None, *,
                   keepdims: bool = False, dtype: npt.DTypeLike | None = None) -> Any:
@@ -250,19 +250,19 @@ def _without_identity(
 def _extremum_reduction(func: str, np_func: Callable[..., Any],
                         op: ReductionOperation, np_name: str, *,
                         keyword_only: bool = False) -> Callable[..., Any]:
-    def reduction(a: Any, axis: AxesLike = None, initial: Any = _NO_VALUE,
+    def reduction(a: object, axis: AxesLike = None, initial: object = _NO_VALUE,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                   | None = None, *,
                   keepdims: bool = False) -> Any:
         return _extremum(a, axis, initial, axis_to_reduction_descr, keepdims)
 
-    def reduction_kw(a: Any, axis: AxesLike = None, *, initial: Any = _NO_VALUE,
+    def reduction_kw(a: object, axis: AxesLike = None, *, initial: object = _NO_VALUE,
                      axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                      | None = None,
                      keepdims: bool = False) -> Any:
         return _extremum(a, axis, initial, axis_to_reduction_descr, keepdims)
 
-    def _extremum(a: Any, axis: AxesLike, initial: Any,
+    def _extremum(a: object, axis: AxesLike, initial: object,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                   | None, keepdims: bool) -> Any:
         _check_initial(initial, func)
@@ -339,9 +339,9 @@ amin.__doc__ = """The minimum of the elements of *a* over *axis*, like
 def _logical_reduction(func: str, np_func: Callable[..., Any],
                        op: ReductionOperation, np_combine: Callable[..., Any],
                        combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
-    def reduction(a: Any, axis: AxesLike = None,
+    def reduction(a: object, axis: AxesLike = None,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
-                  | None = None, *, initial: Any = _NO_VALUE,
+                  | None = None, *, initial: object = _NO_VALUE,
                   keepdims: bool = False) -> Any:
         _check_initial(initial, func)
         ary = _prepare(a, func)

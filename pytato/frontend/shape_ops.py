@@ -127,7 +127,7 @@ def _check_same_size(old: ShapeType, new: ShapeType) -> None:
                              if symbolic else "")
 
 
-def reshape(array: Any, newshape: Any, order: str = "C") -> Array:
+def reshape(array: object, newshape: Any, order: str = "C") -> Array:
     """Return *array* with shape *newshape* (like :func:`numpy.reshape`).
 
     :arg newshape: an int or a sequence of ints and symbolic sizes; one
@@ -169,7 +169,7 @@ def reshape(array: Any, newshape: Any, order: str = "C") -> Array:
     return Reshape(array, new, order)
 
 
-def ravel(a: Any, order: str = "C") -> Array:
+def ravel(a: object, order: str = "C") -> Array:
     """*a* flattened to one dimension (like :func:`numpy.ravel`)."""
     return reshape(a, (-1,), order=order)
 
@@ -178,7 +178,7 @@ def ravel(a: Any, order: str = "C") -> Array:
 
 # {{{ broadcasting, adding and removing unit axes
 
-def broadcast_to(array: Any, shape: ShapeLike) -> Array:
+def broadcast_to(array: object, shape: ShapeLike) -> Array:
     """*array* broadcast to *shape* (like :func:`numpy.broadcast_to`).
 
     :raises ShapeMismatchError: if *array* cannot be broadcast to *shape*.
@@ -201,7 +201,7 @@ def broadcast_to(array: Any, shape: ShapeLike) -> Array:
                        {"_in0": array})
 
 
-def expand_dims(array: Any, axis: int | Sequence[int]) -> Array:
+def expand_dims(array: object, axis: int | Sequence[int]) -> Array:
     """Insert unit axes at the positions *axis* (an int or a sequence of
     ints) of the result (like :func:`numpy.expand_dims`). The result is a
     :class:`~pytato.array.Reshape` tagged with
@@ -220,7 +220,7 @@ def expand_dims(array: Any, axis: int | Sequence[int]) -> Array:
                    tags=frozenset({ExpandedDimsReshape(new_dims)}))
 
 
-def squeeze(array: Any, axis: AxesLike = None) -> Array:
+def squeeze(array: object, axis: AxesLike = None) -> Array:
     """Remove unit axes: those in *axis*, or all of (known) length 1 if
     *axis* is None (like :func:`numpy.squeeze`).
 
@@ -248,7 +248,7 @@ def squeeze(array: Any, axis: AxesLike = None) -> Array:
 
 # {{{ axis permutations
 
-def transpose(a: Any, axes: Any = None) -> Array:
+def transpose(a: object, axes: Any = None) -> Array:
     """Permute the axes of *a* (like :func:`numpy.transpose`): output axis
     ``i`` is axis ``axes[i]`` of *a*; *axes* defaults to reversing them.
 
@@ -272,15 +272,16 @@ def transpose(a: Any, axes: Any = None) -> Array:
     return AxisPermutation(a, perm)
 
 
-def _axis_tuple(x: Any, ndim: int, argname: str) -> tuple[int, ...]:
-    axes = (x,) if is_integral_scalar(x) else tuple(x)
+def _axis_tuple(x: int | Sequence[int], ndim: int, argname: str
+                ) -> tuple[int, ...]:
+    axes = (x,) if is_integral_scalar(x) else tuple(cast("Sequence[int]", x))
     result = tuple(normalize_axis(ax, ndim, argname) for ax in axes)
     if len(set(result)) != len(result):
         raise AxisError(f"'{argname}' {x!r} repeats an axis")
     return result
 
 
-def moveaxis(a: Any, source: Any, destination: Any) -> Array:
+def moveaxis(a: object, source: Any, destination: Any) -> Array:
     """Move axes *source* of *a* to positions *destination* (like
     :func:`numpy.moveaxis`)."""
     a = as_array(a, "a")
@@ -295,7 +296,7 @@ def moveaxis(a: Any, source: Any, destination: Any) -> Array:
     return transpose(a, order)
 
 
-def swapaxes(a: Any, axis1: Any, axis2: Any) -> Array:
+def swapaxes(a: object, axis1: Any, axis2: Any) -> Array:
     """Exchange axes *axis1* and *axis2* of *a* (like
     :func:`numpy.swapaxes`)."""
     a = as_array(a, "a")
@@ -380,7 +381,7 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0) -> Array:
 
 # {{{ roll
 
-def _int_tuple(x: Any, argname: str) -> tuple[int, ...]:
+def _int_tuple(x: object, argname: str) -> tuple[int, ...]:
     if is_integral_scalar(x):
         return (int(x),)
     if isinstance(x, Sequence) and all(is_integral_scalar(v) for v in x):
@@ -389,7 +390,7 @@ def _int_tuple(x: Any, argname: str) -> tuple[int, ...]:
                                    f"integers, got {x!r}")
 
 
-def roll(a: Any, shift: Any, axis: AxesLike = None) -> Array:
+def roll(a: object, shift: Any, axis: AxesLike = None) -> Array:
     """Shift the elements of *a* cyclically by *shift* along *axis* (like
     :func:`numpy.roll`). With *axis* None, the flattened array is rolled and
     the original shape restored. *shift* and *axis* may be sequences (of
