@@ -511,9 +511,9 @@ class _CaptureLifter:
         return replace(returns, replacements)
 
 
-def trace_call(f: Callable[..., Any], *args: Any,
+def trace_call(f: Callable[..., Any], *args: object,
                identifier: Hashable | None = None,
-               **kwargs: Any) -> Any:
+               **kwargs: object) -> Any:
     r"""Call *f* on placeholders standing for the arrays among *args* and
     *kwargs* and return a :class:`Call` of the traced
     :class:`FunctionDefinition` bound to them.

@@ -118,7 +118,7 @@ def _kernel_shape(shape: Any, values: Mapping[str, Any], what: str) -> ShapeType
     return tuple(result)
 
 
-def _is_size(v: Any) -> bool:
+def _is_size(v: object) -> bool:
     return _is_size_expression(v)
 
 

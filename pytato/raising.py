@@ -190,7 +190,7 @@ class TypeCastDropper(IdentityMapper[[]]):
     """Removes the :class:`~pytato.scalar_expr.TypeCast`\\ s of a scalar
     expression (keeping their operands)."""
 
-    def map_type_cast(self, expr: TypeCast, *args: Any, **kwargs: Any
+    def map_type_cast(self, expr: TypeCast, *args: object, **kwargs: object
                       ) -> ScalarExpression:
         return self.rec(expr.inner_expr, *args, **kwargs)
 
@@ -203,7 +203,7 @@ def _unknown(expr: IndexLambda, why: str) -> UnknownIndexLambdaExpr:
         f"index lambda (shape {expr.shape}, dtype {expr.dtype}) {why}")
 
 
-def _is_output_index(e: Any, k: int) -> bool:
+def _is_output_index(e: object, k: int) -> bool:
     return isinstance(e, prim.Variable) and e.name == f"_{k}"
 
 

@@ -198,7 +198,7 @@ def get_scalar_function(name: str) -> ScalarFunction:
                               "(see pytato.register_scalar_function)") from None
 
 
-def call_scalar_function(name: str, *args: Any) -> Any:
+def call_scalar_function(name: str, *args: object) -> Any:
     """Apply the registered scalar function *name* element-wise to *args*
     (arrays and scalars, broadcast as numpy does). The result dtype is the
     one the function's dtype rule gives for the arguments' dtypes. With

@@ -26,7 +26,7 @@ from pytato.diagnostic import InvalidArgumentError
 from pytato.visualization.labels import describe_array, format_tags, node_operation
 
 
-def _fmt_value(value: Any, names: dict[int, str] | None) -> str:
+def _fmt_value(value: object, names: dict[int, str] | None) -> str:
     if isinstance(value, GraphNode):
         if names is not None and id(value) in names:
             return names[id(value)]

@@ -344,7 +344,7 @@ def get_einsum_subscript_str(expr: Einsum) -> str:
         raise InvalidArgumentError(f"einsum with {n_out + n_redn} indices has too many "
                                    "axes to be written as a subscript string")
 
-    def letter(d: Any) -> str:
+    def letter(d: object) -> str:
         if isinstance(d, EinsumElementwiseAxis):
             return letters[d.dim]
         assert isinstance(d, EinsumReductionAxis)

@@ -49,7 +49,7 @@ class _Encoder:
         # the values memoized, kept alive so that their ids stay theirs
         self._alive: list[Any] = []
 
-    def __call__(self, value: Any) -> str:
+    def __call__(self, value: object) -> str:
         tp = type(value)
         if tp is str:
             return repr(value)
@@ -101,7 +101,7 @@ class _Encoder:
                 parts.append(new(v, tp) if memo is None else memo)
         return ",".join(parts)
 
-    def _encode_dataclass(self, value: Any, tp: type) -> str:
+    def _encode_dataclass(self, value: object, tp: type) -> str:
         fields = _DATACLASS_FIELDS.get(tp)
         if fields is None:
             return self._encode(value, tp)

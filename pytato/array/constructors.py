@@ -88,7 +88,7 @@ RESERVED_NAMES = frozenset(
        for n in (2, 3, 4, 8, 16)})
 
 
-def check_identifier(name: Any, argname: str = "name") -> str:
+def check_identifier(name: object, argname: str = "name") -> str:
     if not isinstance(name, str) or not name.isidentifier():
         raise InvalidArgumentError(
             f"'{argname}' must be a valid Python identifier, got {name!r}")
@@ -151,7 +151,7 @@ def make_size_param(name: str, tags: Tag | Iterable[Tag] = frozenset()
     return SizeParam(name, axes=(), tags=tags)
 
 
-def make_data_wrapper(data: Any, *, name: str | None = None,
+def make_data_wrapper(data: object, *, name: str | None = None,
                       shape: ShapeLike | None = None,
                       tags: Tag | Iterable[Tag] = frozenset(),
                       axes: Iterable[Axis] | None = None) -> DataWrapper:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from constantdict import constantdict
@@ -108,7 +108,7 @@ class _ReductionVariableCollector(WalkMapper[[]]):
     def __init__(self) -> None:
         self.names: set[str] = set()
 
-    def map_reduce(self, expr: Reduce, *args: Any, **kwargs: Any) -> None:
+    def map_reduce(self, expr: Reduce, *args: object, **kwargs: object) -> None:
         self.names.update(expr.bounds)
         super().map_reduce(expr, *args, **kwargs)
 

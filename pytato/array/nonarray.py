@@ -75,7 +75,7 @@ class DataclassGraphNode(GraphNode):
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)}))  # type: ignore[arg-type]
 
-    def copy(self, **kwargs: Any) -> Any:
+    def copy(self, **kwargs: object) -> Any:
         """A copy of *self* with the fields in *kwargs* replaced."""
         return dataclasses.replace(self, **kwargs)  # type: ignore[type-var]
 

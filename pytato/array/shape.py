@@ -68,7 +68,7 @@ def shape_component_to_expr(c: ShapeComponent) -> ArithmeticExpression:
         f"shape component {c!r} is not an affine expression in size parameters")
 
 
-def _check_affine(expr: Any, what: str) -> None:
+def _check_affine(expr: object, what: str) -> None:
     if is_integral_scalar(expr) or isinstance(expr, prim.Variable):
         return
     if isinstance(expr, prim.Sum):

@@ -200,7 +200,7 @@ def _flatten_mapping(value: Mapping[Any, Any], kids: list[ChildNode]) -> Any:
         (k, _flatten(v, kids)) for k, v in value.items()]))
 
 
-def _unflatten(skel: Any, kids: list[ChildNode] | tuple[ChildNode, ...]) -> Any:
+def _unflatten(skel: object, kids: list[ChildNode] | tuple[ChildNode, ...]) -> Any:
     if isinstance(skel, _ChildRef):
         return kids[skel.index]
     if isinstance(skel, tuple):
@@ -316,7 +316,7 @@ def same_input_objects(a: Array, b: Array) -> bool:
     return all(v is get(k) for k, v in ia.items())
 
 
-def _short(ary: Any) -> str:
+def _short(ary: object) -> str:
     return (f"{type(ary).__name__}(shape={getattr(ary, 'shape', None)}, "
             f"dtype={getattr(ary, 'dtype', None)})")
 

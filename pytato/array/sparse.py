@@ -104,15 +104,15 @@ class SparseMatrix(DataclassGraphNode, _TaggableMixin):
     def ndim(self) -> int:
         return 2
 
-    def __matmul__(self, other: Any) -> Array:
+    def __matmul__(self, other: object) -> Array:
         return sparse_matmul(self, other)
 
-    def __rmatmul__(self, other: Any) -> Array:
+    def __rmatmul__(self, other: object) -> Array:
         raise UnsupportedOperationError(
             "dense @ sparse is not supported; compute (A.T @ x.T).T with a "
             "sparse matrix of the transpose instead")
 
-    def __array_ufunc__(self, *args: Any, **kwargs: Any) -> Any:
+    def __array_ufunc__(self, *args: object, **kwargs: object) -> Any:
         # numpy must not try to treat a sparse matrix as an object array
         return NotImplemented
 
@@ -124,7 +124,7 @@ class SparseMatrix(DataclassGraphNode, _TaggableMixin):
             with an identity matrix)."""
 
 
-def _as_index_vector(x: Any, argname: str) -> Array:
+def _as_index_vector(x: object, argname: str) -> Array:
     x = as_array(x, argname)
     if x.ndim != 1:
         raise ShapeMismatchError(f"'{argname}' must be 1-d, got shape "
@@ -242,7 +242,7 @@ class CSRMatmul(DerivedShapeMixin, SparseMatmul):
         return np.result_type(self.matrix.dtype, self.array.dtype)
 
 
-def _check_concrete_indices(shape: ShapeType, nnz: Any, cols: Array,
+def _check_concrete_indices(shape: ShapeType, nnz: object, cols: Array,
                             row_starts: Array) -> None:
     """Check index data that is concrete (numpy data in data wrappers)."""
     if isinstance(cols, DataWrapper) and isinstance(cols.data, np.ndarray):
@@ -272,8 +272,8 @@ def _check_concrete_indices(shape: ShapeType, nnz: Any, cols: Array,
                 f"the {nnz} stored elements")
 
 
-def make_csr_matrix(shape: ShapeLike, elem_values: Any, elem_col_indices: Any,
-                    row_starts: Any, tags: Tag | Iterable[Tag] = frozenset(),
+def make_csr_matrix(shape: ShapeLike, elem_values: object, elem_col_indices: object,
+                    row_starts: object, tags: Tag | Iterable[Tag] = frozenset(),
                     axes: Iterable[Axis | ToTagSetConvertible] | None = None
                     ) -> CSRMatrix:
     """A :class:`CSRMatrix` of *shape* (see the module documentation).
@@ -353,7 +353,7 @@ def _csr_axes(axes: Iterable[Axis | ToTagSetConvertible] | None
     return tuple(result)
 
 
-def sparse_matmul(x1: SparseMatrix, x2: Any) -> Array:
+def sparse_matmul(x1: SparseMatrix, x2: object) -> Array:
     """The dense product ``x1 @ x2`` of the sparse matrix *x1* with the 1-d
     or 2-d array *x2* (numpy arrays are wrapped as data).
 

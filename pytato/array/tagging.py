@@ -126,7 +126,7 @@ class _TaggableMixin(Taggable):
         """The tags of *self* that are not instances of *tag_t*."""
         return frozenset(t for t in self.tags if not isinstance(t, tag_t))
 
-    def replace_if_different(self, **kwargs: Any) -> Self:
+    def replace_if_different(self, **kwargs: object) -> Self:
         """*self* if each field named in *kwargs* already holds (is) the
         given object, else a copy of *self* with those fields replaced (as
         :func:`dataclasses.replace`). Lets transforms keep nodes whose

@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 
-def _check_rank(rank: Any, argname: str) -> int:
+def _check_rank(rank: object, argname: str) -> int:
     if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
         raise InvalidArgumentTypeError(
             f"'{argname}' must be an integer rank, got {rank!r}")
@@ -75,7 +75,7 @@ def _check_rank(rank: Any, argname: str) -> int:
     return int(rank)
 
 
-def _check_comm_tag(comm_tag: Any) -> Hashable:
+def _check_comm_tag(comm_tag: object) -> Hashable:
     try:
         hash(comm_tag)
     except TypeError as e:

@@ -61,7 +61,7 @@ def _mul(a: Poly, b: Poly) -> Poly:
     return _clean(result)
 
 
-def expr_poly(expr: Any) -> Poly:
+def expr_poly(expr: object) -> Poly:
     """Expand the size expression *expr* into a polynomial."""
     if is_integral_scalar(expr):
         return _clean({(): int(expr)})

@@ -19,7 +19,7 @@ from pytato.array.base import Array, ShapeComponent, same_input_objects
 from pytato.scalar_expr import SCALAR_CLASSES, is_integral_scalar
 
 
-def is_scalar(x: Any) -> bool:
+def is_scalar(x: object) -> bool:
     """Whether *x* is a Python or numpy scalar (booleans included)."""
     return isinstance(x, SCALAR_CLASSES)
 

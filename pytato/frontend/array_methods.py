@@ -20,7 +20,7 @@ and :meth:`~pytato.array.sparse.SparseMatrix.to_dense` to sparse matrices.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -62,7 +62,7 @@ def conj(self: Array) -> Array:
     return cast("Array", pt_math.conj(self))
 
 
-def __getitem__(self: Array, idx: Any) -> Array:
+def __getitem__(self: Array, idx: object) -> Array:
     return indexing.index(self, idx)
 
 

@@ -214,7 +214,8 @@ def _arange_args(args: tuple[Any, ...], kwargs: dict[str, Any]
     return given.get("start", 0), given["stop"], 1 if step is None else step
 
 
-def arange(*args: Any, dtype: npt.DTypeLike | None = None, **kwargs: Any) -> Array:
+def arange(*args: object, dtype: npt.DTypeLike | None = None,
+           **kwargs: object) -> Array:
     """Evenly spaced values in ``[start, stop)``, like :func:`numpy.arange`:
     ``arange(stop)``, ``arange(start, stop)``, ``arange(start, stop, step)``.
 
@@ -284,7 +285,7 @@ def arange(*args: Any, dtype: npt.DTypeLike | None = None, **kwargs: Any) -> Arr
     return _constant((length,), expr, dtype)
 
 
-def _symbolic_arange(start: Any, stop: Any, step: Any, dtype: Any) -> Array:
+def _symbolic_arange(start: object, stop: object, step: object, dtype: object) -> Array:
     if not (is_integral_scalar(start) and is_integral_scalar(step)
             and step == 1 and isinstance(stop, Array)):
         raise UnsupportedFeatureError(

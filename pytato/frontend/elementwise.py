@@ -315,8 +315,8 @@ _MAX_DTYPE_RULES = 4096
 _WEAK_SCALARS = (float, complex, bool)
 
 
-def _rule_key(ufunc: Any, operands: Sequence[Any], op_dtype: Any,
-              out_dtype: Any) -> tuple[Any, ...] | None:
+def _rule_key(ufunc: object, operands: Sequence[Any], op_dtype: object,
+              out_dtype: object) -> tuple[Any, ...] | None:
     """The key of the dtypes of an element-wise operation whose operands
     are arrays of one shape of integer extents and Python floats, complex
     numbers or bools (their dtypes and types decide the result dtype);

@@ -163,7 +163,7 @@ def _normalize_int(i: int, n: ShapeComponent, axis: int) -> int | Array:
 _MAX_LENGTH = 2**63 - 1
 
 
-def _slice_bound(b: Any, n: ShapeComponent, axis: int, what: str,
+def _slice_bound(b: object, n: ShapeComponent, axis: int, what: str,
                  step: int = 1) -> Any:
     """A bound of a slice of step *step* on an axis of length *n*, negative
     values counted from the end. Integer bounds outside the axis are
@@ -196,7 +196,7 @@ def _slice_bound(b: Any, n: ShapeComponent, axis: int, what: str,
     return b if b >= 0 else n + b
 
 
-def _beyond(b: Any, n: ShapeComponent) -> int:
+def _beyond(b: object, n: ShapeComponent) -> int:
     """1 for an integer bound *b* at or past the end of every axis of
     length *n* (known, else any length), -1 for one before its start, 0
     otherwise (also for array bounds)."""
@@ -285,7 +285,7 @@ def _normalize(entry: Any, n: ShapeComponent, axis: int) -> IndexExpr:
 # }}}
 
 
-def _is_full_slice(e: Any, n: ShapeComponent) -> bool:
+def _is_full_slice(e: object, n: ShapeComponent) -> bool:
     return (isinstance(e, NormalizedSlice) and e.step == 1
             and is_integral_scalar(e.start) and e.start == 0
             and are_shape_components_equal(e.stop, n))
@@ -330,7 +330,7 @@ def _advanced_index(array: Array, norm: list[Any]) -> Array:
     return AdvancedIndexInNoncontiguousAxes(array, tuple(norm))
 
 
-def index(array: object, idx: Any) -> Array:
+def index(array: object, idx: object) -> Array:
     """``array[idx]`` with numpy's semantics (see the module documentation).
 
     :raises IndexOutOfBoundsError: for a constant index outside its axis.

@@ -59,7 +59,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
             "where: either both or neither of 'x' and 'y' must be "
             "given")
 
-    def proxy(v: Any) -> Any:
+    def proxy(v: object) -> Any:
         if isinstance(v, (Array, np.ndarray)):
             return np.empty((0,), v.dtype)
         return v
@@ -82,7 +82,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
             v = cast_scalar(v, out_dtype, wrap=True)
         operands.append(v)
 
-    def operand_dtype(v: Any) -> np.dtype[np.generic]:
+    def operand_dtype(v: object) -> np.dtype[np.generic]:
         return v.dtype if isinstance(v, (Array, np.ndarray)) else out_dtype
 
     cond_dtype = (condition.dtype if isinstance(condition, (Array, np.ndarray))

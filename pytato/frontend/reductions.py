@@ -162,7 +162,7 @@ def _check_initial(initial: object, func: str) -> None:
 
 
 def _eager_kwargs(axis: AxesLike, keepdims: bool, initial: object,
-                  **kwargs: Any) -> dict[str, Any]:
+                  **kwargs: object) -> dict[str, Any]:
     result = {"axis": axis, "keepdims": keepdims, **kwargs}
     if initial is not _NO_VALUE:
         result["initial"] = initial

@@ -127,7 +127,7 @@ def _check_same_size(old: ShapeType, new: ShapeType) -> None:
                              if symbolic else "")
 
 
-def reshape(array: object, newshape: Any, order: str = "C") -> Array:
+def reshape(array: object, newshape: object, order: str = "C") -> Array:
     """Return *array* with shape *newshape* (like :func:`numpy.reshape`).
 
     :arg newshape: an int or a sequence of ints and symbolic sizes; one
@@ -296,7 +296,7 @@ def moveaxis(a: object, source: Any, destination: Any) -> Array:
     return transpose(a, order)
 
 
-def swapaxes(a: object, axis1: Any, axis2: Any) -> Array:
+def swapaxes(a: object, axis1: object, axis2: object) -> Array:
     """Exchange axes *axis1* and *axis2* of *a* (like
     :func:`numpy.swapaxes`)."""
     a = as_array(a, "a")
@@ -311,7 +311,7 @@ def swapaxes(a: object, axis1: Any, axis2: Any) -> Array:
 
 # {{{ joining
 
-def _as_arrays(arrays: Any, what: str) -> tuple[Array, ...]:
+def _as_arrays(arrays: object, what: str) -> tuple[Array, ...]:
     if isinstance(arrays, Array) or not isinstance(arrays, Sequence):
         raise InvalidArgumentTypeError(
             f"{what}: 'arrays' must be a sequence of arrays, got "
@@ -390,7 +390,7 @@ def _int_tuple(x: object, argname: str) -> tuple[int, ...]:
                                    f"integers, got {x!r}")
 
 
-def roll(a: object, shift: Any, axis: AxesLike = None) -> Array:
+def roll(a: object, shift: object, axis: AxesLike = None) -> Array:
     """Shift the elements of *a* cyclically by *shift* along *axis* (like
     :func:`numpy.roll`). With *axis* None, the flattened array is rolled and
     the original shape restored. *shift* and *axis* may be sequences (of

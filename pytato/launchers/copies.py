@@ -10,7 +10,7 @@ documenting these names.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, NamedTuple, TypedDict, Unpack
+from typing import ClassVar, NamedTuple, TypedDict, Unpack
 
 import numpy as np
 import pyopencl as cl
@@ -218,7 +218,7 @@ class OpenClCopyBuffer(LauncherI):
         return True
 
     def __call__(self, queue: cl.CommandQueue | None = None,
-                 wait_for: WaitFor = None, **kwds: Any) -> cl.Event:
+                 wait_for: WaitFor = None, **kwds: object) -> cl.Event:
         """Enqueue the copy on *queue* after *wait_for*, return its event."""
         if kwds:
             raise InvalidArgumentTypeError(

@@ -279,7 +279,7 @@ class OpenClParametrizedKernelLauncher(OpenClKernelLauncher):
                  default_global_work_size: WorkSize | None = None,
                  default_local_work_size: WorkSize | None = None,
                  default_queue: cl.CommandQueue | None = None,
-                 **kwds: Any) -> None:
+                 **kwds: object) -> None:
         super().__init__(name, kernel, args_list,
                          default_global_work_size=default_global_work_size,
                          default_local_work_size=default_local_work_size,
@@ -667,7 +667,7 @@ class OpenClKernelListLauncher(LauncherI):
             launcher.clear_statistics()
 
     def __call__(self, queue: cl.CommandQueue | None = None,
-                 wait_for: WaitFor = None, **kwds: Any) -> cl.Event | None:
+                 wait_for: WaitFor = None, **kwds: object) -> cl.Event | None:
         """Enqueue all launchers in order on *queue* (default:
         :attr:`default_queue`); the first waits for *wait_for*.  Each
         launcher receives the parameters among *kwds* it takes.

@@ -37,7 +37,7 @@ class IdentityCachedCopyMapper(CopyMapper):
                          _function_cache)
         self._keep_alive: list[Any] = []
 
-    def get_cache_key(self, expr: Any, *args: Any, **kwargs: Any) -> Hashable:
+    def get_cache_key(self, expr: object, *args: object, **kwargs: object) -> Hashable:
         if args or kwargs:
             return (id(expr), args, tuple(sorted(kwargs.items())))
         return id(expr)

@@ -160,7 +160,7 @@ class Deduplicator(CopyMapper):
             self._seen.append(node)
         return rep_of[id(expr)]
 
-    def rec(self, expr: Any) -> Any:
+    def rec(self, expr: object) -> Any:
         return self(expr)
 
     def clone_for_callee(self, function: FunctionDefinition) -> Deduplicator:
@@ -177,7 +177,7 @@ def deduplicate(expr: ArrayOrNamesOrFunctionDefTc
     return Deduplicator()(expr)
 
 
-def _data_key(data: Any) -> Hashable:
+def _data_key(data: object) -> Hashable:
     """Identifies the memory of an array's data: ``(pointer, offset)`` of a
     :mod:`pyopencl` array's buffer or a numpy array's data, else the data
     object itself (by identity). Arrays without elements have no memory

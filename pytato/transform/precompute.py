@@ -93,7 +93,7 @@ class _Replacer(IdentityCachedCopyMapper):
         super().__init__()
         self.replacements = replacements
 
-    def rec(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
+    def rec(self, expr: object, *args: object, **kwargs: object) -> Any:
         new = self.replacements.get(id(expr))
         if new is not None:
             return new

@@ -120,17 +120,17 @@ class BindingSubscriptsCollector(WalkMapper[[]]):
         WalkMapper.__call__(self, expr)
         return self._result
 
-    def map_subscript(self, expr: prim.Subscript, *args: Any) -> None:
+    def map_subscript(self, expr: prim.Subscript, *args: object) -> None:
         if isinstance(expr.aggregate, prim.Variable):
             self._result.setdefault(expr.aggregate.name, set()).add(
                 expr.index_tuple)
         for i in expr.index_tuple:
             self.rec(i)
 
-    def map_foreign(self, expr: Any, *args: Any) -> None:
+    def map_foreign(self, expr: object, *args: object) -> None:
         pass
 
-    def map_constant(self, expr: Any, *args: Any) -> None:
+    def map_constant(self, expr: object, *args: object) -> None:
         pass
 
 
@@ -208,7 +208,7 @@ class AxisEquivalenceCollector(Mapper[None, None, []]):
         self.unify = unify
         self.skip_node_types = skip_node_types
 
-    def rec(self, expr: ArrayOrNames, *args: Any, **kwargs: Any) -> None:
+    def rec(self, expr: ArrayOrNames, *args: object, **kwargs: object) -> None:
         if isinstance(expr, self.skip_node_types):
             return None
         return super().rec(expr, *args, **kwargs)

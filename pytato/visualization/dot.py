@@ -293,7 +293,7 @@ class DotGraphBuilder:
             *self.lines, "}"])
 
 
-def _outputs_of(result: Any) -> dict[str, GraphNode]:
+def _outputs_of(result: object) -> dict[str, GraphNode]:
     if isinstance(result, DictOfNamedArrays):
         return dict(result._data)
     if isinstance(result, Mapping):
@@ -305,7 +305,7 @@ def _outputs_of(result: Any) -> dict[str, GraphNode]:
         f"dict of arrays, got {type(result).__name__}")
 
 
-def get_dot_graph(result: Any, *, max_label_length: int = 160) -> str:
+def get_dot_graph(result: object, *, max_label_length: int = 160) -> str:
     """The graph of *result* (an array, a :class:`~pytato.DictOfNamedArrays`
     or a :class:`dict` of arrays) as Graphviz dot source. A
     :class:`~pytato.DistributedGraphPartition` is drawn by

@@ -30,7 +30,7 @@ __all__ = ["get_fancy_placeholder_data_flow_dot",
            "show_fancy_placeholder_data_flow"]
 
 
-def _is_stored(node: Any) -> bool:
+def _is_stored(node: object) -> bool:
     return isinstance(node, Array) and any(isinstance(t, ImplStored)
                                            for t in node.tags)
 
@@ -50,7 +50,7 @@ def _input_label(node: Array) -> str:
     return _q_lines(name, describe_array(node))
 
 
-def get_fancy_placeholder_data_flow_dot(dag: Any) -> str:
+def get_fancy_placeholder_data_flow_dot(dag: object) -> str:
     """Dot source of the flow of data from the inputs of *dag* (an array, a
     :class:`~pytato.DictOfNamedArrays` or a :class:`dict` of arrays)
     through its stored intermediates to its outputs."""

@@ -36,7 +36,7 @@ def _fmt_shape(shape: tuple[object, ...]) -> str:
         ",)" if len(shape) == 1 else ")")
 
 
-def _size_param_value(name: str, value: Any) -> int:
+def _size_param_value(name: str, value: object) -> int:
     if isinstance(value, np.ndarray) and value.shape == ():
         value = value[()]
     if not is_integral_scalar(value):
@@ -50,7 +50,7 @@ def _size_param_value(name: str, value: Any) -> int:
     return value
 
 
-def _array_value(spec: ArgumentSpec, value: Any,
+def _array_value(spec: ArgumentSpec, value: object,
                  convert: Callable[[Any], Any]) -> Any:
     if type(value) in _PY_SCALAR_KINDS:
         kind = _PY_SCALAR_KINDS[type(value)]

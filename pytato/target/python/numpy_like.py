@@ -80,12 +80,12 @@ class PythonTarget(Target):
         """Code turning the value in *var* into an output of *dtype*."""
         raise NotImplementedError
 
-    def convert_bound_argument(self, data: Any) -> Any:
+    def convert_bound_argument(self, data: object) -> Any:
         """The value passed for the data of a
         :class:`~pytato.array.DataWrapper`."""
         return data
 
-    def convert_call_argument(self, value: Any) -> Any:
+    def convert_call_argument(self, value: object) -> Any:
         """The value passed for an array argument given at call time."""
         return value
 
@@ -104,7 +104,7 @@ class PythonTarget(Target):
         """Call the compiled *function* with *args* (by parameter name)."""
         return function(**args)
 
-    def bind_program(self, program: Any, bound_arguments: Mapping[str, Any],
+    def bind_program(self, program: object, bound_arguments: Mapping[str, Any],
                      expected_arguments: frozenset[str] | None = None,
                      entrypoint: str = "_pt_kernel", *,
                      arg_specs: Mapping[str, ArgumentSpec] | None = None
@@ -184,7 +184,7 @@ class BoundPythonProgram(BoundProgram):
         """Return a copy of *self* whose source is ``f(self.program)``."""
         return self.copy(program=f(self.program))
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         """Run the program on the inputs in *kwargs*; return the array (for
         an array result) or a dict of arrays.
 
@@ -277,10 +277,10 @@ class NumpyTarget(NumpyLikePythonTarget):
     def output_code(self, var: str, dtype: np.dtype[np.generic]) -> str:
         return f"_pt_np.array({var}, dtype={dtype_code('_pt_np', dtype)})"
 
-    def convert_bound_argument(self, data: Any) -> Any:
+    def convert_bound_argument(self, data: object) -> Any:
         return _to_numpy(data)
 
-    def convert_call_argument(self, value: Any) -> Any:
+    def convert_call_argument(self, value: object) -> Any:
         return _to_numpy(value)
 
     def run(self, function: Callable[..., Any], args: Mapping[str, Any]) -> Any:
@@ -290,7 +290,7 @@ class NumpyTarget(NumpyLikePythonTarget):
             return function(**args)
 
 
-def _to_numpy(data: Any) -> Any:
+def _to_numpy(data: object) -> Any:
     if isinstance(data, np.ndarray):
         return data
     if hasattr(data, "get") and hasattr(data, "queue"):  # pyopencl arrays
@@ -301,7 +301,7 @@ def _to_numpy(data: Any) -> Any:
 NumpyTarget.bound_program_class = BoundPythonProgram
 
 
-def normalize_outputs(result: Any) -> tuple[DictOfNamedArrays, str | None]:
+def normalize_outputs(result: object) -> tuple[DictOfNamedArrays, str | None]:
     """*result* (an array, a :class:`~pytato.DictOfNamedArrays` or a dict of
     arrays) as a :class:`~pytato.DictOfNamedArrays`, and the name of the
     single output if *result* is an array."""
@@ -320,7 +320,7 @@ def normalize_outputs(result: Any) -> tuple[DictOfNamedArrays, str | None]:
         f"of arrays, got {type(result).__name__}")
 
 
-def generate_python_program(result: Any, target: PythonTarget, *,
+def generate_python_program(result: object, target: PythonTarget, *,
                             function_name: str = "_pt_kernel",
                             show_code: bool = False,
                             colorize_show_code: bool = False,

@@ -93,7 +93,7 @@ def _float_code(np_name: str, x: float) -> str:
     return repr(float(x))
 
 
-def literal_code(np_name: str, value: Any) -> tuple[str, bool]:
+def literal_code(np_name: str, value: object) -> tuple[str, bool]:
     """Code for a scalar literal, and whether it is a plain Python scalar."""
     if isinstance(value, np.generic):
         dt = value.dtype
@@ -196,7 +196,7 @@ class SizeCodeMapper(_PMapper[str, []]):
         return f"({self.rec(expr.numerator)} // {self.rec(expr.denominator)})"
 
 
-def _negated_size(e: Any) -> Any | None:
+def _negated_size(e: object) -> Any | None:
     """If *e* is a negative integer or ``-1 * x``, return its negation."""
     if is_integral_scalar(e) and int(e) < 0:
         return -int(e)
@@ -229,7 +229,7 @@ class _ReductionCollector(WalkMapper[[]]):
     def __init__(self) -> None:
         self.reductions: list[Reduce] = []
 
-    def map_reduce(self, expr: Reduce, *args: Any, **kwargs: Any) -> None:
+    def map_reduce(self, expr: Reduce, *args: object, **kwargs: object) -> None:
         self.reductions.append(expr)
         super().map_reduce(expr, *args, **kwargs)
 
@@ -340,7 +340,7 @@ class LambdaCodeGenerator(_PMapper[Value, []]):
         self._index_vars[iaxis] = name
         return name
 
-    def _grid_axis_of(self, e: Any) -> int | None:
+    def _grid_axis_of(self, e: object) -> int | None:
         if not isinstance(e, prim.Variable):
             return None
         name = e.name
@@ -391,7 +391,7 @@ class LambdaCodeGenerator(_PMapper[Value, []]):
 
     # {{{ leaves
 
-    def map_constant(self, expr: Any) -> Value:
+    def map_constant(self, expr: object) -> Value:
         code, is_py = literal_code(self.np, expr)
         return Value(code, frozenset(), is_py, atomic=not code.startswith("-"))
 
@@ -493,7 +493,7 @@ class LambdaCodeGenerator(_PMapper[Value, []]):
                      ndim=max(v.ndim for v in values))
 
     @staticmethod
-    def _negated(e: Any) -> Any | None:
+    def _negated(e: object) -> Any | None:
         """If *e* is ``-1 * x``, return x."""
         if isinstance(e, prim.Product) and len(e.children) >= 2:
             c = e.children[0]
