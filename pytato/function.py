@@ -511,7 +511,7 @@ class _CaptureLifter:
         return replace(returns, replacements)
 
 
-def trace_call(f: Callable[..., Any], *args: object,
+def trace_call(f: Callable[..., object], *args: object,
                identifier: Hashable | None = None,
                **kwargs: object) -> Any:
     r"""Call *f* on placeholders standing for the arrays among *args* and
@@ -589,7 +589,7 @@ def _call_results(call: Call) -> Array | tuple[Array, ...] | Mapping[str, Array]
     return constantdict({name: call[name] for name in fn.returns})
 
 
-def _intern(f: Callable[..., Any], identifier: Hashable, args: Iterable[object],
+def _intern(f: Callable[..., object], identifier: Hashable, args: Iterable[object],
             kwargs: Mapping[str, object], fdef: FunctionDefinition
             ) -> FunctionDefinition:
     key = (f, identifier, tuple(_arg_signature(a) for a in args),

@@ -441,7 +441,7 @@ def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
 
 
 def extend_bindings_with_shape_inference(
-        knl: lp.LoopKernel | lp.TranslationUnit, bindings: Mapping[str, Any]
+        knl: lp.LoopKernel | lp.TranslationUnit, bindings: Mapping[str, object]
         ) -> constantdict[str, Any]:
     """*bindings* (of the arguments of the loopy kernel *knl*, or of the
     entrypoint of a translation unit) extended by

@@ -157,8 +157,8 @@ _REGISTRY: dict[str, ScalarFunction] = {}
 
 
 def register_scalar_function(name: str, loopy_callable: lp.ScalarCallable | None, *,
-                             numpy_impl: Callable[..., Any] | None = None,
-                             jax_impl: Callable[..., Any] | None = None
+                             numpy_impl: Callable[..., object] | None = None,
+                             jax_impl: Callable[..., object] | None = None
                              ) -> ScalarFunction:
     """Register a foreign scalar function under *name* (replacing an earlier
     registration of that name).

@@ -83,7 +83,7 @@ class _Encoder:
         self._alive.append(value)
         return memo
 
-    def join(self, values: Iterable[Any]) -> str:
+    def join(self, values: Iterable[object]) -> str:
         """The texts of *values* joined by commas (as in the text of a
         tuple of *values*)."""
         get = self._memo.get

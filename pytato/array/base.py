@@ -571,7 +571,7 @@ def flatten_for_pickle(ary: Array) -> tuple[tuple[str, ...], tuple[Any, ...]]:
     return _skeleton_field_names(type(ary)), ary._pt_skel
 
 
-def unflatten(cls: type[Array], names: tuple[str, ...], skel: tuple[Any, ...],
+def unflatten(cls: type[Array], names: tuple[str, ...], skel: tuple[object, ...],
               kids: tuple[ChildNode, ...], non_equality_tags: frozenset[Tag]
               ) -> Array:
     """Rebuild a node of type *cls* from its skeleton and children."""

@@ -190,7 +190,7 @@ class BasicIndex(IndexBase):
                      if isinstance(i, NormalizedSlice))
 
 
-def _array_index_shape(indices: tuple[Any, ...]) -> ShapeType:
+def _array_index_shape(indices: tuple[object, ...]) -> ShapeType:
     return broadcast_shapes(*(i.shape for i in indices if isinstance(i, Array)))
 
 

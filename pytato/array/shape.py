@@ -195,7 +195,7 @@ def concrete_shape(shape: ShapeType, context: dict[str, int]) -> tuple[int, ...]
                  for c in shape)
 
 
-def shape_is_int_only(shape: tuple[Any, ...], /) -> tuple[int, ...]:
+def shape_is_int_only(shape: tuple[object, ...], /) -> tuple[int, ...]:
     """*shape* as a tuple of :class:`int`.
 
     :raises TypeError: if a component is symbolic (a size expression),

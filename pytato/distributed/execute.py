@@ -124,8 +124,8 @@ class _PartRunner:
                                                             zero_dim=False)
             return result
 
-    def run(self, prg: Callable[..., Any], part_inputs: Mapping[str, Any],
-            user_inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+    def run(self, prg: Callable[..., object], part_inputs: Mapping[str, object],
+            user_inputs: Mapping[str, object]) -> Mapping[str, Any]:
         device = self.queue is not None and _takes_queue(prg)
         inputs = {
             name: (value if device or not _is_device_array(value)
@@ -193,11 +193,11 @@ def _size_param_values(input_args: Mapping[str, object]) -> dict[str, int]:
 
 def execute_distributed_partition(
         partition: DistributedGraphPartition,
-        prg_per_partition: Mapping[PartId, Callable[..., Any]],
+        prg_per_partition: Mapping[PartId, Callable[..., object]],
         queue: pyopencl.CommandQueue | None,
         mpi_communicator: mpi4py.MPI.Comm, *,
         allocator: Allocator | None = None,
-        input_args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        input_args: Mapping[str, object] | None = None) -> dict[str, Any]:
     """Run the parts of *partition* with the programs in
     *prg_per_partition* (see :func:`generate_code_for_partition`) and
     return the overall outputs by name.

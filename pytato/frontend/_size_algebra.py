@@ -148,7 +148,7 @@ def _poly_str(p: Poly) -> str:
     return " + ".join(terms) or "0"
 
 
-def size_params_of(components: Iterable[Any]) -> dict[str, SizeParam]:
+def size_params_of(components: Iterable[object]) -> dict[str, SizeParam]:
     """The size parameters that the array components of *components*
     depend on, by name."""
     result: dict[str, SizeParam] = {}

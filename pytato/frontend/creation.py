@@ -188,7 +188,7 @@ def eye(N: Any, M: Any = None, k: int = 0,
 
 # {{{ arange
 
-def _arange_args(args: tuple[Any, ...], kwargs: dict[str, Any]
+def _arange_args(args: tuple[object, ...], kwargs: dict[str, Any]
                  ) -> tuple[Any, Any, Any]:
     """Return ``(start, stop, step)`` from numpy's calling
     conventions ``arange([start,] stop[, step])``."""

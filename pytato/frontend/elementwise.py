@@ -190,7 +190,7 @@ def _index_expr(shape: Sequence[Any], name: str, out_ndim: int,
     return prim.Subscript(_binding_variable(name), tuple(idx))
 
 
-def _overflow(operands: Sequence[Any], argnames: Sequence[str], what: str,
+def _overflow(operands: Sequence[object], argnames: Sequence[str], what: str,
               err: OverflowError) -> ScalarOverflowError:
     """The error for Python integer operands that do not fit the integer
     dtype of the arrays they are combined with (numpy 2's rule, NEP 50)."""
@@ -315,7 +315,7 @@ _MAX_DTYPE_RULES = 4096
 _WEAK_SCALARS = (float, complex, bool)
 
 
-def _rule_key(ufunc: object, operands: Sequence[Any], op_dtype: object,
+def _rule_key(ufunc: object, operands: Sequence[object], op_dtype: object,
               out_dtype: object) -> tuple[Any, ...] | None:
     """The key of the dtypes of an element-wise operation whose operands
     are arrays of one shape of integer extents and Python floats, complex

@@ -247,7 +247,7 @@ def _without_identity(
         for ax in symbolic}}
 
 
-def _extremum_reduction(func: str, np_func: Callable[..., Any],
+def _extremum_reduction(func: str, np_func: Callable[..., object],
                         op: ReductionOperation, np_name: str, *,
                         keyword_only: bool = False) -> Callable[..., Any]:
     def reduction(a: object, axis: AxesLike = None, initial: object = _NO_VALUE,
@@ -336,8 +336,8 @@ amin.__doc__ = """The minimum of the elements of *a* over *axis*, like
 
 # {{{ any, all
 
-def _logical_reduction(func: str, np_func: Callable[..., Any],
-                       op: ReductionOperation, np_combine: Callable[..., Any],
+def _logical_reduction(func: str, np_func: Callable[..., object],
+                       op: ReductionOperation, np_combine: Callable[..., object],
                        combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def reduction(a: object, axis: AxesLike = None,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]

@@ -94,7 +94,7 @@ def _reshape_error(old: ShapeType, new: Sequence[Any], why: str = "") -> Reshape
 
 
 def _infer_unknown(old: ShapeType, known: list[ShapeComponent],
-                   newshape: Sequence[Any]) -> ShapeComponent:
+                   newshape: Sequence[object]) -> ShapeComponent:
     rest_old, rest_known = _cancel_common(old, known)
     symbolic = any(isinstance(c, Array) for c in (*old, *known))
     why = (": the size of the -1 axis cannot be inferred symbolically; give "
@@ -322,7 +322,7 @@ def _as_arrays(arrays: object, what: str) -> tuple[Array, ...]:
     return result
 
 
-def stack(arrays: Sequence[Any], axis: int = 0) -> Array:
+def stack(arrays: Sequence[object], axis: int = 0) -> Array:
     """Join *arrays* (all of one shape) along a new axis *axis* (like
     :func:`numpy.stack`). The result dtype is numpy's common dtype.
 
@@ -341,7 +341,7 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Array:
     return Stack(arys, axis)
 
 
-def concatenate(arrays: Sequence[Any], axis: int | None = 0) -> Array:
+def concatenate(arrays: Sequence[object], axis: int | None = 0) -> Array:
     """Join *arrays* along their existing axis *axis* (like
     :func:`numpy.concatenate`; *axis* None joins the flattened arrays). The
     result dtype is numpy's common dtype.

@@ -91,7 +91,7 @@ def stringify_shape(shape: Iterable[Any]) -> str:
     return format_shape(tuple(shape))
 
 
-def stringify_tags(tags: Iterable[Any]) -> str:
+def stringify_tags(tags: Iterable[object]) -> str:
     """*tags* as text: a sorted, comma-separated list of their reprs in
     braces (``{}`` for none); *None* entries are skipped."""
     return "{" + format_tags(t for t in tags if t is not None) + "}"
@@ -166,7 +166,7 @@ def _h(s: str, limit: int) -> str:
     return html.escape(s, quote=True)
 
 
-def _is_shape_path(path: tuple[Any, ...]) -> bool:
+def _is_shape_path(path: tuple[object, ...]) -> bool:
     return path[0] in _SHAPE_FIELDS or path[-1] in ("start", "stop")
 
 
@@ -196,7 +196,7 @@ class DotGraphBuilder:
     # {{{ nodes
 
     def node_label(self, node: GraphNode, kid_names: list[str],
-                   paths: list[tuple[Any, ...]] | None = None) -> str:
+                   paths: list[tuple[object, ...]] | None = None) -> str:
         """The HTML-like label of *node* (see
         :func:`~pytato.visualization.labels.node_operation` for the
         arguments)."""

@@ -117,8 +117,8 @@ def _infer_size_params(specs: Mapping[str, ArgumentSpec],
 
 
 def process_arguments(specs: Mapping[str, ArgumentSpec],
-                      bound_arguments: Mapping[str, Any],
-                      kwargs: Mapping[str, Any],
+                      bound_arguments: Mapping[str, object],
+                      kwargs: Mapping[str, object],
                       convert: Callable[[Any], Any] = lambda x: x,
                       ) -> dict[str, Any]:
     """Check *kwargs* against *specs* and return the values of all

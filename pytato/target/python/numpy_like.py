@@ -100,11 +100,11 @@ class PythonTarget(Target):
         exec(compile(source, filename, "exec"), namespace)
         return namespace[entrypoint]
 
-    def run(self, function: Callable[..., Any], args: Mapping[str, Any]) -> Any:
+    def run(self, function: Callable[..., object], args: Mapping[str, object]) -> Any:
         """Call the compiled *function* with *args* (by parameter name)."""
         return function(**args)
 
-    def bind_program(self, program: object, bound_arguments: Mapping[str, Any],
+    def bind_program(self, program: object, bound_arguments: Mapping[str, object],
                      expected_arguments: frozenset[str] | None = None,
                      entrypoint: str = "_pt_kernel", *,
                      arg_specs: Mapping[str, ArgumentSpec] | None = None
@@ -283,7 +283,7 @@ class NumpyTarget(NumpyLikePythonTarget):
     def convert_call_argument(self, value: object) -> Any:
         return _to_numpy(value)
 
-    def run(self, function: Callable[..., Any], args: Mapping[str, Any]) -> Any:
+    def run(self, function: Callable[..., object], args: Mapping[str, object]) -> Any:
         # as in generated OpenCL code, invalid operations (e.g. in branches
         # that np.where discards) give inf/nan without warnings
         with np.errstate(all="ignore"):
