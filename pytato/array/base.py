@@ -431,7 +431,7 @@ class Array(GraphNode, _TaggableMixin):
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         return reduce_array(self)
 
     def copy(self, **kwargs: Any) -> Self:

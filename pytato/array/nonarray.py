@@ -68,7 +68,7 @@ class DataclassGraphNode(GraphNode):
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         # rebuilt from its fields: the cached hash is recomputed when
         # unpickling (string hashes differ between processes)
         return (_rebuild, (type(self), {

@@ -116,7 +116,7 @@ class DictOfNamedArrays(AbstractResultWithNamedArrays):
     def _get_result_dtype(self, name: str) -> np.dtype[np.generic]:
         return self._data[name].dtype
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         # one flat record list for all outputs keeps shared nodes shared
         return reduce_dict_of_named_arrays(self)
 

@@ -70,7 +70,7 @@ class _Identity:
     def __hash__(self) -> int:
         return id(self.obj)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         return (_Identity, (self.obj,))
 
 
@@ -123,7 +123,7 @@ def _kind_of(tp: type) -> int:
     return kind
 
 
-def _flatten(value: Any, kids: list[ChildNode]) -> Any:
+def _flatten(value: Any, kids: list[ChildNode]) -> object:
     r"""Return a hashable skeleton of *value*; append child nodes to *kids*.
 
     Child nodes become :class:`_ChildRef`\ s, tuples (and mappings, and
@@ -177,7 +177,8 @@ _MAPPING_SKELETONS: dict[tuple[tuple[str, ...], int], Any] = {}
 _MAX_MAPPING_SKELETONS = 4096
 
 
-def _flatten_mapping(value: Mapping[Any, Any], kids: list[ChildNode]) -> Any:
+def _flatten_mapping(value: Mapping[Any, Any], kids: list[ChildNode]
+                     ) -> object:
     if not value:
         return _EMPTY_MAPPING
     get = _KIND_OF_TYPE.get

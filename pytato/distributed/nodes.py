@@ -134,7 +134,7 @@ class DistributedSend(GraphNode, _TaggableMixin):
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         # the cached hash must be recomputed in the unpickling process
         return (_make_send, (self.data, self.dest_rank, self.comm_tag,
                              self.tags))

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pytato.array.base import Array, ReductionDescriptor
+from pytato.array.base import Array, ArrayOrScalar, ReductionDescriptor
 from pytato.array.lambdas import (
     Einsum,
     EinsumAxisDescriptor,
@@ -280,7 +280,7 @@ def matmul(x1: object, x2: object) -> Array:
     return einsum("...ij,...jk->...ik", x1, x2)
 
 
-def dot(a: Any, b: Any) -> Any:
+def dot(a: Any, b: Any) -> ArrayOrScalar:
     """The dot product with :func:`numpy.dot`'s semantics: a product if
     either operand is 0-d, the inner product of 1-d operands, the matrix
     product of 2-d operands, and otherwise a sum over the last axis of *a*

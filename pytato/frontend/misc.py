@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pymbolic.primitives as prim
 
-from pytato.array.base import Array, ShapeComponent
+from pytato.array.base import Array, ArrayOrScalar, ShapeComponent
 from pytato.array.constructors import make_data_wrapper
 from pytato.array.lambdas import IndexLambda
 from pytato.diagnostic import (
@@ -34,7 +34,7 @@ from pytato.scalar_expr import (
 
 # {{{ where
 
-def where(condition: Any, x: Any = None, y: Any = None) -> Any:
+def where(condition: Any, x: Any = None, y: Any = None) -> ArrayOrScalar:
     """Elements of *x* where *condition* holds and of *y* elsewhere, like
     :func:`numpy.where` with three arguments: the three operands broadcast
     together and the result has numpy's common dtype of *x* and *y* (Python

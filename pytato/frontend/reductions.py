@@ -36,7 +36,13 @@ import numpy as np
 import numpy.typing as npt
 import pymbolic.primitives as prim
 
-from pytato.array.base import Array, AxesLike, ReductionDescriptor, ShapeComponent
+from pytato.array.base import (
+    Array,
+    ArrayOrScalar,
+    AxesLike,
+    ReductionDescriptor,
+    ShapeComponent,
+)
 from pytato.array.constructors import check_dtype, make_data_wrapper
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import format_shape, normalize_axes, normalize_axis
@@ -56,6 +62,7 @@ from pytato.scalar_expr import (
     ProductReductionOperation,
     Reduce,
     ReductionOperation,
+    Scalar,
     SumReductionOperation,
     TypeCast,
     is_integral_scalar,
@@ -177,7 +184,8 @@ def _arith_reduction(func: str, np_func: Callable[..., Any],
     def reduction(a: object, axis: AxesLike = None, initial: object = _NO_VALUE,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                   | None = None, *,
-                  keepdims: bool = False, dtype: npt.DTypeLike | None = None) -> Any:
+                  keepdims: bool = False, dtype: npt.DTypeLike | None = None
+                  ) -> ArrayOrScalar:
         _check_initial(initial, func)
         ary = _prepare(a, func)
         if ary is None:
@@ -247,24 +255,24 @@ def _without_identity(
         for ax in symbolic}}
 
 
-def _extremum_reduction(func: str, np_func: Callable[..., object],
+def _extremum_reduction(func: str, np_func: Callable[..., Scalar],
                         op: ReductionOperation, np_name: str, *,
                         keyword_only: bool = False) -> Callable[..., Any]:
     def reduction(a: object, axis: AxesLike = None, initial: object = _NO_VALUE,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                   | None = None, *,
-                  keepdims: bool = False) -> Any:
+                  keepdims: bool = False) -> ArrayOrScalar:
         return _extremum(a, axis, initial, axis_to_reduction_descr, keepdims)
 
     def reduction_kw(a: object, axis: AxesLike = None, *, initial: object = _NO_VALUE,
                      axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                      | None = None,
-                     keepdims: bool = False) -> Any:
+                     keepdims: bool = False) -> ArrayOrScalar:
         return _extremum(a, axis, initial, axis_to_reduction_descr, keepdims)
 
     def _extremum(a: object, axis: AxesLike, initial: object,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
-                  | None, keepdims: bool) -> Any:
+                  | None, keepdims: bool) -> ArrayOrScalar:
         _check_initial(initial, func)
         ary = _prepare(a, func)
         if ary is None:
@@ -336,13 +344,13 @@ amin.__doc__ = """The minimum of the elements of *a* over *axis*, like
 
 # {{{ any, all
 
-def _logical_reduction(func: str, np_func: Callable[..., object],
-                       op: ReductionOperation, np_combine: Callable[..., object],
+def _logical_reduction(func: str, np_func: Callable[..., Scalar],
+                       op: ReductionOperation, np_combine: Callable[..., Scalar],
                        combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
     def reduction(a: object, axis: AxesLike = None,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                   | None = None, *, initial: object = _NO_VALUE,
-                  keepdims: bool = False) -> Any:
+                  keepdims: bool = False) -> ArrayOrScalar:
         _check_initial(initial, func)
         ary = _prepare(a, func)
         if ary is None:
