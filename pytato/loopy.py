@@ -351,7 +351,7 @@ def call_loopy(translation_unit: lp.TranslationUnit | lp.LoopKernel,
 
 
 def _with_inferred_dtypes(t_unit: lp.TranslationUnit, entrypoint: str,
-                          bindings: Mapping[str, Any],
+                          bindings: Mapping[str, object],
                           new_dtypes: Mapping[str, Any]) -> lp.TranslationUnit:
     """*t_unit* with the dtypes of the arguments of its kernel
     *entrypoint* known: those in *new_dtypes*, those of the other bound
@@ -462,8 +462,8 @@ def extend_bindings_with_shape_inference(
                        if not hasattr(arg, "shape") or arg.shape is None
                        or arg.shape == ()}
     unknowns: set[str] = set()
-    constraints: list[tuple[Any, Any]] = []
-    size_params: dict[str, Any] = {}
+    constraints: list[tuple[object, object]] = []
+    size_params: dict[str, object] = {}
     for arg in knl.args:
         shape = getattr(arg, "shape", None)
         if not shape or arg.name not in bindings:
@@ -491,7 +491,7 @@ def extend_bindings_with_shape_inference(
     # the bound value arguments the constraints depend on are known:
     # integers, or size expressions (whose size parameters become parameters
     # of the constraints)
-    known: dict[str, Any] = {}
+    known: dict[str, object] = {}
     for name in value_arg_names:
         value = bindings.get(name)
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):

@@ -50,7 +50,7 @@ def changed_constants(module_names: Iterable[str]
     since), as ``(module.NAME, value)``, sorted; constants deleted since
     are given as ``(module.NAME, "<deleted>")``. Modules not imported have
     none."""
-    result: list[tuple[str, Any]] = []
+    result: list[tuple[str, object]] = []
     for module_name in module_names:
         module = sys.modules.get(module_name)
         if module is None:

@@ -47,7 +47,7 @@ class _Encoder:
     def __init__(self) -> None:
         self._memo: dict[int, str] = {}
         # the values memoized, kept alive so that their ids stay theirs
-        self._alive: list[Any] = []
+        self._alive: list[object] = []
 
     def __call__(self, value: object) -> str:
         tp = type(value)

@@ -661,7 +661,7 @@ def _rebuild(records: list[object]) -> Array:
 
 
 def _build(records: list[object]) -> list[Any]:
-    built: list[Any] = []
+    built: list[object] = []
     for rec in records:
         if isinstance(rec, tuple) and len(rec) == 5:
             cls, names, skel, kid_idx, net = rec

@@ -99,7 +99,7 @@ class _PartRunner:
         self.queue = queue
         self.allocator = allocator
         # user inputs given as numpy arrays, transferred once
-        self._on_device: dict[str, Any] = {}
+        self._on_device: dict[str, object] = {}
 
     def on_device(self, value: object, *, zero_dim: bool = True) -> Any:
         """*value* as an array on the queue if it is a :mod:`numpy` array
@@ -266,7 +266,7 @@ def execute_distributed_partition(
 
     # }}}
 
-    context: dict[str, Any] = {}
+    context: dict[str, object] = {}
 
     def received(i: int) -> None:
         name = recv_names[i]

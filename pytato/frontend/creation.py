@@ -266,7 +266,7 @@ def arange(*args: object, dtype: npt.DTypeLike | None = None,
     with np.errstate(over="ignore"):
         second = cast_scalar(start + step, dtype)
 
-    expr: Any
+    expr: object
     if dtype.kind == "b":
         if length > 2:
             raise DTypeError(

@@ -321,7 +321,7 @@ def _rule_key(ufunc: object, operands: Sequence[object], op_dtype: object,
     are arrays of one shape of integer extents and Python floats, complex
     numbers or bools (their dtypes and types decide the result dtype);
     None for any other."""
-    parts: list[Any] = [ufunc, op_dtype, out_dtype]
+    parts: list[object] = [ufunc, op_dtype, out_dtype]
     shape = None
     for x in operands:
         tp = type(x)

@@ -110,7 +110,7 @@ class BindingSubscriptsCollector(WalkMapper[[]]):
 
     def __init__(self) -> None:
         super().__init__()
-        self._result: dict[str, set[tuple[Any, ...]]] = {}
+        self._result: dict[str, set[tuple[object, ...]]] = {}
 
     rec = WalkMapper.__call__
 

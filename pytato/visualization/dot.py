@@ -187,7 +187,7 @@ class DotGraphBuilder:
         self.lines: list[str] = []
         self._counter = 0
         self._function_clusters: dict[int, dict[str, str]] = {}
-        self._keep: list[Any] = []
+        self._keep: list[object] = []
 
     def fresh_id(self, prefix: str = "n") -> str:
         self._counter += 1

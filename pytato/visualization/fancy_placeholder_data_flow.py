@@ -58,7 +58,7 @@ def get_fancy_placeholder_data_flow_dot(dag: object) -> str:
     out_ids = {id(a) for a in outputs.values()}
     # for each node: {interesting node id: set of operation kinds on the way}
     sources: dict[int, dict[int, frozenset[str]]] = {}
-    interesting: dict[int, Any] = {}
+    interesting: dict[int, object] = {}
     lines = []
     for node in topological_order(outputs.values()):
         if not isinstance(node, Array):
@@ -108,7 +108,7 @@ def get_fancy_placeholder_data_flow_dot(dag: object) -> str:
 
 
 def show_fancy_placeholder_data_flow(
-        dag: Any, *, output_to: str | os.PathLike[str] | None = None,
+        dag: object, *, output_to: str | os.PathLike[str] | None = None,
         **kwargs: Any) -> Path:
     """Render :func:`get_fancy_placeholder_data_flow_dot` of *dag* with
     :func:`~pytato.visualization.show_dot_graph` (see there for

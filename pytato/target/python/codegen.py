@@ -430,7 +430,7 @@ def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
 
     specs: dict[str, ArgumentSpec] = {}
     data_names: dict[DataWrapper, str] = {}
-    bound: dict[str, Any] = {}
+    bound: dict[str, object] = {}
     ndata = 0
     inputs: list[tuple[str, InputArgumentBase]] = []
     taken = NameGenerator(
