@@ -89,7 +89,7 @@ class BindingCollector:
         clash (:class:`~pytato.diagnostic.NameClashError`)."""
         return bind_array(ary, self.bindings, self._names, self._names_by_id)
 
-    def shape_expr(self, c: ShapeComponent) -> Any:
+    def shape_expr(self, c: ShapeComponent) -> int | prim.Variable:
         """A scalar expression for the shape component *c*: an integer, or
         the (bare) variable bound to the 0-d size array."""
         if is_integral_scalar(c):

@@ -63,7 +63,13 @@ import numpy as np
 import pymbolic.primitives as prim
 from pymbolic.typing import ArithmeticExpression
 
-from pytato.array.base import Array, ArrayOrScalar, Operand, ShapeComponent
+from pytato.array.base import (
+    Array,
+    ArrayOrScalar,
+    Operand,
+    ShapeComponent,
+    ShapeType,
+)
 from pytato.array.constructors import check_dtype, make_data_wrapper
 from pytato.array.inputs import DataWrapper
 from pytato.array.lambdas import IndexLambda
@@ -112,7 +118,8 @@ def _as_operand(x: object, argname: str) -> ArrayOrScalar:
 
 # empty arrays of each dtype, standing for arrays in numpy's dtype rules
 # (never written: shared)
-_PROXIES: dict[np.dtype[np.generic], np.ndarray[Any, Any]] = {}
+_PROXIES: dict[np.dtype[np.generic],
+               np.ndarray[tuple[int], np.dtype[np.generic]]] = {}
 
 
 def _proxy(x: ArrayOrScalar) -> Scalar | np.ndarray:
@@ -148,7 +155,7 @@ def _binding_variable(name: str) -> prim.Variable:
 
 # the expressions of index_expr_for by name and integer shapes (immutable,
 # so shared: their hashes are computed once)
-_INDEX_EXPRS: dict[tuple[Any, ...], prim.Subscript] = {}
+_INDEX_EXPRS: dict[tuple[object, ...], prim.Subscript] = {}
 _MAX_INDEX_EXPRS = 4096
 
 
@@ -160,7 +167,8 @@ def _int_shape(shape: Sequence[ShapeComponent]) -> bool:
 
 
 def index_expr_for(ary: Array, name: str, out_ndim: int,
-                   out_shape: Sequence[Any] | None = None) -> ArithmeticExpression:
+                   out_shape: Sequence[ShapeComponent] | None = None
+                   ) -> ArithmeticExpression:
     """The expression reading *ary* (bound as *name*) broadcast to an output
     of *out_ndim* axes indexed by ``_0, _1, ...``."""
     shape = ary.shape
@@ -178,8 +186,8 @@ def index_expr_for(ary: Array, name: str, out_ndim: int,
     return expr
 
 
-def _index_expr(shape: Sequence[Any], name: str, out_ndim: int,
-                out_shape: Sequence[Any] | None) -> prim.Subscript:
+def _index_expr(shape: Sequence[ShapeComponent], name: str, out_ndim: int,
+                out_shape: Sequence[ShapeComponent] | None) -> prim.Subscript:
     offset = out_ndim - len(shape)
     idx: list[int | prim.Variable] = []
     for i, n in enumerate(shape):
@@ -218,12 +226,12 @@ def _overflow(operands: Sequence[object], argnames: Sequence[str], what: str,
 
 def elementwise(ufunc: Callable[..., Any] | None,
                 operands: Sequence[Any],
-                make_expr: Callable[..., Any],
+                make_expr: Callable[..., ScalarExpression],
                 *,
                 argnames: Sequence[str] | None = None,
                 op_dtype: str | np.dtype[np.generic] = "out",
                 out_dtype: np.dtype[np.generic] | None = None,
-                eager: Callable[..., Any] | None = None,
+                eager: Callable[..., ArrayOrScalar] | None = None,
                 what: str = "operation") -> ArrayOrScalar:
     """Build the element-wise application of *make_expr* to *operands*.
 
@@ -287,7 +295,7 @@ def elementwise(ufunc: Callable[..., Any] | None,
 
     shapes = [x.shape for x in arrays]
     try:
-        out_shape: tuple[Any, ...] | None = broadcast_shapes(*shapes)
+        out_shape: ShapeType | None = broadcast_shapes(*shapes)
     except CannotBroadcastError:
         out_shape = None
     if out_shape is None:
@@ -306,7 +314,7 @@ def elementwise(ufunc: Callable[..., Any] | None,
 
 # the dtypes (of the result, and the one operands are cast to) of
 # element-wise operations found by the general path, by _rule_key
-_DTYPE_RULES: dict[tuple[Any, ...],
+_DTYPE_RULES: dict[tuple[object, ...],
                    tuple[np.dtype[np.generic], np.dtype[np.generic] | None]] = {}
 _MAX_DTYPE_RULES = 4096
 
@@ -316,7 +324,7 @@ _WEAK_SCALARS = (float, complex, bool)
 
 
 def _rule_key(ufunc: object, operands: Sequence[object], op_dtype: object,
-              out_dtype: object) -> tuple[Any, ...] | None:
+              out_dtype: object) -> tuple[object, ...] | None:
     """The key of the dtypes of an element-wise operation whose operands
     are arrays of one shape of integer extents and Python floats, complex
     numbers or bools (their dtypes and types decide the result dtype);
@@ -343,7 +351,7 @@ def _rule_key(ufunc: object, operands: Sequence[object], op_dtype: object,
 
 
 def _same_shape_elementwise(operands: Sequence[Any],
-                            make_expr: Callable[..., Any],
+                            make_expr: Callable[..., ScalarExpression],
                             out_dt: np.dtype[np.generic],
                             cast_dtype: np.dtype[np.generic] | None) -> IndexLambda:
     """:func:`elementwise` of operands that :func:`_rule_key` accepts, with
@@ -467,7 +475,7 @@ def _out_of_range_comparison(op: str, x1: Operand, x2: Operand) -> Array | None:
     return None
 
 
-def _cmp(ufunc: Any, op: str) -> Callable[[Operand, Operand], ArrayOrScalar]:
+def _cmp(ufunc: np.ufunc, op: str) -> Callable[[Operand, Operand], ArrayOrScalar]:
     compare = _binop(ufunc, lambda a, b: prim.Comparison(a, op, b),
                      f"comparison '{op}'", op_dtype="common")
 
@@ -493,7 +501,9 @@ greater = _cmp(np.greater, ">")
 greater_equal = _cmp(np.greater_equal, ">=")
 
 
-def _logical(ufunc: Any, cls: Any) -> Callable[[Operand, Operand], ArrayOrScalar]:
+def _logical(ufunc: np.ufunc,
+             cls: type[prim.LogicalAnd] | type[prim.LogicalOr]
+             ) -> Callable[[Operand, Operand], ArrayOrScalar]:
     return _binop(ufunc, lambda a, b: cls((a, b)), ufunc.__name__,
                   op_dtype="none")
 
@@ -534,7 +544,7 @@ def _isnan(e: ArithmeticExpression) -> ScalarExpression:
     return prim.Call(prim.Variable("pytato.c99.isnan"), (e,))
 
 
-def _extremum(ufunc: Any, op: str) -> Callable[[Operand, Operand], ArrayOrScalar]:
+def _extremum(ufunc: np.ufunc, op: str) -> Callable[[Operand, Operand], ArrayOrScalar]:
     def fn(x1: Operand, x2: Operand) -> ArrayOrScalar:
         def make(a: ArithmeticExpression, b: ArithmeticExpression
                  ) -> ScalarExpression:

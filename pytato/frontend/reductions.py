@@ -63,6 +63,7 @@ from pytato.scalar_expr import (
     Reduce,
     ReductionOperation,
     Scalar,
+    ScalarExpression,
     SumReductionOperation,
     TypeCast,
     is_integral_scalar,
@@ -111,7 +112,9 @@ def _normalize_descrs(descrs: Mapping[int, ReductionDescriptor] | None,
 def _reduce(func: str, a: Array, axis: AxesLike, keepdims: bool,
             axis_to_reduction_descr: Mapping[int, ReductionDescriptor] | None,
             op: ReductionOperation, dtype: np.dtype[np.generic],
-            combine_initial: Callable[[Any, Any], Any] | None, initial: object,
+            combine_initial: Callable[[ScalarExpression, ScalarExpression],
+                                      ScalarExpression] | None,
+            initial: object,
             ) -> Array:
     """Build the reduction of *a* with *op* in *dtype* over *axis*, combining
     the result with *initial* (if given) by *combine_initial*."""
@@ -121,8 +124,8 @@ def _reduce(func: str, a: Array, axis: AxesLike, keepdims: bool,
 
     binder = BindingCollector()
     in_name = binder.bind(a)
-    idx: list[Any] = []
-    bounds: dict[str, tuple[Any, Any]] = {}
+    idx: list[prim.Variable] = []
+    bounds: dict[str, tuple[ScalarExpression, ScalarExpression]] = {}
     var_to_descr: dict[str, ReductionDescriptor] = {}
     out_shape: list[ShapeComponent] = []
     for i, n in enumerate(a.shape):
@@ -137,8 +140,9 @@ def _reduce(func: str, a: Array, axis: AxesLike, keepdims: bool,
             idx.append(prim.Variable(f"_{len(out_shape)}"))
             out_shape.append(n)
 
-    inner: Any = (prim.Subscript(prim.Variable(in_name), tuple(idx)) if ndim
-                  else prim.Variable(in_name))
+    inner: ScalarExpression = (
+        prim.Subscript(prim.Variable(in_name), tuple(idx)) if ndim
+        else prim.Variable(in_name))
     if isinstance(op, (AnyReductionOperation, AllReductionOperation)):
         if a.dtype.kind != "b":
             inner = prim.Comparison(inner, "!=", scalar_literal(0, a.dtype))
