@@ -39,6 +39,7 @@ import numpy as np
 import pymbolic
 from constantdict import constantdict
 from pymbolic.mapper.dependency import DependencyMapper
+from pymbolic.typing import Expression
 from pytools.tag import Tag
 
 from pytato.array.base import (

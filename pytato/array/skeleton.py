@@ -173,7 +173,7 @@ _EMPTY_MAPPING = ("__mapping__", ())
 
 # skeletons of mappings from strings to child nodes (e.g. bindings), by
 # their keys and the index of their first child: shared between nodes
-_MAPPING_SKELETONS: dict[tuple[tuple[str, ...], int], Any] = {}
+_MAPPING_SKELETONS: dict[tuple[tuple[str, ...], int], object] = {}
 _MAX_MAPPING_SKELETONS = 4096
 
 
@@ -240,13 +240,13 @@ class _InputsWithClashes(dict):
 
 
 def _merge_inputs(kids: Iterable[ChildNode], own: Array | None
-                  ) -> Mapping[str, Any]:
+                  ) -> Mapping[str, Array]:
     """Merge the name-to-input maps of *kids* (and *own*), raising
     :class:`~pytato.diagnostic.NameClashError` on conflicting (unequal)
     inputs of one name. Distinct but equal inputs of one name are recorded
     (see :class:`_InputsWithClashes`)."""
-    best: Mapping[str, Any] | None = None
-    others: list[Mapping[str, Any]] = []
+    best: Mapping[str, Array] | None = None
+    others: list[Mapping[str, Array]] = []
     for k in kids:
         m = k._pt_inputs
         if not m or m is best:
@@ -261,7 +261,7 @@ def _merge_inputs(kids: Iterable[ChildNode], own: Array | None
         others.append({own.name: own})  # type: ignore[attr-defined]
     if best is None:
         best = {}
-    result: dict[str, Any] | None = None
+    result: dict[str, Array] | None = None
     clashes: set[str] | None = None
     for m in others:
         if m is best:

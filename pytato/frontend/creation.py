@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pymbolic.primitives as prim
+from pymbolic.typing import ArithmeticExpression
 
 from pytato.array.base import Array, ShapeComponent, ShapeLike, ShapeType
 from pytato.array.constructors import check_dtype
@@ -80,7 +81,7 @@ def full(shape: ShapeLike, fill_value: object, dtype: npt.DTypeLike | None = Non
                 "full: 'fill_value' must be a scalar or a 0-d "
                 f"array, got an array of shape {fill_value.shape}")
         dtype = fill_value.dtype if dtype is None else check_dtype(dtype)
-        expr: Any = prim.Variable("_in0")
+        expr: ScalarExpression = prim.Variable("_in0")
         if dtype != fill_value.dtype:
             expr = TypeCast(dtype, expr)
         return IndexLambda(shape, dtype, expr, {"_in0": fill_value})
@@ -178,7 +179,7 @@ def eye(N: Any, M: Any = None, k: int = 0,
     if not is_integral_scalar(k):
         raise InvalidArgumentTypeError(f"eye: 'k' must be an integer, got {k!r}")
     dtype = check_dtype(dtype)
-    row: Any = prim.Variable("_0")
+    row: ArithmeticExpression = prim.Variable("_0")
     if k:
         row = prim.Sum((row, int(k)))
     expr = prim.If(prim.Comparison(prim.Variable("_1"), "==", row),
@@ -188,7 +189,7 @@ def eye(N: Any, M: Any = None, k: int = 0,
 
 # {{{ arange
 
-def _arange_args(args: tuple[object, ...], kwargs: dict[str, Any]
+def _arange_args(args: tuple[object, ...], kwargs: dict[str, object]
                  ) -> tuple[Any, Any, Any]:
     """Return ``(start, stop, step)`` from numpy's calling
     conventions ``arange([start,] stop[, step])``."""
@@ -298,7 +299,7 @@ def _symbolic_arange(start: object, stop: object, step: object, dtype: object) -
                          "not supported (it may have at most 2 elements)")
     length: ShapeComponent = stop - start if start else stop
     (length,) = normalize_shape((length,), "stop - start")
-    expr: Any = TypeCast(dtype, prim.Variable("_0"))
+    expr: ArithmeticExpression = TypeCast(dtype, prim.Variable("_0"))
     if start:
         expr = prim.Sum((cast_scalar(start, dtype), expr))
     return _constant((length,), expr, dtype)

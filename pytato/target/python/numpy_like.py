@@ -80,12 +80,12 @@ class PythonTarget(Target):
         """Code turning the value in *var* into an output of *dtype*."""
         raise NotImplementedError
 
-    def convert_bound_argument(self, data: object) -> Any:
+    def convert_bound_argument(self, data: object) -> object:
         """The value passed for the data of a
         :class:`~pytato.array.DataWrapper`."""
         return data
 
-    def convert_call_argument(self, value: object) -> Any:
+    def convert_call_argument(self, value: object) -> object:
         """The value passed for an array argument given at call time."""
         return value
 
@@ -277,10 +277,10 @@ class NumpyTarget(NumpyLikePythonTarget):
     def output_code(self, var: str, dtype: np.dtype[np.generic]) -> str:
         return f"_pt_np.array({var}, dtype={dtype_code('_pt_np', dtype)})"
 
-    def convert_bound_argument(self, data: object) -> Any:
+    def convert_bound_argument(self, data: object) -> object:
         return _to_numpy(data)
 
-    def convert_call_argument(self, value: object) -> Any:
+    def convert_call_argument(self, value: object) -> object:
         return _to_numpy(value)
 
     def run(self, function: Callable[..., object], args: Mapping[str, object]) -> Any:
