@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
+from pymbolic.typing import ArithmeticExpression
 
 from pytato.array.base import Array, ArrayOrScalar, ShapeComponent
 from pytato.array.constructors import make_data_wrapper
@@ -142,7 +143,8 @@ def _as_pairs(value: object, ndim: int, argname: str, integral: bool
     return [(pairs[i, 0].item(), pairs[i, 1].item()) for i in range(ndim)]
 
 
-def _extent_expr(binder: BindingCollector, before: int, n: ShapeComponent) -> Any:
+def _extent_expr(binder: BindingCollector, before: int, n: ShapeComponent
+                 ) -> ArithmeticExpression:
     """``before + n`` as an expression (the end of the original data)."""
     n_expr = binder.shape_expr(n)
     if isinstance(n_expr, int):
@@ -198,8 +200,9 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant",
     binder = BindingCollector()
     name = "" if empty else binder.bind(array)
     idx = []
-    below: list[Any] = []  # per axis: condition of the 'before' region
-    above: list[Any] = []  # per axis: condition of the 'after' region
+    # per axis: the conditions of the 'before' and 'after' regions
+    below: list[prim.Comparison | None] = []
+    above: list[prim.Comparison | None] = []
     out_shape: list[ShapeComponent] = []
     for i, ((before, after), n) in enumerate(zip(widths, array.shape,
                                                  strict=True)):
@@ -212,22 +215,23 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant",
 
     if empty:
         # no element of the array is ever read: the result is all padding
-        read: Any = values[0][0]
+        read: ScalarExpression = values[0][0]
     else:
         read = (prim.Subscript(prim.Variable(name), tuple(idx)) if ndim
                 else prim.Variable(name))
     if len({v for pair in values for v in pair}) == 1:
         outside = [c for c in below + above if c is not None]
         cond = outside[0] if len(outside) == 1 else prim.LogicalOr(tuple(outside))
-        expr: Any = prim.If(cond, values[0][0], read)
+        expr: ScalarExpression = prim.If(cond, values[0][0], read)
     else:
         expr = read
         for i in range(ndim):
             # later axes wrap earlier ones: where regions meet, the last wins
-            if above[i] is not None:
-                expr = prim.If(above[i], values[i][1], expr)
-            if below[i] is not None:
-                expr = prim.If(below[i], values[i][0], expr)
+            cond_above, cond_below = above[i], below[i]
+            if cond_above is not None:
+                expr = prim.If(cond_above, values[i][1], expr)
+            if cond_below is not None:
+                expr = prim.If(cond_below, values[i][0], expr)
     return IndexLambda(tuple(out_shape), array.dtype, expr, binder.bindings)
 
 # }}}
