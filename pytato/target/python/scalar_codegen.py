@@ -28,11 +28,12 @@ import keyword
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsInt, cast
 
 import numpy as np
 import pymbolic.primitives as prim
 from pymbolic.mapper import Mapper as _PMapper
+from pymbolic.typing import ArithmeticExpression
 
 from pytato.array.base import Array
 from pytato.array.inputs import SizeParam
@@ -46,7 +47,9 @@ from pytato.scalar_expr import (
     MinReductionOperation,
     ProductReductionOperation,
     Reduce,
+    ScalarExpression,
     SumReductionOperation,
+    TypeCast,
     WalkMapper,
     distribute_arithmetic,
     get_dependencies,
@@ -161,8 +164,8 @@ class SizeCodeMapper(_PMapper[str, []]):
     def __init__(self, var_code: Callable[[str], str]) -> None:
         self.var_code = var_code
 
-    def map_constant(self, expr: Any) -> str:
-        return repr(int(expr))
+    def map_constant(self, expr: object) -> str:
+        return repr(int(cast("SupportsInt", expr)))  # (sizes are integers)
 
     def map_variable(self, expr: prim.Variable) -> str:
         return self.var_code(expr.name)
@@ -196,7 +199,7 @@ class SizeCodeMapper(_PMapper[str, []]):
         return f"({self.rec(expr.numerator)} // {self.rec(expr.denominator)})"
 
 
-def _negated_size(e: object) -> Any | None:
+def _negated_size(e: object) -> ArithmeticExpression | None:
     """If *e* is a negative integer or ``-1 * x``, return its negation."""
     if is_integral_scalar(e) and int(e) < 0:
         return -int(e)
@@ -307,12 +310,14 @@ class LambdaCodeGenerator(_PMapper[Value, []]):
 
     # {{{ helpers
 
-    def _bound_expr(self, e: Any) -> Any:
+    def _bound_expr(self, e: ScalarExpression) -> ArithmeticExpression | None:
         """*e* (a reduction bound) in size parameter names, or None."""
         deps = get_dependencies(e)
         if not deps <= set(self._binding_size_exprs):
             return None
-        return substitute(e, {n: self._binding_size_exprs[n] for n in deps})
+        # (bounds are arithmetic)
+        return cast("ArithmeticExpression", substitute(
+            e, {n: self._binding_size_exprs[n] for n in deps}))
 
     def grid_shape(self, full_axes: frozenset[int], ndim: int | None = None
                    ) -> str:
@@ -493,7 +498,7 @@ class LambdaCodeGenerator(_PMapper[Value, []]):
                      ndim=max(v.ndim for v in values))
 
     @staticmethod
-    def _negated(e: object) -> Any | None:
+    def _negated(e: object) -> ArithmeticExpression | None:
         """If *e* is ``-1 * x``, return x."""
         if isinstance(e, prim.Product) and len(e.children) >= 2:
             c = e.children[0]
@@ -556,7 +561,7 @@ class LambdaCodeGenerator(_PMapper[Value, []]):
         return self._call("right_shift", [self.rec(expr.shiftee),
                                           self.rec(expr.shift)])
 
-    def _fold(self, func: str, children: tuple[Any, ...]) -> Value:
+    def _fold(self, func: str, children: tuple[ScalarExpression, ...]) -> Value:
         vals = [self.rec(c) for c in children]
         acc = vals[0]
         for v in vals[1:]:
@@ -608,7 +613,7 @@ class LambdaCodeGenerator(_PMapper[Value, []]):
                      frozenset().union(*(a.axes for a in args)),
                      ndim=max((a.ndim for a in args), default=0))
 
-    def map_type_cast(self, expr: Any) -> Value:
+    def map_type_cast(self, expr: TypeCast) -> Value:
         dt = dtype_code(self.np, np.dtype(expr.dtype))
         inner = expr.inner_expr
         if isinstance(inner, (int, float, complex, bool, np.generic)):
