@@ -36,7 +36,12 @@ from pytato.diagnostic import (
     InvalidArgumentTypeError,
     NameClashError,
 )
-from pytato.scalar_expr import SCALAR_CLASSES, get_reduction_induction_variables, parse
+from pytato.scalar_expr import (
+    SCALAR_CLASSES,
+    ScalarExpression,
+    get_reduction_induction_variables,
+    parse,
+)
 from pytato.tags import CreatedAt, traceback_tag_enabled
 
 
@@ -47,7 +52,8 @@ if TYPE_CHECKING:
 SUPPORTED_DTYPE_KINDS = "biufc"
 
 
-def check_dtype(dtype: Any, argname: str = "dtype") -> np.dtype[np.generic]:
+def check_dtype(dtype: npt.DTypeLike | None, argname: str = "dtype"
+                ) -> np.dtype[np.generic]:
     """Normalize *dtype*; raise :class:`~pytato.diagnostic.DTypeError`
     (naming *argname*) for dtypes arrays cannot hold."""
     try:
@@ -216,10 +222,10 @@ def make_dict_of_named_arrays(data: Mapping[str, Array],
 
 
 def make_index_lambda(
-        expression: Any,
+        expression: ScalarExpression | str,
         bindings: Mapping[str, Array],
-        shape: Any,
-        dtype: Any,
+        shape: ShapeLike,
+        dtype: npt.DTypeLike,
         var_to_reduction_descr: Mapping[str, ReductionDescriptor] | None = None,
         ) -> IndexLambda:
     """An :class:`~pytato.array.IndexLambda` computing *expression* (a

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pytato.array.base import GraphNode, _flatten, _merge_inputs
+from pytato.array.base import ChildNode, GraphNode, _flatten, _merge_inputs
 from pytato.equality import EqualityComparer
 
 
@@ -38,7 +38,7 @@ class DataclassGraphNode(GraphNode):
 
     def __post_init__(self) -> None:
         self._pt_validate()
-        kids: list[Any] = []
+        kids: list[ChildNode] = []
         skel = tuple(_flatten(getattr(self, f.name), kids)
                      for f in dataclasses.fields(self))  # type: ignore[arg-type]
         setattr_ = object.__setattr__
@@ -80,5 +80,5 @@ class DataclassGraphNode(GraphNode):
         return dataclasses.replace(self, **kwargs)  # type: ignore[type-var]
 
 
-def _rebuild(cls: type, fields: dict[str, Any]) -> Any:
+def _rebuild(cls: type, fields: dict[str, object]) -> object:
     return cls(**fields)

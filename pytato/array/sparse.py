@@ -44,6 +44,7 @@ from pytato.array.base import (
     Axis,
     DerivedShapeMixin,
     ReductionDescriptor,
+    ShapeComponent,
     ShapeLike,
     ShapeType,
     _TaggableMixin,
@@ -165,7 +166,7 @@ class CSRMatrix(SparseMatrix):
         object.__setattr__(self, "dtype", dtype)
 
     @property
-    def nnz(self) -> Any:
+    def nnz(self) -> ShapeComponent:
         """The number of stored elements (an int or a symbolic size)."""
         return self.elem_values.shape[0]
 

@@ -286,7 +286,8 @@ def arange(*args: object, dtype: npt.DTypeLike | None = None,
     return _constant((length,), expr, dtype)
 
 
-def _symbolic_arange(start: object, stop: object, step: object, dtype: object) -> Array:
+def _symbolic_arange(start: object, stop: object, step: object,
+                     dtype: npt.DTypeLike | None) -> Array:
     if not (is_integral_scalar(start) and is_integral_scalar(step)
             and step == 1 and isinstance(stop, Array)):
         raise UnsupportedFeatureError(

@@ -36,6 +36,7 @@ by :func:`~pytato.frontend.shape_ops.expand_dims`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -291,7 +292,7 @@ def _is_full_slice(e: object, n: ShapeComponent) -> bool:
             and are_shape_components_equal(e.stop, n))
 
 
-def _known_size(shape: Any) -> int | None:
+def _known_size(shape: Iterable[ShapeComponent]) -> int | None:
     size = 1
     for n in shape:
         if not is_integral_scalar(n):
