@@ -101,7 +101,7 @@ class _PartRunner:
         # user inputs given as numpy arrays, transferred once
         self._on_device: dict[str, object] = {}
 
-    def on_device(self, value: object, *, zero_dim: bool = True) -> Any:
+    def on_device(self, value: object, *, zero_dim: bool = True) -> object:
         """*value* as an array on the queue if it is a :mod:`numpy` array
         (of one axis or more, unless *zero_dim*); else *value*."""
         assert self.queue is not None
@@ -112,7 +112,7 @@ class _PartRunner:
                                       allocator=self.allocator)
         return value
 
-    def user_input(self, name: str, value: object, device: bool) -> Any:
+    def user_input(self, name: str, value: object, device: bool) -> object:
         if not device:
             return (_to_host(value, self.queue)
                     if _is_device_array(value) else value)
@@ -125,7 +125,7 @@ class _PartRunner:
             return result
 
     def run(self, prg: Callable[..., object], part_inputs: Mapping[str, object],
-            user_inputs: Mapping[str, object]) -> Mapping[str, Any]:
+            user_inputs: Mapping[str, object]) -> Mapping[str, object]:
         device = self.queue is not None and _takes_queue(prg)
         inputs = {
             name: (value if device or not _is_device_array(value)

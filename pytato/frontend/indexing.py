@@ -88,7 +88,7 @@ class _NewAxis:
 
 # {{{ classifying index entries
 
-def _index_data(x: object, k: int) -> Any:
+def _index_data(x: object, k: int) -> int | Array | np.ndarray:
     """Classify a non-scalar, non-slice index entry: returns an int, an
     :class:`Array` or a :class:`numpy.ndarray` of integers."""
     if isinstance(x, Array):
@@ -274,7 +274,8 @@ def _constant_index_array(data: np.ndarray[Any, Any], n: ShapeComponent,
     return make_data_wrapper(data)
 
 
-def _normalize(entry: Any, n: ShapeComponent, axis: int) -> IndexExpr:
+def _normalize(entry: int | slice | np.ndarray | Array, n: ShapeComponent,
+               axis: int) -> IndexExpr:
     if isinstance(entry, int):
         return _normalize_int(entry, n, axis)
     if isinstance(entry, slice):

@@ -51,7 +51,7 @@ def _size_param_value(name: str, value: object) -> int:
 
 
 def _array_value(spec: ArgumentSpec, value: object,
-                 convert: Callable[[Any], Any]) -> Any:
+                 convert: Callable[[object], object]) -> object:
     if type(value) in _PY_SCALAR_KINDS:
         kind = _PY_SCALAR_KINDS[type(value)]
         if spec.shape != ():
@@ -119,7 +119,7 @@ def _infer_size_params(specs: Mapping[str, ArgumentSpec],
 def process_arguments(specs: Mapping[str, ArgumentSpec],
                       bound_arguments: Mapping[str, object],
                       kwargs: Mapping[str, object],
-                      convert: Callable[[Any], Any] = lambda x: x,
+                      convert: Callable[[object], object] = lambda x: x,
                       ) -> dict[str, Any]:
     """Check *kwargs* against *specs* and return the values of all
     arguments (bound ones included) by parameter name (``var_name``).

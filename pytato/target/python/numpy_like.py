@@ -90,7 +90,8 @@ class PythonTarget(Target):
         return value
 
     def compile(self, source: str, entrypoint: str,
-                specs: Mapping[str, ArgumentSpec] | None) -> Callable[..., Any]:
+                specs: Mapping[str, ArgumentSpec] | None
+                ) -> Callable[..., object]:
         """Execute *source* and return its function *entrypoint*."""
         filename = f"<pytato generated code of {entrypoint} {id(source):x}>"
         # so that tracebacks show the generated lines
