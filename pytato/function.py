@@ -40,7 +40,7 @@ import enum
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import numpy as np
 import pymbolic
@@ -212,6 +212,14 @@ class FunctionDefinition(_TaggableMixin):
                     "captured data into parameters)")
         object.__setattr__(self, "_pt_param_nodes", params)
 
+    if TYPE_CHECKING:
+        # (set at construction)
+        @property
+        def _pt_param_nodes(self) -> Mapping[str, Placeholder | SizeParam]: ...
+
+        @property
+        def _pt_hash(self) -> int: ...
+
     @property
     def identifier(self) -> Hashable:
         """The identifier given by a :class:`FunctionIdentifier` tag, else
@@ -222,17 +230,17 @@ class FunctionDefinition(_TaggableMixin):
     def get_placeholder(self, name: str) -> Placeholder | SizeParam | None:
         """The input node of the body named *name*, or *None* if the
         parameter is not used by the body."""
-        return self._pt_param_nodes.get(name)  # type: ignore[attr-defined]
+        return self._pt_param_nodes.get(name)
 
     def __hash__(self) -> int:
-        return self._pt_hash  # type: ignore[attr-defined]
+        return self._pt_hash
 
     def __eq__(self, other: object) -> bool:
         if self is other:
             return True
         if not isinstance(other, FunctionDefinition):
             return False
-        if (self._pt_hash != other._pt_hash  # type: ignore[attr-defined]
+        if (self._pt_hash != other._pt_hash
                 or self.parameters != other.parameters
                 or self.return_type != other.return_type
                 or self.tags != other.tags
@@ -324,15 +332,23 @@ class Call(DataclassGraphNode, AbstractResultWithNamedArrays):
         object.__setattr__(self, "_pt_results", {
             name: NamedCallResult(self, name) for name in fn.returns})
 
+    if TYPE_CHECKING:
+        # (set at construction)
+        @property
+        def _pt_result_shapes(self) -> Mapping[str, ShapeType]: ...
+
+        @property
+        def _pt_results(self) -> Mapping[str, NamedCallResult]: ...
+
     def _get_result_shape(self, name: str) -> ShapeType:
-        return self._pt_result_shapes[name]  # type: ignore[attr-defined]
+        return self._pt_result_shapes[name]
 
     def _get_result_dtype(self, name: str) -> np.dtype[np.generic]:
         return self.function.returns[name].dtype
 
     def __getitem__(self, name: str) -> NamedCallResult:
         try:
-            return self._pt_results[name]  # type: ignore[attr-defined]
+            return self._pt_results[name]
         except KeyError:
             raise InvalidKeyError(f"function '{self.function.identifier}' has no "
                                   f"result named '{name}'") from None

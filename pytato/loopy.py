@@ -191,32 +191,46 @@ class LoopyCall(DataclassGraphNode, AbstractResultWithNamedArrays):
         object.__setattr__(self, "_pt_results", {
             name: LoopyCallResult(self, name) for name in shapes})
 
+    if TYPE_CHECKING:
+        # (set at construction)
+        @property
+        def _pt_result_shapes(self) -> Mapping[str, ShapeType]: ...
+
+        @property
+        def _pt_result_dtypes(self) -> Mapping[str, np.dtype[np.generic]]: ...
+
+        @property
+        def _pt_inout(self) -> frozenset[str]: ...
+
+        @property
+        def _pt_results(self) -> Mapping[str, LoopyCallResult]: ...
+
     @property
     def inout_names(self) -> frozenset[str]:
         """The arguments that are both inputs and outputs of the kernel."""
-        return self._pt_inout  # type: ignore[attr-defined]
+        return self._pt_inout
 
     def _get_result_shape(self, name: str) -> ShapeType:
-        return self._pt_result_shapes[name]  # type: ignore[attr-defined]
+        return self._pt_result_shapes[name]
 
     def _get_result_dtype(self, name: str) -> np.dtype[np.generic]:
-        return self._pt_result_dtypes[name]  # type: ignore[attr-defined]
+        return self._pt_result_dtypes[name]
 
     def __getitem__(self, name: str) -> LoopyCallResult:
         try:
-            return self._pt_results[name]  # type: ignore[attr-defined]
+            return self._pt_results[name]
         except KeyError:
             raise InvalidKeyError(f"loopy kernel '{self.entrypoint}' has no output "
                                   f"'{name}'") from None
 
     def __iter__(self) -> Any:
-        return iter(self._pt_results)  # type: ignore[attr-defined]
+        return iter(self._pt_results)
 
     def __len__(self) -> int:
-        return len(self._pt_results)  # type: ignore[attr-defined]
+        return len(self._pt_results)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._pt_results  # type: ignore[attr-defined]
+        return name in self._pt_results
 
     def __repr__(self) -> str:
         return (f"LoopyCall(entrypoint={self.entrypoint!r}, "

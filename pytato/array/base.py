@@ -276,9 +276,11 @@ def _check_size(ary: Array, shape: ShapeType) -> None:
 class DerivedShapeMixin:
     """For nodes whose shape is computed from their children (once)."""
 
+    _pt_shape: ShapeType  # (set at construction)
+
     @property
     def shape(self) -> ShapeType:
-        return self._pt_shape  # type: ignore[attr-defined]
+        return self._pt_shape
 
 
 # {{{ Array

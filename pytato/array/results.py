@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from constantdict import constantdict
@@ -86,6 +86,11 @@ class DictOfNamedArrays(AbstractResultWithNamedArrays):
         object.__setattr__(self, "_pt_inputs", _merge_inputs(self._pt_kids, None))
         object.__setattr__(self, "_pt_named", {})
 
+    if TYPE_CHECKING:
+        # (set at construction)
+        @property
+        def _pt_named(self) -> dict[str, NamedArray]: ...
+
     @classmethod
     def _pt_from_kids(cls, skel: tuple[Any, ...], kids: tuple[Array, ...]
                       ) -> DictOfNamedArrays:
@@ -101,11 +106,11 @@ class DictOfNamedArrays(AbstractResultWithNamedArrays):
         # refers to this container (its .expr is the array itself); one
         # node per name, so that graphs built from it share it
         try:
-            return self._pt_named[name]  # type: ignore[attr-defined]
+            return self._pt_named[name]
         except KeyError:
             pass
         ary = self._data[name]
-        result = self._pt_named.setdefault(  # type: ignore[attr-defined]
+        result = self._pt_named.setdefault(
             name, NamedArray(self, name, axes=ary.axes, tags=ary.tags,
                              non_equality_tags=ary.non_equality_tags))
         return result
