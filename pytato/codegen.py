@@ -123,7 +123,7 @@ def _canonical_children(node: GraphNode) -> tuple[GraphNode, ...]:
     if isinstance(node, IndexLambda):
         return (*(c for c in node.shape if isinstance(c, Array)),
                 *(node.bindings[k] for k in sorted(node.bindings)))
-    return node._pt_kids  # type: ignore[attr-defined]
+    return node._pt_kids
 
 
 def canonical_topological_order(roots: Iterable[GraphNode]) -> list[GraphNode]:
@@ -202,12 +202,12 @@ class PreprocessResult:
     outputs: DictOfNamedArrays
     compute_order: tuple[str, ...]
     bound_arguments: Mapping[str, Any]
-    input_names: frozenset[str] = field(default=None)  # type: ignore[assignment]
+    input_names: frozenset[str] | None = field(default=None)
 
     def __post_init__(self) -> None:
         if self.input_names is None:
             object.__setattr__(self, "input_names", frozenset(
-                self.outputs._pt_inputs))  # type: ignore[attr-defined]
+                self.outputs._pt_inputs))
 
 
 class _Preprocessor(CopyMapper):
@@ -242,12 +242,12 @@ class _Preprocessor(CopyMapper):
     def map_named_array(self, expr: NamedArray) -> Array:
         # an entry of a DictOfNamedArrays used in a graph is its array
         if isinstance(expr._container, DictOfNamedArrays):
-            return self.rec(expr.expr)  # type: ignore[return-value]
+            return self.rec(expr.expr)
         return self.map_array(expr)
 
     def map_named_call_result(self, expr: NamedCallResult) -> Array:
         if expr._container.tags_of_type(InlineCallTag):
-            return self(inline_call_result(expr, only_tagged=True))  # type: ignore[return-value]
+            return self(inline_call_result(expr, only_tagged=True))
         return self.map_array(expr)
 
     # }}}
@@ -342,7 +342,7 @@ def check_validity_of_outputs(exprs: DictOfNamedArrays) -> None:
         output.
     """
     check_distinct_input_names(exprs)
-    input_names = frozenset(exprs._pt_inputs)  # type: ignore[attr-defined]
+    input_names = frozenset(exprs._pt_inputs)
     for name in exprs:
         if name in input_names:
             raise NameClashError(
@@ -370,7 +370,7 @@ def preprocess(outputs: Array | DictOfNamedArrays | Mapping[str, Array],
     result = outputs
     outputs = normalize_outputs(result)
     check_validity_of_outputs(outputs)
-    input_names = frozenset(outputs._pt_inputs)  # type: ignore[attr-defined]
+    input_names = frozenset(outputs._pt_inputs)
     names = NameGenerator(input_names | frozenset(outputs))
     data_names: dict[DataWrapper, str] = {}
     for node in canonical_topological_order([outputs]):
@@ -383,7 +383,7 @@ def preprocess(outputs: Array | DictOfNamedArrays | Mapping[str, Array],
     new_outputs = prep(outputs)
     return PreprocessResult(
         new_outputs, tuple(new_outputs), dict(sorted(prep.bound_arguments.items())),
-        frozenset(new_outputs._pt_inputs))  # type: ignore[attr-defined]
+        frozenset(new_outputs._pt_inputs))
 
 
 def _generate_name_for_temp(expr: Array,
@@ -410,13 +410,13 @@ def _generate_name_for_temp(expr: Array,
         if is_taken(tag.name):
             raise NameClashError(f"the name {tag.name!r} of a Named tag is "
                                  "already taken")
-        var_name_gen.add_name(tag.name)  # type: ignore[union-attr]
-        return tag.name  # type: ignore[no-any-return]
+        var_name_gen.add_name(tag.name)
+        return tag.name
     prefixed = expr.tags_of_type(PrefixNamed)
     if prefixed:
         (tag,) = prefixed
-        return var_name_gen(tag.prefix)  # type: ignore[no-any-return]
-    return var_name_gen(default_prefix)  # type: ignore[no-any-return]
+        return var_name_gen(tag.prefix)
+    return var_name_gen(default_prefix)
 
 
 # {{{ the program cache

@@ -69,7 +69,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pymbolic.primitives as prim
 
@@ -160,7 +160,7 @@ def _is_index_name(name: str) -> bool:
     return name[:1] == "_" and name[1:].isdigit()
 
 
-class _UseCounter(WalkMapper):
+class _UseCounter(WalkMapper[[frozenset[str]]]):
     """Counts the references to bindings and output indices, and finds the
     bindings read *expansively* (at an access whose indices do not involve
     every loop variable in scope there: the lambda's non-unit output indices
@@ -291,7 +291,7 @@ def _is_size_expression(expr: Array) -> bool:
     if expr.shape != () or expr.dtype.kind not in "iu":
         return False
     return all(isinstance(inp, SizeParam)
-               for inp in expr._pt_inputs.values())  # type: ignore[attr-defined]
+               for inp in expr._pt_inputs.values())
 
 # }}}
 
@@ -467,8 +467,8 @@ def materialize_with_mpms(expr: Array | DictOfNamedArrays
         return expr
     result = _Tagger(to_tag)(outputs)
     if isinstance(expr, Array):
-        return result._data["_pt_out"]  # type: ignore[no-any-return]
-    return result  # type: ignore[no-any-return]
+        return result._data["_pt_out"]
+    return result
 
 # }}}
 
@@ -517,13 +517,13 @@ class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, None, []]):
             "MPMSMaterializer does not map the bodies of called functions")
 
     def map_array(self, expr: Array) -> MPMSMaterializerAccumulator:
-        kids = expr._pt_kids  # type: ignore[attr-defined]
+        kids = expr._pt_kids
         accs = [self.rec(k) for k in kids]
         new_kids = tuple(a.expr for a in accs)
         new: Array = expr
         if any(a is not b for a, b in zip(kids, new_kids, strict=True)):
             names, skel = flatten_for_pickle(expr)
-            new = unflatten(type(expr), names, skel, new_kids,  # type: ignore[arg-type]
+            new = unflatten(type(expr), names, skel, new_kids,
                             expr.non_equality_tags)
         if isinstance(expr, InputArgumentBase):
             return MPMSMaterializerAccumulator(frozenset([new]), new)
@@ -538,7 +538,9 @@ class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, None, []]):
 
     def map_dict_of_named_arrays(self, expr: DictOfNamedArrays
                                  ) -> MPMSMaterializerAccumulator:
-        new = {k: self.rec(v).expr for k, v in expr._data.items()}
+        # (the arrays of the dictionary map to arrays)
+        new = {k: cast("Array", self.rec(v).expr)
+               for k, v in expr._data.items()}
         result = (expr if all(new[k] is v for k, v in expr._data.items())
                   else DictOfNamedArrays(new, tags=expr.tags))
         return MPMSMaterializerAccumulator(frozenset(), result)

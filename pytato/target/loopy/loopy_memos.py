@@ -53,8 +53,9 @@ def trim_loopy_memos(limit: int | None = None) -> None:
         memo.clear()
     # pytools puts the source of each piece of generated Python code (the
     # invoker of every program) in linecache, for tracebacks, and never
-    # removes it: about 33 KB per program run. The oldest go, beyond
-    # GENERATED_SOURCE_LIMIT (their tracebacks then show no source lines).
+    # removes it, so that it grows with every program run. The oldest go,
+    # beyond GENERATED_SOURCE_LIMIT (their tracebacks then show no source
+    # lines).
     source_limit = GENERATED_SOURCE_LIMIT if limit == LOOPY_MEMO_LIMIT \
         else min(limit, GENERATED_SOURCE_LIMIT)
     generated = [name for name in linecache.cache

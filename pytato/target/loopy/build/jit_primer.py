@@ -4,9 +4,9 @@ process, on CPU devices.
 PoCL, the CPU OpenCL device, builds a program's source when it is built,
 but compiles each kernel's *work-group function* (the kernel for one
 work-group size) only when the kernel is first launched, one kernel after
-another whatever the number of threads or queues: about 0.13 s a kernel
-for the 10 000-node random DAG of ``benchmarks/bench_codegen.py``, 5.8 s
-of its first call for 45 kernels. PoCL keeps these compiled functions in
+another whatever the number of threads or queues: for the 10 000-node
+random DAG of ``benchmarks/bench_codegen.py``, a large part of its first
+call. PoCL keeps these compiled functions in
 its on-disk kernel cache, keyed by the program, the kernel and its
 work-group size (not by the number of work groups), and so does a
 process that launches the same kernels.
@@ -74,7 +74,7 @@ _logger = logging.getLogger("pytato.target.loopy")
 PRIME_ENV = "PYTATO_PRIME_KERNELS"
 
 #: Programs of fewer device kernels than this are not primed: a second
-#: process costs about 0.2 s of CPU to start.
+#: process costs more CPU time to start than priming a few kernels saves.
 MIN_KERNELS = 16
 
 #: Programs whose arrays take more bytes than this in all are not primed

@@ -4,8 +4,8 @@ The default schedule (:mod:`pytato.target.loopy.schedule.default`)
 separates the loop nests of a program's single :mod:`loopy` kernel with
 global barriers; :mod:`loopy` then preprocesses, linearizes and generates
 code for the whole kernel at once, and splits it into device kernels at
-those barriers. Its cost grows with the number of instructions (about
-4.7 ms each for the 10 000-node random DAG of
+those barriers. Its cost grows with the number of instructions (as for
+the 10 000-node random DAG of
 ``benchmarks/bench_codegen.py``), and the nests of an application often
 repeat (the same operator applied to many fields).
 
@@ -138,24 +138,22 @@ SPLIT_WORKERS_ENV = "PYTATO_SPLIT_WORKERS"
 #: The weight of a function call (``sin``, ``exp``, ...) in
 #: :func:`unit_weight`, by which the worker processes share the sub-units:
 #: device compilers take long on them (NVIDIA's expands the ``double`` ones
-#: inline: a sub-unit of 121 instructions and 32 ``sin`` calls took 1.8 s
-#: of :mod:`loopy` and 2.5 s to build on the H100 machine), where
-#: :mod:`loopy` takes a few milliseconds an instruction.
+#: inline: in a sub-unit of ``sin`` calls, each call cost as much of
+#: :mod:`loopy`'s time and NVIDIA's build as some twenty instructions).
 CALL_WEIGHT = 20
 
 #: The weight of a function call in merged sub-units (the *groups* of
-#: :func:`split_kernel`), which are for CPUs: on PoCL (2 cores, the
-#: sub-units of the 10 000-node random DAG) :mod:`loopy` took about 1.3 ms
-#: an instruction and 4 ms a call, and PoCL about 0.2 and 3.5 ms to
-#: build and compile the kernels for their launch.
+#: :func:`split_kernel`), which are for CPUs: on PoCL (the sub-units of
+#: the 10 000-node random DAG), a call cost about five times as much as
+#: an instruction of :mod:`loopy`'s time and PoCL's build and compilation
+#: of the kernels for their launch.
 MERGED_CALL_WEIGHT = 5
 
 #: A nest that repeats in the program is a sub-unit of its own in merged
 #: sub-units if its copies after the first weigh this much
 #: (:func:`unit_weight` with :data:`MERGED_CALL_WEIGHT`) or more in all:
-#: a sub-unit costs about 0.25 s of code generation, build and first
-#: launch (:mod:`loopy`'s and PoCL's constant costs), what about 160 of
-#: weight do.
+#: a sub-unit has constant costs of code generation, build and first
+#: launch (:mod:`loopy`'s and PoCL's), about what this much weight costs.
 MERGED_MIN_REPEATED_WEIGHT = 160
 
 
@@ -191,16 +189,17 @@ def split_enabled(devices: Sequence[cl.Device] = ()) -> bool:
     """Whether programs on *devices* take the split path: as
     :data:`SPLIT_ENV` says, else when none of *devices* is a CPU.
 
-    On GPUs the split path cuts a fresh process's time to the first
-    result of the 10 000-node random DAG of ``benchmarks/bench_codegen.py``
-    on the H100 machine from 43-63 s to 19-21 s: :mod:`loopy` runs on the
-    distinct sub-units in worker processes, which also build their code
-    (NVIDIA's compiler took 19 s over the program's kernels in threads of
-    one process). With PoCL on a 2-core CPU it gains little cold (27 s
-    against 29-31 s) and loses warm (a first call from the store of 1.4 s
-    against 0.4 s: PoCL compiles each program's kernels at their first
-    launch), so CPUs do not take it (``benchmarks/README.md`` has the
-    figures): their large kernels are merged sub-units instead
+    On GPUs the split path more than halves a fresh process's time to
+    the first result of the 10 000-node random DAG of
+    ``benchmarks/bench_codegen.py``: :mod:`loopy` runs on the distinct
+    sub-units in worker processes, which also build their code (NVIDIA's
+    compiler alone took about as long as the whole split path over the
+    program's kernels in threads of one process). With PoCL on a CPU of
+    few cores it gains little cold and loses warm (a first call from the
+    store is slower: PoCL compiles each program's kernels at their first
+    launch), so CPUs do not take it (``benchmarks/README.md``, section
+    "Code generation", has the figures): their large kernels are merged
+    sub-units instead
     (:func:`~pytato.target.loopy.build.split_build.merged_split_groups`)."""
     flag = os.environ.get(SPLIT_ENV, "").strip()
     if flag:

@@ -423,10 +423,10 @@ def _unit_t_unit(t_unit: lp.TranslationUnit, unit: SubUnit
         entrypoints=frozenset({name}))
 
 
-#: Instructions to generate per worker process, at least: a process
-#: costs about a second to start and import loopy and pytato, and loopy
-#: takes about 5 ms an instruction, so smaller programs are generated in
-#: the calling process.
+#: Instructions to generate per worker process, at least: starting a
+#: process and importing loopy and pytato costs about as much as loopy's
+#: generation of this many instructions, so smaller programs are
+#: generated in the calling process.
 MIN_INSTRUCTIONS_PER_WORKER = 200
 
 

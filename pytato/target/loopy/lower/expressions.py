@@ -213,9 +213,9 @@ class _BranchFreeLogicMixin:
     values (0 or 1) instead of C's ``||``/``&&``, which evaluate their
     second operand only if the first does not decide: an update that
     branches on the accumulator keeps the compiler from loading a
-    work-item's next elements before the previous one is combined (the
-    H100 read at 80 % of its copy bandwidth in ``any`` against 88 % in
-    ``sum``). Same results, NaN included (nonzero, true for both)."""
+    work-item's next elements before the previous one is combined (on
+    NVIDIA GPUs, ``any`` then read more slowly than ``sum``). Same
+    results, NaN included (nonzero, true for both)."""
 
     _bitwise: type[prim.BitwiseOr] | type[prim.BitwiseAnd]
 

@@ -336,10 +336,10 @@ def _compiled(source: str, nkernels: int) -> CodeType:
     many kernels is compiled once and kept in the program store
     (:mod:`~pytato.target.loopy.store.program_store`, where it is on), under
     a hash of the source and of the interpreter's bytecode version: its
-    source has a few lines per kernel argument, and compiling the one of
-    the 92 kernels of the 10 000-node DAG of
-    ``benchmarks/bench_codegen.py`` took 0.05 s of a warm process's first
-    call (PoCL machine), loading it 1 ms."""
+    source has a few lines per kernel argument, so that compiling the one
+    of a program of many kernels (the 10 000-node DAG of
+    ``benchmarks/bench_codegen.py``) is a visible part of a warm process's
+    first call, where loading it is not."""
     if nkernels < STORED_RUN_MIN_KERNELS or not program_store.store_enabled():
         return compile(source, "<pytato fast call>", "exec")
     key = hashlib.sha256(

@@ -15,8 +15,8 @@ code of its scheduled unit, also stored:
   plain data: no :mod:`loopy` needed), unless a compiled sub-unit is
   missing from the store.
 
-Unpickling each took 0.08 s of a warm process of the 10 000-node DAG of
-``benchmarks/bench_codegen.py`` (PoCL machine). Programs hold a
+Unpickling each was a visible part of a warm process's first call for the
+10 000-node DAG of ``benchmarks/bench_codegen.py``. Programs hold a
 :class:`StoredUnit` instead, with the few facts their calls need
 (:class:`UnitFacts`, :class:`RunFacts`), and unpickle it at the first
 access of the attribute (:class:`LazyUnitField`), where it then stays.

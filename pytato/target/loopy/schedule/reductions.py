@@ -13,7 +13,7 @@ global barrier (so that :mod:`loopy` emits them as two device kernels):
   contiguous elements, in which consecutive work-items read consecutive
   elements (coalesced). By default, for a constant extent, ``chunk`` makes
   one run per group (a contiguous block: on PoCL, interleaving the groups
-  element by element, ``chunk = 1``, was 1.5 to 3 times slower). Then the
+  element by element, ``chunk = 1``, was much slower). Then the
   work-items of the group combine their values by a tree reduction in
   local memory, and group ``g`` stores the result in ``partial[g, ...]``, a
   new global temporary.
@@ -38,8 +38,8 @@ stages of a full reduction run in one kernel (*single_launch*): each
 group of stage 1 stores its partial result and takes a ticket from a
 global counter; the group that takes the last one
 computes stage 2, the others skip it. This saves the launch of the second
-kernel (on an H100, about 3 to 5 microseconds of a 60-microsecond sum of
-2**24 doubles). The counter is a global temporary tagged
+kernel, a visible part of the time of a sum that takes a few tens of
+microseconds on a GPU. The counter is a global temporary tagged
 :class:`ZeroedTemporary`: pytato's executors fill it with zeros when they
 allocate it, and each launch leaves it zero. A scheduled unit with such
 reductions (``prog.program`` of a program generated with ``cl_device=``)
@@ -361,8 +361,7 @@ def split_reduction_two_stage(kernel: lp.LoopKernel, insn_id: str, *,
         stage 1 stores its partial result, then takes a ticket from a
         global counter (an atomic increment); the group that takes the
         last one computes stage 2 and resets the counter. This saves the
-        second kernel's launch (on an H100, 2**24 doubles: 0.0496 instead
-        of 0.0527 ms per call, back to back). The counter is a global
+        second kernel's launch. The counter is a global
         temporary tagged :class:`ZeroedTemporary`, which its allocator
         must fill with zeros (the kernel leaves it zero); the kernel needs
         OpenCL's 32-bit global atomics (core since OpenCL 1.1). Only for

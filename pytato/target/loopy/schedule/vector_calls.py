@@ -141,12 +141,12 @@ __all__ = [
 #: (``double8``: PoCL's widest vector functions on AVX-512).
 DOUBLE_LANES = 8
 
-#: Elements of ``float`` per work-item of a vector nest (``sin`` of 2**24
-#: floats on PoCL, 2 cores: 18.5 ms in ``float8``, 21.6 ms in ``float16``).
+#: Elements of ``float`` per work-item of a vector nest (on PoCL, ``sin``
+#: of floats was faster in ``float8`` than in ``float16``).
 FLOAT_LANES = 8
 
-#: Elements per work-item of vector nests on GPUs (``sin``/``exp`` of
-#: 2**27 floats on the H100: 0.36 ms in ``float4``, 0.48 ms one by one).
+#: Elements per work-item of vector nests on GPUs (on NVIDIA GPUs,
+#: ``sin``/``exp`` of floats were faster in ``float4`` than one by one).
 GPU_LANES = 4
 
 #: Functions whose vector code on GPUs is slow where a nest calls many of
@@ -156,13 +156,11 @@ GPU_LANES = 4
 GPU_TRIG_FUNCTIONS = frozenset({"sin", "cos", "tan"})
 
 #: Nests calling :data:`GPU_TRIG_FUNCTIONS` more often than this stay
-#: scalar code on GPUs. Kernel times on the H100 (2026-11-25, sums of
-#: ``sin((k+1)*x)`` over 2**24 doubles / 2**25 floats, ``float4`` /
-#: ``double4`` vector code against scalar code): 4 calls 0.190 / 0.188 ms
-#: (doubles) and 0.128 / 0.177 ms (floats); 5 calls 0.292 / 0.232 and
-#: 0.183 / 0.204 ms; 8 calls 0.674 / 0.364 and 0.443 / 0.277 ms; 12 calls
-#: 2.19 / 0.54 and 0.94 / 0.37 ms. ``exp`` in vector code was as fast or
-#: faster for up to 12 calls.
+#: scalar code on GPUs. On NVIDIA GPUs (sums of ``sin((k+1)*x)``,
+#: ``float4`` / ``double4`` vector code against scalar code), vector
+#: code was as fast or faster up to 4 calls and slower beyond (doubles
+#: from 5 calls, floats from 8), ever more so with more calls. ``exp`` in
+#: vector code was as fast or faster for up to 12 calls.
 GPU_MAX_TRIG_CALLS = 4
 
 
