@@ -30,7 +30,7 @@ __all__ = ["CHILDREN", "UncachedLoopyWalkMapper", "expression_names",
 #: no name, each with a function giving its children (for walks by a
 #: stack, much faster than a mapper's visits; what is not here
 #: is left to a mapper by the walks below).
-CHILDREN: dict[type, Callable[[Any], Iterable[Any]]] = {
+CHILDREN: dict[type, Callable[[Any], Iterable[object]]] = {
     prim.Variable: lambda e: (),
     prim.Subscript: lambda e: (e.aggregate, e.index),
     prim.Sum: lambda e: e.children,

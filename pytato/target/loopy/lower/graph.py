@@ -49,7 +49,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeAlias
+from typing import ClassVar, TypeAlias
 
 import loopy as lp
 import numpy as np
@@ -484,7 +484,7 @@ def _make_substitution(state: CodeGenState, expr: IndexLambda,
 # }}}
 
 
-def _reserve_names(outputs: DictOfNamedArrays, order: Sequence[Any],
+def _reserve_names(outputs: DictOfNamedArrays, order: Sequence[object],
                    names: NameGenerator) -> None:
     """Reserve input and output names, then names from
     :class:`~pytato.tags.Named` tags (clashes are errors)."""

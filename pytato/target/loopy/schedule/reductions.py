@@ -74,7 +74,6 @@ The layouts of reductions on CPUs are in
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import islpy as isl
 import loopy as lp
@@ -175,7 +174,7 @@ class ZeroedTemporary(Tag):
 
 def _ticket_instruction(kernel: lp.LoopKernel, vng: Callable[[str], str],
                         insn_id: str, stage1_id: str, group_iname: str,
-                        num_groups: int, tags: frozenset[Any]
+                        num_groups: int, tags: frozenset[object]
                         ) -> tuple[lp.CInstruction, str,
                                    list[lp.TemporaryVariable], str]:
     """The instruction that ends stage 1 of a single-launch reduction in
