@@ -100,7 +100,7 @@ def _expr_text(value: Any) -> str:
                           complex)) and not isinstance(value, bool):
         if not _STRINGIFY:
             class _Typed(_symbolic.StringifyMapper):
-                def map_constant(self, expr: Any, *args: Any) -> str:
+                def map_constant(self, expr: Any, *args: object) -> str:
                     return f"{type(expr).__name__}({expr!r})"
 
             _STRINGIFY.append(_Typed())

@@ -104,7 +104,7 @@ class _AccessCollector(UncachedLoopyWalkMapper):
         self.accesses: dict[str, set[Any]] = {}
         self.opaque = False
 
-    def map_subscript(self, expr: prim.Subscript, *args: Any) -> None:
+    def map_subscript(self, expr: prim.Subscript, *args: object) -> None:
         agg = expr.aggregate
         if isinstance(agg, prim.Variable) and agg.name in self.names:
             idx = expr.index if isinstance(expr.index, tuple) else (expr.index,)
@@ -114,17 +114,17 @@ class _AccessCollector(UncachedLoopyWalkMapper):
             return
         super().map_subscript(expr)
 
-    def map_variable(self, expr: prim.Variable, *args: Any) -> None:
+    def map_variable(self, expr: prim.Variable, *args: object) -> None:
         if expr.name in self.names:
             self.accesses.setdefault(expr.name, set()).add(None)
 
-    def map_call(self, expr: prim.Call, *args: Any) -> None:
+    def map_call(self, expr: prim.Call, *args: object) -> None:
         fn = expr.function
         if isinstance(fn, prim.Variable) and fn.name in self.rules:
             self.opaque = True
         super().map_call(expr)
 
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
+    def map_reduction(self, expr: LoopyReduction, *args: object) -> None:
         self.opaque = True
         self.rec(expr.expr)
 
@@ -164,17 +164,17 @@ class _Rewriter(_LoopyIdentityMapper):
         self.renames = renames
         self.to_scalar = to_scalar
 
-    def map_variable(self, expr: prim.Variable, *args: Any) -> Any:
+    def map_variable(self, expr: prim.Variable, *args: object) -> Any:
         new = self.renames.get(expr.name)
         return prim.Variable(new) if new is not None else expr
 
-    def map_subscript(self, expr: prim.Subscript, *args: Any) -> Any:
+    def map_subscript(self, expr: prim.Subscript, *args: object) -> Any:
         agg = expr.aggregate
         if isinstance(agg, prim.Variable) and agg.name in self.to_scalar:
             return prim.Variable(self.to_scalar[agg.name])
         return prim.Subscript(self.rec(agg), self.rec(expr.index))
 
-    def map_call(self, expr: prim.Call, *args: Any) -> Any:
+    def map_call(self, expr: prim.Call, *args: object) -> Any:
         return prim.Call(expr.function,
                          tuple(self.rec(p) for p in expr.parameters))
 

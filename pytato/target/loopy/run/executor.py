@@ -132,7 +132,7 @@ class PhasedExecutor(PyOpenCLExecutor):
 
     def __call__(self, queue: cl.CommandQueue, *, allocator: Any = None,
                  wait_for: Any = None, out_host: bool | None = None,
-                 **kwargs: Any) -> Any:
+                 **kwargs: object) -> Any:
         knl = self.t_unit[self.entrypoint]
         if knl.instructions:
             return super().__call__(queue, allocator=allocator,

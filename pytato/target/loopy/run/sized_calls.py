@@ -200,7 +200,7 @@ class _SizedCall:
     #: (Compiled on its first call.)
     run_profiled: Any
 
-    def _first_run_profiled(self, *args: Any) -> Any:
+    def _first_run_profiled(self, *args: object) -> Any:
         self.run_profiled = self._compile_run(self.ninputs, profiled=True)
         return self.run_profiled(*args)
 

@@ -68,7 +68,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import islpy as isl
 import loopy as lp
@@ -104,7 +103,7 @@ __all__ = ["realize_sequential_reductions"]
 class _HasReduction(_LoopyWalkMapper):
     found = False
 
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
+    def map_reduction(self, expr: LoopyReduction, *args: object) -> None:
         self.found = True
 
 
@@ -121,7 +120,7 @@ class _InameUses(_LoopyWalkMapper):
         super().__init__()
         self.uses = uses
 
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
+    def map_reduction(self, expr: LoopyReduction, *args: object) -> None:
         for name in expr.inames:
             self.uses[name] = self.uses.get(name, 0) + 1
         super().map_reduction(expr, *args)
@@ -162,12 +161,12 @@ class _Realizer(_LoopyIdentityMapper):
             dtype = dtype[0] if len(dtype) == 1 else None
         return dtype if isinstance(dtype, lp.types.LoopyType) else None
 
-    def map_if(self, expr: prim.If, *args: Any) -> Expression:
+    def map_if(self, expr: prim.If, *args: object) -> Expression:
         # a reduction in a branch runs only where its branch is taken (its
         # reads may be out of bounds elsewhere): loopy's job
         return prim.If(self.rec(expr.condition), expr.then, expr.else_)
 
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> Expression:
+    def map_reduction(self, expr: LoopyReduction, *args: object) -> Expression:
         dtype = self._realizable_dtype(expr)
         if dtype is None:
             return expr

@@ -17,7 +17,6 @@ the 10 000-node DAG of ``benchmarks/bench_codegen.py``).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 import islpy as isl
 import loopy as lp
@@ -124,7 +123,7 @@ class _ReductionCollector(UncachedLoopyWalkMapper):
         self.contiguous: set[str] = set()
         self._seen: set[LoopyReduction] = set()
 
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
+    def map_reduction(self, expr: LoopyReduction, *args: object) -> None:
         if expr in self._seen:
             return
         self._seen.add(expr)
@@ -139,10 +138,10 @@ class _ReductionFinder(UncachedLoopyWalkMapper):
 
     found = False
 
-    def visit(self, expr: object, *args: Any) -> bool:
+    def visit(self, expr: object, *args: object) -> bool:
         return not self.found
 
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
+    def map_reduction(self, expr: LoopyReduction, *args: object) -> None:
         self.found = True
 
 

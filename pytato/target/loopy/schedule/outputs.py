@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import islpy as isl
 import loopy as lp
@@ -211,7 +210,7 @@ class _Substitute(LoopyIdentityMapperBase):
         super().__init__()
         self.values = values
 
-    def map_variable(self, expr: prim.Variable, *args: Any) -> Expression:
+    def map_variable(self, expr: prim.Variable, *args: object) -> Expression:
         value = self.values.get(expr.name)
         return expr if value is None else value
 
@@ -224,7 +223,7 @@ class _LastIndex(LoopyIdentityMapperBase):
         super().__init__()
         self.subst = _Substitute(twins)
 
-    def map_subscript(self, expr: prim.Subscript, *args: Any) -> Expression:
+    def map_subscript(self, expr: prim.Subscript, *args: object) -> Expression:
         index = tuple(self.rec(i) for i in expr.index_tuple)
         if index:
             index = (*index[:-1], self.subst(index[-1]))
@@ -247,13 +246,13 @@ class _NestRewrite(LoopyIdentityMapperBase):
         self.subst = subst
         self.last = _LastIndex(twins) if twins else None
 
-    def map_variable(self, expr: prim.Variable, *args: Any) -> Expression:
+    def map_variable(self, expr: prim.Variable, *args: object) -> Expression:
         value = self.subst.get(expr.name)
         if value is None:
             return expr
         return value if self.last is None else self.last(value)
 
-    def map_subscript(self, expr: prim.Subscript, *args: Any) -> Expression:
+    def map_subscript(self, expr: prim.Subscript, *args: object) -> Expression:
         if self.last is None:
             return super().map_subscript(expr)
         index = tuple(self.rec(i) for i in expr.index_tuple)

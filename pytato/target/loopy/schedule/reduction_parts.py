@@ -12,7 +12,6 @@ domains of a reduction taken in sequential runs (``_sequential_domains``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import islpy as isl
 import loopy as lp
@@ -35,7 +34,7 @@ class _TopLevelReductions(WalkMapper):
         super().__init__()
         self.reductions: list[LoopyReduction] = []
 
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
+    def map_reduction(self, expr: LoopyReduction, *args: object) -> None:
         self.reductions.append(expr)
 
 
@@ -45,7 +44,7 @@ class _ReplaceReduction(LoopyIdentityMapper):
         self.old = old
         self.new = new
 
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> Expression:
+    def map_reduction(self, expr: LoopyReduction, *args: object) -> Expression:
         if expr == self.old:
             return self.new
         return super().map_reduction(expr, *args)

@@ -24,7 +24,7 @@ key.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import loopy as lp
 import pymbolic.primitives as prim
@@ -169,7 +169,7 @@ class _ReductionInameRanks(LoopyIdentityMapperBase):
         self.col, self.outer = col, outer
         self.rank: dict[str, int] = {}
 
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> Expression:
+    def map_reduction(self, expr: LoopyReduction, *args: object) -> Expression:
         for name in expr.inames:
             self.rank.setdefault(self.outer if name == self.col else name,
                                  len(self.rank))
@@ -183,7 +183,7 @@ class _OrderReductionInames(LoopyIdentityMapperBase):
         super().__init__()
         self.rank = rank
 
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> Expression:
+    def map_reduction(self, expr: LoopyReduction, *args: object) -> Expression:
         last = len(self.rank)
         inames: tuple[str, ...] = tuple(sorted(
             expr.inames, key=lambda n: (self.rank.get(n, last), n)))
@@ -295,7 +295,7 @@ class _SharedOperand(LoopyWalkMapper):
         self.out, self.red = out, red
         self.found = False
 
-    def map_subscript(self, expr: prim.Subscript, *args: Any) -> None:
+    def map_subscript(self, expr: prim.Subscript, *args: object) -> None:
         deps = get_dependencies(expr.index)
         if self.red in deps and self.out not in deps:
             self.found = True

@@ -143,7 +143,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import islpy as isl
 import loopy as lp
@@ -220,7 +219,7 @@ class _ReplaceAccesses(LoopyIdentityMapper):
         super().__init__()
         self.replacements = replacements
 
-    def map_subscript(self, expr: prim.Subscript, *args: Any) -> Expression:
+    def map_subscript(self, expr: prim.Subscript, *args: object) -> Expression:
         new = self.replacements.get(expr)
         if new is not None:
             return new

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
 
 import islpy as isl
 import loopy as lp
@@ -89,7 +88,7 @@ class _Reductions(WalkMapper):
         super().__init__()
         self.found: list[LoopyReduction] = []
 
-    def map_reduction(self, expr: LoopyReduction, *args: Any) -> None:
+    def map_reduction(self, expr: LoopyReduction, *args: object) -> None:
         self.found.append(expr)
         self.rec(expr.expr, *args)
 
@@ -101,7 +100,7 @@ class _Accesses(WalkMapper):
         super().__init__()
         self.found: list[prim.Subscript] = []
 
-    def map_subscript(self, expr: prim.Subscript, *args: Any) -> None:
+    def map_subscript(self, expr: prim.Subscript, *args: object) -> None:
         self.found.append(expr)
         self.rec(expr.index, *args)
 
