@@ -98,7 +98,7 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 class _MovedModuleFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname: str, path: Any, target: Any = None
+    def find_spec(self, fullname: str, path: object, target: Any = None
                   ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in MOVED_MODULES:
             return None

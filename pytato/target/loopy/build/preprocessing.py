@@ -247,7 +247,7 @@ def order_after_predicate_writers(kernel: lp.LoopKernel) -> lp.LoopKernel:
                                      for insn in kernel.instructions])
 
 
-def _callable_signature(clbl: Any) -> Any:
+def _callable_signature(clbl: object) -> Any:
     if isinstance(clbl, lp.CallableKernel):
         knl = clbl.subkernel
         return ("kernel", knl.name, knl.state, len(knl.instructions),
@@ -291,7 +291,7 @@ _PLAIN_CHILDREN: dict[type, Any] = {
 }
 
 
-def _plain(expr: Any) -> bool:
+def _plain(expr: object) -> bool:
     """Whether *expr* holds only arithmetic, comparisons, subscripts, casts
     and numbers (no call, reduction, power, ... that a callable could
     implement)."""

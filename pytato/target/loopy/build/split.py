@@ -166,7 +166,7 @@ def unit_weight(insns: Sequence[Any], call_weight: int = CALL_WEIGHT) -> int:
     return len(insns) + call_weight * calls
 
 
-def _expression_values(expr: Any) -> Iterator[object]:
+def _expression_values(expr: object) -> Iterator[object]:
     """*expr*, its subexpressions and the other values in their fields
     (tuples and their elements, constants), parents before children."""
     stack = [expr]

@@ -54,7 +54,7 @@ _LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = (
 _LOCKS_LOCK = threading.Lock()
 
 
-def executor_lock(executor: Any) -> threading.RLock:
+def executor_lock(executor: object) -> threading.RLock:
     """The lock of the :mod:`loopy` executor *executor* (created on first
     use; reentrant), held by its calls while they set the arguments of its
     kernels, enqueue them, and use the state kept between calls."""

@@ -188,12 +188,12 @@ class KernelFacts:
     arg_spec: ArgumentSpec
 
 
-def _dtype(dtype: Any) -> np.dtype[np.generic] | None:
+def _dtype(dtype: object) -> np.dtype[np.generic] | None:
     numpy_dtype = getattr(dtype, "numpy_dtype", None)
     return None if numpy_dtype is None else np.dtype(numpy_dtype)
 
 
-def _shape(shape: Any) -> tuple[object, ...] | None:
+def _shape(shape: object) -> tuple[object, ...] | None:
     return shape if isinstance(shape, tuple) else None
 
 

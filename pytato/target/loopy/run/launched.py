@@ -64,7 +64,7 @@ class _LaunchedAndProfiled:
 
     def launcher(self, queue: cl.CommandQueue, *,
                  per_call: Collection[str] = (), name: str | None = None,
-                 allocator: Any = None, **inputs: Any) -> ProgramLauncher:
+                 allocator: Any = None, **inputs: object) -> ProgramLauncher:
         """A :class:`~pytato.target.loopy.run.launcher.ProgramLauncher` of the
         kernels on *queue* (for an executable, a queue of its
         :attr:`~BoundPyOpenCLExecutable.cl_context`), with all arguments set

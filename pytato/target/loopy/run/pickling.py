@@ -59,7 +59,7 @@ def rebuild_program(cls: type, fields: dict[str, Any]) -> Any:
     return cls(**fields)
 
 
-def executable_not_picklable(executable: Any) -> Any:
+def executable_not_picklable(executable: object) -> Any:
     """Refuse to pickle the executable *executable*.
 
     :raises pytato.diagnostic.UnsupportedOperationError: always.

@@ -174,7 +174,7 @@ def default_allocator(queue: cl.CommandQueue) -> MemoryPool | None:
         return pool
 
 
-def _allocator_for(queue: cl.CommandQueue, allocator: Any) -> Any:
+def _allocator_for(queue: cl.CommandQueue, allocator: object) -> Any:
     """The allocator a call with *allocator* uses: *None* selects the
     default pool, *False* fresh buffers (loopy's *None*)."""
     if allocator is None:

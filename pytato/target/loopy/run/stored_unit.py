@@ -147,7 +147,7 @@ class StoredUnit:
         return (_same, (self.load(),))
 
 
-def _same(value: Any) -> Any:
+def _same(value: object) -> Any:
     return value
 
 
@@ -182,7 +182,7 @@ def save_unit(key: str, t_unit: lp.TranslationUnit, *, facts: bool = False,
             program_store.save(key, "run-facts", summary)
 
 
-def loaded(value: Any) -> Any:
+def loaded(value: object) -> Any:
     """*value*, or the unit of a :class:`StoredUnit`."""
     return value.load() if type(value) is StoredUnit else value
 
@@ -197,7 +197,7 @@ class LazyUnitField:
     def __init__(self, name: str) -> None:
         self.slot = f"_pt_lazy_{name}"
 
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
         if obj is None:
             return self
         value = obj.__dict__[self.slot]
@@ -206,10 +206,10 @@ class LazyUnitField:
             obj.__dict__[self.slot] = value
         return value
 
-    def __set__(self, obj: Any, value: Any) -> None:
+    def __set__(self, obj: object, value: object) -> None:
         obj.__dict__[self.slot] = value
 
-    def raw(self, obj: Any) -> Any:
+    def raw(self, obj: object) -> Any:
         """The value of the field of *obj*, perhaps a :class:`StoredUnit`."""
         return obj.__dict__[self.slot]
 

@@ -258,7 +258,7 @@ def _tuning_constants() -> tuple[tuple[str, Any], ...]:
 
 def program_key(roots: Iterable[GraphNode], *,
                 order: list[GraphNode] | None = None,
-                **parameters: Any) -> str:
+                **parameters: object) -> str:
     """The key of the program generated for the (preprocessed) graph of
     *roots* (in topological *order*, if given: see :func:`graph_key`) with
     the code generation *parameters* (values with persistent hashes: the
@@ -276,7 +276,7 @@ def program_key(roots: Iterable[GraphNode], *,
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def scheduled_key(base_key: str, **parameters: Any) -> str:
+def scheduled_key(base_key: str, **parameters: object) -> str:
     """The key of the program stored under *base_key* (the key of a
     lowered, unscheduled translation unit, which names no device) as
     scheduled with *parameters* (values with persistent hashes: the
