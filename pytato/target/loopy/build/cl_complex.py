@@ -594,7 +594,7 @@ class ComplexFunction(lp.ScalarCallable):
     :data:`COMPLEX_FUNCTIONS`): its arguments and result have the complex
     dtype of the result (real arguments are converted)."""
 
-    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: object) -> Any:
         nargs = COMPLEX_FUNCTIONS[self.name[len("_pt_c"):]]
         dtypes = [arg_id_to_dtype.get(k) for k in range(nargs)]
         if any(dt is None for dt in dtypes):
@@ -610,7 +610,7 @@ class ComplexFunction(lp.ScalarCallable):
                               **dict.fromkeys(range(nargs), cplx), -1: cplx})),
                 clbl_inf_ctx)
 
-    def generate_preambles(self, target: Any) -> Any:
+    def generate_preambles(self, target: object) -> Any:
         assert self.name_in_target is not None  # named by with_types
         assert self.arg_id_to_dtype is not None  # typed by with_types
         # the function and those it calls, each once per program (by tag)

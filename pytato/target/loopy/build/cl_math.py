@@ -100,7 +100,7 @@ class MathFunction(lp.ScalarCallable):
                           arg_id_to_dtype=typed.arg_id_to_dtype),
                 clbl_inf_ctx)
 
-    def _wrapper(self, target: Any) -> tuple[str, str] | None:
+    def _wrapper(self, target: object) -> tuple[str, str] | None:
         """The wrapper's name and C type, or None where the call stays
         the builtin's."""
         if not getattr(target, "out_of_line_math", False):
@@ -114,15 +114,15 @@ class MathFunction(lp.ScalarCallable):
             return None
         return f"_pt_{self.name_in_target}_{ctype[1]}", ctype[0]
 
-    def emit_call(self, expression_to_code_mapper: Any, expression: Any,
-                  target: Any) -> Any:
+    def emit_call(self, expression_to_code_mapper: object, expression: object,
+                  target: object) -> Any:
         call = super().emit_call(expression_to_code_mapper, expression, target)
         wrapper = self._wrapper(target)
         if wrapper is None:
             return call
         return prim.Variable(wrapper[0])(*call.parameters)
 
-    def generate_preambles(self, target: Any) -> Any:
+    def generate_preambles(self, target: object) -> Any:
         wrapper = self._wrapper(target)
         if wrapper is None:
             return

@@ -83,7 +83,7 @@ class _ComplexFromParts(lp.ScalarCallable):
     imaginary part *im* (pyopencl's ``cfloat_new``/``cdouble_new``), exact
     for infinities and NaNs, unlike ``re + 1j*im``."""
 
-    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: object) -> Any:
         dtypes = [arg_id_to_dtype.get(k) for k in (0, 1)]
         if any(dt is None for dt in dtypes):
             return self, clbl_inf_ctx
@@ -128,13 +128,13 @@ class _CExpressionToCodeMapper(CExpressionToCodeMapper):
         s = self.join_rec(f" {op} ", expr.children, prec)
         return f"({s})" if enclosing_prec > PREC_NONE else s
 
-    def map_bitwise_and(self, expr: Any, enclosing_prec: int) -> str:
+    def map_bitwise_and(self, expr: object, enclosing_prec: int) -> str:
         return self._bitwise("&", PREC_BITWISE_AND, expr, enclosing_prec)
 
-    def map_bitwise_or(self, expr: Any, enclosing_prec: int) -> str:
+    def map_bitwise_or(self, expr: object, enclosing_prec: int) -> str:
         return self._bitwise("|", PREC_BITWISE_OR, expr, enclosing_prec)
 
-    def map_bitwise_xor(self, expr: Any, enclosing_prec: int) -> str:
+    def map_bitwise_xor(self, expr: object, enclosing_prec: int) -> str:
         return self._bitwise("^", PREC_BITWISE_XOR, expr, enclosing_prec)
 
 
@@ -176,7 +176,7 @@ class _NarrowIntWrap(lp.ScalarCallable):
     ``convert_uchar``/``convert_ushort`` (modular, by C's rule for unsigned
     types) for the others."""
 
-    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: object) -> Any:
         dt = arg_id_to_dtype.get(0)
         if dt is None:
             return self, clbl_inf_ctx
@@ -193,7 +193,7 @@ class _NarrowIntWrap(lp.ScalarCallable):
                 clbl_inf_ctx)
 
     def emit_call(self, expression_to_code_mapper: Any, expression: Any,
-                  target: Any) -> Any:
+                  target: object) -> Any:
         assert self.name_in_target is not None  # named by with_types
         if not self.name_in_target.startswith("_pt_wrap_"):
             return super().emit_call(expression_to_code_mapper, expression,
@@ -206,7 +206,7 @@ class _NarrowIntWrap(lp.ScalarCallable):
         return prim.Variable(self.name_in_target)(
             expression_to_code_mapper.rec(_unsigned(arg), "i", _UINT32))
 
-    def generate_preambles(self, target: Any) -> Any:
+    def generate_preambles(self, target: object) -> Any:
         assert self.name_in_target is not None  # named by with_types
         if self.name_in_target.startswith("_pt_wrap_"):
             ctype = self.name_in_target[len("_pt_wrap_"):]
@@ -228,7 +228,7 @@ class _NegatedInt(lp.ScalarCallable):
     unrolled loop of a reduction wrongly (``amax(-b)`` of 0..11 gave 9),
     in every spelling of the negation, but not through a call."""
 
-    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: object) -> Any:
         dt = arg_id_to_dtype.get(0)
         if dt is None:
             return self, clbl_inf_ctx
@@ -238,7 +238,7 @@ class _NegatedInt(lp.ScalarCallable):
                           arg_id_to_dtype=constantdict({0: dt, -1: dt})),
                 clbl_inf_ctx)
 
-    def generate_preambles(self, target: Any) -> Any:
+    def generate_preambles(self, target: object) -> Any:
         yield ("44_pytato_neg_int32", _NEG_INT)
 
 
@@ -254,7 +254,7 @@ class _Index64(lp.ScalarCallable):
     :mod:`pytato.target.loopy.lower.index_width`); a call, unlike a type
     cast, is left alone by loopy's affine simplification of subscripts."""
 
-    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: object) -> Any:
         dt = arg_id_to_dtype.get(0)
         if dt is None:
             return self, clbl_inf_ctx
@@ -265,7 +265,7 @@ class _Index64(lp.ScalarCallable):
                           arg_id_to_dtype=constantdict({0: wide, -1: wide})),
                 clbl_inf_ctx)
 
-    def generate_preambles(self, target: Any) -> Any:
+    def generate_preambles(self, target: object) -> Any:
         yield ("44_pytato_index64", _INDEX64)
 
 
@@ -304,7 +304,7 @@ class _FloatToInt(lp.ScalarCallable):
     conversions of NaN, infinities and values out of range undefined): see
     :ref:`numerical-semantics`."""
 
-    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: object) -> Any:
         dt = arg_id_to_dtype.get(0)
         if dt is None:
             return self, clbl_inf_ctx
@@ -316,7 +316,7 @@ class _FloatToInt(lp.ScalarCallable):
             name_in_target=f"_pt_{src.name}_to_{_INT_C_TYPES[dst.name]}",
             arg_id_to_dtype=constantdict({0: dt, -1: NumpyType(dst)})), clbl_inf_ctx)
 
-    def generate_preambles(self, target: Any) -> Any:
+    def generate_preambles(self, target: object) -> Any:
         assert self.arg_id_to_dtype is not None  # typed by with_types
         src_c = {"float32": "float", "float64": "double"}[
             self.arg_id_to_dtype[0].numpy_dtype.name]
@@ -375,7 +375,7 @@ class _GuardedIntegerOp(lp.ScalarCallable):
     ``_pt_int_shl(a, b)`` and ``_pt_int_shr(a, b)``: its ``<<`` and ``>>``
     for every shift count."""
 
-    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: object) -> Any:
         dtypes = [arg_id_to_dtype.get(k) for k in (0, 1)]
         if any(dt is None for dt in dtypes):
             return self, clbl_inf_ctx
@@ -390,7 +390,7 @@ class _GuardedIntegerOp(lp.ScalarCallable):
                           arg_id_to_dtype=constantdict({0: nt, 1: nt, -1: nt})),
                 clbl_inf_ctx)
 
-    def generate_preambles(self, target: Any) -> Any:
+    def generate_preambles(self, target: object) -> Any:
         assert self.arg_id_to_dtype is not None  # typed by with_types
         dtype = self.arg_id_to_dtype[-1].numpy_dtype
         ctype = _INT_C_TYPES[dtype.name]
@@ -439,7 +439,7 @@ class _FloatDivmod(lp.ScalarCallable):
     dtype of the pytato expression: a weak Python float operand does not
     widen a ``float32`` computation)."""
 
-    def with_types(self, arg_id_to_dtype: Any, clbl_inf_ctx: Any) -> Any:
+    def with_types(self, arg_id_to_dtype: object, clbl_inf_ctx: object) -> Any:
         op, dtype_name = self.name[len("_pt_"):].split("_")
         c = {"float32": "float", "float64": "double"}[dtype_name]
         nt = NumpyType(np.dtype(dtype_name))
@@ -447,7 +447,7 @@ class _FloatDivmod(lp.ScalarCallable):
                           arg_id_to_dtype=constantdict({0: nt, 1: nt, -1: nt})),
                 clbl_inf_ctx)
 
-    def generate_preambles(self, target: Any) -> Any:
+    def generate_preambles(self, target: object) -> Any:
         assert self.name_in_target is not None  # named by with_types
         assert self.arg_id_to_dtype is not None  # typed by with_types
         c = {"float32": "float", "float64": "double"}[
@@ -542,7 +542,7 @@ class _ExpressionToCExpressionMapper(
     def infer_type(self, expr: Any) -> LoopyType:
         return _sized_integer_type(super().infer_type(expr))
 
-    def map_constant(self, expr: Any, type_context: Any) -> Any:
+    def map_constant(self, expr: object, type_context: Any) -> Any:
         if isinstance(expr, np.uint32):
             return Literal(f"{int(expr)}u")
         return super().map_constant(expr, type_context)
@@ -658,7 +658,7 @@ class PytatoPyOpenCLTarget(lp.PyOpenCLTarget):
         self.max_restrict_arguments = int(max_restrict_arguments)
         self.out_of_line_math = bool(out_of_line_math)
 
-    def update_persistent_hash(self, key_hash: Any, key_builder: Any) -> None:
+    def update_persistent_hash(self, key_hash: object, key_builder: Any) -> None:
         """loopy's hash of the target's fields, and of pytato's sources:
         the code that the target's functions and AST builder emit is
         pytato's, so that loopy's on-disk caches (used where pytato's

@@ -33,7 +33,7 @@ else:
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _is_global_barrier(insn: Any) -> bool:
+def _is_global_barrier(insn: object) -> bool:
     return (isinstance(insn, _kinsn.BarrierInstruction)
             and insn.synchronization_kind == "global")
 

@@ -51,7 +51,7 @@ __all__ = ["HOISTED_PREFIX", "hoisted_name", "hoisted_value"]
 _NAMES: dict[int, tuple[Any, frozenset[str]]] = {}
 
 
-def _insn_names(insn: Any) -> frozenset[str]:
+def _insn_names(insn: object) -> frozenset[str]:
     """The variables and inames *insn* names (memoized by identity while
     a kernel is split: :func:`split_kernel` clears the memo)."""
     entry = _NAMES.get(id(insn))
@@ -89,7 +89,7 @@ def _arg_dict(knl: lp.LoopKernel) -> dict[str, Any]:
 _STRINGIFY: list[Any] = []
 
 
-def _expr_text(value: Any) -> str:
+def _expr_text(value: object) -> str:
     """An unambiguous text of *value* (expressions with typed constants;
     :func:`repr` abbreviates deep expressions)."""
     if isinstance(value, (tuple, list)):
@@ -100,7 +100,7 @@ def _expr_text(value: Any) -> str:
                           complex)) and not isinstance(value, bool):
         if not _STRINGIFY:
             class _Typed(_symbolic.StringifyMapper):
-                def map_constant(self, expr: Any, *args: object) -> str:
+                def map_constant(self, expr: object, *args: object) -> str:
                     return f"{type(expr).__name__}({expr!r})"
 
             _STRINGIFY.append(_Typed())
@@ -153,7 +153,7 @@ def _parallel_inames(knl: lp.LoopKernel) -> tuple[frozenset[str],
     return entry[1], entry[2]
 
 
-def _int(value: Any) -> int | None:
+def _int(value: object) -> int | None:
     if isinstance(value, (int, np.integer)) and not isinstance(
             value, (bool, np.bool_)):
         return int(value)
@@ -177,7 +177,7 @@ def _affine(expr: Any, inames: frozenset[str]) -> dict[str, int] | None:
     return result or None
 
 
-def _size_bound(pred: Any, group: frozenset[str], parallel: frozenset[str]
+def _size_bound(pred: object, group: frozenset[str], parallel: frozenset[str]
                 ) -> tuple[dict[str, int], int] | None:
     """``(coefficients, extent)`` if the predicate *pred* is ``e < extent``
     or ``e <= extent - 1`` with ``e`` a linear combination of the inames

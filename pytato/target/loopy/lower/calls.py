@@ -513,8 +513,8 @@ class _FunctionNameCollector(UncachedLoopyWalkMapper):
         for p in expr.parameters:
             self.rec(p, *args, **kwargs)
 
-    def map_resolved_function(self, expr: ResolvedFunction, *args: Any,
-                              **kwargs: Any) -> None:
+    def map_resolved_function(self, expr: ResolvedFunction, *args: object,
+                              **kwargs: object) -> None:
         pass
 
 

@@ -111,7 +111,7 @@ class IndexCheckedProgram:
             raise AttributeError(name)
         return getattr(program, name)
 
-    def __call__(self, queue: Any, *args: object, **kwargs: object) -> Any:
+    def __call__(self, queue: object, *args: object, **kwargs: object) -> Any:
         """Run the program, check the flags (waiting for the program to
         finish) and return ``(event, result)`` as the wrapped program does
         without the flags.

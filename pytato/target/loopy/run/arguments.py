@@ -191,7 +191,7 @@ class ArgumentSpec:
                 raise UnknownArgumentError(
                     f"'{name}' is {what} of the program, not an input")
 
-    def _as_array(self, name: str, value: Any, ndim: int | None,
+    def _as_array(self, name: str, value: object, ndim: int | None,
                   dtype: np.dtype[np.generic] | None) -> Any:
         if not (hasattr(value, "shape") and hasattr(value, "dtype")):
             if ndim == 0 and dtype is not None and isinstance(

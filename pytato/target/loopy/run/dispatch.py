@@ -158,7 +158,7 @@ def _invoke(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
         queue, kwargs.get("allocator"))})
 
 
-def _to_device(queue: cl.CommandQueue, value: Any, allocator: Any = None
+def _to_device(queue: cl.CommandQueue, value: object, allocator: Any = None
                ) -> Any:
     if isinstance(value, np.ndarray):
         # the kernels take C-ordered arrays (as numpy inputs are converted)
@@ -168,7 +168,7 @@ def _to_device(queue: cl.CommandQueue, value: Any, allocator: Any = None
     return _without_offset(queue, value)
 
 
-def _without_offset(queue: cl.CommandQueue, value: Any) -> Any:
+def _without_offset(queue: cl.CommandQueue, value: object) -> Any:
     """*value*, or, for a C-contiguous device array at an offset into its
     buffer (a view such as ``ary[1:]``, which the kernels' arguments do
     not take), a copy of it at the start of a buffer of its own (inputs
@@ -181,7 +181,7 @@ def _without_offset(queue: cl.CommandQueue, value: Any) -> Any:
 
 
 def _to_host(queue: cl.CommandQueue, out: Any) -> Any:
-    def get(x: Any) -> Any:
+    def get(x: object) -> Any:
         return x.get(queue=queue) if hasattr(x, "get") and not isinstance(
             x, np.ndarray) else x
     if isinstance(out, Mapping):

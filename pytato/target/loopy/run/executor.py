@@ -141,7 +141,7 @@ class PhasedExecutor(PyOpenCLExecutor):
         return _call_without_instructions(knl, queue, allocator, wait_for,
                                           out_host, kwargs)
 
-    def _uses_store(self, arg_to_dtype: Any) -> bool:
+    def _uses_store(self, arg_to_dtype: object) -> bool:
         if self.store_key is None or arg_to_dtype:
             return False
         return program_store.store_enabled()
@@ -168,7 +168,7 @@ class PhasedExecutor(PyOpenCLExecutor):
 
     @memoize_method
     def get_typed_and_scheduled_translation_unit(
-            self, arg_to_dtype: Any) -> lp.TranslationUnit:
+            self, arg_to_dtype: object) -> lp.TranslationUnit:
         with FewerCollections():
             return self._typed_and_scheduled(arg_to_dtype)
 
@@ -186,7 +186,7 @@ class PhasedExecutor(PyOpenCLExecutor):
                 arg_to_dtype)
 
     def _code_and_invoker(self, t_unit: lp.TranslationUnit,
-                          arg_to_dtype: Any) -> tuple[str, Any]:
+                          arg_to_dtype: object) -> tuple[str, Any]:
         use_store = self._uses_store(arg_to_dtype)
         if use_store:
             stored = self._stored()

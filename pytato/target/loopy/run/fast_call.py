@@ -156,7 +156,7 @@ class _FastCall:
         self._sized[key] = sized
         return sized
 
-    def allocator(self, allocator: Any) -> Any:
+    def allocator(self, allocator: object) -> Any:
         """*allocator*, or for *None* (fresh buffers, as in loopy) a
         :class:`pyopencl.tools.DeferredAllocator` of the context."""
         if allocator is not None:
@@ -473,7 +473,7 @@ class _RepeatedCalls:
         #: the pending events of the events it compared with
         self.last_events: tuple[list[cl.Event], list[cl.Event]] = ([], [])
 
-    def __call__(self, queue: cl.CommandQueue, allocator: Any,
+    def __call__(self, queue: cl.CommandQueue, allocator: object,
                  wait_for: Sequence[cl.Event | None] | None, out_host: bool | None,
                  kwargs: Mapping[str, Any]) -> Any:
         """Run the call of arguments *kwargs* if they match a signature,

@@ -231,7 +231,7 @@ class KernelPlan:
             self.cl_programs[self.subkernels[0].name] if self.subkernels
             else None)
 
-    def _add_array_argument(self, name: str, shape: Any,
+    def _add_array_argument(self, name: str, shape: object,
                             dtype: np.dtype[np.generic],
                             strides: tuple[Any, ...] | None) -> None:
         """Record the array argument *name*: its *shape* and *dtype*, and,
@@ -376,13 +376,13 @@ def env_switches_set() -> bool:
 
 # {{{ argument helpers
 
-def _kernel_arg(value: Any) -> Any:
+def _kernel_arg(value: object) -> Any:
     if isinstance(value, cla.Array):
         return value.base_data
     return value
 
 
-def _device_input(queue: cl.CommandQueue, name: str, value: Any,
+def _device_input(queue: cl.CommandQueue, name: str, value: object,
                   allocator: Any = None) -> cla.Array:
     if isinstance(value, cla.Array):
         if value.context != queue.context:

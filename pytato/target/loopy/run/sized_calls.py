@@ -204,7 +204,7 @@ class _SizedCall:
         self.run_profiled = self._compile_run(self.ninputs, profiled=True)
         return self.run_profiled(*args)
 
-    def output(self, k: int, buf: Any, evt: cl.Event, queue: cl.CommandQueue,
+    def output(self, k: int, buf: object, evt: cl.Event, queue: cl.CommandQueue,
                allocator: Any) -> cla.Array:
         """The output array *k* on the memory *buf*, written by *evt*
         (constructed: :meth:`run` copies :attr:`templates` instead where
