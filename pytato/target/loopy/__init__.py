@@ -53,7 +53,7 @@ __all__ = [
 _install_moved_modules()
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     # pytato.target.loopy.codegen (the reference's module of the code
     # generator) imports loopy: imported at its first use as an attribute
     if name == "codegen":

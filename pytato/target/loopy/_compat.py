@@ -82,7 +82,7 @@ class _AliasLoader(importlib.abc.Loader):
             DeprecationWarning, stacklevel=2)
         targets = [importlib.import_module(name) for name in new_names]
 
-        def __getattr__(name: str) -> Any:
+        def __getattr__(name: str) -> object:
             for target in targets[:-1]:
                 if hasattr(target, name):
                     return getattr(target, name)

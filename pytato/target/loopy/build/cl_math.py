@@ -122,7 +122,7 @@ class MathFunction(lp.ScalarCallable):
             return call
         return prim.Variable(wrapper[0])(*call.parameters)
 
-    def generate_preambles(self, target: object) -> Any:
+    def generate_preambles(self, target: object) -> object:
         wrapper = self._wrapper(target)
         if wrapper is None:
             return

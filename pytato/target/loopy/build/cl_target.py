@@ -193,7 +193,7 @@ class _NarrowIntWrap(lp.ScalarCallable):
                 clbl_inf_ctx)
 
     def emit_call(self, expression_to_code_mapper: Any, expression: Any,
-                  target: object) -> Any:
+                  target: object) -> object:
         assert self.name_in_target is not None  # named by with_types
         if not self.name_in_target.startswith("_pt_wrap_"):
             return super().emit_call(expression_to_code_mapper, expression,
@@ -206,7 +206,7 @@ class _NarrowIntWrap(lp.ScalarCallable):
         return prim.Variable(self.name_in_target)(
             expression_to_code_mapper.rec(_unsigned(arg), "i", _UINT32))
 
-    def generate_preambles(self, target: object) -> Any:
+    def generate_preambles(self, target: object) -> object:
         assert self.name_in_target is not None  # named by with_types
         if self.name_in_target.startswith("_pt_wrap_"):
             ctype = self.name_in_target[len("_pt_wrap_"):]
@@ -238,7 +238,7 @@ class _NegatedInt(lp.ScalarCallable):
                           arg_id_to_dtype=constantdict({0: dt, -1: dt})),
                 clbl_inf_ctx)
 
-    def generate_preambles(self, target: object) -> Any:
+    def generate_preambles(self, target: object) -> object:
         yield ("44_pytato_neg_int32", _NEG_INT)
 
 
@@ -265,7 +265,7 @@ class _Index64(lp.ScalarCallable):
                           arg_id_to_dtype=constantdict({0: wide, -1: wide})),
                 clbl_inf_ctx)
 
-    def generate_preambles(self, target: object) -> Any:
+    def generate_preambles(self, target: object) -> object:
         yield ("44_pytato_index64", _INDEX64)
 
 
@@ -316,7 +316,7 @@ class _FloatToInt(lp.ScalarCallable):
             name_in_target=f"_pt_{src.name}_to_{_INT_C_TYPES[dst.name]}",
             arg_id_to_dtype=constantdict({0: dt, -1: NumpyType(dst)})), clbl_inf_ctx)
 
-    def generate_preambles(self, target: object) -> Any:
+    def generate_preambles(self, target: object) -> object:
         assert self.arg_id_to_dtype is not None  # typed by with_types
         src_c = {"float32": "float", "float64": "double"}[
             self.arg_id_to_dtype[0].numpy_dtype.name]
@@ -390,7 +390,7 @@ class _GuardedIntegerOp(lp.ScalarCallable):
                           arg_id_to_dtype=constantdict({0: nt, 1: nt, -1: nt})),
                 clbl_inf_ctx)
 
-    def generate_preambles(self, target: object) -> Any:
+    def generate_preambles(self, target: object) -> object:
         assert self.arg_id_to_dtype is not None  # typed by with_types
         dtype = self.arg_id_to_dtype[-1].numpy_dtype
         ctype = _INT_C_TYPES[dtype.name]
@@ -447,7 +447,7 @@ class _FloatDivmod(lp.ScalarCallable):
                           arg_id_to_dtype=constantdict({0: nt, 1: nt, -1: nt})),
                 clbl_inf_ctx)
 
-    def generate_preambles(self, target: object) -> Any:
+    def generate_preambles(self, target: object) -> object:
         assert self.name_in_target is not None  # named by with_types
         assert self.arg_id_to_dtype is not None  # typed by with_types
         c = {"float32": "float", "float64": "double"}[
@@ -502,7 +502,7 @@ _FLOOR_DIV_DEFINITIONS = {
     for name in ("loopy_floor_div", "loopy_floor_div_pos_b")}
 
 
-def _exact_floor_division(preamble_info: Any) -> Any:
+def _exact_floor_division(preamble_info: Any) -> object:
     """Preambles replacing :mod:`loopy`'s floor divisions of signed
     integers by ones that cannot overflow (see the module documentation)."""
     c_names = {func.c_name for func in preamble_info.seen_functions}
@@ -557,7 +557,7 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
     target: PytatoPyOpenCLTarget
     _unrestricted = False
 
-    def get_expression_to_c_expression_mapper(self, codegen_state: Any) -> Any:
+    def get_expression_to_c_expression_mapper(self, codegen_state: Any) -> object:
         # loopy lowers complex products, quotients and sums to the functions
         # of pyopencl-complex.h only in kernels with a complex argument or
         # temporary; a complex value computed and consumed inside one
@@ -590,7 +590,7 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
     def preamble_generators(self) -> list[Any]:
         return [_exact_floor_division, *super().preamble_generators()]
 
-    def get_c_expression_to_code_mapper(self) -> Any:
+    def get_c_expression_to_code_mapper(self) -> object:
         return _CExpressionToCodeMapper()
 
     @property
@@ -616,7 +616,7 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
             callables[name] = MathFunction(name=name)
         return callables
 
-    def _pointer(self, var: Any, is_written: bool) -> Any:
+    def _pointer(self, var: Any, is_written: bool) -> object:
         decl = Pointer(self.wrap_decl_for_address_space(
             self.get_array_base_declarator(var), var.address_space))
         return decl if is_written else Const(decl)

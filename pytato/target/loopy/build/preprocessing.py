@@ -247,7 +247,7 @@ def order_after_predicate_writers(kernel: lp.LoopKernel) -> lp.LoopKernel:
                                      for insn in kernel.instructions])
 
 
-def _callable_signature(clbl: object) -> Any:
+def _callable_signature(clbl: object) -> object:
     if isinstance(clbl, lp.CallableKernel):
         knl = clbl.subkernel
         return ("kernel", knl.name, knl.state, len(knl.instructions),

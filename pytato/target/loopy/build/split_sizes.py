@@ -362,7 +362,7 @@ def _hoist(knl: lp.LoopKernel, insns: Sequence[Any],
         new_domains.append(new_dom)
 
     # the remaining predicates bounding work-group inames
-    def hoist_pred(pred: Any) -> Any:
+    def hoist_pred(pred: Any) -> object:
         bound = _size_bound(pred, group, parallel)
         if bound is None or pred.operator != "<" or bound[1] > limit:
             return pred

@@ -104,14 +104,14 @@ class IndexCheckedProgram:
         self.flags = dict(flags)
         self._single_output = single_output
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         program = self.__dict__.get("program")
         if program is None:
             # (while unpickling: pickle looks for __setstate__ first)
             raise AttributeError(name)
         return getattr(program, name)
 
-    def __call__(self, queue: object, *args: object, **kwargs: object) -> Any:
+    def __call__(self, queue: object, *args: object, **kwargs: object) -> object:
         """Run the program, check the flags (waiting for the program to
         finish) and return ``(event, result)`` as the wrapped program does
         without the flags.

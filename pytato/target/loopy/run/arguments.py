@@ -192,7 +192,7 @@ class ArgumentSpec:
                     f"'{name}' is {what} of the program, not an input")
 
     def _as_array(self, name: str, value: object, ndim: int | None,
-                  dtype: np.dtype[np.generic] | None) -> Any:
+                  dtype: np.dtype[np.generic] | None) -> object:
         if not (hasattr(value, "shape") and hasattr(value, "dtype")):
             if ndim == 0 and dtype is not None and isinstance(
                     value, (bool, int, float, complex)):
@@ -225,7 +225,7 @@ class ArgumentSpec:
             value = np.ascontiguousarray(value)
         return value
 
-    def _scalar_value(self, name: str, value: Any) -> Any:
+    def _scalar_value(self, name: str, value: Any) -> object:
         """*value* passed for the scalar input *name*, as a numpy scalar of
         its dtype."""
         dtype = self.values[name]

@@ -133,7 +133,7 @@ class _ZeroingAllocator:
         self.base = base if base is not None else DeferredAllocator(
             queue.context)
 
-    def __call__(self, nbytes: int) -> Any:
+    def __call__(self, nbytes: int) -> object:
         buf = self.base(nbytes)
         if nbytes:
             fill_zeros(self.queue, buf, nbytes)
@@ -141,7 +141,7 @@ class _ZeroingAllocator:
 
 
 def _invoke(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
-            kwargs: dict[str, Any]) -> Any:
+            kwargs: dict[str, Any]) -> object:
     """Call loopy's *executor*, or, for kernels with global temporaries
     that must be zeros when they start (the ticket counters of
     single-launch reductions, see
@@ -159,7 +159,7 @@ def _invoke(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
 
 
 def _to_device(queue: cl.CommandQueue, value: object, allocator: Any = None
-               ) -> Any:
+               ) -> object:
     if isinstance(value, np.ndarray):
         # the kernels take C-ordered arrays (as numpy inputs are converted)
         if not value.flags.c_contiguous:
@@ -168,7 +168,7 @@ def _to_device(queue: cl.CommandQueue, value: object, allocator: Any = None
     return _without_offset(queue, value)
 
 
-def _without_offset(queue: cl.CommandQueue, value: object) -> Any:
+def _without_offset(queue: cl.CommandQueue, value: object) -> object:
     """*value*, or, for a C-contiguous device array at an offset into its
     buffer (a view such as ``ary[1:]``, which the kernels' arguments do
     not take), a copy of it at the start of a buffer of its own (inputs
@@ -180,8 +180,8 @@ def _without_offset(queue: cl.CommandQueue, value: object) -> Any:
     return value
 
 
-def _to_host(queue: cl.CommandQueue, out: Any) -> Any:
-    def get(x: object) -> Any:
+def _to_host(queue: cl.CommandQueue, out: Any) -> object:
+    def get(x: object) -> object:
         return x.get(queue=queue) if hasattr(x, "get") and not isinstance(
             x, np.ndarray) else x
     if isinstance(out, Mapping):

@@ -132,7 +132,7 @@ class PhasedExecutor(PyOpenCLExecutor):
 
     def __call__(self, queue: cl.CommandQueue, *, allocator: Any = None,
                  wait_for: Any = None, out_host: bool | None = None,
-                 **kwargs: object) -> Any:
+                 **kwargs: object) -> object:
         knl = self.t_unit[self.entrypoint]
         if knl.instructions:
             return super().__call__(queue, allocator=allocator,
@@ -241,7 +241,7 @@ class PhasedExecutor(PyOpenCLExecutor):
 def _call_without_instructions(knl: lp.LoopKernel, queue: cl.CommandQueue,
                                allocator: Any, wait_for: Any,
                                out_host: bool | None,
-                               kwargs: dict[str, Any]) -> Any:
+                               kwargs: dict[str, Any]) -> object:
     """What :mod:`loopy`'s invoker returns for the kernel *knl* that has no
     instructions, without launching it: new (unwritten) output arrays."""
     values = {arg.name: kwargs[arg.name] for arg in knl.args
@@ -288,7 +288,7 @@ def device_code(t_unit: lp.TranslationUnit | StoredUnit,
 
 
 def make_executor(t_unit: lp.TranslationUnit, context: cl.Context, *,
-                  store_key: str | None = None) -> Any:
+                  store_key: str | None = None) -> object:
     """The executor of *t_unit* on *context*: a :class:`PhasedExecutor` for
     translation units of a :class:`loopy.PyOpenCLTarget` with one
     entrypoint (using the program store under *store_key*, if given), else

@@ -156,7 +156,7 @@ class _FastCall:
         self._sized[key] = sized
         return sized
 
-    def allocator(self, allocator: object) -> Any:
+    def allocator(self, allocator: object) -> object:
         """*allocator*, or for *None* (fresh buffers, as in loopy) a
         :class:`pyopencl.tools.DeferredAllocator` of the context."""
         if allocator is not None:
@@ -178,7 +178,7 @@ class _FastCall:
             buffers[number] = dev.base_data
 
     def result(self, queue: cl.CommandQueue, evt: cl.Event,
-               outputs: list[cla.Array], out_host: bool | None) -> Any:
+               outputs: list[cla.Array], out_host: bool | None) -> object:
         """``(evt, outputs)`` as loopy's invoker returns them (numpy arrays
         if *out_host*; by name if the program returns a dict)."""
         result: Sequence[cla.Array | np.ndarray] = outputs
@@ -189,7 +189,7 @@ class _FastCall:
         return evt, tuple(result)
 
     def __call__(self, queue: cl.CommandQueue, kwargs: Mapping[str, Any]
-                 ) -> Any:
+                 ) -> object:
         """Run the call of arguments *kwargs* and return ``(event,
         outputs)``, or *None* if it is not handled here. On queues with
         profiling enabled, the kernels' events are recorded in the
@@ -475,7 +475,7 @@ class _RepeatedCalls:
 
     def __call__(self, queue: cl.CommandQueue, allocator: object,
                  wait_for: Sequence[cl.Event | None] | None, out_host: bool | None,
-                 kwargs: Mapping[str, Any]) -> Any:
+                 kwargs: Mapping[str, Any]) -> object:
         """Run the call of arguments *kwargs* if they match a signature,
         and return ``(event, outputs)``; else do nothing and return
         *None*. *allocator* is the call's argument (as for

@@ -75,7 +75,7 @@ def run_instrumented(executor: PyOpenCLExecutor | SplitExecutor,
                      queue: cl.CommandQueue,
                      allocator: Any = None,
                      wait_for: Sequence[cl.Event | None] | None = None,
-                     out_host: bool | None = None, **kwargs: Any) -> Any:
+                     out_host: bool | None = None, **kwargs: Any) -> object:
     """Run *executor* like calling it (same arguments, same result
     ``(event, outputs)``), recording each kernel's event in
     :func:`~pytato.target.loopy.run.statistics.executor_statistics` (when

@@ -579,7 +579,7 @@ class ProgramLauncher(OpenClKernelListLauncher):
         return super().__call__(queue, wait_for,
                                 **{n: v for n, v in kwds.items() if n in params})
 
-    def result(self) -> Any:
+    def result(self) -> object:
         """The outputs, arranged as the program returns them: a dict by
         name, or a tuple in the kernel's argument order."""
         if self._return_dict:

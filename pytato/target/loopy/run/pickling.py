@@ -53,13 +53,13 @@ def picklable_bound_arguments(bound: Mapping[str, Any]) -> dict[str, Any]:
     return dict(bound)
 
 
-def rebuild_program(cls: type, fields: dict[str, Any]) -> Any:
+def rebuild_program(cls: type, fields: dict[str, Any]) -> object:
     """The program of class *cls* made of the init *fields* that its
     ``__reduce__`` kept (unpickling)."""
     return cls(**fields)
 
 
-def executable_not_picklable(executable: object) -> Any:
+def executable_not_picklable(executable: object) -> object:
     """Refuse to pickle the executable *executable*.
 
     :raises pytato.diagnostic.UnsupportedOperationError: always.

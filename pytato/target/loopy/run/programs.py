@@ -471,7 +471,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
 
     def __call__(self, queue: cl.CommandQueue, allocator: Any = None,
                  wait_for: Sequence[cl.Event | None] | None = None,
-                 out_host: bool | None = None, **kwargs: object) -> Any:
+                 out_host: bool | None = None, **kwargs: object) -> object:
         """Run the program on *queue* with the inputs in *kwargs*.
 
         :arg allocator: allocates the outputs, global temporaries and
@@ -719,7 +719,7 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
 
     def __call__(self, queue: cl.CommandQueue, allocator: Any = None,
                  wait_for: Sequence[cl.Event | None] | None = None,
-                 **kwargs: object) -> Any:
+                 **kwargs: object) -> object:
         """Run the program on *queue* (of :attr:`cl_context`); returns
         ``(event, result)`` as :meth:`BoundPyOpenCLProgram.__call__`
         (*allocator* as there: by default the memory pool of *queue*).

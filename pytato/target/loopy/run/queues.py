@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import Any
 
 import pyopencl as cl
 from pyopencl.tools import DeferredAllocator, MemoryPool
@@ -174,7 +173,7 @@ def default_allocator(queue: cl.CommandQueue) -> MemoryPool | None:
         return pool
 
 
-def _allocator_for(queue: cl.CommandQueue, allocator: object) -> Any:
+def _allocator_for(queue: cl.CommandQueue, allocator: object) -> object:
     """The allocator a call with *allocator* uses: *None* selects the
     default pool, *False* fresh buffers (loopy's *None*)."""
     if allocator is None:

@@ -200,7 +200,7 @@ class _SizedCall:
     #: (Compiled on its first call.)
     run_profiled: Any
 
-    def _first_run_profiled(self, *args: object) -> Any:
+    def _first_run_profiled(self, *args: object) -> object:
         self.run_profiled = self._compile_run(self.ninputs, profiled=True)
         return self.run_profiled(*args)
 
@@ -216,7 +216,7 @@ class _SizedCall:
         ary.events.append(evt)
         return ary
 
-    def _compile_run(self, ninputs: int, profiled: bool = False) -> Any:
+    def _compile_run(self, ninputs: int, profiled: bool = False) -> object:
         """:meth:`run` for these kernels and sizes, as a Python function
         with the kernels unrolled (as :mod:`loopy` generates its invoker):
         a loop over them, their arguments and the outputs costs about

@@ -289,7 +289,7 @@ class SplitExecutor:
 
     def __call__(self, queue: cl.CommandQueue, *, allocator: Any = None,
                  wait_for: Any = None, out_host: bool | None = None,
-                 **kwargs: object) -> Any:
+                 **kwargs: object) -> object:
         plan = self.kernel_plan()
         for name in plan.input_arrays:
             value = kwargs.get(name)

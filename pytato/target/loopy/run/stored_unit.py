@@ -147,7 +147,7 @@ class StoredUnit:
         return (_same, (self.load(),))
 
 
-def _same(value: object) -> Any:
+def _same(value: object) -> object:
     return value
 
 
@@ -197,7 +197,7 @@ class LazyUnitField:
     def __init__(self, name: str) -> None:
         self.slot = f"_pt_lazy_{name}"
 
-    def __get__(self, obj: object, owner: type | None = None) -> Any:
+    def __get__(self, obj: object, owner: type | None = None) -> object:
         if obj is None:
             return self
         value = obj.__dict__[self.slot]
