@@ -594,7 +594,7 @@ class _CASTBuilder(PyOpenCLCASTBuilder):
         return _CExpressionToCodeMapper()
 
     @property
-    def known_callables(self) -> dict[str, Any]:
+    def known_callables(self) -> dict[str, object]:
         callables = dict(super().known_callables)
         callables["_pt_complex"] = _ComplexFromParts(name="_pt_complex")
         callables["_pt_narrow_int"] = _NarrowIntWrap(name="_pt_narrow_int")

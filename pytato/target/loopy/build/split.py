@@ -291,7 +291,7 @@ def _single_piece_grid(knl: lp.LoopKernel, hoisted: _Hoisted) -> bool:
 
 
 def split_kernel(knl: lp.LoopKernel,
-                 dtypes: Mapping[str, Any] | None = None,
+                 dtypes: Mapping[str, object] | None = None,
                  hoist: bool | None = None,
                  groups: int | None = None,
                  on_unit: Callable[[SubUnit], None] | None = None
@@ -342,7 +342,7 @@ def split_kernel(knl: lp.LoopKernel,
         _NAMES.clear()
 
 
-def _split(knl: lp.LoopKernel, dtypes: Mapping[str, Any] | None,
+def _split(knl: lp.LoopKernel, dtypes: Mapping[str, object] | None,
            hoist: bool, groups: int | None = None,
            on_unit: Callable[[SubUnit], None] | None = None
            ) -> list[SubUnit]:

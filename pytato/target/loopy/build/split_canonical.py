@@ -66,7 +66,7 @@ def _phases(knl: lp.LoopKernel) -> dict[str, int]:
 
 
 def _declaration_text(knl: lp.LoopKernel, name: str, as_arg: bool,
-                      written: bool, dtypes: Mapping[str, Any],
+                      written: bool, dtypes: Mapping[str, object],
                       shapes: Mapping[str, tuple[object, ...]]) -> str:
     """The declaration of *name* in a sub-unit of *knl* (an argument if
     *as_arg*, written there if *written*; arrays of *shapes* with that
@@ -121,7 +121,7 @@ def _unit_priorities(priorities: Iterable[tuple[str, ...]],
 
 def _canonical(knl: lp.LoopKernel, insns: Sequence[Any],
                domains: Sequence[Any], names: set[str], as_args: set[str],
-               written: set[str], dtypes: Mapping[str, Any],
+               written: set[str], dtypes: Mapping[str, object],
                shapes: Mapping[str, tuple[object, ...]],
                priorities: Iterable[tuple[str, ...]] = ()
                ) -> tuple[str, tuple[str, ...]]:

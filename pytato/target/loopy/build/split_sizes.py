@@ -73,7 +73,7 @@ def _names_of(insn: Any) -> frozenset[str]:
                      | insn.reduction_inames())
 
 
-_ARG_DICTS: dict[int, tuple[Any, dict[str, Any]]] = {}
+_ARG_DICTS: dict[int, tuple[Any, dict[str, object]]] = {}
 
 
 def _arg_dict(knl: lp.LoopKernel) -> dict[str, Any]:

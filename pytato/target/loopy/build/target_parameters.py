@@ -19,7 +19,6 @@ store computes without importing :mod:`loopy`.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from pytato.tuning import record_defaults
 
@@ -53,7 +52,7 @@ GPU_MAX_RESTRICT_ARGUMENTS = 128
 
 
 def loopy_target_parameters(gpu: bool, out_of_line_math: bool
-                            ) -> dict[str, Any]:
+                            ) -> dict[str, object]:
     """The keyword arguments of
     :class:`~pytato.target.loopy.build.cl_target.PytatoPyOpenCLTarget` for a
     GPU (*gpu*) or another device, with or without out-of-line math
@@ -63,7 +62,7 @@ def loopy_target_parameters(gpu: bool, out_of_line_math: bool
             "out_of_line_math": bool(out_of_line_math)}
 
 
-def loopy_target_key(parameters: dict[str, Any]) -> tuple[object, ...]:
+def loopy_target_key(parameters: dict[str, object]) -> tuple[object, ...]:
     """What the keys of the program store name the target made from
     *parameters* by (with the versions of :mod:`loopy` and of pytato's
     sources, also in every key, they determine it)."""

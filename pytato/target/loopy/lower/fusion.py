@@ -97,7 +97,7 @@ class _AccessCollector(UncachedLoopyWalkMapper):
     (``None`` for a read without subscript), and whether the expression has
     reductions or calls to substitution rules."""
 
-    def __init__(self, names: Mapping[str, Any], rules: frozenset[str]) -> None:
+    def __init__(self, names: Mapping[str, object], rules: frozenset[str]) -> None:
         super().__init__()
         self.names = names
         self.rules = rules

@@ -179,8 +179,8 @@ class ArgumentSpec:
 
     # {{{ processing
 
-    def _check_names(self, kwargs: Mapping[str, Any],
-                     bound: Mapping[str, Any]) -> None:
+    def _check_names(self, kwargs: Mapping[str, object],
+                     bound: Mapping[str, object]) -> None:
         for name in kwargs:
             if name in bound:
                 raise BoundArgumentError(
@@ -262,7 +262,7 @@ class ArgumentSpec:
                 f"argument '{name}': {value!r} does not fit dtype "
                 f"{dtype}") from None
 
-    def _values(self, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    def _values(self, kwargs: Mapping[str, object]) -> dict[str, Any]:
         result = {}
         for name in self.values:
             if name not in kwargs:
@@ -351,8 +351,8 @@ class ArgumentSpec:
                 parts.append(name)
         return tuple(parts)
 
-    def process(self, kwargs: Mapping[str, Any], bound: Mapping[str, Any]
-                ) -> tuple[dict[str, Any], dict[str, int]]:
+    def process(self, kwargs: Mapping[str, object], bound: Mapping[str, object]
+                ) -> tuple[dict[str, object], dict[str, int]]:
         """Check *kwargs* (the caller's arguments) with the *bound* ones.
 
         Successful checks of arguments that need no conversion are cached
@@ -377,11 +377,11 @@ class ArgumentSpec:
             self._cache[id(bound), key] = (bound, tuple(arrays), dict(values))
         return arrays, values
 
-    def _process(self, kwargs: Mapping[str, Any], bound: Mapping[str, Any]
-                 ) -> tuple[dict[str, Any], dict[str, int]]:
+    def _process(self, kwargs: Mapping[str, object], bound: Mapping[str, object]
+                 ) -> tuple[dict[str, object], dict[str, int]]:
         self._check_names(kwargs, bound)
-        user_arrays: dict[str, Any] = {}
-        all_arrays: dict[str, Any] = {}
+        user_arrays: dict[str, object] = {}
+        all_arrays: dict[str, object] = {}
         missing = []
         for name, (shape, dtype) in self.arrays.items():
             if name in bound:
@@ -416,7 +416,7 @@ class ArgumentSpec:
             self._check_nonempty(values, source)
         return user_arrays, values
 
-    def check_device(self, queue: Any, arrays: Mapping[str, Any],
+    def check_device(self, queue: Any, arrays: Mapping[str, object],
                      values: Mapping[str, int]) -> None:
         """Check the processed arguments (:meth:`process`'s result) of a
         call on *queue*: the device arrays among *arrays* belong to the

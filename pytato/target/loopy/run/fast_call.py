@@ -316,7 +316,7 @@ class _Signature:
         self.key = (frozenset(device_arrays), frozenset(host_arrays),
                     frozenset(ints), frozenset(names))
 
-    def input_buffers(self, kwargs: Mapping[str, Any],
+    def input_buffers(self, kwargs: Mapping[str, object],
                       events: list[cl.Event], queue: cl.CommandQueue,
                       context: int) -> list[object] | None:
         """The input buffers of a call with *kwargs* (of
@@ -375,7 +375,7 @@ def _same_context(ary: cla.Array, context: int) -> bool:
     return bool(info[2] == context)
 
 
-def _signature(fast: _FastCall, bound: Mapping[str, Any],
+def _signature(fast: _FastCall, bound: Mapping[str, object],
                kwargs: Mapping[str, Any], arrays: Mapping[str, Any],
                values: Mapping[str, int], out_host: bool | None
                ) -> _Signature | None:
@@ -460,7 +460,7 @@ class _RepeatedCalls:
     #: the number of signatures kept
     max_signatures = 4
 
-    def __init__(self, executor: PyOpenCLExecutor, bound: Mapping[str, Any],
+    def __init__(self, executor: PyOpenCLExecutor, bound: Mapping[str, object],
                  context: int) -> None:
         self.executor = executor
         self.bound = bound
@@ -475,7 +475,7 @@ class _RepeatedCalls:
 
     def __call__(self, queue: cl.CommandQueue, allocator: object,
                  wait_for: Sequence[cl.Event | None] | None, out_host: bool | None,
-                 kwargs: Mapping[str, Any]) -> object:
+                 kwargs: Mapping[str, object]) -> object:
         """Run the call of arguments *kwargs* if they match a signature,
         and return ``(event, outputs)``; else do nothing and return
         *None*. *allocator* is the call's argument (as for
@@ -557,7 +557,7 @@ class _RepeatedCalls:
             return fast.result(queue, evt, outputs, out_host)
         return evt, tuple(outputs)
 
-    def learn(self, kwargs: Mapping[str, Any], arrays: Mapping[str, Any],
+    def learn(self, kwargs: Mapping[str, object], arrays: Mapping[str, object],
               values: Mapping[str, int], out_host: bool | None = None
               ) -> None:
         """Keep the signature of a call whose arguments *kwargs* passed the

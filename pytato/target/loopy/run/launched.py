@@ -38,7 +38,7 @@ else:
     lp = lazy_module("loopy")
 
 
-def _all_on_host(bound_arguments: Mapping[str, Any]) -> bool:
+def _all_on_host(bound_arguments: Mapping[str, object]) -> bool:
     return all(isinstance(v, np.ndarray) for v in bound_arguments.values())
 
 
@@ -56,7 +56,7 @@ class _LaunchedAndProfiled:
     def _launched_executor(self, queue: cl.CommandQueue) -> PyOpenCLExecutor:
         raise NotImplementedError
 
-    def _launched_bound(self, queue: cl.CommandQueue) -> Mapping[str, Any]:
+    def _launched_bound(self, queue: cl.CommandQueue) -> Mapping[str, object]:
         raise NotImplementedError
 
     def _executors(self) -> list[PyOpenCLExecutor]:

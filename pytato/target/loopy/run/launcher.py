@@ -247,7 +247,7 @@ class KernelPlan:
         """A new instance of the kernel *name* (with arguments of its own)."""
         return cl.Kernel(self.cl_programs[name], name)
 
-    def typed_values(self, values: Mapping[str, Any]) -> dict[str, np.generic]:
+    def typed_values(self, values: Mapping[str, object]) -> dict[str, np.generic]:
         """The value arguments as numpy scalars of the kernel's types."""
         return {name: dtype.type(values[name])
                 for name, dtype in self.value_args.items()}
@@ -405,7 +405,7 @@ def _device_input(queue: cl.CommandQueue, name: str, value: object,
         f"got {type(value).__name__}")
 
 
-def _kernel_args(sk: SubkernelInfo, memory: Mapping[str, Any],
+def _kernel_args(sk: SubkernelInfo, memory: Mapping[str, object],
                  values: Mapping[str, np.generic]) -> list[Any]:
     return [values[n] if n in values else _kernel_arg(memory[n])
             for n in sk.arg_names]
@@ -494,7 +494,7 @@ class ProgramLauncher(OpenClKernelListLauncher):
         self._fast_launchers = self.launchers
         return self
 
-    def _check_per_call(self, kwds: Mapping[str, Any]) -> None:
+    def _check_per_call(self, kwds: Mapping[str, object]) -> None:
         missing = sorted(self.per_call - set(kwds))
         if missing:
             raise MissingArgumentError(
@@ -588,8 +588,8 @@ class ProgramLauncher(OpenClKernelListLauncher):
 
 
 def make_program_launcher(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
-                          arg_spec: ArgumentSpec, bound: Mapping[str, Any],
-                          inputs: Mapping[str, Any], *,
+                          arg_spec: ArgumentSpec, bound: Mapping[str, object],
+                          inputs: Mapping[str, object], *,
                           per_call: Collection[str] = (),
                           name: str | None = None,
                           allocator: Any = None,

@@ -25,7 +25,6 @@ device (:class:`pyopencl.array.Array`) and executables bound to a context
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import pyopencl as cl
 import pyopencl.array as cla
@@ -37,7 +36,7 @@ __all__ = ["executable_not_picklable", "picklable_bound_arguments",
            "rebuild_program"]
 
 
-def picklable_bound_arguments(bound: Mapping[str, Any]) -> dict[str, Any]:
+def picklable_bound_arguments(bound: Mapping[str, object]) -> dict[str, object]:
     """*bound* as a :class:`dict`, checked to hold no device data.
 
     :raises pytato.diagnostic.UnsupportedOperationError: naming a bound
@@ -53,7 +52,7 @@ def picklable_bound_arguments(bound: Mapping[str, Any]) -> dict[str, Any]:
     return dict(bound)
 
 
-def rebuild_program(cls: type, fields: dict[str, Any]) -> object:
+def rebuild_program(cls: type, fields: dict[str, object]) -> object:
     """The program of class *cls* made of the init *fields* that its
     ``__reduce__`` kept (unpickling)."""
     return cls(**fields)

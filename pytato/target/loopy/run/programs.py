@@ -114,7 +114,7 @@ class LoopyTarget(Target):
         raise NotImplementedError
 
     def bind_program(self, program: lp.TranslationUnit,
-                     bound_arguments: Mapping[str, Any]) -> BoundProgram:
+                     bound_arguments: Mapping[str, object]) -> BoundProgram:
         """Create a :class:`pytato.target.BoundProgram` for this target.
 
         :arg program: the :mod:`loopy` program.
@@ -159,7 +159,7 @@ class LoopyPyOpenCLTarget(LoopyTarget):
         return loopy_target_key(self._loopy_target_parameters())
 
     def bind_program(self, program: lp.TranslationUnit,
-                     bound_arguments: Mapping[str, Any]) -> BoundPyOpenCLProgram:
+                     bound_arguments: Mapping[str, object]) -> BoundPyOpenCLProgram:
         return BoundPyOpenCLProgram(program=program,
                                     bound_arguments=bound_arguments,
                                     target=self)
@@ -231,9 +231,9 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
     """
 
     program: lp.TranslationUnit
-    bound_arguments: Mapping[str, Any]
+    bound_arguments: Mapping[str, object]
     target: Target
-    _processed_bound_args_cache: dict[cl.Context, Mapping[str, Any]] = field(
+    _processed_bound_args_cache: dict[cl.Context, Mapping[str, object]] = field(
         default_factory=dict, compare=False, repr=False)
     #: The key of :attr:`program` in the persistent program store
     #: (:mod:`pytato.target.loopy.store.program_store`), under which the first
@@ -281,9 +281,9 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
 
     if TYPE_CHECKING:  # (the program: a unit, or a stored one: see _PROGRAM)
         def __init__(self, program: lp.TranslationUnit | StoredUnit,
-                     bound_arguments: Mapping[str, Any], target: Target,
+                     bound_arguments: Mapping[str, object], target: Target,
                      _processed_bound_args_cache: dict[
-                         cl.Context, Mapping[str, Any]] = ...,
+                         cl.Context, Mapping[str, object]] = ...,
                      store_key: str | None = None, schedule_per_device: bool = False,
                      generated_inames: frozenset[str] | None = None) -> None: ...
 
@@ -307,7 +307,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
     # (only these fields can be replaced: narrower than BoundProgram's)
     def copy(self, *,  # type: ignore[override]
              program: lp.TranslationUnit | None = None,
-             bound_arguments: Mapping[str, Any] | None = None,
+             bound_arguments: Mapping[str, object] | None = None,
              target: Target | None = None) -> BoundPyOpenCLProgram:
         """A copy of *self* with the given fields replaced (caches are not
         shared). A program whose schedule is deferred stays so: a new
@@ -403,7 +403,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
             return raw.known_facts().no_numpy
         return bool(self.program.default_entrypoint.options.no_numpy)
 
-    def _bound_on(self, queue: cl.CommandQueue) -> Mapping[str, Any]:
+    def _bound_on(self, queue: cl.CommandQueue) -> Mapping[str, object]:
         ctx = queue.context
         result = self._processed_bound_args_cache.get(ctx)
         if result is None:
@@ -542,7 +542,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
                     kwargs, arrays, values, default_out_host)
         return result
 
-    def _default_out_host(self, arrays: Mapping[str, Any]) -> bool:
+    def _default_out_host(self, arrays: Mapping[str, object]) -> bool:
         """Whether a call with the (checked) array arguments *arrays*
         returns numpy arrays by default (see :meth:`__call__`)."""
         if arrays:
@@ -554,7 +554,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
 
     def _repeated_calls_on(self, context: cl.Context,
                            executor: PyOpenCLExecutor,
-                           bound: Mapping[str, Any]) -> _RepeatedCalls:
+                           bound: Mapping[str, object]) -> _RepeatedCalls:
         """The ``fast_call._RepeatedCalls`` of the program on *context*
         (created on first use)."""
         key = context.int_ptr
@@ -568,7 +568,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
     def _launched_executor(self, queue: cl.CommandQueue) -> PyOpenCLExecutor:
         return self._executor_on(queue)
 
-    def _launched_bound(self, queue: cl.CommandQueue) -> Mapping[str, Any]:
+    def _launched_bound(self, queue: cl.CommandQueue) -> Mapping[str, object]:
         return self._bound_on(queue)
 
     def _executors(self) -> list[PyOpenCLExecutor]:
@@ -676,7 +676,7 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
     """
 
     program: PyOpenCLExecutor
-    bound_arguments: Mapping[str, Any]
+    bound_arguments: Mapping[str, object]
     target: Target
     cl_context: cl.Context
     lowered_program: lp.TranslationUnit | None = field(
@@ -758,7 +758,7 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
                              "executable is bound to")
         return self.program
 
-    def _launched_bound(self, queue: cl.CommandQueue) -> Mapping[str, Any]:
+    def _launched_bound(self, queue: cl.CommandQueue) -> Mapping[str, object]:
         return self.bound_arguments
 
     def _executors(self) -> list[PyOpenCLExecutor]:

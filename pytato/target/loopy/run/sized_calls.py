@@ -60,7 +60,7 @@ _PER_CALL_ATTRS = ("queue", "allocator", "base_data", "events")
 
 def _output_template(shape: tuple[int, ...], dtype: np.dtype[np.generic],
                      strides: tuple[int, ...], size: int,
-                     context: cl.Context) -> dict[str, Any] | None:
+                     context: cl.Context) -> dict[str, object] | None:
     """The instance attributes (``__dict__``) of an output
     :class:`pyopencl.array.Array` of a call, as the constructor sets them,
     but for those of :data:`_PER_CALL_ATTRS` (left *None*): a copy of it,
@@ -224,7 +224,7 @@ class _SizedCall:
         kept and recorded together (see :attr:`run_profiled`)."""
         noutputs = len(self.outputs)
         first_temporary = ninputs + noutputs
-        names: dict[str, Any] = {
+        names: dict[str, object] = {
             "enqueue": _enqueue, "new": _new_object, "Array": _Array,
             "Holder": _MemoryObjectHolder, "POOL": _POOL_ATTR,
             "held": self.held, "token": object(), "output": self.output,

@@ -142,7 +142,7 @@ class SplitKernelPlan(KernelPlan):
         self.cl_program = (self.cl_programs[self.subkernels[0].name]
                            if self.subkernels else None)
 
-    def typed_values(self, values: Mapping[str, Any]) -> dict[str, np.generic]:
+    def typed_values(self, values: Mapping[str, object]) -> dict[str, np.generic]:
         """The value arguments as numpy scalars of the kernel's types, and
         the constants hoisted out of the sub-units (see
         :func:`~pytato.target.loopy.build.split_sizes.hoisted_name`)."""
@@ -206,7 +206,7 @@ class SplitExecutor:
             self._unit = self._full_unit()
         return self._unit
 
-    def arg_to_dtype(self, kwargs: Mapping[str, Any]) -> None:
+    def arg_to_dtype(self, kwargs: Mapping[str, object]) -> None:
         """As :mod:`loopy`'s executors (argument types are the kernel's)."""
         return None
 
@@ -331,7 +331,7 @@ def _merging(groups: int | None) -> dict[str, Any]:
 
 
 def _open_dtypes(t_unit: lp.TranslationUnit, entrypoint: str
-                 ) -> dict[str, Any] | None:
+                 ) -> dict[str, object] | None:
     """The inferred types of the temporaries of *t_unit* whose type it
     leaves open (None if there are none)."""
     knl = t_unit[entrypoint]
