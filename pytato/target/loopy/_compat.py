@@ -20,7 +20,6 @@ import importlib.machinery
 import sys
 import warnings
 from types import ModuleType
-from typing import Any
 
 
 _BASE = "pytato.target.loopy"
@@ -98,7 +97,7 @@ class _AliasLoader(importlib.abc.Loader):
 
 
 class _MovedModuleFinder(importlib.abc.MetaPathFinder):
-    def find_spec(self, fullname: str, path: object, target: Any = None
+    def find_spec(self, fullname: str, path: object, target: object = None
                   ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in MOVED_MODULES:
             return None

@@ -363,7 +363,7 @@ def preprocess_and_linearize(t_unit: lp.TranslationUnit
 
 
 def generate_code(t_unit: lp.TranslationUnit, *, cache: bool = True
-                  ) -> CodeGenerationResult[Any]:
+                  ) -> CodeGenerationResult[object]:
     """The :class:`loopy.codegen.TranslationUnitCodeGenerationResult` of a
     linearized *t_unit*, as :func:`loopy.generate_code_v2` gives it, without
     its renaming pass for a unit of one kernel (see the module
@@ -377,7 +377,7 @@ def generate_code(t_unit: lp.TranslationUnit, *, cache: bool = True
 
 
 def _generate_code(t_unit: lp.TranslationUnit, cache: bool
-                   ) -> CodeGenerationResult[Any]:
+                   ) -> CodeGenerationResult[object]:
     # (loopy types the results of units, TranslationUnitCodeGenerationResult
     # objects, as those of one kernel, CodeGenerationResult: followed here)
     name = _single_kernel(t_unit)

@@ -157,7 +157,7 @@ MERGED_CALL_WEIGHT = 5
 MERGED_MIN_REPEATED_WEIGHT = 160
 
 
-def unit_weight(insns: Sequence[Any], call_weight: int = CALL_WEIGHT) -> int:
+def unit_weight(insns: Sequence[object], call_weight: int = CALL_WEIGHT) -> int:
     """The weight of instructions *insns* for code generation and device
     builds: one per instruction, *call_weight* (default
     :data:`CALL_WEIGHT`) per function call."""
@@ -238,7 +238,7 @@ class SubUnit:
     kernel: lp.LoopKernel | None
     key: str
     canonical_names: tuple[str, ...]
-    instructions: Sequence[Any]
+    instructions: Sequence[object]
 
 
 class SplitNotPossible(ValueError):
@@ -664,7 +664,7 @@ def _shape(insns: Sequence[Any]) -> tuple[str, ...]:
 
 def _components(knl: lp.LoopKernel, insns: list[Any],
                 all_inames: frozenset[str] | None = None
-                ) -> list[list[Any]]:
+                ) -> list[list[object]]:
     """*insns* (of one phase) in groups that share no dependency,
     temporary or iname, in order. *all_inames*: those of *knl* (given by
     a caller calling this for each phase: computing them is linear in

@@ -120,7 +120,7 @@ def _unit_priorities(priorities: Iterable[tuple[str, ...]],
 
 
 def _canonical(knl: lp.LoopKernel, insns: Sequence[Any],
-               domains: Sequence[Any], names: set[str], as_args: set[str],
+               domains: Sequence[object], names: set[str], as_args: set[str],
                written: set[str], dtypes: Mapping[str, object],
                shapes: Mapping[str, tuple[object, ...]],
                priorities: Iterable[tuple[str, ...]] = ()

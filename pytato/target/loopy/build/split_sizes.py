@@ -48,7 +48,7 @@ __all__ = ["HOISTED_PREFIX", "hoisted_name", "hoisted_value"]
 
 # {{{ reading kernels
 
-_NAMES: dict[int, tuple[Any, frozenset[str]]] = {}
+_NAMES: dict[int, tuple[object, frozenset[str]]] = {}
 
 
 def _insn_names(insn: object) -> frozenset[str]:
@@ -73,7 +73,7 @@ def _names_of(insn: Any) -> frozenset[str]:
                      | insn.reduction_inames())
 
 
-_ARG_DICTS: dict[int, tuple[Any, dict[str, object]]] = {}
+_ARG_DICTS: dict[int, tuple[object, dict[str, object]]] = {}
 
 
 def _arg_dict(knl: lp.LoopKernel) -> dict[str, Any]:
@@ -133,7 +133,7 @@ def hoisted_value(name: str) -> int | None:
     return None
 
 
-_PARALLEL: dict[int, tuple[Any, frozenset[str], frozenset[str]]] = {}
+_PARALLEL: dict[int, tuple[object, frozenset[str], frozenset[str]]] = {}
 
 
 def _parallel_inames(knl: lp.LoopKernel) -> tuple[frozenset[str],

@@ -491,7 +491,7 @@ class ScalarToLoopyMapper(IdentityMapper):
         that decides the result gives the result, the others are dropped
         (``np.logical_and(True, x)`` as arraycontext's ``array_equal``
         builds it: compilers warn of ``&&`` with a constant operand)."""
-        rest: list[tuple[Expression, Any]] = []
+        rest: list[tuple[Expression, object]] = []
         for child in expr.children:
             lowered = self._truth(child)
             if isinstance(lowered, (bool, int, float, np.bool_, np.integer,

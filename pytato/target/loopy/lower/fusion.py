@@ -17,7 +17,7 @@ leave a loop nest in registers:
   one or, with constant extents, a box of it at the origin: the same rank,
   each extent at most the other's, as after slicing ``x[:-1]`` or a roll
   and a slice that cancel) may run in the same iteration as the
-  instruction it reads. Any other read
+  instruction it reads. object other read
   (shifted, transposed, gathered, inside a reduction) needs the whole array
   first. The level of an instruction is the largest number of
   non-elementwise reads along a chain of dependencies leading to it
@@ -101,7 +101,7 @@ class _AccessCollector(UncachedLoopyWalkMapper):
         super().__init__()
         self.names = names
         self.rules = rules
-        self.accesses: dict[str, set[Any]] = {}
+        self.accesses: dict[str, set[object]] = {}
         self.opaque = False
 
     def map_subscript(self, expr: prim.Subscript, *args: object) -> None:
@@ -180,7 +180,7 @@ class _Rewriter(_LoopyIdentityMapper):
 
 
 #: a loop nest: (level, shape, the tags of its loops axis by axis)
-_NestKey = tuple[int, tuple[Expression, ...], tuple[frozenset[Any], ...]]
+_NestKey = tuple[int, tuple[Expression, ...], tuple[frozenset[object], ...]]
 
 
 def _within(small: tuple[Expression, ...], big: tuple[Expression, ...]
@@ -233,7 +233,7 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
     # {{{ fusible instructions, elementwise reads, levels
 
     fusible: dict[str, bool] = {}
-    accesses: dict[str, dict[str, set[Any]]] = {}
+    accesses: dict[str, dict[str, set[object]]] = {}
     for insn in insns:
         s = by_id[insn.id]
         coll = _AccessCollector(writer_of, rules)
@@ -241,7 +241,7 @@ def fuse_loop_nests(state: CodeGenState, stores: Sequence[_Store]) -> None:
         accesses[insn.id] = coll.accesses
         fusible[insn.id] = bool(s.inames) and not coll.opaque
 
-    def loop_tags(store: _Store) -> tuple[frozenset[Any], ...]:
+    def loop_tags(store: _Store) -> tuple[frozenset[object], ...]:
         # the tags of the store's loops, axis by axis (from its axes' tags)
         return tuple(state.iname_tags.get(i, frozenset()) for i in store.inames)
 

@@ -61,7 +61,7 @@ def index_checks(outputs: DictOfNamedArrays) -> dict[str, tuple[Array, str]]:
     is out of range, with a description of the index array, by the name of
     the output that will hold it."""
     flags: dict[str, tuple[Array, str]] = {}
-    seen: set[tuple[Array, Any]] = set()
+    seen: set[tuple[Array, object]] = set()
     for node in topological_order([outputs]):
         if not isinstance(node, (AdvancedIndexInContiguousAxes,
                                  AdvancedIndexInNoncontiguousAxes)):

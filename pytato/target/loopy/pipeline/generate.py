@@ -210,7 +210,7 @@ def generate_loopy(
         # (inputs named like the call's keywords could not be passed)
         check_call_keyword_names(outputs)
     try:
-        cache_key: Any = (outputs, is_dict, target,
+        cache_key: object = (outputs, is_dict, target,
                           _options_key(options), function_name,
                           frozenset(array_tag_t_to_not_propagate),
                           frozenset(axis_tag_t_to_not_propagate), default_schedule,

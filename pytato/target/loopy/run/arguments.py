@@ -85,7 +85,7 @@ def _deps(expr: Any) -> frozenset[str]:
                      if isinstance(v, prim.Variable))
 
 
-def _fmt_shape(shape: tuple[Any, ...]) -> str:
+def _fmt_shape(shape: tuple[object, ...]) -> str:
     return "(" + ", ".join(str(c) for c in shape) + ("," if len(shape) == 1
                                                      else "") + ")"
 
@@ -108,14 +108,14 @@ class ArgumentSpec:
                  values: Mapping[str, np.dtype[np.generic] | None],
                  not_inputs: Mapping[str, str],
                  scalars: frozenset[str] = frozenset(),
-                 nonempty: tuple[tuple[Any, str], ...] = (),
-                 allocated: tuple[tuple[str, str, tuple[Any, ...], int],
+                 nonempty: tuple[tuple[object, str], ...] = (),
+                 allocated: tuple[tuple[str, str, tuple[object, ...], int],
                                   ...] = ()) -> None:
         self.arrays = dict(arrays)
         #: ``(what, name, shape, itemsize)`` of the outputs and global
         #: temporaries that a call allocates (see :meth:`check_device`)
         self.allocated = allocated
-        self._allocation_checked: dict[tuple[Any, ...], bool] = {}
+        self._allocation_checked: dict[tuple[object, ...], bool] = {}
         #: ``(length, func)`` of the reductions without identity whose
         #: lengths (expressions in the size parameters) must be positive
         self.nonempty = nonempty
@@ -123,7 +123,7 @@ class ArgumentSpec:
         self.not_inputs = dict(not_inputs)
         #: the value arguments that are scalar inputs, not size parameters
         self.scalars = scalars
-        self._cache: dict[tuple[Any, ...], tuple[Any, tuple[str, ...],
+        self._cache: dict[tuple[object, ...], tuple[object, tuple[str, ...],
                                                   dict[str, int]]] = {}
         self._shape_deps = {
             name: tuple(_deps(c) for c in shape) if shape is not None else ()
@@ -330,7 +330,7 @@ class ArgumentSpec:
                     f"argument '{name}': expected shape {declared}"
                     f"{at}{ie}, got {tuple(ary.shape)}")
 
-    def _cache_key(self, kwargs: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    def _cache_key(self, kwargs: Mapping[str, Any]) -> tuple[object, ...] | None:
         """What the outcome of :meth:`process` depends on, for arguments
         that are arrays (numpy or device; by type, shape, dtype and strides)
         or Python ints; *None* for other arguments (not cached)."""

@@ -46,10 +46,9 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any
 
 
-_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = (
+_LOCKS: weakref.WeakKeyDictionary[object, threading.RLock] = (
     weakref.WeakKeyDictionary())
 _LOCKS_LOCK = threading.Lock()
 

@@ -104,7 +104,7 @@ def _run(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
 
 # whether an executor's kernels have global temporaries that must be zeros
 # when they start (see _invoke)
-_HAS_ZEROED: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+_HAS_ZEROED: weakref.WeakKeyDictionary[object, bool] = weakref.WeakKeyDictionary()
 
 
 def _has_zeroed_temporaries(executor: Any) -> bool:

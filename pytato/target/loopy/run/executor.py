@@ -130,8 +130,8 @@ class PhasedExecutor(PyOpenCLExecutor):
         #: from the program store)
         self._generated = False
 
-    def __call__(self, queue: cl.CommandQueue, *, allocator: Any = None,
-                 wait_for: Any = None, out_host: bool | None = None,
+    def __call__(self, queue: cl.CommandQueue, *, allocator: object = None,
+                 wait_for: object = None, out_host: bool | None = None,
                  **kwargs: object) -> object:
         knl = self.t_unit[self.entrypoint]
         if knl.instructions:
@@ -147,7 +147,7 @@ class PhasedExecutor(PyOpenCLExecutor):
         return program_store.store_enabled()
 
     @memoize_method
-    def _stored(self) -> tuple[lp.TranslationUnit, str, Any] | None:
+    def _stored(self) -> tuple[lp.TranslationUnit, str, object] | None:
         """The linearized translation unit, device code and invoker in the
         program store, or None."""
         assert self.store_key is not None
@@ -209,7 +209,7 @@ class PhasedExecutor(PyOpenCLExecutor):
         return code, invoker
 
     @memoize_method
-    def translation_unit_info(self, arg_to_dtype: Any = None) -> Any:
+    def translation_unit_info(self, arg_to_dtype: object = None) -> Any:
 
         t_unit = self.get_typed_and_scheduled_translation_unit(arg_to_dtype)
         options = t_unit[self.entrypoint].options

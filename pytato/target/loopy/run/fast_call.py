@@ -28,7 +28,7 @@ program (prebuilt kernels, precomputed sizes); a device array that is not
 of the call's queue is looked at once more (of another context, the
 checked call refuses it: see
 :meth:`~pytato.target.loopy.run.arguments.ArgumentSpec.check_device`).
-Any other call is checked, so a wrong argument raises the same error
+object other call is checked, so a wrong argument raises the same error
 after as before; calls on queues with profiling enabled, or with kernel
 tracing or profiling switched on in the environment, are checked and run
 as before as well.
@@ -120,8 +120,8 @@ class _FastCall:
              "allocator", "wait_for", "out_host"})
         self.no_numpy = plan.no_numpy
         self.return_dict = plan.return_dict
-        self._sized: dict[tuple[Any, ...], _SizedCall | None] = {}
-        self._deferred: Any = None
+        self._sized: dict[tuple[object, ...], _SizedCall | None] = {}
+        self._deferred: object = None
         self.context = executor.context
         #: the executor's statistics, where calls on queues with profiling
         #: enabled record their events

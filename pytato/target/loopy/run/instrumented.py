@@ -73,7 +73,7 @@ def wants_instrumented_run(queue: cl.CommandQueue) -> bool:
 
 def run_instrumented(executor: PyOpenCLExecutor | SplitExecutor,
                      queue: cl.CommandQueue,
-                     allocator: Any = None,
+                     allocator: object = None,
                      wait_for: Sequence[cl.Event | None] | None = None,
                      out_host: bool | None = None, **kwargs: Any) -> object:
     """Run *executor* like calling it (same arguments, same result

@@ -10,7 +10,7 @@ kernels, and the profiling statistics of their executors
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyopencl as cl
@@ -64,7 +64,7 @@ class _LaunchedAndProfiled:
 
     def launcher(self, queue: cl.CommandQueue, *,
                  per_call: Collection[str] = (), name: str | None = None,
-                 allocator: Any = None, **inputs: object) -> ProgramLauncher:
+                 allocator: object = None, **inputs: object) -> ProgramLauncher:
         """A :class:`~pytato.target.loopy.run.launcher.ProgramLauncher` of the
         kernels on *queue* (for an executable, a queue of its
         :attr:`~BoundPyOpenCLExecutable.cl_context`), with all arguments set

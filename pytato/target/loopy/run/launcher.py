@@ -183,7 +183,7 @@ class KernelPlan:
         self.input_arrays: list[str] = []
         self.outputs: list[str] = []
         self._strides: dict[str, tuple[Any, ...]] = {}
-        self._array_info: dict[str, tuple[Any, np.dtype[np.generic]]] = {}
+        self._array_info: dict[str, tuple[object, np.dtype[np.generic]]] = {}
         for arg in knl.args:
             if isinstance(arg, lp.ValueArg):
                 assert arg.dtype is not None  # (a typed kernel)
@@ -205,7 +205,7 @@ class KernelPlan:
             self._add_array_argument(arg.name, arg.shape,
                                      np.dtype(arg.dtype.numpy_dtype), strides)
         passed = {n for sk in self.subkernels for n in sk.arg_names}
-        self._temporaries: dict[str, tuple[Any, np.dtype[np.generic]]] = {}
+        self._temporaries: dict[str, tuple[object, np.dtype[np.generic]]] = {}
         for name, tv in knl.temporary_variables.items():
             if name not in passed:
                 continue
@@ -233,7 +233,7 @@ class KernelPlan:
 
     def _add_array_argument(self, name: str, shape: object,
                             dtype: np.dtype[np.generic],
-                            strides: tuple[Any, ...] | None) -> None:
+                            strides: tuple[object, ...] | None) -> None:
         """Record the array argument *name*: its *shape* and *dtype*, and,
         for an output, its *strides* in elements (None: an input)."""
         self._array_info[name] = (shape, dtype)
@@ -592,7 +592,7 @@ def make_program_launcher(executor: PyOpenCLExecutor, queue: cl.CommandQueue,
                           inputs: Mapping[str, object], *,
                           per_call: Collection[str] = (),
                           name: str | None = None,
-                          allocator: Any = None,
+                          allocator: object = None,
                           profiler: KernelProfiler | None = None
                           ) -> ProgramLauncher:
     """Make a :class:`ProgramLauncher` for the :mod:`loopy` executor

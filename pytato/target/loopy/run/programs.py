@@ -469,7 +469,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
         object.__setattr__(self, "_last_info", info)
         return exe
 
-    def __call__(self, queue: cl.CommandQueue, allocator: Any = None,
+    def __call__(self, queue: cl.CommandQueue, allocator: object = None,
                  wait_for: Sequence[cl.Event | None] | None = None,
                  out_host: bool | None = None, **kwargs: object) -> object:
         """Run the program on *queue* with the inputs in *kwargs*.
@@ -576,7 +576,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
                 *self._device_executors.values()]
 
     def bind_to_context(self, context: cl.Context,
-                        allocator: Callable[[int], Any] | None = None
+                        allocator: Callable[[int], object] | None = None
                         ) -> BoundPyOpenCLExecutable:
         """An executable bound to *context*, holding loopy's executor and
         the bound data on the device. A program generated without a device
@@ -717,7 +717,7 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
         # the bound method: calling the object costs a lookup more
         object.__setattr__(self, "_repeated_call", repeated.__call__)
 
-    def __call__(self, queue: cl.CommandQueue, allocator: Any = None,
+    def __call__(self, queue: cl.CommandQueue, allocator: object = None,
                  wait_for: Sequence[cl.Event | None] | None = None,
                  **kwargs: object) -> object:
         """Run the program on *queue* (of :attr:`cl_context`); returns

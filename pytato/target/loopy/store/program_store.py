@@ -250,7 +250,7 @@ def _dependency_versions() -> tuple[object, ...]:
     return _DEPENDENCY_VERSIONS[0]
 
 
-def _tuning_constants() -> tuple[tuple[str, Any], ...]:
+def _tuning_constants() -> tuple[tuple[str, object], ...]:
     # (their values as written are in the sources' digest; the modules a
     # process does not import are not read)
     return changed_constants(TUNING_MODULES)
