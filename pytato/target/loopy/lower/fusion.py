@@ -17,7 +17,7 @@ leave a loop nest in registers:
   one or, with constant extents, a box of it at the origin: the same rank,
   each extent at most the other's, as after slicing ``x[:-1]`` or a roll
   and a slice that cancel) may run in the same iteration as the
-  instruction it reads. object other read
+  instruction it reads. Any other read
   (shifted, transposed, gathered, inside a reduction) needs the whole array
   first. The level of an instruction is the largest number of
   non-elementwise reads along a chain of dependencies leading to it

@@ -3,7 +3,7 @@
 The graph reaching :func:`build_translation_unit` has been through
 :func:`pytato.codegen.preprocess`: it only holds
 :class:`~pytato.array.IndexLambda`, :class:`~pytato.array.Placeholder` and
-:class:`~pytato.array.SizeParam` nodes. object other node type raises
+:class:`~pytato.array.SizeParam` nodes. Any other node type raises
 :class:`~pytato.diagnostic.CannotBeLoweredToLoopyError`.
 
 :class:`CodeGenMapper` visits each node once, children first, and returns an

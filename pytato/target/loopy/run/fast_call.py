@@ -28,7 +28,7 @@ program (prebuilt kernels, precomputed sizes); a device array that is not
 of the call's queue is looked at once more (of another context, the
 checked call refuses it: see
 :meth:`~pytato.target.loopy.run.arguments.ArgumentSpec.check_device`).
-object other call is checked, so a wrong argument raises the same error
+Any other call is checked, so a wrong argument raises the same error
 after as before; calls on queues with profiling enabled, or with kernel
 tracing or profiling switched on in the environment, are checked and run
 as before as well.

@@ -35,7 +35,7 @@ the pool holds.
 
 To opt out, pass ``allocator=False`` to a call (fresh buffers, as
 ``allocator=None`` gave before pools were the default), or switch the pools
-off for all calls with :func:`set_default_memory_pool`. object other
+off for all calls with :func:`set_default_memory_pool`. Any other
 *allocator* (a callable of a size in bytes, as for :mod:`pyopencl.array`)
 is used as given.
 

@@ -180,7 +180,7 @@ class _SizedCall:
     #: call with the same sizes, queue and allocator: that call runs after
     #: the kernels of this one, and its kernels already have them as
     #: arguments, so that only the arguments of inputs and outputs are set
-    #: again. object other call replaces them (then returned to their pool:
+    #: again. Any other call replaces them (then returned to their pool:
     #: later commands of their queue run after the kernels that use them)
     #: or drops them and uses temporaries of its own, released to their
     #: allocator once the kernels are enqueued.
