@@ -235,6 +235,9 @@ from pytato.target.loopy.schedule.serial_report import (
     report_serial_nests,
     serial_nest_reasons,
 )
+from pytato.target.loopy.schedule.small_contractions import (
+    plan_small_contraction,
+)
 from pytato.target.loopy.schedule.tiling import apply_tilings
 from pytato.target.loopy.schedule.tiling_plan import TilingPlan, plan_tiling
 from pytato.target.loopy.schedule.vector_calls import (
@@ -472,6 +475,10 @@ def default_schedule(t_unit: lp.TranslationUnit,
             continue
         vector = plan_vector_nest(
             kernel, [kernel.id_to_insn[i] for i in ids], out_inames, info)
+        if vector is None:
+            vector = plan_small_contraction(
+                kernel, [kernel.id_to_insn[i] for i in ids], out_inames,
+                info)
         if vector is not None:
             vector_nests.append((unit, vector))
             continue
