@@ -212,6 +212,9 @@ from pytato.target.loopy.schedule.barriers import (
     _user_units,
 )
 from pytato.target.loopy.schedule.callees import inline_callee_kernels
+from pytato.target.loopy.schedule.contraction_split import (
+    split_small_contractions,
+)
 from pytato.target.loopy.schedule.outputs import (
     MAX_GROUPS_FOR_JOIN,
     _apply_output_plans,
@@ -409,6 +412,10 @@ def default_schedule(t_unit: lp.TranslationUnit,
     # the bodies of called functions are scheduled with the caller
     t_unit, not_inlined = inline_callee_kernels(t_unit)
     kernel = t_unit.default_entrypoint
+    if not info.is_gpu and info.vector_calls:
+        # sums of small contractions inside larger expressions get nests
+        # of their own (see small_contractions)
+        kernel = split_small_contractions(kernel, user_inames)
     value_args = frozenset(a.name for a in kernel.args
                            if isinstance(a, lp.ValueArg))
     # kernels with instructions other than plain stores (calls, sparse
