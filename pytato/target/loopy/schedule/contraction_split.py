@@ -97,6 +97,10 @@ class _Names(CombineMapper):
 
     map_tagged_variable = map_variable
 
+    def map_call(self, expr: prim.Call, *args: Any) -> frozenset[str]:
+        # the function's name is no value
+        return self.combine([self.rec(p) for p in expr.parameters])
+
 
 class _Unsplittable(Exception):
     pass

@@ -239,6 +239,7 @@ from pytato.target.loopy.schedule.serial_report import (
     serial_nest_reasons,
 )
 from pytato.target.loopy.schedule.small_contractions import (
+    drop_reduction_inames,
     plan_small_contraction,
 )
 from pytato.target.loopy.schedule.tiling import apply_tilings
@@ -514,6 +515,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
         ids.extend(index_insns.get(ids[0], ()))
     kernel, vector_ids = apply_vector_nests(
         kernel, [plan for _, plan in vector_nests])
+    kernel = drop_reduction_inames(kernel, [plan for _, plan in vector_nests])
     for unit, plan in vector_nests:
         nests[unit] = [vector_ids[plan.insn_ids[0]]]
     # reductions left sequential become accumulator loops (linear here,

@@ -87,7 +87,9 @@ order of the terms (the same order: reduction indices row-major).
 .. autodata:: MAX_TERMS
 .. autodata:: MAX_WORK
 .. autodata:: MIN_ELEMENTS
+.. autoclass:: SmallContraction
 .. autofunction:: plan_small_contraction
+.. autofunction:: drop_reduction_inames
 """
 
 from __future__ import annotations
@@ -138,6 +140,8 @@ __all__ = [
     "MAX_TERMS",
     "MAX_WORK",
     "MIN_ELEMENTS",
+    "SmallContraction",
+    "drop_reduction_inames",
     "plan_small_contraction",
 ]
 
@@ -169,6 +173,37 @@ MIN_ELEMENTS = 64
 
 #: the names of the C code (a prefix no pytato name starts with)
 _PREFIX = "_pt_sc"
+
+
+@dataclass(frozen=True)
+class SmallContraction(VectorNest):
+    """The plan of a small contraction (made by
+    :func:`plan_small_contraction`): a
+    :class:`~pytato.target.loopy.schedule.vector_calls.VectorNest` whose
+    work-items each compute :attr:`lanes` elements, and whose reduction
+    inames, no longer used once it is written, are removed by
+    :func:`drop_reduction_inames`.
+
+    .. attribute:: reduction_inames
+    """
+
+    reduction_inames: tuple[str, ...] = ()
+
+
+def drop_reduction_inames(kernel: lp.LoopKernel,
+                          plans: Sequence[VectorNest]) -> lp.LoopKernel:
+    """*kernel*, in which the plans of *plans* that are
+    :class:`SmallContraction` have been written, without the domains and
+    inames of their reductions (domains of their own, checked by
+    :func:`plan_small_contraction`)."""
+    names = {r for p in plans if isinstance(p, SmallContraction)
+             for r in p.reduction_inames}
+    if not names:
+        return kernel
+    domains = [d for d in kernel.domains
+               if not set(d.get_var_names(isl.dim_type.set)) <= names]
+    inames = {k: v for k, v in kernel.inames.items() if k not in names}
+    return kernel.copy(domains=domains, inames=inames)
 
 
 @dataclass(frozen=True)
@@ -404,7 +439,7 @@ def _emit(kernel: lp.LoopKernel, operands: list[_Operand], out: _Operand,
 def plan_small_contraction(kernel: lp.LoopKernel,
                            insns: Sequence[lp.InstructionBase],
                            inames: Sequence[str], info: DeviceInfo
-                           ) -> VectorNest | None:
+                           ) -> SmallContraction | None:
     """The plan of the loop nest of *insns* over its output inames
     *inames* of *kernel* as a small contraction in vector code (see the
     module documentation), to be written by
@@ -529,12 +564,13 @@ def plan_small_contraction(kernel: lp.LoopKernel,
     except _NotVectorizable:
         return None
     body = "\n".join("  " + line for line in code.lines)
-    return VectorNest(
+    return SmallContraction(
         insn_ids=(insn.id,), inames=tuple(inames), size=size,
         params=params, lanes=per_item, group_size=group_size,
         code=f"{{\n{body}\n}}",
         read_variables=frozenset(code.read) | frozenset(params),
-        written=(out.name,), private=frozenset())
+        written=(out.name,), private=frozenset(),
+        reduction_inames=tuple(red.inames))
 
 
 # (the constants above as written, for the program store's keys)
