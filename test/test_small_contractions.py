@@ -202,22 +202,39 @@ def _scheduled(spec: str, sizes: dict[str, int], info: DeviceInfo
 
 
 def test_schedule_of_shared_matrix() -> None:
-    """``ij,ej->ei`` on a CPU: one vector instruction over the elements,
-    ``ELEMENTS_PER_ITEM`` per work-item, on ``g.0``/``l.0``; 8-lane
-    vectors over the outputs of an element and the matrix loaded before
-    the element loop."""
+    """``ij,ej->ei`` on a CPU: the matrix copied in the order of the
+    vectors' lanes (``D[j, i]``), then one vector instruction over the
+    elements, ``ELEMENTS_PER_ITEM`` per work-item, on ``g.0``/``l.0``,
+    with 8-lane vectors over the outputs of an element (20 = 8 + 8 + 4),
+    ``MAX_ELEMENT_BLOCK`` elements at a time."""
     t_unit = _scheduled("ij,ej->ei", {"i": 20, "j": 20, "e": 4096}, VCPU)
     knl = t_unit.default_entrypoint
-    insn, = knl.instructions
-    assert isinstance(insn, lp.CInstruction)
+    insn, = _contractions(t_unit)
     tags = sorted(str(t) for i in insn.within_inames
                   for t in knl.iname_tags(i))
     assert tags == ["g.0", "l.0"]
     per_item = small_contractions.ELEMENTS_PER_ITEM
     assert insn.iname_exprs[0][1].children[0] == per_item
+    matrix, = (name for name in knl.temporary_variables
+               if name.startswith("_pt_sc_matrix"))
+    assert knl.temporary_variables[matrix].shape == (20, 20)
     code = insn.code
-    assert code.count("vstore8") == 2 and code.count("vstore4") == 1
-    assert code.index("_pt_sc_s0 =") < code.index("for (")
+    assert f"vload8(0, {matrix} + 8)" in code
+    block = small_contractions.MAX_ELEMENT_BLOCK
+    # the block of elements, then the elements left one by one
+    assert code.count("vstore8") == 2 * (block + 1)
+    assert code.count("vstore4") == block + 1
+    assert "fma(" in code
+
+
+def test_matrix_in_lane_order_used_as_it_is() -> None:
+    """``ji,ej->ei`` reads its matrix in the order of the lanes: no
+    copy."""
+    t_unit = _scheduled("ji,ej->ei", {"i": 20, "j": 20, "e": 4096}, VCPU)
+    insn, = _contractions(t_unit)
+    assert "vload8(0, a0 + 8)" in insn.code
+    assert not any(name.startswith("_pt_sc_matrix")
+                   for name in t_unit.default_entrypoint.temporary_variables)
 
 
 def test_not_taken_on_gpus_or_small_batches() -> None:

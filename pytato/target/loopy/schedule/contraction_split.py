@@ -45,6 +45,7 @@ import islpy as isl
 import loopy as lp
 import numpy as np
 import pymbolic.primitives as prim
+from loopy.kernel.array import FixedStrideArrayDimTag
 from loopy.library.reduction import SumReductionOperation
 from loopy.symbolic import (
     CombineMapper,
@@ -143,11 +144,40 @@ def _is_global(kernel: lp.LoopKernel, name: str) -> bool:
     return tv is not None and tv.address_space == lp.AddressSpace.GLOBAL
 
 
+def _arranged(kernel: lp.LoopKernel, shared: list[Expression],
+              axes: list[str]) -> bool:
+    """Whether the shared factors *shared* are one access to an array
+    whose values are in the order of the vectors' lanes: indexed by
+    *axes* (the reduction inames, then the inner output inames) in this
+    order, in C order (contiguous)."""
+    if len(shared) != 1:
+        return False
+    factor, = shared
+    if _plain(factor.index) != tuple(axes):
+        return False
+    var = kernel.arg_dict.get(factor.aggregate.name) \
+        or kernel.temporary_variables.get(factor.aggregate.name)
+    shape = getattr(var, "shape", None)
+    tags = getattr(var, "dim_tags", None)
+    if not isinstance(shape, tuple) or tags is None \
+            or len(tags) != len(shape):
+        return False
+    stride = 1
+    for tag, extent in zip(reversed(tags), reversed(shape), strict=True):
+        if not isinstance(tag, FixedStrideArrayDimTag) \
+                or tag.stride != stride \
+                or not isinstance(extent, (int, np.integer)):
+            return False
+        stride *= int(extent)
+    return True
+
+
 def _split_one(kernel: lp.LoopKernel, insn: lp.Assignment,
                red: LoopyReduction, added: list[lp.InstructionBase],
                domains: list[isl.BasicSet],
                temporaries: dict[str, lp.TemporaryVariable],
-               vng: Any, ids: Any) -> lp.Assignment | None:
+               vng: Any, ids: Any, matrices: dict[Any, str],
+               writers: dict[str, str]) -> lp.Assignment | None:
     """*insn* with its sum *red* split (new instructions, domains and
     temporaries appended to the arguments), or None if it does not
     qualify."""
@@ -220,11 +250,43 @@ def _split_one(kernel: lp.LoopKernel, insn: lp.Assignment,
     if not shared or not (element or computed):
         return None
     whole = insn.expression is red
-    if whole and not computed:
+    arranged = _arranged(kernel, shared, [*red.inames, *out[split:]])
+    if whole and not computed and arranged:
         return None  # planned as it is
 
     deps = set(insn.depends_on)
-    factors: list[Expression] = [*shared, *element]
+    factors: list[Expression] = [*element]
+    if arranged:
+        factors.extend(shared)
+    else:
+        # the shared factors in the order of the vectors' lanes
+        axes = [*red.inames, *out[split:]]
+        extents = [*red_len, *out_len[split:]]
+        value = shared[0] if len(shared) == 1 else prim.Product(tuple(shared))
+        canonical = SubstitutionMapper(make_subst_func(
+            {a: prim.Variable(f"_pt_sc_axis{k}") for k, a in enumerate(axes)}
+            ))(value)
+        key = (str(canonical), tuple(extents), dtype)
+        name = matrices.get(key)
+        if name is None:
+            fresh = [vng(f"_pt_sc_{a}") for a in axes]
+            name = matrices[key] = vng("_pt_sc_matrix")
+            temporaries[name] = lp.TemporaryVariable(
+                name, dtype=dtype, shape=tuple(extents),
+                address_space=lp.AddressSpace.GLOBAL)
+            domains.append(_box_domain(fresh, extents))
+            subst = SubstitutionMapper(make_subst_func(
+                {a: prim.Variable(f) for a, f in zip(axes, fresh,
+                                                     strict=True)}))
+            writers[name] = ids(f"_pt_sc_matrix_{insn.id}")
+            added.append(lp.Assignment(
+                prim.Variable(name)[tuple(prim.Variable(f) for f in fresh)],
+                subst(value), id=writers[name],
+                within_inames=frozenset(fresh),
+                depends_on=frozenset(insn.depends_on)))
+        deps.add(writers[name])
+        factors.insert(0, prim.Variable(name)[
+            tuple(prim.Variable(a) for a in axes)])
     if computed:
         # the per-element factors, once per element and term
         axes = [*out[:split], *red.inames]
@@ -286,6 +348,9 @@ def split_small_contractions(kernel: lp.LoopKernel,
     vng = kernel.get_var_name_generator()
     ids = kernel.get_instruction_id_generator()
     new: dict[str, lp.Assignment] = {}
+    # the arranged shared factors, by their expression, and their writers
+    matrices: dict[Any, str] = {}
+    writers: dict[str, str] = {}
     for insn in kernel.instructions:
         if not isinstance(insn, lp.Assignment) or insn.predicates:
             continue
@@ -300,7 +365,7 @@ def split_small_contractions(kernel: lp.LoopKernel,
         if touched & user or any(_has_impl_tag(kernel, i) for i in touched):
             continue
         done = _split_one(kernel, insn, red, added, domains, temporaries,
-                          vng, ids)
+                          vng, ids, matrices, writers)
         if done is not None:
             new[insn.id] = done
     if not new:

@@ -83,6 +83,8 @@ order of the terms (the same order: reduction indices row-major).
 .. autodata:: GROUP_SIZE
 .. autodata:: DOUBLE_WIDTH
 .. autodata:: FLOAT_WIDTH
+.. autodata:: MAX_ELEMENT_BLOCK
+.. autodata:: ACCUMULATORS
 .. autodata:: MAX_OUTPUTS
 .. autodata:: MAX_TERMS
 .. autodata:: MAX_WORK
@@ -132,10 +134,12 @@ if TYPE_CHECKING:
 
 
 __all__ = [
+    "ACCUMULATORS",
     "DOUBLE_WIDTH",
     "ELEMENTS_PER_ITEM",
     "FLOAT_WIDTH",
     "GROUP_SIZE",
+    "MAX_ELEMENT_BLOCK",
     "MAX_OUTPUTS",
     "MAX_TERMS",
     "MAX_WORK",
@@ -147,10 +151,19 @@ __all__ = [
 
 #: Elements computed one after the other by a work-item (they share the
 #: loads of the shared operands).
-ELEMENTS_PER_ITEM = 16
+ELEMENTS_PER_ITEM = 64
 
 #: Work-items per group.
 GROUP_SIZE = 4
+
+#: Most elements computed together by a work-item, each load of a vector
+#: of the shared operands used for all of them (register blocking).
+MAX_ELEMENT_BLOCK = 4
+
+#: Most vector accumulators of the elements computed together (the
+#: elements of a block times the vectors over an element's outputs): 12
+#: of the 32 vector registers of AVX-512.
+ACCUMULATORS = 12
 
 #: Lanes of the ``double`` vectors over an element's outputs.
 DOUBLE_WIDTH = 8
@@ -291,11 +304,11 @@ def _emit(kernel: lp.LoopKernel, operands: list[_Operand], out: _Operand,
           ctype: str, width: int, per_item: int, size_c: str,
           index_c: str) -> _Code:
     """The statements of a work-item (see the module documentation)."""
-    lines: list[str] = []
     read: set[str] = set()
     n_inner = int(np.prod(inner_extents))
     n_terms = int(np.prod(red_extents))
     chunks = _chunks(n_inner, width)
+    block = _element_block(len(chunks))
 
     def c_int(expr: Expression) -> str:
         read.update(_size_params(expr))
@@ -323,117 +336,145 @@ def _emit(kernel: lp.LoopKernel, operands: list[_Operand], out: _Operand,
     def address(sym: str, const: int) -> str:
         return f"{sym} + {const}" if sym else str(const)
 
-    lane_values = []
-    for f in range(n_inner):
-        lane_values.append(dict(zip(inner, _unflatten(f, inner_extents),
-                                    strict=True)))
-    terms = []
-    for t in range(n_terms):
-        terms.append(dict(zip(red, _unflatten(t, red_extents), strict=True)))
+    def contiguous(addrs: list[tuple[str, int]]) -> bool:
+        return all(s == addrs[0][0] and o == addrs[0][1] + c
+                   for c, (s, o) in enumerate(addrs))
 
-    # a pointer to the element's values of each per-element operand
+    lanes = [dict(zip(inner, _unflatten(f, inner_extents), strict=True))
+             for f in range(n_inner)]
+    terms = [dict(zip(red, _unflatten(t, red_extents), strict=True))
+             for t in range(n_terms)]
     pointer_name: dict[_Operand, str] = {}
     for op in operands:
         if not op.shared(batch) and op not in pointer_name:
             pointer_name[op] = f"{_PREFIX}_p{len(pointer_name)}"
+            read.add(op.name)
     pointer_name[out] = f"{_PREFIX}_pout"
-    # the shared vectors, loaded once per work-item
+
+    # shared vectors whose lanes are not contiguous: gathered once per
+    # work-item; contiguous ones are loaded where used (the L1 cache)
+    prologue: list[str] = []
     shared_vars: dict[tuple[str, tuple[tuple[str, int], ...]], str] = {}
-    # per chunk and term: the vector expression of each factor
-    per_element_scalars: dict[tuple[str, str, int], str] = {}
-    body: list[str] = []
-    accs = [f"{_PREFIX}_acc{k}" for k in range(len(chunks))]
-    products: list[list[list[str]]] = []
-    for start, w in chunks:
-        chunk_terms = []
+
+    def shared_vector(op: _Operand, addrs: list[tuple[str, int]]) -> str:
+        read.add(op.name)
+        w = len(addrs)
+        if w > 1 and contiguous(addrs):
+            return f"vload{w}(0, {op.name} + {address(*addrs[0])})"
+        key = (op.name, tuple(addrs))
+        var = shared_vars.get(key)
+        if var is None:
+            var = f"{_PREFIX}_s{len(shared_vars)}"
+            shared_vars[key] = var
+            vals = [f"{op.name}[{address(s, o)}]" for s, o in addrs]
+            value = vals[0] if w == 1 else \
+                f"({vtype(w)})({', '.join(vals)})"
+            prologue.append(f"const {vtype(w)} {var} = {value};")
+        return var
+
+    def body(n_el: int, e: str) -> list[str]:
+        """The statements computing elements ``e, ..., e + n_el - 1``."""
+        lines: list[str] = []
+        for k in range(n_el):
+            element = e if k == 0 else f"({e} + {k})"
+            for d in range(len(batch)):
+                stride = int(np.prod([int(n) for n in batch_extents[d + 1:]]))
+                value = element if stride == 1 else f"{element} / {stride}"
+                if d > 0:
+                    value = f"({value}) % {int(batch_extents[d])}"
+                lines.append(f"const {index_c} {_PREFIX}_b{k}_{d} = {value};")
+            for op, name in pointer_name.items():
+                offsets = [f"{_PREFIX}_b{k}_{batch.index(i)}*{c_int(st)}"
+                           for i, st in zip(op.inames, op.strides, strict=True)
+                           if i in batch]
+                const = "" if op is out else "const "
+                lines.append(f"__global {const}{ctype} *{name}_{k} = "
+                             f"{op.name} + {' + '.join(offsets) or '0'};")
+        accs = [[f"{_PREFIX}_acc{k}_{c}" for c in range(len(chunks))]
+                for k in range(n_el)]
+        for k in range(n_el):
+            for c, (_, w) in enumerate(chunks):
+                lines.append(f"{vtype(w)} {accs[k][c]} = ({vtype(w)})(0);")
+        scalars: dict[tuple[int, str, str, int], str] = {}
+
+        def scalar(k: int, op: _Operand, s: str, o: int) -> str:
+            key = (k, pointer_name[op], s, o)
+            var = scalars.get(key)
+            if var is None:
+                var = f"{_PREFIX}_v{len(scalars)}"
+                scalars[key] = var
+                lines.append(f"const {ctype} {var} = "
+                             f"{pointer_name[op]}_{k}[{address(s, o)}];")
+            return var
+
         for term in terms:
-            factors = []
-            for op in operands:
-                addrs = [offset(op, {**lane_values[start + c], **term})
-                         for c in range(w)]
-                if op.shared(batch):
-                    key = (op.name, tuple(
-                        (s, o) for s, o in addrs))
-                    var = shared_vars.get(key)
-                    if var is None:
-                        var = f"{_PREFIX}_s{len(shared_vars)}"
-                        shared_vars[key] = var
-                        read.add(op.name)
-                        vals = [f"{op.name}[{address(s, o)}]"
-                                for s, o in addrs]
-                        value = vals[0] if w == 1 else \
-                            f"({vtype(w)})({', '.join(vals)})"
-                        lines.append(f"const {vtype(w)} {var} = {value};")
-                    factors.append(var)
-                    continue
-                scalars = []
-                for s, o in addrs:
-                    key2 = (pointer_name[op], s, o)
-                    var = per_element_scalars.get(key2)
-                    if var is None:
-                        var = f"{_PREFIX}_v{len(per_element_scalars)}"
-                        per_element_scalars[key2] = var
-                        body.append(f"const {ctype} {var} = "
-                                    f"{pointer_name[op]}[{address(s, o)}];")
-                    scalars.append(var)
+            for c, (start, w) in enumerate(chunks):
+                shared = []
+                per_element = []
+                for op in operands:
+                    addrs = [offset(op, {**lanes[start + i], **term})
+                             for i in range(w)]
+                    (shared if op.shared(batch) else per_element).append(
+                        (op, addrs))
+                mv = [shared_vector(op, addrs) for op, addrs in shared]
+                if len(mv) == 1 and "vload" in mv[0]:
+                    # loaded once for the elements of the block
+                    name = f"{_PREFIX}_m{len(lines)}"
+                    lines.append(f"const {vtype(w)} {name} = {mv[0]};")
+                    mv = [name]
+                for k in range(n_el):
+                    factors = list(mv)
+                    for op, addrs in per_element:
+                        if w > 1 and contiguous(addrs):
+                            factors.append(f"vload{w}(0, {pointer_name[op]}_"
+                                           f"{k} + {address(*addrs[0])})")
+                            continue
+                        vals = [scalar(k, op, s, o) for s, o in addrs]
+                        if w == 1:
+                            factors.append(vals[0])
+                        elif len(set(vals)) == 1:
+                            factors.append(f"(({vtype(w)})({vals[0]}))")
+                        else:
+                            factors.append(f"(({vtype(w)})"
+                                           f"({', '.join(vals)}))")
+                    acc = accs[k][c]
+                    if len(factors) == 2:
+                        lines.append(f"{acc} = fma({factors[0]}, "
+                                     f"{factors[1]}, {acc});")
+                    else:
+                        lines.append(f"{acc} += {' * '.join(factors)};")
+        for k in range(n_el):
+            for c, (start, w) in enumerate(chunks):
+                target = f"{pointer_name[out]}_{k}"
+                where = address(*offset(out, lanes[start]))
                 if w == 1:
-                    factors.append(scalars[0])
-                elif len(set(scalars)) == 1:
-                    factors.append(f"(({vtype(w)})({scalars[0]}))")
+                    lines.append(f"{target}[{where}] = {accs[k][c]};")
                 else:
-                    factors.append(f"(({vtype(w)})({', '.join(scalars)}))")
-            chunk_terms.append(factors)
-        products.append(chunk_terms)
+                    lines.append(f"vstore{w}({accs[k][c]}, 0, {target} + "
+                                 f"{where});")
+        return lines
 
     e = f"{_PREFIX}_e"
-    lines.append(f"const {index_c} {_PREFIX}_end = min(({index_c}) "
-                 f"({_BASE} + {per_item}), ({index_c}) ({size_c}));")
-    lines.append(f"for ({index_c} {e} = {_BASE}; {e} < {_PREFIX}_end; "
-                 f"++{e})")
-    lines.append("{")
-    # the batch indices of element e (row-major over the batch axes)
-    for k in range(len(batch)):
-        stride = int(np.prod([int(n) for n in batch_extents[k + 1:]])) \
-            if k + 1 < len(batch) else 1
-        value = e if stride == 1 else f"{e} / {stride}"
-        if k > 0:
-            value = f"({value}) % {int(batch_extents[k])}"
-        lines.append(f"  const {index_c} {_PREFIX}_b{k} = {value};")
-    bvar = {b: f"{_PREFIX}_b{k}" for k, b in enumerate(batch)}
-
-    def pointer(op: _Operand, const: str) -> str:
-        terms_c = []
-        for iname, stride in zip(op.inames, op.strides, strict=True):
-            if iname in batch:
-                terms_c.append(f"{bvar[iname]}*{c_int(stride)}")
-        return (f"__global {const}{ctype} *{pointer_name[op]} = "
-                f"{op.name} + {' + '.join(terms_c) or '0'};")
-
-    for op in pointer_name:
-        if op is not out:
-            read.add(op.name)
-            lines.append("  " + pointer(op, "const "))
-    lines.append("  " + pointer(out, ""))
-    lines.extend("  " + line for line in body)
-    for (_, w), acc in zip(chunks, accs, strict=True):
-        lines.append(f"  {vtype(w)} {acc} = ({vtype(w)})(0);")
-    for k in range(len(chunks)):
-        for factors in products[k]:
-            if len(factors) == 2:
-                lines.append(f"  {accs[k]} = fma({factors[0]}, {factors[1]},"
-                             f" {accs[k]});")
-            else:
-                lines.append(f"  {accs[k]} += {' * '.join(factors)};")
-    for (start, w), acc in zip(chunks, accs, strict=True):
-        sym, o = offset(out, lane_values[start])
-        target = pointer_name[out]
-        if w == 1:
-            lines.append(f"  {target}[{address(sym, o)}] = {acc};")
-        else:
-            lines.append(f"  vstore{w}({acc}, 0, {target} + "
-                         f"{address(sym, o)});")
-    lines.append("}")
+    main = body(block, e)
+    lines = [*prologue,
+             f"const {index_c} {_PREFIX}_end = min(({index_c}) "
+             f"({_BASE} + {per_item}), ({index_c}) ({size_c}));",
+             f"{index_c} {e} = {_BASE};",
+             f"for (; {e} + {block} <= {_PREFIX}_end; {e} += {block})",
+             "{", *("  " + line for line in main), "}"]
+    if block > 1:
+        tail = body(1, e)
+        lines.extend([f"for (; {e} < {_PREFIX}_end; ++{e})", "{",
+                      *("  " + line for line in tail), "}"])
     return _Code(lines, read)
+
+
+def _element_block(n_chunks: int) -> int:
+    """Elements computed together (sharing each load of the shared
+    vectors), with *n_chunks* vectors of accumulators per element: at
+    most :data:`MAX_ELEMENT_BLOCK`, at most :data:`ACCUMULATORS`
+    accumulators."""
+    return max(1, min(MAX_ELEMENT_BLOCK, ACCUMULATORS // n_chunks))
 
 
 def plan_small_contraction(kernel: lp.LoopKernel,
