@@ -239,6 +239,7 @@ from pytato.target.loopy.schedule.serial_report import (
     serial_nest_reasons,
 )
 from pytato.target.loopy.schedule.small_contractions import (
+    SmallContraction,
     drop_reduction_inames,
     plan_small_contraction,
 )
@@ -530,8 +531,14 @@ def default_schedule(t_unit: lp.TranslationUnit,
     for ids in nests[:ours]:
         ids.extend(a for iid in list(ids) for a in added.get(iid, ()))
     if any(_has_impl_tag(kernel, i) for i in kernel.all_inames()):
-        kernel = _add_global_barriers(kernel, nests, level,
-                                      alone=frozenset(range(ours, len(nests))))
+        # small contractions get device kernels of their own: in a kernel
+        # shared with other nests (of other work-group sizes), their code
+        # would sit in a branch of the others' work-items
+        contractions = frozenset(unit for unit, plan in vector_nests
+                                 if isinstance(plan, SmallContraction))
+        kernel = _add_global_barriers(
+            kernel, nests, level,
+            alone=frozenset(range(ours, len(nests))) | contractions)
     report_serial_nests(kernel.name, serial)
     return t_unit.with_kernel(_single_writer_races_silenced(kernel))
 
