@@ -27,6 +27,10 @@ accumulators, and the global barriers between dependent nests.
   with interleaved accumulators;
 * :mod:`~pytato.target.loopy.schedule.vector_calls`: elementwise nests
   calling math functions as OpenCL vector code (CPU devices).
+* :mod:`~pytato.target.loopy.schedule.contraction_split` and
+  :mod:`~pytato.target.loopy.schedule.small_contractions`: small
+  contractions shared across many elements (DG operators) as OpenCL
+  vector code (CPU devices).
 """
 
 from __future__ import annotations

@@ -1,38 +1,44 @@
-"""Small contractions inside larger expressions, split into nests of their
-own for :mod:`~pytato.target.loopy.schedule.small_contractions` (CPUs).
+"""Small contractions rewritten into the nests that
+:mod:`~pytato.target.loopy.schedule.small_contractions` computes (CPUs).
 
-Graphs as arraycontext-based codes build them do not store every einsum:
-the lift of a DG operator, ``rhs = volume - einsum("ifj,fej->ei", L,
-flux(u_int, u_ext))``, becomes one store whose expression holds the sum,
-with the numerical flux (face values gathered by index arrays, normals,
-an upwind choice) inlined as a factor of its terms. One output per
-work-item then computes the flux of every face node once per *output*
-node of the element (20 times for a 3-D simplex of order 3), and the
-product is not the plain ``matrix x values`` that the vector code takes.
-
-:func:`split_small_contractions` rewrites such an instruction, when its
-sum has the shape of a small contraction (a sum over reduction inames of
-constant extents whose terms are the product of *shared* factors, array
-accesses indexed by no batch axis, and *per-element* factors indexed by
-no inner output axis, as in
+:func:`split_small_contractions` rewrites each instruction holding one
+sum with the shape of a small contraction (a sum over reduction inames
+of constant extents whose terms are the product of *shared* factors,
+plain array accesses indexed by no batch axis, and *per-element* factors
+indexed by no inner output axis, as in
 :mod:`~pytato.target.loopy.schedule.small_contractions`):
 
-* each per-element factor that is not a plain array access (the flux) is
-  computed once per element and term by a new loop nest into a new
-  global temporary indexed by the batch axes then the reduction axes
-  (``_pt_sc_factor[e, f, j]``), which the sum reads instead;
-* a sum that is not the whole expression is computed by a new loop nest
-  into a new global temporary of the output's shape
-  (``_pt_sc_sum[e, i]``), which the expression reads instead.
+* **The shared factors in the order of the vectors' lanes.** Unless they
+  are one array already indexed by the reduction inames then the inner
+  output inames, in C order, their product is copied by a new loop nest
+  into a new global temporary indexed that way
+  (``_pt_sc_matrix[j, i] = D[i, j]`` for ``ij,ej->ei``; ``D[i, j]`` over
+  ``(j, i, k)`` for ``ij,ejk->eik``), so that each vector of them is one
+  contiguous load. Sums reading the same values share the copy.
+* **Per-element factors computed inline.** Graphs as arraycontext-based
+  codes build them do not store every einsum: the lift of a DG
+  operator, ``rhs = volume - einsum("ifj,fej->ei", L, flux(u_int,
+  u_ext))``, becomes one store whose expression holds the sum, with the
+  numerical flux (face values gathered by index arrays, normals, an
+  upwind choice) inlined as a factor of its terms. One output per
+  work-item then computes the flux of every face node once per *output*
+  node of the element (35 times for a 3-D simplex of order 4). Each
+  per-element factor that is not a plain array access is computed once
+  per element and term by a new loop nest into a new global temporary
+  indexed by the batch axes then the reduction axes
+  (``_pt_sc_factor[e, f, j]``), which the sum reads instead.
+* **Sums inside larger expressions.** A sum that is not the whole
+  expression is computed by a new loop nest into a new global temporary
+  of the output's shape (``_pt_sc_sum[e, i]``), which the expression
+  reads instead.
 
 Each new nest has inames of its own, and the instructions reading a new
 temporary depend on its writer, so that the default schedule orders the
 nests and puts global barriers between them. The extra memory traffic
 (one store and one load of each temporary) is small next to what it
-saves: ``dg operator 3d p3`` of ``benchmarks/peers_dg.py``, see
-``benchmarks/README.md``.
-
-Sums whose batch extents are symbolic are left as they are.
+saves (``benchmarks/README.md``, issue 44). Sums over fewer than
+:data:`~pytato.target.loopy.schedule.small_contractions.MIN_ELEMENTS`
+elements, or whose batch extents are symbolic, are left as they are.
 
 .. autofunction:: split_small_contractions
 """

@@ -86,6 +86,17 @@ loops: one assignment computing all elements of a stored array, as
   work-item does (:mod:`pytato.target.loopy.schedule.vector_calls`). Such
   a nest is one :class:`loopy.CInstruction` over ``ceil(n / W)``
   work-items.
+* **Small contractions (CPU).** On a CPU device whose
+  :attr:`~pytato.target.loopy.device.DeviceInfo.vector_calls` is on, an
+  einsum-like nest applying a small operand shared by all elements
+  (``ij,ej->ei``, ``ij,ejk->eik``, ``ifj,fej->ei``, ...) is computed in
+  OpenCL vector code, vectors over each element's outputs, several
+  elements per work-item, the shared operand copied once in the order of
+  the vectors' lanes
+  (:mod:`pytato.target.loopy.schedule.small_contractions`); such sums
+  inside larger expressions, with per-element factors computed inline,
+  first get nests of their own
+  (:mod:`pytato.target.loopy.schedule.contraction_split`).
 * **Small reductions (GPU).** An einsum-like nest (one instruction, one sum
   over at most 64 terms) with an operand shared by all elements, or with a
   per-element operand read at a stride of the reduction's extent (``A[e,

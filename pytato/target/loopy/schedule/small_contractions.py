@@ -12,34 +12,48 @@ loops without inner loops, and the gathers and scatters it makes then
 (elements on the lanes, rows of 20 doubles apart) are slow too.
 
 Here the nest is computed as the small dense product it is: each
-work-item computes :data:`ELEMENTS_PER_ITEM` consecutive elements one
-after the other; for each element, the outputs of the element (the flat
-index over the *inner* output axes, contiguous in the result) are held in
-OpenCL vectors of :data:`DOUBLE_WIDTH` (``double``) or
-:data:`FLOAT_WIDTH` (``float``) lanes (the last ones narrower: 20 = 8 + 8
-+ 4), and each term of the sum (all reduction indices, unrolled) is one
-vector ``fma`` of
+work-item computes :data:`ELEMENTS_PER_ITEM` consecutive elements, a
+block of up to :data:`MAX_ELEMENT_BLOCK` at a time (register blocking:
+at most :data:`ACCUMULATORS` vector accumulators, the rest one by one);
+the outputs of an element (the flat index over the *inner* output axes,
+contiguous in the result) are held in OpenCL vectors of
+:data:`DOUBLE_WIDTH` (``double``) or :data:`FLOAT_WIDTH` (``float``) lanes
+(the last ones narrower: 20 = 8 + 8 + 4), and each term of the sum (all
+reduction indices, unrolled) is, per vector, one load of
 
 * the term's values of the *shared* operands (those indexed by no batch
-  axis: ``D``), as vectors over the outputs, loaded once per work-item
-  before the element loop (registers, or the stack, which stays in the L1
-  cache), and
+  axis: ``D``), a vector over the outputs, loaded with ``vloadW`` from the
+  L1 cache where its lanes are consecutive in memory (the default
+  schedule first copies ``D`` in that order,
+  :mod:`~pytato.target.loopy.schedule.contraction_split`: ``D[j, i]``),
+  else gathered once per work-item before the element loop,
+
+and, for each element of the block, one vector ``fma`` with
+
 * the term's values of the *per-element* operands (``u[e, j]``): each
   value loaded once per element into a scalar, then broadcast
   (``(double8)(u_j)``), or loaded as a vector (``vload8``) where the
   lanes read consecutive addresses, or gathered from the scalars;
 
 then stored with ``vstoreW`` (contiguous). A work-item's elements read
-and write consecutive memory, the matrix stays in registers or in the L1
-cache, and all arithmetic is vector arithmetic: on PoCL (2 cores), the
-``2**16 x 20 x 20`` product above took 0.65 to 1.3 ms in hand-written
-kernels of this structure (``jax.jit`` 1.1 to 1.3 ms in the same runs),
-against 4 ms with elements on the lanes (i, j unrolled) and 8 ms as
-scheduled before. The element loop and the scalar loads carry the
-reduction's structure, not its spelling: ``ij,ej->ei``, ``ji,ej->ei``,
-``ij,ejk->eik`` (outputs ``(i, k)`` flat), and the face variant
-``ifj,fej->ei`` (two reduction axes; the element axis in the middle of
-``u``) are all the same code with other offsets.
+and write consecutive memory, the matrix stays in the L1 cache, each load
+of it serves the elements of a block, and all arithmetic is vector
+arithmetic. Hand-written kernels of this structure on PoCL (2 cores,
+``2**16`` elements, 4 rounds in one run, 2026-12-02): 20 x 20 doubles,
+0.64 ms with blocks of 4 elements and the matrix in lane order, 0.9 ms
+with the matrix gathered into registers before the loop (spilled), 0.95
+ms with one element at a time, ``jax.jit`` 1.27 ms; 35 x 35 (a 3-D
+simplex of order 4), 1.4 ms with blocks of 2 against 3 to 7.7 ms for the
+other variants and ``jax.jit`` 3.1 ms. Before, one output per work-item
+took 7 to 16 ms (the sum a scalar loop; elements on the lanes with ``i``
+and ``j`` unrolled: 4 ms, gathers and scatters). Of the work-items per
+group (:data:`GROUP_SIZE`) and elements per work-item, 4 and 64 were best
+(1, 4, 16 and 16, 64 measured).
+
+The code carries the reduction's structure, not its spelling:
+``ij,ej->ei``, ``ji,ej->ei``, ``ij,ejk->eik`` (outputs ``(i, k)`` flat),
+and the face variant ``ifj,fej->ei`` (two reduction axes; the element
+axis in the middle of ``u``) are all the same code with other offsets.
 
 The code is one :class:`loopy.CInstruction` per nest, over ``ceil(n /
 ELEMENTS_PER_ITEM)`` work-items on a flat pair of hardware inames (as
@@ -72,6 +86,10 @@ A loop nest qualifies (:func:`plan_small_contraction`) when
   index them) and no offset; the domain of the output inames is their own
   box, and so is each reduction iname's;
 * the number of elements is symbolic or at least :data:`MIN_ELEMENTS`.
+
+Such a nest gets a device kernel of its own (in a kernel shared with
+other nests of the same dependency level, its code would run in a branch
+of their work-items, of another group size).
 
 Anything else (complex numbers, reductions other than sums, batched
 operands only: ``eij,ej->ei`` already streams at the memory's bandwidth
