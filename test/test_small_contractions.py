@@ -102,7 +102,7 @@ def _einsum(queue: cl.CommandQueue, spec: str, operands: list[np.ndarray],
 @pytest.mark.parametrize("spec", FORMS)
 def test_forms_match_numpy(queue: cl.CommandQueue, spec: str,
                            dtype: Any) -> None:
-    sizes = {"i": 20, "j": 20, "k": 3, "f": 4, "e": 300}
+    sizes = {"i": 20, "j": 20, "k": 3, "f": 4, "e": 1100}
     if spec == "ifj,fej->ei":
         sizes["j"] = 10
     _, t_unit = _einsum(queue, spec, _operands(spec, sizes, dtype))
@@ -118,11 +118,11 @@ def test_simplex_orders(queue: cl.CommandQueue, dim: int, order: int
                         ) -> None:
     n_vol = comb(order + dim, dim)
     n_face = comb(order + dim - 1, dim - 1)
-    sizes = {"i": n_vol, "j": n_vol, "e": 257, "k": dim}
+    sizes = {"i": n_vol, "j": n_vol, "e": 1025, "k": dim}
     _einsum(queue, "ij,ej->ei", _operands("ij,ej->ei", sizes, np.float64))
     _einsum(queue, "ij,ejk->eik",
             _operands("ij,ejk->eik", sizes, np.float64))
-    lift = {"i": n_vol, "f": dim + 1, "j": n_face, "e": 257}
+    lift = {"i": n_vol, "f": dim + 1, "j": n_face, "e": 1025}
     _, t_unit = _einsum(queue, "ifj,fej->ei",
                         _operands("ifj,fej->ei", lift, np.float64))
     assert bool(_contractions(t_unit)) == _is_vector_cpu(queue)
@@ -179,7 +179,7 @@ def _lift_graph(n_el: int, dtype: Any = np.float64
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_inlined_lift_is_split(queue: cl.CommandQueue, dtype: Any) -> None:
-    graphs, values = _lift_graph(300, dtype)
+    graphs, values = _lift_graph(1100, dtype)
     got, t_unit = _run(queue, graphs["pt"],
                        {k: cla.to_device(queue, v)
                         for k, v in values.items()})

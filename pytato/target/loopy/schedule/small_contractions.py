@@ -200,7 +200,13 @@ MAX_TERMS = 64
 MAX_WORK = 4096
 
 #: Fewest elements (constant numbers) for which the nest is planned here.
-MIN_ELEMENTS = 64
+#: Below, the nest takes microseconds either way; and the code of a
+#: planned nest holds its number of elements (the end of the last
+#: work-item's elements), which the split path's hoisting of sizes
+#: (:mod:`pytato.target.loopy.run.split_sizes`) does not rewrite: element
+#: groups of different sizes share their sub-units only where they are
+#: left to the ordinary schedule.
+MIN_ELEMENTS = 1024
 
 #: the names of the C code (a prefix no pytato name starts with)
 _PREFIX = "_pt_sc"
