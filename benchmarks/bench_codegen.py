@@ -11,13 +11,13 @@ For random DAGs of 100 / 1 000 / 10 000 nodes (``--quick``: 100 / 1 000)
 it reports the time of the pytato transforms (preprocess), the lowering to
 a loopy translation unit, ``generate_loopy`` with its default schedule,
 loopy preprocessing and linearization (as programs run them:
-:mod:`pytato.target.loopy.run.preprocessing`), code generation (the same
+:mod:`pytato.target.loopy.build.preprocessing`), code generation (the same
 module's ``generate_code``: ``lp.generate_code_v2`` less a no-op pass),
 the OpenCL build and the program's first call
 (with PoCL, the device compiler runs when a kernel is first enqueued), the
 number of instructions, global temporaries and device kernels, and the
 time of a program cache hit, and of a hit in the persistent program store
-(:mod:`pytato.target.loopy.run.program_store`: ``generate_loopy`` and the first
+(:mod:`pytato.target.loopy.store.program_store`: ``generate_loopy`` and the first
 call of a program the in-memory cache has forgotten). loopy's, PoCL's and
 the program store's on-disk caches start empty (a new folder) unless
 ``--warm-caches`` is given.
@@ -30,7 +30,7 @@ until the program exists, from the start of the process, and of its
 first call).
 
 ``--split-counts`` only counts the sub-units of the split path
-(:mod:`pytato.target.loopy.run.split`) and the distinct ones, with sizes
+(:mod:`pytato.target.loopy.build.split`) and the distinct ones, with sizes
 hoisted into value arguments and without; ``--dg-run NFIELDS`` only runs
 the DG-like graph (:func:`make_dg_like`; groups of ``--dg-elements``
 elements) on the device: first call, kernel and wall time per call
@@ -39,7 +39,7 @@ elements) on the device: first call, kernel and wall time per call
 ``--build-nodes N`` only measures the device build of the N-node DAG
 (for the device of the context): its code is generated, then built as one
 OpenCL program and as the programs of
-:func:`pytato.target.loopy.run.parallel_builds.build_kernels` (its default chunk
+:func:`pytato.target.loopy.build.parallel_builds.build_kernels` (its default chunk
 count, or ``PYTATO_BUILD_CHUNKS``; built in threads, then in processes),
 each from a source made unique by a comment (no driver cache hits), and
 the first call of the program is timed, in a new context (loopy's work,
@@ -176,11 +176,11 @@ def bench_dag(nnodes: int, ctx: Any, *, build: bool = True) -> dict[str, Any]:
     assert prog2 is prog
     t_unit = prog.program
     # loopy's preprocessing and linearization as programs run them
-    # (pytato.target.loopy.run.preprocessing: loopy's steps without its
+    # (pytato.target.loopy.build.preprocessing: loopy's steps without its
     # intermediate on-disk caches and without a no-op inlining pass)
     # (with the garbage collector's thresholds that programs use)
     from pytato.codegen import FewerCollections
-    from pytato.target.loopy.run.preprocessing import preprocess_program
+    from pytato.target.loopy.build.preprocessing import preprocess_program
 
     def preprocess_() -> Any:
         with FewerCollections():
@@ -195,7 +195,7 @@ def bench_dag(nnodes: int, ctx: Any, *, build: bool = True) -> dict[str, Any]:
             return lp.linearize(pre)
 
     res["t_loopy_linearize"], lin = _time(linearize)
-    from pytato.target.loopy.run.preprocessing import generate_code
+    from pytato.target.loopy.build.preprocessing import generate_code
 
     def codegen() -> Any:
         with FewerCollections():
@@ -377,10 +377,10 @@ def make_dg_like(nfields: int, ngroups: int = 3, ndofs: int = 10
 
 def bench_split_counts(ctx: Any) -> list[dict[str, Any]]:
     """Sub-units (device kernels of the split path,
-    :mod:`pytato.target.loopy.run.split`) and distinct ones of the random
+    :mod:`pytato.target.loopy.build.split`) and distinct ones of the random
     DAGs and of the DG-like graphs of 1 and 5 fields (no code generated),
     with sizes hoisted into value arguments (the default) and without."""
-    from pytato.target.loopy.run import split
+    from pytato.target.loopy.build import split
 
     graphs = [(f"random DAG {n}", make_random_dag(n))
               for n in (100, 1000, 10000)]

@@ -9,7 +9,7 @@ three ways and times its first launch (with PoCL, the device compiler runs
 when a kernel is first enqueued; the time of ``Program.build`` is printed
 too): every pointer ``restrict``, none ``restrict``, and one buffer
 indexed at N offsets. This is the measurement behind
-:data:`pytato.target.loopy.run.cl_target.MAX_RESTRICT_ARGUMENTS`. pyopencl's
+:data:`pytato.target.loopy.build.cl_target.MAX_RESTRICT_ARGUMENTS`. pyopencl's
 and PoCL's binary caches are bypassed (a new PoCL cache folder, a comment
 making each source new).
 """

@@ -24,18 +24,16 @@ Before a target lowers a graph, :func:`preprocess`:
 .. autofunction:: check_distinct_input_names
 .. autodata:: SymbolicIndex
 .. autofunction:: is_symbolic_index
-.. autoclass:: PhaseTimer
-.. autoclass:: FewerCollections
-.. autodata:: GC_GENERATION0_THRESHOLD
-.. autofunction:: no_automatic_collections_at_exit
 .. autoclass:: ProgramCache
+
+(:class:`~pytato.timing.PhaseTimer`, :class:`~pytato.timing.FewerCollections`,
+:data:`~pytato.timing.GC_GENERATION0_THRESHOLD` and
+:func:`~pytato.timing.no_automatic_collections_at_exit`, once here, are in
+:mod:`pytato.timing`, and importable from here.)
 """
 
 from __future__ import annotations
 
-import atexit
-import gc
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -53,6 +51,12 @@ from pytato.diagnostic import InvalidArgumentTypeError, NameClashError
 from pytato.scalar_expr import is_integral_scalar_expression
 from pytato.tags import ForceValueArgTag, InlineCallTag, Named, PrefixNamed
 from pytato.target import Target
+from pytato.timing import (
+    GC_GENERATION0_THRESHOLD,
+    FewerCollections,
+    PhaseTimer,
+    no_automatic_collections_at_exit,
+)
 from pytato.transform.calls import inline_call_result
 from pytato.transform.lower_to_index_lambda import _LOWERABLE, to_index_lambda
 from pytato.transform.mappers import CopyMapper
@@ -60,7 +64,6 @@ from pytato.tuning import record_defaults
 
 
 if TYPE_CHECKING:
-    import logging
 
     from pytools import UniqueNameGenerator
 
@@ -120,7 +123,7 @@ def _canonical_children(node: GraphNode) -> tuple[GraphNode, ...]:
     if isinstance(node, IndexLambda):
         return (*(c for c in node.shape if isinstance(c, Array)),
                 *(node.bindings[k] for k in sorted(node.bindings)))
-    return node._pt_kids  # type: ignore[attr-defined]
+    return node._pt_kids
 
 
 def canonical_topological_order(roots: Iterable[GraphNode]) -> list[GraphNode]:
@@ -199,12 +202,12 @@ class PreprocessResult:
     outputs: DictOfNamedArrays
     compute_order: tuple[str, ...]
     bound_arguments: Mapping[str, Any]
-    input_names: frozenset[str] = field(default=None)  # type: ignore[assignment]
+    input_names: frozenset[str] | None = field(default=None)
 
     def __post_init__(self) -> None:
         if self.input_names is None:
             object.__setattr__(self, "input_names", frozenset(
-                self.outputs._pt_inputs))  # type: ignore[attr-defined]
+                self.outputs._pt_inputs))
 
 
 class _Preprocessor(CopyMapper):
@@ -239,12 +242,12 @@ class _Preprocessor(CopyMapper):
     def map_named_array(self, expr: NamedArray) -> Array:
         # an entry of a DictOfNamedArrays used in a graph is its array
         if isinstance(expr._container, DictOfNamedArrays):
-            return self.rec(expr.expr)  # type: ignore[return-value]
+            return self.rec(expr.expr)
         return self.map_array(expr)
 
     def map_named_call_result(self, expr: NamedCallResult) -> Array:
         if expr._container.tags_of_type(InlineCallTag):
-            return self(inline_call_result(expr, only_tagged=True))  # type: ignore[return-value]
+            return self(inline_call_result(expr, only_tagged=True))
         return self.map_array(expr)
 
     # }}}
@@ -339,7 +342,7 @@ def check_validity_of_outputs(exprs: DictOfNamedArrays) -> None:
         output.
     """
     check_distinct_input_names(exprs)
-    input_names = frozenset(exprs._pt_inputs)  # type: ignore[attr-defined]
+    input_names = frozenset(exprs._pt_inputs)
     for name in exprs:
         if name in input_names:
             raise NameClashError(
@@ -367,7 +370,7 @@ def preprocess(outputs: Array | DictOfNamedArrays | Mapping[str, Array],
     result = outputs
     outputs = normalize_outputs(result)
     check_validity_of_outputs(outputs)
-    input_names = frozenset(outputs._pt_inputs)  # type: ignore[attr-defined]
+    input_names = frozenset(outputs._pt_inputs)
     names = NameGenerator(input_names | frozenset(outputs))
     data_names: dict[DataWrapper, str] = {}
     for node in canonical_topological_order([outputs]):
@@ -380,7 +383,7 @@ def preprocess(outputs: Array | DictOfNamedArrays | Mapping[str, Array],
     new_outputs = prep(outputs)
     return PreprocessResult(
         new_outputs, tuple(new_outputs), dict(sorted(prep.bound_arguments.items())),
-        frozenset(new_outputs._pt_inputs))  # type: ignore[attr-defined]
+        frozenset(new_outputs._pt_inputs))
 
 
 def _generate_name_for_temp(expr: Array,
@@ -407,92 +410,16 @@ def _generate_name_for_temp(expr: Array,
         if is_taken(tag.name):
             raise NameClashError(f"the name {tag.name!r} of a Named tag is "
                                  "already taken")
-        var_name_gen.add_name(tag.name)  # type: ignore[union-attr]
-        return tag.name  # type: ignore[no-any-return]
+        var_name_gen.add_name(tag.name)
+        return tag.name
     prefixed = expr.tags_of_type(PrefixNamed)
     if prefixed:
         (tag,) = prefixed
-        return var_name_gen(tag.prefix)  # type: ignore[no-any-return]
-    return var_name_gen(default_prefix)  # type: ignore[no-any-return]
+        return var_name_gen(tag.prefix)
+    return var_name_gen(default_prefix)
 
 
-# {{{ phase timing and the program cache
-
-class PhaseTimer:
-    """A context manager logging, at INFO level on *logger*, how long a
-    code generation phase took, e.g. ``lowering took 0.12 s (1234
-    nodes)``."""
-
-    def __init__(self, logger: logging.Logger, phase: str, detail: str = ""
-                 ) -> None:
-        self.logger = logger
-        self.phase = phase
-        self.detail = detail
-        self.elapsed = 0.0
-
-    def __enter__(self) -> PhaseTimer:
-        self._start = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.elapsed = time.perf_counter() - self._start
-        if exc[0] is None:
-            self.logger.info("%s took %.3g s%s", self.phase, self.elapsed,
-                             f" ({self.detail})" if self.detail else "")
-
-
-GC_GENERATION0_THRESHOLD = 50_000
-"""The threshold of the youngest generation of Python's garbage collector
-while code is generated (see :class:`FewerCollections`)."""
-
-
-class FewerCollections:
-    """A context manager under which Python's garbage collector runs less
-    often: the collection threshold of its youngest generation is raised to
-    :data:`GC_GENERATION0_THRESHOLD` (if lower), that of the middle
-    generation to at least 20; the previous thresholds are restored on
-    exit.
-
-    Code generation allocates millions of small objects that live until
-    the phase ends; with the default threshold (700 allocations) the
-    collector ran so often that it took a quarter of the time. For the
-    10 000-node DAG of ``benchmarks/bench_codegen.py`` (PoCL machine, 2
-    cores, 2026-11-24): ``generate_loopy`` 4.6 -> 3.1 s, :mod:`loopy`'s
-    preprocessing and linearization 14.3 -> 10.5 s, its code generation
-    11.0 -> 9.8 s; the peak memory of the process stayed at 290 MB
-    (switching the collector off altogether was as fast but took 452 MB).
-    Nested uses are fine.
-    """
-
-    def __enter__(self) -> FewerCollections:
-        self._saved = gc.get_threshold()
-        t0, t1, t2 = self._saved
-        gc.set_threshold(max(t0, GC_GENERATION0_THRESHOLD), max(t1, 20), t2)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        gc.set_threshold(*self._saved)
-
-
-def no_automatic_collections_at_exit() -> None:
-    """Switch Python's automatic garbage collections off (:func:`gc.disable`);
-    run at the process's exit (an :mod:`atexit` handler registered when
-    this module is imported, so that it runs after the handlers registered
-    later, the user's among them).
-
-    The interpreter's shutdown still collects all generations once, with
-    the collector on or off (so objects in reference cycles are freed and
-    their finalizers run as before); what is left out are the collections
-    that the allocations during shutdown trigger, each a walk over every
-    object still alive. A warm process of the 10 000-node DAG of
-    ``benchmarks/bench_codegen.py`` (PoCL machine, 2 cores, its programs
-    loaded from the store) took 0.45-0.5 s from the end of its script to
-    the end of the process, 0.27-0.3 s with this."""
-    gc.disable()
-
-
-atexit.register(no_automatic_collections_at_exit)
-
+# {{{ the program cache
 
 _ProgramT = TypeVar("_ProgramT")
 

@@ -40,7 +40,7 @@ import enum
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
 
 import numpy as np
 import pymbolic
@@ -99,7 +99,7 @@ def substitute_sizes(shape: ShapeType,
     if not values:
         return shape
 
-    result = []
+    result: list[ShapeComponent] = []
     for c in shape:
         if isinstance(c, Array):
             expr = shape_component_to_expr(c)
@@ -108,7 +108,7 @@ def substitute_sizes(shape: ShapeType,
                 result.append(c)
                 continue
             context: dict[str, Any] = {}
-            inputs = c._pt_inputs  # type: ignore[attr-defined]
+            inputs = c._pt_inputs
             for name in deps:
                 # (the size parameters kept are the same objects: a new
                 # one of the same name would clash with them)
@@ -128,7 +128,7 @@ def _is_size_expression(ary: object) -> bool:
     return (isinstance(ary, Array) and ary.shape == ()
             and ary.dtype.kind in "iu"
             and all(isinstance(i, SizeParam)
-                    for i in ary._pt_inputs.values())  # type: ignore[attr-defined]
+                    for i in ary._pt_inputs.values())
             and not any(isinstance(n, (Placeholder, DataWrapper))
                         for n in topological_order([ary])))
 
@@ -212,6 +212,14 @@ class FunctionDefinition(_TaggableMixin):
                     "captured data into parameters)")
         object.__setattr__(self, "_pt_param_nodes", params)
 
+    if TYPE_CHECKING:
+        # (set at construction)
+        @property
+        def _pt_param_nodes(self) -> Mapping[str, Placeholder | SizeParam]: ...
+
+        @property
+        def _pt_hash(self) -> int: ...
+
     @property
     def identifier(self) -> Hashable:
         """The identifier given by a :class:`FunctionIdentifier` tag, else
@@ -222,17 +230,17 @@ class FunctionDefinition(_TaggableMixin):
     def get_placeholder(self, name: str) -> Placeholder | SizeParam | None:
         """The input node of the body named *name*, or *None* if the
         parameter is not used by the body."""
-        return self._pt_param_nodes.get(name)  # type: ignore[attr-defined,no-any-return]
+        return self._pt_param_nodes.get(name)
 
     def __hash__(self) -> int:
-        return self._pt_hash  # type: ignore[attr-defined,no-any-return]
+        return self._pt_hash
 
     def __eq__(self, other: object) -> bool:
         if self is other:
             return True
         if not isinstance(other, FunctionDefinition):
             return False
-        if (self._pt_hash != other._pt_hash  # type: ignore[attr-defined]
+        if (self._pt_hash != other._pt_hash
                 or self.parameters != other.parameters
                 or self.return_type != other.return_type
                 or self.tags != other.tags
@@ -324,15 +332,23 @@ class Call(DataclassGraphNode, AbstractResultWithNamedArrays):
         object.__setattr__(self, "_pt_results", {
             name: NamedCallResult(self, name) for name in fn.returns})
 
+    if TYPE_CHECKING:
+        # (set at construction)
+        @property
+        def _pt_result_shapes(self) -> Mapping[str, ShapeType]: ...
+
+        @property
+        def _pt_results(self) -> Mapping[str, NamedCallResult]: ...
+
     def _get_result_shape(self, name: str) -> ShapeType:
-        return self._pt_result_shapes[name]  # type: ignore[attr-defined,no-any-return]
+        return self._pt_result_shapes[name]
 
     def _get_result_dtype(self, name: str) -> np.dtype[np.generic]:
         return self.function.returns[name].dtype
 
     def __getitem__(self, name: str) -> NamedCallResult:
         try:
-            return self._pt_results[name]  # type: ignore[attr-defined,no-any-return]
+            return self._pt_results[name]
         except KeyError:
             raise InvalidKeyError(f"function '{self.function.identifier}' has no "
                                   f"result named '{name}'") from None
@@ -382,7 +398,8 @@ def _check_bindings(fn: FunctionDefinition, bindings: Mapping[str, object]
                 sizes[name] = b
     for name, b in bindings.items():
         p = fn.get_placeholder(name)
-        if not isinstance(p, Placeholder):
+        # (every binding is an array: checked above)
+        if not isinstance(p, Placeholder) or not isinstance(b, Array):
             continue
         if b.dtype != p.dtype:
             raise DTypeError(
@@ -406,13 +423,13 @@ class NamedCallResult(NamedArray):
     @property
     def call(self) -> Call:
         """The :class:`Call` this is a result of."""
-        return self._container  # type: ignore[no-any-return]
+        return self._container
 
     @property
     def expr(self) -> Array:
         """The array returned by the function's body (in the callee's
         scope)."""
-        return self._container.function.returns[self.name]  # type: ignore[no-any-return]
+        return self._container.function.returns[self.name]
 
 # }}}
 
@@ -510,9 +527,9 @@ class _CaptureLifter:
         return replace(returns, replacements)
 
 
-def trace_call(f: Callable[..., Any], *args: Any,
+def trace_call(f: Callable[..., object], *args: object,
                identifier: Hashable | None = None,
-               **kwargs: Any) -> Any:
+               **kwargs: object) -> Any:
     r"""Call *f* on placeholders standing for the arrays among *args* and
     *kwargs* and return a :class:`Call` of the traced
     :class:`FunctionDefinition` bound to them.
@@ -588,7 +605,7 @@ def _call_results(call: Call) -> Array | tuple[Array, ...] | Mapping[str, Array]
     return constantdict({name: call[name] for name in fn.returns})
 
 
-def _intern(f: Callable[..., Any], identifier: Hashable, args: Iterable[object],
+def _intern(f: Callable[..., object], identifier: Hashable, args: Iterable[object],
             kwargs: Mapping[str, object], fdef: FunctionDefinition
             ) -> FunctionDefinition:
     key = (f, identifier, tuple(_arg_signature(a) for a in args),

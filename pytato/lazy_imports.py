@@ -1,7 +1,7 @@
 """Modules imported at their first use.
 
 A warm process (one whose programs the program store already has, see
-:mod:`pytato.target.loopy.run.program_store`) runs them without
+:mod:`pytato.target.loopy.store.program_store`) runs them without
 :mod:`loopy`, whose import is a large part of its time. Modules on that
 path name :mod:`loopy` and :mod:`islpy` through :func:`lazy_module`, so
 that ``import pytato`` does not import them; the first attribute read

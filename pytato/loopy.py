@@ -33,12 +33,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import numpy as np
 import pymbolic
 from constantdict import constantdict
 from pymbolic.mapper.dependency import DependencyMapper
+from pymbolic.typing import Expression
 from pytools.tag import Tag
 
 from pytato.array.base import (
@@ -70,6 +71,8 @@ from pytato.utils import _size_params_of
 if TYPE_CHECKING:
     import islpy as isl
     import loopy as lp
+    import pymbolic.primitives as prim
+    from pymbolic.typing import Expression
 else:
     # (imported at first use: see pytato.lazy_imports)
     isl = lazy_module("islpy")
@@ -82,6 +85,12 @@ __all__ = [
 ]
 
 
+def _dependency_names(expr: Expression) -> set[str]:
+    """The names of the variables of the shape expression *expr* (loopy's
+    shapes depend on variables only)."""
+    return {cast("prim.Variable", v).name for v in DependencyMapper()(expr)}
+
+
 def _kernel_shape(shape: Any, values: Mapping[str, Any], what: str) -> ShapeType:
     """A kernel argument's shape (:mod:`pymbolic` expressions in value
     argument names) with *values* (ints and 0-d integer arrays)
@@ -92,7 +101,7 @@ def _kernel_shape(shape: Any, values: Mapping[str, Any], what: str) -> ShapeType
         if isinstance(c, (int, np.integer)):
             result.append(int(c))
             continue
-        deps = {v.name for v in DependencyMapper()(c)}
+        deps = _dependency_names(c)
         missing = deps - set(values)
         if missing:
             raise CallBindingError(
@@ -110,7 +119,7 @@ def _kernel_shape(shape: Any, values: Mapping[str, Any], what: str) -> ShapeType
     return tuple(result)
 
 
-def _is_size(v: Any) -> bool:
+def _is_size(v: object) -> bool:
     return _is_size_expression(v)
 
 
@@ -165,7 +174,7 @@ class LoopyCall(DataclassGraphNode, AbstractResultWithNamedArrays):
                   or (isinstance(v, Array) and v.shape == ()
                       and v.dtype.kind in "iu")}
         shapes: dict[str, ShapeType] = {}
-        dtypes: dict[str, np.dtype[Any]] = {}
+        dtypes: dict[str, np.dtype[np.generic]] = {}
         for arg in knl.args:
             if not arg.is_output:
                 continue
@@ -182,32 +191,46 @@ class LoopyCall(DataclassGraphNode, AbstractResultWithNamedArrays):
         object.__setattr__(self, "_pt_results", {
             name: LoopyCallResult(self, name) for name in shapes})
 
+    if TYPE_CHECKING:
+        # (set at construction)
+        @property
+        def _pt_result_shapes(self) -> Mapping[str, ShapeType]: ...
+
+        @property
+        def _pt_result_dtypes(self) -> Mapping[str, np.dtype[np.generic]]: ...
+
+        @property
+        def _pt_inout(self) -> frozenset[str]: ...
+
+        @property
+        def _pt_results(self) -> Mapping[str, LoopyCallResult]: ...
+
     @property
     def inout_names(self) -> frozenset[str]:
         """The arguments that are both inputs and outputs of the kernel."""
-        return self._pt_inout  # type: ignore[attr-defined,no-any-return]
+        return self._pt_inout
 
     def _get_result_shape(self, name: str) -> ShapeType:
-        return self._pt_result_shapes[name]  # type: ignore[attr-defined,no-any-return]
+        return self._pt_result_shapes[name]
 
-    def _get_result_dtype(self, name: str) -> np.dtype[Any]:
-        return self._pt_result_dtypes[name]  # type: ignore[attr-defined,no-any-return]
+    def _get_result_dtype(self, name: str) -> np.dtype[np.generic]:
+        return self._pt_result_dtypes[name]
 
     def __getitem__(self, name: str) -> LoopyCallResult:
         try:
-            return self._pt_results[name]  # type: ignore[attr-defined,no-any-return]
+            return self._pt_results[name]
         except KeyError:
             raise InvalidKeyError(f"loopy kernel '{self.entrypoint}' has no output "
                                   f"'{name}'") from None
 
     def __iter__(self) -> Any:
-        return iter(self._pt_results)  # type: ignore[attr-defined]
+        return iter(self._pt_results)
 
     def __len__(self) -> int:
-        return len(self._pt_results)  # type: ignore[attr-defined]
+        return len(self._pt_results)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._pt_results  # type: ignore[attr-defined]
+        return name in self._pt_results
 
     def __repr__(self) -> str:
         return (f"LoopyCall(entrypoint={self.entrypoint!r}, "
@@ -343,7 +366,7 @@ def call_loopy(translation_unit: lp.TranslationUnit | lp.LoopKernel,
 
 
 def _with_inferred_dtypes(t_unit: lp.TranslationUnit, entrypoint: str,
-                          bindings: Mapping[str, Any],
+                          bindings: Mapping[str, object],
                           new_dtypes: Mapping[str, Any]) -> lp.TranslationUnit:
     """*t_unit* with the dtypes of the arguments of its kernel
     *entrypoint* known: those in *new_dtypes*, those of the other bound
@@ -413,6 +436,8 @@ def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
     result: dict[str, Any] = {}
     sol_set = isl.Set.from_basic_set(bset)
     for i, var in enumerate(variables):
+        lo: isl.PwAff | None
+        hi: isl.PwAff | None
         try:
             lo = sol_set.dim_min(i)
             hi = sol_set.dim_max(i)
@@ -431,7 +456,7 @@ def solve_constraints(variables: Sequence[str], parameters: Sequence[str],
 
 
 def extend_bindings_with_shape_inference(
-        knl: lp.LoopKernel | lp.TranslationUnit, bindings: Mapping[str, Any]
+        knl: lp.LoopKernel | lp.TranslationUnit, bindings: Mapping[str, object]
         ) -> constantdict[str, Any]:
     """*bindings* (of the arguments of the loopy kernel *knl*, or of the
     entrypoint of a translation unit) extended by
@@ -452,8 +477,8 @@ def extend_bindings_with_shape_inference(
                        if not hasattr(arg, "shape") or arg.shape is None
                        or arg.shape == ()}
     unknowns: set[str] = set()
-    constraints: list[tuple[Any, Any]] = []
-    size_params: dict[str, Any] = {}
+    constraints: list[tuple[object, object]] = []
+    size_params: dict[str, object] = {}
     for arg in knl.args:
         shape = getattr(arg, "shape", None)
         if not shape or arg.name not in bindings:
@@ -466,7 +491,7 @@ def extend_bindings_with_shape_inference(
                 f"loopy kernel '{knl.name}': argument '{arg.name}' has "
                 f"{len(shape)} axes, the array bound to it {ary.ndim}")
         for k_dim, a_dim in zip(shape, ary.shape, strict=True):
-            deps = {v.name for v in DependencyMapper()(k_dim)} \
+            deps = _dependency_names(k_dim) \
                 if not isinstance(k_dim, (int, np.integer)) else set()
             new = {d for d in deps
                    if d in value_arg_names and d not in bindings}
@@ -481,7 +506,7 @@ def extend_bindings_with_shape_inference(
     # the bound value arguments the constraints depend on are known:
     # integers, or size expressions (whose size parameters become parameters
     # of the constraints)
-    known: dict[str, Any] = {}
+    known: dict[str, object] = {}
     for name in value_arg_names:
         value = bindings.get(name)
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):

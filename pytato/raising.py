@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -186,11 +186,11 @@ class ReduceOp(HighLevelOp):
             object.__setattr__(self, "axes", constantdict(self.axes))
 
 
-class TypeCastDropper(IdentityMapper):
+class TypeCastDropper(IdentityMapper[[]]):
     """Removes the :class:`~pytato.scalar_expr.TypeCast`\\ s of a scalar
     expression (keeping their operands)."""
 
-    def map_type_cast(self, expr: TypeCast, *args: Any, **kwargs: Any
+    def map_type_cast(self, expr: TypeCast, *args: object, **kwargs: object
                       ) -> ScalarExpression:
         return self.rec(expr.inner_expr, *args, **kwargs)
 
@@ -203,7 +203,7 @@ def _unknown(expr: IndexLambda, why: str) -> UnknownIndexLambdaExpr:
         f"index lambda (shape {expr.shape}, dtype {expr.dtype}) {why}")
 
 
-def _is_output_index(e: Any, k: int) -> bool:
+def _is_output_index(e: object, k: int) -> bool:
     return isinstance(e, prim.Variable) and e.name == f"_{k}"
 
 
@@ -334,14 +334,15 @@ def index_lambda_to_high_level_op(expr: IndexLambda) -> HighLevelOp:
         return _recognize_sum(lam, e)
     for cls, op in _TWO_CHILD_CLASSES:
         if type(e) is cls:
-            children = e.children  # type: ignore[attr-defined]
+            children = cast("prim.Product", e).children  # (or alike)
             if len(children) != 2:
                 raise _unknown(lam, f"combines {len(children)} operands")
             return _binary(lam, op, *children)
     for cls, op in _QUOTIENT_CLASSES:
         if type(e) is cls:
-            return _binary(lam, op, e.numerator,  # type: ignore[attr-defined]
-                           e.denominator)  # type: ignore[attr-defined]
+            quotient = cast("prim.Quotient", e)  # (or alike)
+            return _binary(lam, op, quotient.numerator,
+                           quotient.denominator)
     if isinstance(e, prim.Power):
         return _binary(lam, BinaryOpType.POWER, e.base, e.exponent)
     if isinstance(e, prim.LeftShift):

@@ -48,7 +48,15 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping, Set
-from typing import Any, ParamSpec, TypeAlias, TypeGuard, TypeVar
+from typing import (
+    Any,
+    ParamSpec,
+    SupportsInt,
+    TypeAlias,
+    TypeGuard,
+    TypeVar,
+    cast,
+)
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -78,7 +86,12 @@ ScalarExpression: TypeAlias = Expression
 """A pymbolic expression or a Python/numpy scalar
 (:data:`pymbolic.typing.Expression`)."""
 
-SCALAR_CLASSES = (int, float, complex, bool, np.number, np.bool_)
+# (numpy's numbers are its integers and inexact numbers, the kinds
+# pymbolic's expressions name)
+SCALAR_CLASSES = (int, float, complex, bool, np.integer, np.inexact, np.bool_)
+
+#: A Python or numpy scalar (an instance of one of :data:`SCALAR_CLASSES`).
+Scalar: TypeAlias = "int | float | complex | np.integer | np.inexact | np.bool_"
 
 IDX_LAMBDA_AXIS_INDEX = re.compile(r"^(_(0|([1-9][0-9]*)))$")
 """Matches the names of the variables of an
@@ -155,7 +168,7 @@ class MaxReductionOperation(ReductionOperation):
         if dtype.kind == "f":
             return dtype.type(-np.inf)
         if dtype.kind in "iu":
-            return np.iinfo(dtype).min  # type: ignore[type-var]
+            return integer_dtype_info(dtype).min
         if dtype.kind == "b":
             return np.False_
         raise DTypeError(f"max reduction not supported for dtype {dtype}")
@@ -174,7 +187,7 @@ class MinReductionOperation(ReductionOperation):
         if dtype.kind == "f":
             return dtype.type(np.inf)
         if dtype.kind in "iu":
-            return np.iinfo(dtype).max  # type: ignore[type-var]
+            return integer_dtype_info(dtype).max
         if dtype.kind == "b":
             return np.True_
         raise DTypeError(f"min reduction not supported for dtype {dtype}")
@@ -358,7 +371,9 @@ class EvaluationMapper(_PEvaluationMapper[ResultT]):
 
     def map_reduce(self, expr: Reduce) -> Any:
         names = list(expr.bounds)
-        ranges = [range(int(self.rec(lo)), int(self.rec(hi)))
+        # (the bounds evaluate to integers)
+        ranges = [range(int(cast("SupportsInt", self.rec(lo))),
+                        int(cast("SupportsInt", self.rec(hi))))
                   for lo, hi in expr.bounds.values()]
         acc = None
         for vals in itertools.product(*ranges):
@@ -481,6 +496,14 @@ def parse(s: str) -> ScalarExpression:
     return _Parser()(s)
 
 
+def distribute_arithmetic(expr: ArithmeticExpression) -> ArithmeticExpression:
+    """*expr* with products distributed over sums, by pymbolic's
+    :class:`~pymbolic.mapper.distributor.DistributeMapper` (typed here as
+    the arithmetic expression it returns for one: pymbolic's mappers are
+    typed to return any expression)."""
+    return cast("ArithmeticExpression", _PDistributeMapper()(expr))
+
+
 def substitute(expression: ScalarExpression,
                variable_assignments: Mapping[str, ScalarExpression] | None
                ) -> ScalarExpression:
@@ -522,6 +545,20 @@ def evaluate(expression: ScalarExpression,
     return EvaluationMapper(dict(context or {}))(expression)
 
 
+def scalar_literal(x: complex | np.generic, dtype: np.dtype[np.generic]
+                   ) -> ArithmeticExpression:
+    """*x* as a numpy scalar of *dtype*, a constant of scalar expressions
+    (numpy's types make any scalar a :class:`numpy.generic`, which pymbolic's
+    do not count among constants)."""
+    return cast("ArithmeticExpression", dtype.type(x))
+
+
+def integer_dtype_info(dtype: np.dtype[np.generic]) -> np.iinfo[np.integer]:
+    """:class:`numpy.iinfo` of *dtype*, an integer dtype (which numpy's types
+    cannot tell from its :attr:`~numpy.dtype.kind`)."""
+    return np.iinfo(cast("np.dtype[np.integer]", dtype))
+
+
 def is_integral_scalar(x: object) -> TypeGuard[int | np.integer]:
     """Whether *x* is a Python or numpy integer (not a bool)."""
     if type(x) is int:
@@ -530,7 +567,7 @@ def is_integral_scalar(x: object) -> TypeGuard[int | np.integer]:
             and not isinstance(x, (bool, np.bool_)))
 
 
-def negated(x: ScalarExpression) -> ScalarExpression:
+def negated(x: ArithmeticExpression) -> ArithmeticExpression:
     """``-x`` as a scalar expression: a constant is negated in place (keeping
     its type) where that is exact, anything else becomes ``(-1)*x``.
 
@@ -549,7 +586,7 @@ def negated(x: ScalarExpression) -> ScalarExpression:
     first, which changes the sign of a zero result).
     """
     if isinstance(x, (bool, np.bool_)):
-        return prim.Product((-1, x))  # type: ignore[arg-type]
+        return prim.Product((-1, x))
     if isinstance(x, int):
         return -x
     if isinstance(x, np.signedinteger):
@@ -561,7 +598,7 @@ def negated(x: ScalarExpression) -> ScalarExpression:
     elif isinstance(x, (complex, np.complexfloating)):
         if x.real != 0 and x.imag != 0:
             return -x
-    return prim.Product((-1, x))  # type: ignore[arg-type]
+    return prim.Product((-1, x))
 
 
 _INTEGRAL_NODES = (prim.Variable, prim.Sum, prim.Product, prim.FloorDiv,

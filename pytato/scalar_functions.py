@@ -117,8 +117,8 @@ class ScalarFunction:
         """The function's name in generated loopy kernels."""
         return f"_pt_foreign_{self.name}"
 
-    def result_dtype(self, arg_dtypes: list[np.dtype[Any]],
-                     argnames: list[str]) -> np.dtype[Any]:
+    def result_dtype(self, arg_dtypes: list[np.dtype[np.generic]],
+                     argnames: list[str]) -> np.dtype[np.generic]:
         """The result dtype for arguments of *arg_dtypes*, by the dtype rule
         of the loopy callable (or of *numpy_impl* without one).
 
@@ -140,8 +140,11 @@ class ScalarFunction:
             return np.asarray(out).dtype
 
         try:
+            # (loopy's type asks for a callables context, which the
+            # callables of scalar functions do not use)
             new, _ = self.loopy_callable.with_types(
-                {i: lp.types.NumpyType(dt) for i, dt in enumerate(arg_dtypes)}, None)
+                {i: lp.types.NumpyType(dt) for i, dt in enumerate(arg_dtypes)},
+                None)  # type: ignore[arg-type]
         except Exception as e:
             raise fail(f"{type(e).__name__}: {e}") from e
         res = (new.arg_id_to_dtype or {}).get(-1)
@@ -154,8 +157,8 @@ _REGISTRY: dict[str, ScalarFunction] = {}
 
 
 def register_scalar_function(name: str, loopy_callable: lp.ScalarCallable | None, *,
-                             numpy_impl: Callable[..., Any] | None = None,
-                             jax_impl: Callable[..., Any] | None = None
+                             numpy_impl: Callable[..., object] | None = None,
+                             jax_impl: Callable[..., object] | None = None
                              ) -> ScalarFunction:
     """Register a foreign scalar function under *name* (replacing an earlier
     registration of that name).
@@ -195,7 +198,7 @@ def get_scalar_function(name: str) -> ScalarFunction:
                               "(see pytato.register_scalar_function)") from None
 
 
-def call_scalar_function(name: str, *args: Any) -> Any:
+def call_scalar_function(name: str, *args: object) -> Any:
     """Apply the registered scalar function *name* element-wise to *args*
     (arrays and scalars, broadcast as numpy does). The result dtype is the
     one the function's dtype rule gives for the arguments' dtypes. With

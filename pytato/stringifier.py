@@ -18,13 +18,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from pytools.tag import Tag
+
 from pytato.array.base import Array, GraphNode, _ChildRef, topological_order
 from pytato.array.results import DictOfNamedArrays, named_arrays_of
 from pytato.diagnostic import InvalidArgumentError
 from pytato.visualization.labels import describe_array, format_tags, node_operation
 
 
-def _fmt_value(value: Any, names: dict[int, str] | None) -> str:
+def _fmt_value(value: object, names: dict[int, str] | None) -> str:
     if isinstance(value, GraphNode):
         if names is not None and id(value) in names:
             return names[id(value)]
@@ -85,7 +87,7 @@ def graph_to_str(result: Any, verbose: bool = False) -> str:
     for i, node in enumerate(order):
         name = f"v{i}"
         names[id(node)] = name
-        kid_names = [names[id(k)] for k in node._pt_kids]  # type: ignore
+        kid_names = [names[id(k)] for k in node._pt_kids]
         if isinstance(node, DictOfNamedArrays):
             lines.append(f"{name} = {{"
                          + ", ".join(f"{k!r}: {names[id(v)]}"
@@ -98,7 +100,7 @@ def graph_to_str(result: Any, verbose: bool = False) -> str:
             if isinstance(node, Array):
                 line += f" {describe_array(node)}"
             line += f": {node_operation(node, kid_names)}"
-            tags = getattr(node, "tags", frozenset())
+            tags: frozenset[Tag] = getattr(node, "tags", frozenset())
             if tags:
                 line += f"  tags={{{format_tags(tags)}}}"
             axes = getattr(node, "axes", ())

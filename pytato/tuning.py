@@ -31,13 +31,13 @@ _SIMPLE = (int, float, str, bool, tuple, frozenset)
 _DEFAULTS: dict[str, dict[str, Any]] = {}
 
 
-def _constants(namespace: Mapping[str, Any]) -> dict[str, Any]:
+def _constants(namespace: Mapping[str, object]) -> dict[str, Any]:
     return {name: value for name, value in namespace.items()
             if name.isupper() and not name.startswith("_")
             and isinstance(value, _SIMPLE)}
 
 
-def record_defaults(module_name: str, namespace: Mapping[str, Any]) -> None:
+def record_defaults(module_name: str, namespace: Mapping[str, object]) -> None:
     """Record the constants of the module *module_name* (its *namespace*,
     ``globals()``) as its code sets them."""
     _DEFAULTS[module_name] = _constants(namespace)
@@ -50,7 +50,7 @@ def changed_constants(module_names: Iterable[str]
     since), as ``(module.NAME, value)``, sorted; constants deleted since
     are given as ``(module.NAME, "<deleted>")``. Modules not imported have
     none."""
-    result: list[tuple[str, Any]] = []
+    result: list[tuple[str, object]] = []
     for module_name in module_names:
         module = sys.modules.get(module_name)
         if module is None:

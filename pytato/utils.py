@@ -66,6 +66,7 @@ from pytato.scalar_expr import (
     TypeCast,
     evaluate,
     get_dependencies,
+    scalar_literal,
     substitute,
 )
 
@@ -223,7 +224,7 @@ class ShapeToISLExpressionMapper:
 # {{{ building index lambdas
 
 def get_common_dtype_of_ary_or_scalars(
-        ary_or_scalars: Sequence[ArrayOrScalar]) -> np.dtype[Any]:
+        ary_or_scalars: Sequence[ArrayOrScalar]) -> np.dtype[np.generic]:
     """The dtype numpy gives to a binary operation on *ary_or_scalars*
     (arrays by their dtypes, Python scalars weakly, as in numpy 2)."""
     args = [x.dtype if isinstance(x, Array) else x for x in ary_or_scalars]
@@ -277,7 +278,7 @@ def broadcast_binary_op(
         a1: ArrayOrScalar, a2: ArrayOrScalar,
         op: Callable[[ScalarExpression, ScalarExpression], ScalarExpression],
         get_result_type: Callable[[ArrayOrScalar, ArrayOrScalar],
-                                  np.dtype[Any]],
+                                  np.dtype[np.generic]],
         *, tags: frozenset[Tag], non_equality_tags: frozenset[Tag],
         cast_to_result_dtype: bool, is_pow: bool = False,
         ) -> ArrayOrScalar:
@@ -295,7 +296,7 @@ def broadcast_binary_op(
     """
     result_dtype = np.dtype(get_result_type(a1, a2))
 
-    def cast(x: ScalarExpression, dtype: np.dtype[Any], is_exponent: bool
+    def cast(x: ScalarExpression, dtype: np.dtype[np.generic], is_exponent: bool
              ) -> ScalarExpression:
         if not cast_to_result_dtype or dtype == result_dtype:
             return x
@@ -304,9 +305,9 @@ def broadcast_binary_op(
         return TypeCast(result_dtype, x)
 
     if isinstance(a1, SCALAR_CLASSES) and isinstance(a2, SCALAR_CLASSES):
-        e1 = result_dtype.type(a1) if cast_to_result_dtype else a1
+        e1 = scalar_literal(a1, result_dtype) if cast_to_result_dtype else a1
         e2 = a2 if (is_pow and np.result_type(a2).kind in "iu") \
-            or not cast_to_result_dtype else result_dtype.type(a2)
+            or not cast_to_result_dtype else scalar_literal(a2, result_dtype)
         return result_dtype.type(evaluate(op(e1, e2)))
 
     result_shape = get_shape_after_broadcasting([a1, a2])
@@ -343,7 +344,7 @@ def get_einsum_subscript_str(expr: Einsum) -> str:
         raise InvalidArgumentError(f"einsum with {n_out + n_redn} indices has too many "
                                    "axes to be written as a subscript string")
 
-    def letter(d: Any) -> str:
+    def letter(d: object) -> str:
         if isinstance(d, EinsumElementwiseAxis):
             return letters[d.dim]
         assert isinstance(d, EinsumReductionAxis)

@@ -31,7 +31,7 @@ os.environ.setdefault("PYOPENCL_COMPILER_OUTPUT", "0")
 
 def _own_program_store() -> None:
     """Give this test process a new, empty persistent program store
-    (:mod:`pytato.target.loopy.run.program_store`), removed at exit: tests
+    (:mod:`pytato.target.loopy.store.program_store`), removed at exit: tests
     must not find programs that other runs stored."""
     import atexit
     import shutil

@@ -241,7 +241,7 @@ def test_lane_blocks(queue, op, dtype, cols, accumulators):
 
 def test_lanes_use_loopys_fast_scheduler(recwarn):
     x = pt.make_placeholder("x", (300, 1000), np.float64)
-    from pytato.target.loopy.run.preprocessing import preprocess_and_linearize
+    from pytato.target.loopy.build.preprocessing import preprocess_and_linearize
     with lp.CacheMode(False):
         prg = pt.generate_loopy(pt.sum(x, axis=1), cl_device=CPU)
         preprocess_and_linearize(prg.program)

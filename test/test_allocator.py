@@ -228,3 +228,35 @@ def test_pool_goes_away_with_queue(cl_ctx, prog):
     gc.collect()
     # only the queue object held the pool
     assert sys.getrefcount(pool) == refs - 1
+
+
+def test_default_pool_from_threads_on_one_queue(cl_ctx):
+    """The default pool of one queue, used by several threads at once (new
+    buffers and reused ones, with blocking transfers on the queue
+    meanwhile): every buffer holds what its thread wrote. (The pool's
+    allocator enqueues nothing: NVIDIA's driver crashed when pyopencl's
+    ImmediateAllocator migrated a new buffer on a queue on which another
+    thread was in a blocking transfer.)"""
+    import threading
+
+    queue = cl.CommandQueue(cl_ctx)
+    pool = default_allocator(queue)
+    errors: list[BaseException] = []
+
+    def body(k: int) -> None:
+        try:
+            rng = np.random.default_rng(k)
+            for i in range(60):
+                x = rng.random(100 + 37 * (i % 5))
+                dev = cla.to_device(queue, x, allocator=pool)
+                np.testing.assert_array_equal(dev.get(), x)
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=body, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert pool.held_blocks >= 1

@@ -1,5 +1,5 @@
 """Device binaries kept in the program store
-(:mod:`pytato.target.loopy.run.binaries`): later builds of the same source
+(:mod:`pytato.target.loopy.build.binaries`): later builds of the same source
 for the same device and options are built from them, with the same
 kernels; unusable binaries and the store switched off fall back to builds
 from source; build errors are raised as before."""
@@ -11,7 +11,8 @@ import pyopencl as cl
 import pyopencl.array as cla
 import pytest
 
-from pytato.target.loopy.run import binaries, program_store
+from pytato.target.loopy.build import binaries
+from pytato.target.loopy.store import program_store
 
 
 _SOURCE = """

@@ -14,14 +14,14 @@ import pyopencl.array as cla
 import pytest
 
 import pytato as pt
-from pytato.target.loopy.run.launcher import get_kernel_plan
-from pytato.target.loopy.run.parallel_builds import (
+from pytato.target.loopy.build.parallel_builds import (
     BUILD_CHUNKS_ENV,
     MIN_CHUNK_BYTES,
     build_chunk_count,
     build_kernels,
     split_device_code,
 )
+from pytato.target.loopy.run.launcher import get_kernel_plan
 
 
 # a source with everything loopy and pytato put around kernels: macros

@@ -1,6 +1,6 @@
 """Helper processes (code generation, device builds, the kernel primer)
 exit when the process that started them dies
-(:mod:`pytato.target.loopy.run.child_processes`)."""
+(:mod:`pytato.target.loopy.build.child_processes`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pytato.target.loopy.run import child_processes, jit_primer
+from pytato.target.loopy.build import child_processes, jit_primer
 
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "getppid")
@@ -28,8 +28,8 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "getppid")
 _PARENT = """
 import json, sys, threading, time
 sys.path[:0] = json.loads(sys.argv[1])
-from pytato.target.loopy.run.parallel_builds import start_processes
-from pytato.target.loopy.run.split_build import _start_workers
+from pytato.target.loopy.build.parallel_builds import start_processes
+from pytato.target.loopy.build.split_build import _start_workers
 busy = "x = 0\\nwhile True:\\n    x += 1\\n"
 procs = start_processes(busy, 2)
 from_thread = []

@@ -1,4 +1,4 @@
-"""Tests of :mod:`pytato.target.loopy.run.cl_math`: transcendental
+"""Tests of :mod:`pytato.target.loopy.build.cl_math`: transcendental
 functions called through ``noinline`` wrappers when asked for, with the
 results and types of the inline calls."""
 
@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 import pytato as pt
-from pytato.target.loopy.run.cl_math import (
+from pytato.target.loopy.build.cl_math import (
     OUT_OF_LINE_FUNCTIONS,
     OUT_OF_LINE_MATH_ENV,
     out_of_line_math_enabled,
 )
-from pytato.target.loopy.run.cl_target import PytatoPyOpenCLTarget
+from pytato.target.loopy.build.cl_target import PytatoPyOpenCLTarget
 
 
 def _graph(dtype: np.dtype) -> tuple[dict[str, pt.Array], dict[str, np.ndarray]]:

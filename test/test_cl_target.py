@@ -1,4 +1,4 @@
-"""Tests of :mod:`pytato.target.loopy.run.cl_target`: kernels with many
+"""Tests of :mod:`pytato.target.loopy.build.cl_target`: kernels with many
 arguments declare their pointers without ``restrict``."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import pymbolic.primitives as prim
 import pytest
 
 import pytato as pt
-from pytato.target.loopy.run.cl_target import (
+from pytato.target.loopy.build.cl_target import (
     GPU_MAX_RESTRICT_ARGUMENTS,
     MAX_RESTRICT_ARGUMENTS,
     PytatoPyOpenCLTarget,
 )
-from pytato.target.loopy.run.preprocessing import (
+from pytato.target.loopy.build.preprocessing import (
     generate_code,
     preprocess_and_linearize,
 )
@@ -131,7 +131,7 @@ def test_target_key_includes_pytato_sources(monkeypatch):
     builder the code comes from."""
     from loopy.tools import LoopyKeyBuilder
 
-    from pytato.target.loopy.run import cl_target
+    from pytato.target.loopy.build import cl_target
     key = LoopyKeyBuilder()(cl_target.PytatoPyOpenCLTarget())
     assert LoopyKeyBuilder()(cl_target.PytatoPyOpenCLTarget()) == key
     monkeypatch.setattr(cl_target, "_source_digest", lambda: "other sources")
@@ -163,7 +163,7 @@ def test_shorter_mapper_keys_same_code_and_restored():
     pymbolic's keys."""
     from pymbolic.mapper import CachedMapper, IdentityMapper
 
-    from pytato.target.loopy.run import preprocessing
+    from pytato.target.loopy.build import preprocessing
 
     original = CachedMapper.__dict__["get_cache_key"]
     _, result = _weighted_sum(6)

@@ -890,7 +890,7 @@ def _preprocessing_devices():
 
 
 def _check_preprocessing(graph, device) -> None:
-    from pytato.target.loopy.run.preprocessing import (
+    from pytato.target.loopy.build.preprocessing import (
         order_after_predicate_writers,
         preprocess_and_linearize,
     )
@@ -909,7 +909,7 @@ def _check_preprocessing(graph, device) -> None:
     assert quick is not reference
     assert quick == reference
     # code generation without the renaming pass: the same code
-    from pytato.target.loopy.run.preprocessing import generate_code
+    from pytato.target.loopy.build.preprocessing import generate_code
     with lp.CacheMode(False):
         code = generate_code(quick)
         reference_code = lp.generate_code_v2(reference)
@@ -924,12 +924,12 @@ def _check_preprocessing(graph, device) -> None:
 @pytest.mark.parametrize("device", list(_preprocessing_devices()))
 @pytest.mark.parametrize("case", list(_creation_graphs()))
 def test_preprocessing_matches_loopy(case, device):
-    """:func:`pytato.target.loopy.run.preprocessing.preprocess_and_linearize`
+    """:func:`pytato.target.loopy.build.preprocessing.preprocess_and_linearize`
     (no on-disk caches, no inlining pass for a unit of one kernel) gives
     the translation unit of :func:`loopy.preprocess_program` and
     :func:`loopy.linearize`, with and without the default schedule (the
     GPU schedule tiles and separates levels with global barriers), and
-    :func:`~pytato.target.loopy.run.preprocessing.generate_code` the code of
+    :func:`~pytato.target.loopy.build.preprocessing.generate_code` the code of
     :func:`loopy.generate_code_v2`."""
     _check_preprocessing(_creation_graphs()[case],
                          _preprocessing_devices()[device])
@@ -948,7 +948,7 @@ def test_callable_passes_on_the_calling_instructions(monkeypatch):
     arithmetic otherwise), and give the unit that they give on the whole
     kernel; a kernel with a temporary of unknown type goes through them
     whole."""
-    from pytato.target.loopy.run import preprocessing
+    from pytato.target.loopy.build import preprocessing
     x = pt.make_placeholder("x", (16, 16), np.float64)
     y = pt.sin(2 * x + 1) * 3 + (x - 1).T
     t_unit = pt.generate_loopy(
@@ -995,7 +995,7 @@ def test_no_hash_of_whole_kernels(monkeypatch):
     hash."""
     from constantdict import constantdict
 
-    from pytato.target.loopy.run import preprocessing
+    from pytato.target.loopy.build import preprocessing
     x = pt.make_placeholder("x", (16, 16), np.float64)
     y = pt.sin(2 * x + 1) * 3 + (x - 1).T
     t_unit = pt.generate_loopy(
@@ -1033,7 +1033,7 @@ def test_preprocessing_of_several_kernels_by_loopy(monkeypatch):
     """Units with a callee kernel (here from :func:`pytato.loopy.call_loopy`)
     are preprocessed by :func:`loopy.preprocess_program` itself."""
     from pytato.loopy import call_loopy
-    from pytato.target.loopy.run import preprocessing
+    from pytato.target.loopy.build import preprocessing
     knl = lp.make_kernel(
         "{[i]: 0 <= i < 4}", "y[i] = 2*x[i]",
         [lp.GlobalArg("x", np.float64, (4,)),

@@ -1,4 +1,4 @@
-"""The split path of :mod:`pytato.target.loopy.run.split`: a program's
+"""The split path of :mod:`pytato.target.loopy.build.split`: a program's
 kernel cut into its phases, each distinct one generated and built once
 (issue 20)."""
 
@@ -12,9 +12,11 @@ from random_graphs import make_random_dag, make_random_graph
 
 import pytato as pt
 from pytato.target.loopy import PROGRAM_CACHE
+from pytato.target.loopy.build import split, split_build, split_sizes
 from pytato.target.loopy.device import DeviceInfo
-from pytato.target.loopy.run import program_store, split, split_build, split_sizes
+from pytato.target.loopy.run import split_executor
 from pytato.target.loopy.run.kernel_facts import kernel_facts
+from pytato.target.loopy.store import program_store
 
 
 @pytest.fixture
@@ -279,7 +281,7 @@ def test_split_executor_of_stored_unit(ctx_factory, split_store, monkeypatch,
                                            atol=1e-10)
         assert bool(loads) == missing
         (executor,) = prog._executors()
-        assert isinstance(executor, split_build.SplitExecutor)
+        assert isinstance(executor, split_executor.SplitExecutor)
         assert executor.t_unit.default_entrypoint.instructions
         assert prog.get_code(queue.device) == code
         exe = prog.bind_to_context(queue.context)
@@ -296,7 +298,7 @@ class _FakeDevice:
 
 def test_split_default_by_device_type(monkeypatch):
     """Unset, the split path is on for devices that are not CPUs only;
-    :data:`~pytato.target.loopy.run.split.SPLIT_ENV` overrides."""
+    :data:`~pytato.target.loopy.build.split.SPLIT_ENV` overrides."""
     monkeypatch.delenv(split.SPLIT_ENV, raising=False)
     gpu = _FakeDevice(cl.device_type.GPU)
     cpu = _FakeDevice(cl.device_type.CPU)
@@ -321,7 +323,7 @@ def test_default_on_cpu_is_one_kernel(ctx_factory, monkeypatch):
     prog, out = _run(outputs, inputs, queue)
     for name, ref in expected.items():
         np.testing.assert_allclose(out[name], ref, rtol=1e-12)
-    assert not any(isinstance(exe, split_build.SplitExecutor)
+    assert not any(isinstance(exe, split_executor.SplitExecutor)
                    for exe in prog._executor_cache.values())
 
 
@@ -369,7 +371,7 @@ def test_early_workers_stopped(ctx_factory, split_on, monkeypatch):
     monkeypatch.setattr(split_build, "_start_workers", recording_start)
     monkeypatch.setattr(split_build, "MIN_INSTRUCTIONS_PER_WORKER", 1)
     facts = kernel_facts(t_unit, entrypoint)
-    exe = split_build.make_split_executor(facts, ctx, lambda: t_unit)
+    exe = split_executor.make_split_executor(facts, ctx, lambda: t_unit)
     if exe is None:
         pytest.skip("graph not split")
     assert len(started) == 2
@@ -380,7 +382,7 @@ def test_early_workers_stopped(ctx_factory, split_on, monkeypatch):
     assert all(p.poll() is not None for p in started)
 
     started.clear()
-    exe = split_build.make_split_executor(facts, ctx, lambda: t_unit)
+    exe = split_executor.make_split_executor(facts, ctx, lambda: t_unit)
     assert len(started) == 2
     del exe
     gc.collect()

@@ -11,7 +11,7 @@ import pytest
 
 import pytato as pt
 from pytato.target.loopy import PROGRAM_CACHE
-from pytato.target.loopy.run import split, split_build
+from pytato.target.loopy.build import split, split_build
 
 
 def _load_benchmark():

@@ -365,7 +365,7 @@ def test_get_code_by_device(queue):
 
 def test_store_key_names_the_device(queue):
     from pytato.target.loopy import PROGRAM_CACHE
-    from pytato.target.loopy.run import program_store
+    from pytato.target.loopy.store import program_store
     x = pt.make_placeholder("x", (500,), np.float64)
     y = pt.sum(x * x) + 1
     prog = pt.generate_loopy(y)

@@ -13,7 +13,7 @@ import pytest
 
 import pytato as pt
 from pytato.diagnostic import ArgumentDTypeError, ArgumentShapeError
-from pytato.target.loopy.run import fast_call
+from pytato.target.loopy.run import fast_call, sized_calls
 from pytato.target.loopy.run.queues import _queue_info
 
 
@@ -548,12 +548,12 @@ def test_run_code_kept_in_store(cl_ctx, tmp_path, monkeypatch):
     later process) loads it instead of compiling it, with the same
     results; functions of few kernels are not stored."""
     from pytato.target.loopy import PROGRAM_CACHE
-    from pytato.target.loopy.run import program_store
+    from pytato.target.loopy.store import program_store
 
     monkeypatch.setenv("PYTATO_PROGRAM_STORE_DIR", str(tmp_path))
     monkeypatch.delenv("PYTATO_NO_PROGRAM_STORE", raising=False)
     monkeypatch.setattr(program_store, "_STORE", [])
-    monkeypatch.setattr(fast_call, "STORED_RUN_MIN_KERNELS", 2)
+    monkeypatch.setattr(sized_calls, "STORED_RUN_MIN_KERNELS", 2)
     compiled: list[str] = []
     real_compile = compile
 
@@ -561,7 +561,7 @@ def test_run_code_kept_in_store(cl_ctx, tmp_path, monkeypatch):
         compiled.append(filename)
         return real_compile(source, filename, mode)
 
-    monkeypatch.setattr(fast_call, "compile", counting_compile, raising=False)
+    monkeypatch.setattr(sized_calls, "compile", counting_compile, raising=False)
     found: list[bool] = []
     real_load = program_store.load
 
@@ -594,7 +594,7 @@ def test_run_code_kept_in_store(cl_ctx, tmp_path, monkeypatch):
 
     # below the threshold: compiled each time, nothing stored
     code = "def run():\n    return 1\n"
-    monkeypatch.setattr(fast_call, "STORED_RUN_MIN_KERNELS", 16)
+    monkeypatch.setattr(sized_calls, "STORED_RUN_MIN_KERNELS", 16)
     del compiled[:]
     fast_call._compiled(code, 1)
     fast_call._compiled(code, 1)

@@ -128,8 +128,7 @@ def _reachable(graph: dict[str, dict[str, list[str]]], start: str) -> set[str]:
 def test_no_import_cycle_between_packages() -> None:
     graph = _package_graph()
     assert {"pytato", "pytato.function", "pytato.transform",
-            "pytato.target.loopy", "pytato.target.loopy.lower",
-            "pytato.target.loopy.run"} <= set(graph)
+            "pytato.target.loopy", *LOOPY_STAGES} <= set(graph)
     cycles = sorted(
         f"{a} -> {b} (in {', '.join(sorted(set(importers)))})"
         for a, edges in graph.items()
@@ -138,20 +137,29 @@ def test_no_import_cycle_between_packages() -> None:
     assert not cycles, "\n".join(cycles)
 
 
+_LOOPY = "pytato.target.loopy"
+
+#: The stages of the loopy backend, in the order they may import each other
+#: (each only those before it): lowering; the program store; the build of
+#: device code (which saves binaries and generated sub-units in the store,
+#: and writes the OpenCL C of the vector nests that the schedule places);
+#: the schedule; the run stage (whose programs schedule themselves for the
+#: device of their first call); the pipeline, the one driver.
+LOOPY_STAGES = tuple(f"{_LOOPY}.{stage}" for stage in (
+    "lower", "store", "build", "schedule", "run", "pipeline"))
+
+
 @pytest.mark.parametrize(("package", "forbidden"), [
-    # the stages of the loopy backend: lower, then schedule, then run
-    ("pytato.target.loopy.lower", ("pytato.target.loopy.schedule",
-                                   "pytato.target.loopy.run",
-                                   "pytato.target.loopy")),
-    ("pytato.target.loopy.schedule", ("pytato.target.loopy.run",
-                                      "pytato.target.loopy")),
-    ("pytato.target.loopy.run", ("pytato.target.loopy",)),
+    # each stage imports only the stages before it, never the package
+    # (which re-exports the pipeline's driver)
+    *[(stage, (*LOOPY_STAGES[i + 1:], _LOOPY))
+      for i, stage in enumerate(LOOPY_STAGES)],
     # the modules the stages share import none of them
-    *[(f"pytato.target.loopy.{shared}", ("pytato.target.loopy.lower",
-                                        "pytato.target.loopy.schedule",
-                                        "pytato.target.loopy.run",
-                                        "pytato.target.loopy"))
+    *[(f"{_LOOPY}.{shared}", (*LOOPY_STAGES, _LOOPY))
       for shared in ("device", "loopy_walk", "loopy_memos")],
+    # the compatibility shims import no stage when imported (the aliases
+    # import their new paths when used)
+    (f"{_LOOPY}._compat", (*LOOPY_STAGES, _LOOPY)),
     # the launchers know nothing of pytato's graphs nor of the backend
     ("pytato.launchers", ("pytato.target", "pytato.array", "pytato")),
 ])
@@ -159,6 +167,24 @@ def test_loopy_stages_import_one_way(package: str,
                                      forbidden: tuple[str, ...]) -> None:
     edges = _package_graph()[package]
     assert not {f: edges[f] for f in forbidden if f in edges}
+
+
+def test_loopy_package_only_reexports() -> None:
+    """``pytato/target/loopy/__init__.py`` holds no code but its
+    re-exports (and the attribute hook of the module paths from before):
+    the driver is :mod:`pytato.target.loopy.pipeline`."""
+    tree = ast.parse((PYTATO / "target" / "loopy" / "__init__.py").read_text())
+    defs = [node.name for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+    assert defs == ["__getattr__"]
+
+
+def test_loopy_modules_are_small() -> None:
+    """No module of the loopy backend is over 800 lines."""
+    big = {str(path.relative_to(PYTATO)): n
+           for path in (PYTATO / "target" / "loopy").rglob("*.py")
+           if (n := len(path.read_text().splitlines())) > 800}
+    assert not big
 
 # }}}
 

@@ -1,5 +1,5 @@
 """Kernels compiled for their launch in a second process
-(:mod:`pytato.target.loopy.run.jit_primer`)."""
+(:mod:`pytato.target.loopy.build.jit_primer`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from random_graphs import make_random_dag
 
 import pytato as pt
 from pytato.target.loopy import PROGRAM_CACHE
-from pytato.target.loopy.run import jit_primer, split
+from pytato.target.loopy.build import jit_primer, split
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_launch_specs(ctx_factory, primed):
     ctx = ctx_factory()
     prog = pt.generate_loopy(_dag(12))
     t_unit = prog.program_for(ctx.devices[0])
-    from pytato.target.loopy.run.preprocessing import preprocess_and_linearize
+    from pytato.target.loopy.build.preprocessing import preprocess_and_linearize
     lin = preprocess_and_linearize(t_unit)
     specs = jit_primer.launch_specs(lin)
     assert specs
@@ -72,7 +72,7 @@ def test_no_specs_for_symbolic_sizes(ctx_factory, primed):
     n = pt.make_size_param("n")
     x = pt.make_placeholder("x", (n,), np.float64)
     prog = pt.generate_loopy({"a": x - pt.sum(x), "b": pt.roll(x, 1) * 2})
-    from pytato.target.loopy.run.preprocessing import preprocess_and_linearize
+    from pytato.target.loopy.build.preprocessing import preprocess_and_linearize
     lin = preprocess_and_linearize(prog.program_for(ctx.devices[0]))
     assert jit_primer.launch_specs(lin) is None
     queue = cl.CommandQueue(ctx)

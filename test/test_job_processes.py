@@ -1,5 +1,5 @@
 """Tests of jobs handed to worker processes one at a time
-(:mod:`pytato.target.loopy.run.job_processes`), and of the split path's
+(:mod:`pytato.target.loopy.build.job_processes`), and of the split path's
 code generation started while the kernel is split."""
 
 from __future__ import annotations
@@ -15,16 +15,17 @@ import pytest
 from random_graphs import make_random_graph
 
 import pytato as pt
-from pytato.target.loopy.run import split, split_build
-from pytato.target.loopy.run.job_processes import (
+from pytato.target.loopy.build import split, split_build
+from pytato.target.loopy.build.job_processes import (
     JobProcessError,
     JobProcesses,
     read_frame,
     write_frame,
 )
+from pytato.target.loopy.build.parallel_builds import start_processes
+from pytato.target.loopy.run import split_executor
 from pytato.target.loopy.run.kernel_facts import kernel_facts
-from pytato.target.loopy.run.parallel_builds import start_processes
-from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
+from pytato.target.loopy.store.program_cache import PROGRAM_CACHE
 
 
 # answers each job with "header:job:number of jobs it answered so far"; a
@@ -32,7 +33,7 @@ from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
 _SCRIPT = """
 import json, sys, time
 sys.path[:0] = json.loads(sys.argv[1])
-from pytato.target.loopy.run.job_processes import read_frame, write_frame
+from pytato.target.loopy.build.job_processes import read_frame, write_frame
 header = read_frame(sys.stdin.buffer)
 n = 0
 while (job := read_frame(sys.stdin.buffer)) is not None:
@@ -167,7 +168,7 @@ def test_sub_units_generated_while_split(ctx_factory, monkeypatch):
     (entrypoint,) = t_unit.entrypoints
 
     state = {"split_done": False, "during": 0, "after": 0}
-    real_split = split_build.split_kernel
+    real_split = split_executor.split_kernel
     real_submit = JobProcesses.submit
 
     def recording_split(*args, **kwargs):
@@ -179,10 +180,10 @@ def test_sub_units_generated_while_split(ctx_factory, monkeypatch):
         state["after" if state["split_done"] else "during"] += 1
         return real_submit(self, *args, **kwargs)
 
-    monkeypatch.setattr(split_build, "split_kernel", recording_split)
+    monkeypatch.setattr(split_executor, "split_kernel", recording_split)
     monkeypatch.setattr(JobProcesses, "submit", recording_submit)
     generated = split_build.STATS["generated"]
-    exe = split_build.make_split_executor(
+    exe = split_executor.make_split_executor(
         kernel_facts(t_unit, entrypoint), ctx, lambda: t_unit)
     if exe is None:
         pytest.skip("graph not split")

@@ -17,7 +17,7 @@ import pytest
 
 import pytato as pt
 from pytato import tuning
-from pytato.target.loopy.run import program_store
+from pytato.target.loopy.store import program_store
 
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +96,7 @@ def test_warm_process_runs_without_loopy(tmp_path, split):
 def test_changed_constants():
     """Constants as their module's code sets them are not in the keys;
     changed (or added, or deleted) ones are."""
-    name = "pytato.target.loopy.run.target_parameters"
+    name = "pytato.target.loopy.build.target_parameters"
     module = sys.modules[name]
     assert tuning.changed_constants([name]) == ()
     old = module.MAX_RESTRICT_ARGUMENTS

@@ -29,7 +29,7 @@ def _lru_sizes() -> list[tuple[int, int]]:
     program store's."""
     import loopy.tools
 
-    from pytato.target.loopy.run.program_store import _STORE
+    from pytato.target.loopy.store.program_store import _STORE
     sizes = []
     for cache in [*loopy.tools.caches, *_STORE]:
         info = cache._fetch.cache_info()
@@ -45,7 +45,7 @@ def _loopy_memo() -> dict:
 
 def test_caches_stay_bounded(monkeypatch) -> None:
     from pytato.target.loopy import PROGRAM_CACHE, loopy_memos
-    from pytato.target.loopy.run import program_store
+    from pytato.target.loopy.store import program_store
 
     monkeypatch.setattr(loopy_memos, "LOOPY_MEMO_LIMIT", 50)
 

@@ -1,5 +1,5 @@
 """Large kernels for CPUs generated in parallel as a few merged sub-units
-(:func:`pytato.target.loopy.run.split_build.merged_split_groups`, issue
+(:func:`pytato.target.loopy.build.split_build.merged_split_groups`, issue
 20), whose worker processes also launch each device kernel once."""
 
 from __future__ import annotations
@@ -13,10 +13,11 @@ from random_graphs import make_random_dag
 
 import pytato as pt
 from pytato.target.loopy import PROGRAM_CACHE
-from pytato.target.loopy.run import jit_primer, split, split_build
-from pytato.target.loopy.run.launch_once import launch_each_once
+from pytato.target.loopy.build import jit_primer, split, split_build
+from pytato.target.loopy.build.launch_once import launch_each_once
+from pytato.target.loopy.build.parallel_builds import _program_kernels
+from pytato.target.loopy.run import split_executor
 from pytato.target.loopy.run.launcher import get_kernel_plan
-from pytato.target.loopy.run.parallel_builds import _program_kernels
 
 
 class _FakeDevice:
@@ -133,7 +134,7 @@ def test_merged_program_equals_single_kernel(ctx_factory, merged,
     prog = pt.generate_loopy(dag)
     _, out = prog(queue, **inputs)
     (executor,) = prog._executor_cache.values()
-    assert isinstance(executor, split_build.SplitExecutor)
+    assert isinstance(executor, split_executor.SplitExecutor)
     assert executor.groups == 2
     nlaunches = len(executor.kernel_plan().subkernels)
 
@@ -142,7 +143,7 @@ def test_merged_program_equals_single_kernel(ctx_factory, merged,
     single = pt.generate_loopy(dag)
     _, ref = single(queue, **inputs)
     (single_exe,) = single._executor_cache.values()
-    assert not isinstance(single_exe, split_build.SplitExecutor)
+    assert not isinstance(single_exe, split_executor.SplitExecutor)
     assert nlaunches == len(get_kernel_plan(single_exe).subkernels)
     assert set(out) == set(ref)
     for name in ref:
@@ -267,7 +268,7 @@ def test_merged_sub_units_from_store(ctx_factory, merged, monkeypatch,
     its sub-units from the program store, as merged sub-units (their
     executor keeps the number of groups, for a split where the store
     misses some), with the same results."""
-    from pytato.target.loopy.run import program_store
+    from pytato.target.loopy.store import program_store
 
     queue = cl.CommandQueue(ctx_factory())
     if not queue.device.type & cl.device_type.CPU:
@@ -285,7 +286,7 @@ def test_merged_sub_units_from_store(ctx_factory, merged, monkeypatch,
     _, again = prog(queue, **inputs)
     assert split_build.STATS["generated"] == generated
     (executor,) = prog._executor_cache.values()
-    assert isinstance(executor, split_build.SplitExecutor)
+    assert isinstance(executor, split_executor.SplitExecutor)
     assert executor.groups == 2
     for name in first:
         np.testing.assert_array_equal(again[name], first[name])
@@ -307,7 +308,7 @@ def test_no_worker_started_ahead_to_show_code(ctx_factory, merged):
     prog = pt.generate_loopy(make_random_dag(150, seed=2, n=6))
     prog(queue, **inputs)
     (executor,) = prog._executor_cache.values()
-    assert isinstance(executor, split_build.SplitExecutor)
+    assert isinstance(executor, split_executor.SplitExecutor)
 
 
 def test_worker_started_ahead_discarded_by_single_kernel(ctx_factory,

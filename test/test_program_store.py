@@ -1,4 +1,4 @@
-"""The persistent program store (:mod:`pytato.target.loopy.run.program_store`):
+"""The persistent program store (:mod:`pytato.target.loopy.store.program_store`):
 graph keys, programs found by later calls and processes, and what is kept
 out of it."""
 
@@ -18,7 +18,8 @@ import pytato as pt
 from pytato.codegen import preprocess
 from pytato.tags import Tag
 from pytato.target.loopy import PROGRAM_CACHE, BoundPyOpenCLExecutable
-from pytato.target.loopy.run import program_store, split
+from pytato.target.loopy.build import split
+from pytato.target.loopy.store import program_store
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ def test_graph_key_is_the_same_in_other_processes():
         "import sys; sys.path.insert(0, 'test');"
         "from random_graphs import make_random_dag;"
         "from pytato.codegen import preprocess;"
-        "from pytato.target.loopy.run.program_store import graph_key;"
+        "from pytato.target.loopy.store.program_store import graph_key;"
         "print(graph_key([preprocess(make_random_dag(300, seed=3)).outputs]))")
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     keys = {subprocess.run(

@@ -424,7 +424,7 @@ def test_single_launch_structure():
 
     import loopy as lp
 
-    from pytato.target.loopy.run.preprocessing import (
+    from pytato.target.loopy.build.preprocessing import (
         generate_code,
         preprocess_and_linearize,
     )

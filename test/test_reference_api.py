@@ -738,6 +738,19 @@ print("MISSING", missing)
     assert "MISSING []" in result.stdout, result.stdout
 
 
+def test_all_lists_the_public_names() -> None:
+    """``pytato.__all__`` names each public name of :mod:`pytato` once, each
+    importable, among them every top-level name of the reference."""
+    import pytato
+
+    assert len(set(pytato.__all__)) == len(pytato.__all__)
+    assert [name for name in pytato.__all__ if not hasattr(pytato, name)] == []
+    assert [name for name in pytato.__all__ if name.startswith("_")] == []
+    top_level = {ref.name for ref in _REF_NAMES if ref.module == "pytato"
+                 and _exception_reason(ref.full_name) is None}
+    assert sorted(top_level - set(pytato.__all__)) == []
+
+
 @_skip_if_absent
 def test_generic_arities_are_known() -> None:
     """Every generic class of the reference has one number of type

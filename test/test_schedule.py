@@ -357,8 +357,8 @@ def test_analysis_shortcuts_agree_with_loopy():
     import loopy as lp
     from random_graphs import make_random_dag
 
+    from pytato.target.loopy.build.split_sizes import _names_of
     from pytato.target.loopy.loopy_walk import holds_reduction
-    from pytato.target.loopy.run.split_sizes import _names_of
     from pytato.target.loopy.schedule import analysis
 
     units = []

@@ -21,8 +21,8 @@ from pytools.tag import Tag, UniqueTag
 
 import pytato as pt
 from pytato.target.loopy import LoopyPyOpenCLTarget
+from pytato.target.loopy.build import split
 from pytato.target.loopy.device import DeviceInfo
-from pytato.target.loopy.run import split
 from pytato.target.loopy.run.launcher import linearized_subkernels
 
 

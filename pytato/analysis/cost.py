@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias, TypeGuard
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -92,7 +92,7 @@ class CostEstimate:
 
 # {{{ symbolic arithmetic helpers
 
-def _is_int(x: object) -> bool:
+def _is_int(x: object) -> TypeGuard[int | np.integer]:
     return isinstance(x, (int, np.integer))
 
 
@@ -127,7 +127,7 @@ def _nelements(shape: ShapeType) -> Cost:
 # }}}
 
 
-class _ScalarFlopCounter(_PMapper):  # type: ignore[misc]
+class _ScalarFlopCounter(_PMapper[Cost, []]):
     """Operations of one evaluation of a scalar expression."""
 
     def __init__(self, size_of_name: Mapping[str, Cost]) -> None:
@@ -203,7 +203,7 @@ class _ScalarFlopCounter(_PMapper):  # type: ignore[misc]
         extent = _prod([
             substitute(hi - lo, self.size_of_name)  # type: ignore[operator]
             if not (_is_int(hi) and _is_int(lo))
-            else hi - lo  # type: ignore[operator,misc]
+            else hi - lo  # type: ignore[misc]
             for lo, hi in expr.bounds.values()])
         return _prod([extent, _sum([1, self.rec(expr.inner_expr)])])
 

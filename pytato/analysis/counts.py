@@ -23,7 +23,7 @@ object reachable along several paths always counts once.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from pytato.analysis._outputs import output_roots
 from pytato.array.base import Array, GraphNode, topological_order
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from pytato.analysis._outputs import Outputs
     from pytato.array.results import DictOfNamedArrays
     from pytato.function import Call, FunctionDefinition
+    from pytato.transform.mappers import ArrayOrNames
 
 
 __all__ = [
@@ -110,7 +111,7 @@ def get_max_node_depth(outputs: Outputs) -> int:
     height: dict[int, int] = {}
     best = 0
     for n in topological_order(output_roots(outputs)):
-        h = max((height[id(k)] for k in n._pt_kids),  # type: ignore[attr-defined]
+        h = max((height[id(k)] for k in n._pt_kids),
                 default=0)
         if isinstance(n, Array):
             h += 1
@@ -134,7 +135,8 @@ class CallSiteCounter(Mapper[int, None, []]):
         """The number of call sites in the graphs of *roots*."""
         total = 0
         for n in topological_order(roots):
-            total += self.rec(n)
+            # (the nodes of graphs: arrays and results with named arrays)
+            total += self.rec(cast("ArrayOrNames", n))
         return total
 
     def map_array(self, expr: Array) -> int:

@@ -1,6 +1,6 @@
 """Persistent keys of graphs: a hash of a graph's structure that is the same
 in every process (used by the program store,
-:mod:`pytato.target.loopy.run.program_store`, and by
+:mod:`pytato.target.loopy.store.program_store`, and by
 :class:`~pytato.analysis.PytatoKeyBuilder`).
 
 .. autofunction:: graph_key
@@ -47,9 +47,9 @@ class _Encoder:
     def __init__(self) -> None:
         self._memo: dict[int, str] = {}
         # the values memoized, kept alive so that their ids stay theirs
-        self._alive: list[Any] = []
+        self._alive: list[object] = []
 
-    def __call__(self, value: Any) -> str:
+    def __call__(self, value: object) -> str:
         tp = type(value)
         if tp is str:
             return repr(value)
@@ -67,12 +67,14 @@ class _Encoder:
             memo = f"({self.join(value)})"
         elif tp is Variable:
             # variables (the commonest expressions) by their name
-            memo = _VARIABLE_TEXT.get(value.name)
-            if memo is None:
+            text = _VARIABLE_TEXT.get(value.name)
+            if text is None:
                 memo = self._encode_dataclass(value, tp)
                 if (type(value.name) is str
                         and len(_VARIABLE_TEXT) < _MAX_VARIABLE_TEXTS):
                     _VARIABLE_TEXT[value.name] = memo
+            else:
+                memo = text
         elif tp in _DATACLASS_FIELDS:
             memo = self._encode_dataclass(value, tp)
         else:
@@ -81,7 +83,7 @@ class _Encoder:
         self._alive.append(value)
         return memo
 
-    def join(self, values: Iterable[Any]) -> str:
+    def join(self, values: Iterable[object]) -> str:
         """The texts of *values* joined by commas (as in the text of a
         tuple of *values*)."""
         get = self._memo.get
@@ -99,7 +101,7 @@ class _Encoder:
                 parts.append(new(v, tp) if memo is None else memo)
         return ",".join(parts)
 
-    def _encode_dataclass(self, value: Any, tp: type) -> str:
+    def _encode_dataclass(self, value: object, tp: type) -> str:
         fields = _DATACLASS_FIELDS.get(tp)
         if fields is None:
             return self._encode(value, tp)
@@ -198,9 +200,9 @@ def graph_key(roots: Iterable[GraphNode],
         if text is None:
             text = type_text[tp] = encode(tp)
         kids = ",".join([str(position[id(kid)])
-                         for kid in node._pt_kids])  # type: ignore[attr-defined]
+                         for kid in node._pt_kids])
         # (the text of the skeleton tuple, not memoized: it is the node's)
         digest.update(
-            f"{text}({join(node._pt_skel)})"  # type: ignore[attr-defined]
+            f"{text}({join(node._pt_skel)})"
             f"[{kids}];".encode())
     return digest.hexdigest()

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["PytatoKeyBuilder"]
 
 
-class PytatoKeyBuilder(LoopyKeyBuilder):  # type: ignore[misc]
+class PytatoKeyBuilder(LoopyKeyBuilder):
     """A :class:`pytools.persistent_dict.KeyBuilder` (for persistent
     caches) that also hashes :mod:`pytato` graphs (by their structure, as
     the program store does: equal graphs give equal keys in every process)
@@ -35,7 +35,7 @@ class PytatoKeyBuilder(LoopyKeyBuilder):  # type: ignore[misc]
         if isinstance(key, GraphNode):
             key_hash.update(f"pytato-graph:{graph_key([key])}".encode())
             return key_hash
-        return super().rec(key_hash, key)  # type: ignore[no-any-return]
+        return super().rec(key_hash, key)
 
     def update_for_ndarray(self, key_hash: Hash, key: np.ndarray) -> None:
         self.rec(key_hash, key.dtype)

@@ -87,8 +87,8 @@ def _graph_nodes(expr: Outputs | FunctionDefinition, include_functions: bool
         graph_roots = [r for r in batch if not _is_function(r)]
         for fn in body_roots:
             seen.add(id(fn))
-            graph_roots.extend(fn.returns.values())  # type: ignore[union-attr]
-        for node in topological_order(graph_roots):  # type: ignore[arg-type]
+            graph_roots.extend(fn.returns.values())
+        for node in topological_order(graph_roots):
             if id(node) in seen:
                 continue
             seen.add(id(node))
@@ -107,7 +107,7 @@ def _is_function(expr: object) -> TypeIs[FunctionDefinition]:
 class _NodeMapper:
     """Dispatch to ``map_<node>`` methods."""
 
-    def rec(self, expr: _Node, *args: Any, **kwargs: Any) -> Any:
+    def rec(self, expr: _Node, *args: object, **kwargs: object) -> Any:
         """Call the ``map_<node>`` method of *expr*'s type."""
         try:
             method = getattr(self, expr._mapper_method)  # type: ignore[union-attr]
@@ -116,8 +116,8 @@ class _NodeMapper:
                                            f"{type(expr).__name__}") from None
         return method(expr, *args, **kwargs)
 
-    def rec_function_definition(self, expr: FunctionDefinition, *args: Any,
-                                **kwargs: Any) -> Any:
+    def rec_function_definition(self, expr: FunctionDefinition, *args: object,
+                                **kwargs: object) -> Any:
         """Call ``map_function_definition`` on the function *expr*."""
         return self.map_function_definition(  # type: ignore[attr-defined]
             expr, *args, **kwargs)
@@ -144,8 +144,8 @@ def _with_node_methods(impl: str) -> Callable[[type], type]:
             if name in cls.__dict__:
                 continue
 
-            def method(self: object, expr: _Node, *args: Any,
-                       _impl: str = impl, **kwargs: Any) -> Any:
+            def method(self: object, expr: _Node, *args: object,
+                       _impl: str = impl, **kwargs: object) -> Any:
                 return getattr(self, _impl)(expr, *args, **kwargs)
             method.__name__ = name
             method.__qualname__ = f"{cls.__qualname__}.{name}"
@@ -191,7 +191,7 @@ class ListOfDirectPredecessorsGetter(_NodeMapper):
 
     def __call__(self, expr: _Node) -> list[_Node]:
         """The direct predecessors of *expr*."""
-        return self.rec(expr)  # type: ignore[no-any-return]
+        return self.rec(expr)
 
 
 @_with_node_methods("_record_users")

@@ -46,7 +46,7 @@ def collect_materialized_nodes(expr: Outputs | FunctionDefinition,
             if isinstance(r, Array):
                 result.add(r)
             else:
-                result.update(v for v in r._pt_kids  # type: ignore[attr-defined]
+                result.update(v for v in r._pt_kids
                               if isinstance(v, Array))
     for n in topological_order(roots):
         if isinstance(n, InputArgumentBase) or (

@@ -43,7 +43,7 @@ def get_list_of_users(outputs: Outputs) -> dict[Array, list[Array]]:
             rep[c] = n
             users[c] = []
             user_sets[c] = set()
-        for k in n._pt_kids:  # type: ignore[attr-defined]
+        for k in n._pt_kids:
             kc = cls_of[id(k)]
             kid_users = user_sets.get(kc)
             if kid_users is not None and c not in kid_users:

@@ -110,7 +110,7 @@ AxesT = tuple[_Axis, ...]
 ArrayOrScalarT = _TypeVar("ArrayOrScalarT")
 
 
-def _np_result_dtype(*arrays_and_dtypes: Any) -> np.dtype[Any]:
+def _np_result_dtype(*arrays_and_dtypes: Any) -> np.dtype[np.generic]:
     """The dtype of numpy's result for operands *arrays_and_dtypes*
     (dtypes, arrays, scalars): :func:`numpy.result_type`, under the name of
     the reference pytato's helper."""

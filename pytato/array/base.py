@@ -1,9 +1,9 @@
-"""The :class:`Array` base class, axes, and the machinery shared by all nodes.
+"""The :class:`Array` base class and the machinery shared by all nodes.
 
 Nodes are frozen dataclasses. At construction each node computes, once:
 
 * a *skeleton* of its equality-relevant fields in which every child array is
-  replaced by a :class:`_ChildRef`;
+  replaced by a reference (see :mod:`pytato.array.skeleton`);
 * the tuple of its child arrays (:func:`get_children`);
 * its hash, from the skeleton and the children's (already cached) hashes;
 * the inputs (placeholders, size parameters, named data) of its subgraph, so
@@ -14,30 +14,64 @@ Nodes are frozen dataclasses. At construction each node computes, once:
 Equality is structural and iterative, so 10^5-deep graphs compare without
 recursion. Pickling flattens the graph (see :meth:`Array.__reduce__`).
 
-.. autoclass:: Axis
-.. autoclass:: ReductionDescriptor
+:class:`~pytato.array.tagging.Axis`,
+:class:`~pytato.array.tagging.ReductionDescriptor`,
+:func:`~pytato.array.skeleton.get_children`,
+:func:`~pytato.array.skeleton.input_name_clashes` and
+:func:`~pytato.array.skeleton.same_input_objects` are importable from here
+too.
+
 .. autoclass:: Array
 .. autodata:: ShapeComponent
 .. autodata:: ShapeType
-.. autofunction:: get_children
-.. autofunction:: input_name_clashes
-.. autofunction:: same_input_objects
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import KW_ONLY, dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, TypeAlias
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    TypeAlias,
+    TypeVar,
+    cast,
+    dataclass_transform,
+    overload,
+)
 
 import numpy as np
-from constantdict import constantdict
-from pymbolic.primitives import ExpressionNode
+import numpy.typing as npt
 from pytools.tag import Tag
 
-# (the tag helpers, defined here before pytato.array.tagging: re-exported)
+# (skeletons, inputs, axes and tag helpers, defined here before
+# pytato.array.skeleton and pytato.array.tagging: re-exported)
+from pytato.array.skeleton import (  # noqa: F401 (re-exported)
+    _ATOM,
+    _ATOMIC,
+    _CHILD,
+    _EMPTY_MAPPING,
+    _KIND_OF_TYPE,
+    _MAPPING,
+    _TUPLE,
+    ChildNode,
+    GraphNode,
+    _child_ref,
+    _ChildRef,
+    _flatten,
+    _Identity,
+    _InputsWithClashes,
+    _merge_inputs,
+    _unflatten,
+    get_children,
+    input_name_clashes,
+    same_input_objects,
+)
 from pytato.array.tagging import (  # noqa: F401
+    Axis,
+    ReductionDescriptor,
     _TaggableMixin,
     _unique_family,
     check_unique_tags,
@@ -49,7 +83,6 @@ from pytato.diagnostic import (
     AxisError,
     InvalidArgumentError,
     InvalidArgumentTypeError,
-    NameClashError,
     UnsupportedOperationError,
 )
 from pytato.equality import EqualityComparer
@@ -60,15 +93,32 @@ from pytato.tags import Named
 if TYPE_CHECKING:
     from typing import Self
 
+    from pytato.scalar_expr import Scalar
+
 ShapeComponent: TypeAlias = "int | Array"
 """An integer, or a 0-d integer :class:`Array` affine in size parameters."""
 
 ShapeType: TypeAlias = "tuple[ShapeComponent, ...]"
 
+#: An array or a scalar: what element-wise functions return.
+ArrayOrScalar: TypeAlias = "Array | Scalar"
+
+#: What element-wise functions and operators take: arrays, scalars, and
+#: :mod:`numpy` arrays (wrapped as data).
+Operand: TypeAlias = "Array | Scalar | np.ndarray"
+
+#: An axis or axes, as reductions and :func:`normalize_axes` take them (None
+#: for all axes).
+AxesLike: TypeAlias = "int | np.integer | Iterable[int | np.integer] | None"
+
+#: A shape as the front end takes it: a component or a sequence of them.
+ShapeLike: TypeAlias = ("int | np.integer | Array "
+                        "| Sequence[int | np.integer | Array]")
+
 
 # {{{ axis and shape helpers (re-exported by pytato.array.shape)
 
-def normalize_axis(axis: Any, ndim: int, argname: str = "axis") -> int:
+def normalize_axis(axis: object, ndim: int, argname: str = "axis") -> int:
     """Return *axis* in ``range(ndim)``, accepting negative values; raise
     :class:`~pytato.diagnostic.AxisError` naming *argname* otherwise."""
     if not is_integral_scalar(axis):
@@ -80,14 +130,17 @@ def normalize_axis(axis: Any, ndim: int, argname: str = "axis") -> int:
     return axis % ndim
 
 
-def normalize_axes(axes: Any, ndim: int, argname: str = "axis") -> tuple[int, ...]:
+def normalize_axes(axes: AxesLike, ndim: int, argname: str = "axis"
+                   ) -> tuple[int, ...]:
     """Normalize *axes* (None, an int or a sequence of ints) to a sorted tuple
     of distinct axes."""
     if axes is None:
         return tuple(range(ndim))
     if is_integral_scalar(axes):
         return (normalize_axis(axes, ndim, argname),)
-    result = tuple(normalize_axis(a, ndim, argname) for a in axes)
+    # (not an integer: a sequence of them)
+    result = tuple(normalize_axis(a, ndim, argname)
+                   for a in cast("Iterable[int | np.integer]", axes))
     if len(set(result)) != len(result):
         raise AxisError(f"repeated axis in '{argname}': {axes!r}")
     return tuple(sorted(result))
@@ -95,7 +148,7 @@ def normalize_axes(axes: Any, ndim: int, argname: str = "axis") -> tuple[int, ..
 
 def shape_product(shape: ShapeType) -> ShapeComponent:
     """The product of the components of *shape*."""
-    result: Any = 1
+    result: ShapeComponent = 1
     for c in shape:
         result = result * c
     return result
@@ -105,31 +158,11 @@ def is_one(c: ShapeComponent) -> bool:
     """Whether the shape component *c* is the integer 1."""
     if type(c) is int:
         return c == 1
-    return is_integral_scalar(c) and int(c) == 1  # type: ignore[arg-type]
+    return is_integral_scalar(c) and int(c) == 1
 
 # }}}
 
 
-
-
-@dataclass(frozen=True)
-class Axis(_TaggableMixin):
-    """Metadata of one axis of an array.
-
-    .. attribute:: tags
-    """
-
-    tags: frozenset[Tag] = frozenset()
-
-
-@dataclass(frozen=True)
-class ReductionDescriptor(_TaggableMixin):
-    """Metadata of one reduction (an index summed over, say).
-
-    .. attribute:: tags
-    """
-
-    tags: frozenset[Tag] = frozenset()
 
 
 _DEFAULT_AXIS = Axis()
@@ -137,271 +170,6 @@ _DEFAULT_AXIS = Axis()
 # the axes of arrays created without axes, one (shared) tuple per number of
 # dimensions
 _DEFAULT_AXES: dict[int, tuple[Axis, ...]] = {}
-
-
-# {{{ skeletons: structure with child arrays factored out
-
-@dataclass(frozen=True)
-class _ChildRef:
-    index: int
-
-
-# skeletons share the references to their first children (immutable)
-_CHILD_REFS = tuple(_ChildRef(i) for i in range(64))
-
-
-def _child_ref(index: int) -> _ChildRef:
-    return _CHILD_REFS[index] if index < 64 else _ChildRef(index)
-
-
-class _Identity:
-    """Wraps an object compared by identity (concrete data)."""
-
-    __slots__ = ("obj",)
-
-    def __init__(self, obj: Any) -> None:
-        self.obj = obj
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Identity) and other.obj is self.obj
-
-    def __hash__(self) -> int:
-        return id(self.obj)
-
-    def __reduce__(self) -> Any:
-        return (_Identity, (self.obj,))
-
-
-# (pymbolic's expressions hold no arrays: kept whole in skeletons)
-_ATOMIC = (int, float, complex, str, bool, bytes, type(None), np.dtype,
-           np.generic, frozenset, slice, Tag, Axis, ReductionDescriptor,
-           ExpressionNode)
-
-
-class GraphNode:
-    """Marker base of everything a graph mapper visits: arrays and results
-    with named arrays (e.g. calls)."""
-
-    __slots__ = ()
-
-
-# kinds of values for :func:`_flatten`, cached per exact type (the order of
-# the tests is that of the isinstance chain in :func:`_kind_of`)
-_ATOM, _CHILD, _TUPLE, _MAPPING, _OTHER = range(5)
-_KIND_OF_TYPE: dict[type, int] = {}
-
-
-def _kind_of(tp: type) -> int:
-    """The kind of the values of type *tp* (see :func:`_flatten`), cached."""
-    kind = _KIND_OF_TYPE.get(tp)
-    if kind is None:
-        if issubclass(tp, GraphNode):
-            kind = _CHILD
-        elif issubclass(tp, _ATOMIC):
-            kind = _ATOM
-        elif issubclass(tp, tuple):
-            kind = _TUPLE
-        elif issubclass(tp, Mapping):
-            kind = _MAPPING
-        else:
-            kind = _OTHER
-        _KIND_OF_TYPE[tp] = kind
-    return kind
-
-
-def _flatten(value: Any, kids: list[Array]) -> Any:
-    r"""Return a hashable skeleton of *value*; append child nodes to *kids*.
-
-    Child nodes become :class:`_ChildRef`\ s, tuples (and mappings, and
-    dataclasses marked ``_pt_flatten``) are flattened element-wise, atomic
-    values (numbers, strings, dtypes, tags, axes, ...) and other values
-    are kept. The kind of a value is looked up by its exact type; a plain
-    tuple of atomic values is its own skeleton.
-    """
-    kind = _KIND_OF_TYPE.get(type(value))
-    if kind is None:
-        kind = _kind_of(type(value))
-    if kind is _ATOM:
-        return value
-    if kind is _CHILD:
-        kids.append(value)
-        return _child_ref(len(kids) - 1)
-    if kind is _TUPLE:
-        if type(value) is tuple:
-            get = _KIND_OF_TYPE.get
-            for v in value:
-                if get(type(v)) is not _ATOM:
-                    break
-            else:
-                return value
-        return tuple([_flatten(v, kids) for v in value])
-    if kind is _MAPPING:
-        return _flatten_mapping(value, kids)
-    names = _FLATTENED_DATACLASS_FIELDS.get(type(value))
-    if names is None:
-        if not (dataclasses.is_dataclass(value)
-                and getattr(value, "_pt_flatten", False)):
-            return value
-        names = tuple(f.name for f in dataclasses.fields(value))
-        if not isinstance(value, type) and getattr(type(value), "_pt_flatten",
-                                                   False):
-            _FLATTENED_DATACLASS_FIELDS[type(value)] = names
-    return ("__dc__", type(value), tuple([
-        _flatten(getattr(value, name), kids) for name in names]))
-
-
-# the field names of dataclass types marked ``_pt_flatten``
-_FLATTENED_DATACLASS_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-# the skeleton of empty mappings (one object, shared)
-_EMPTY_MAPPING = ("__mapping__", ())
-
-# skeletons of mappings from strings to child nodes (e.g. bindings), by
-# their keys and the index of their first child: shared between nodes
-_MAPPING_SKELETONS: dict[tuple[tuple[str, ...], int], Any] = {}
-_MAX_MAPPING_SKELETONS = 4096
-
-
-def _flatten_mapping(value: Mapping[Any, Any], kids: list[Array]) -> Any:
-    if not value:
-        return _EMPTY_MAPPING
-    get = _KIND_OF_TYPE.get
-    keys = tuple(value)
-    for k, v in value.items():
-        if type(k) is not str or get(type(v)) is not _CHILD:
-            break
-    else:
-        cache_key = (keys, len(kids))
-        skel = _MAPPING_SKELETONS.get(cache_key)
-        if skel is None:
-            start = len(kids)
-            skel = ("__mapping__", tuple([
-                (k, _child_ref(start + i)) for i, k in enumerate(keys)]))
-            if len(_MAPPING_SKELETONS) < _MAX_MAPPING_SKELETONS:
-                _MAPPING_SKELETONS[cache_key] = skel
-        kids.extend(value.values())
-        return skel
-    return ("__mapping__", tuple([
-        (k, _flatten(v, kids)) for k, v in value.items()]))
-
-
-def _unflatten(skel: Any, kids: list[Array] | tuple[Array, ...]) -> Any:
-    if isinstance(skel, _ChildRef):
-        return kids[skel.index]
-    if isinstance(skel, tuple):
-        if len(skel) == 2 and skel[0] == "__mapping__":
-            return constantdict({k: _unflatten(v, kids) for k, v in skel[1]})
-        if len(skel) == 3 and skel[0] == "__dc__":
-            return skel[1](*(_unflatten(v, kids) for v in skel[2]))
-        return tuple(_unflatten(v, kids) for v in skel)
-    return skel
-
-# }}}
-
-
-def get_children(ary: Array) -> tuple[Array, ...]:
-    """The arrays *ary* directly depends on (incl. those in its shape)."""
-    return ary._pt_kids
-
-
-class _InputsWithClashes(dict):  # type: ignore[type-arg]
-    """A name-to-input map of a graph in which distinct but equal inputs
-    share a name (two placeholders ``x`` of one shape and dtype made
-    separately, say): the graph may be built, and deduplicated
-    (:func:`pytato.transform.deduplicate` merges them), but code generation
-    refuses it (:func:`input_name_clashes`), as the reference pytato's does.
-
-    .. attribute:: clashes
-
-        The names, a :class:`frozenset`.
-    """
-
-    __slots__ = ("clashes",)
-
-    clashes: frozenset[str]
-
-
-def _merge_inputs(kids: Iterable[Array], own: Array | None) -> Mapping[str, Any]:
-    """Merge the name-to-input maps of *kids* (and *own*), raising
-    :class:`~pytato.diagnostic.NameClashError` on conflicting (unequal)
-    inputs of one name. Distinct but equal inputs of one name are recorded
-    (see :class:`_InputsWithClashes`)."""
-    best: Mapping[str, Any] | None = None
-    others: list[Mapping[str, Any]] = []
-    for k in kids:
-        m = k._pt_inputs  # type: ignore[attr-defined]
-        if not m or m is best:
-            continue
-        if best is None or len(m) > len(best):
-            if best is not None:
-                others.append(best)
-            best = m
-        else:
-            others.append(m)
-    if own is not None:
-        others.append({own.name: own})  # type: ignore[attr-defined]
-    if best is None:
-        best = {}
-    result: dict[str, Any] | None = None
-    clashes: set[str] | None = None
-    for m in others:
-        if m is best:
-            continue
-        if type(m) is _InputsWithClashes:
-            clashes = set(m.clashes) if clashes is None else clashes | m.clashes
-        for name, inp in m.items():
-            have = (result if result is not None else best).get(name)
-            if have is None:
-                if result is None:
-                    result = dict(best)
-                result[name] = inp
-            elif have is not inp:
-                if have != inp:
-                    raise NameClashError(
-                        f"two different inputs are named '{name}' in one "
-                        f"graph: {_short(have)} and {_short(inp)}")
-                if clashes is None:
-                    clashes = set()
-                clashes.add(name)
-    if result is None and clashes is None:
-        return best
-    best_clashes: frozenset[str] = getattr(best, "clashes", frozenset())
-    if clashes is None:
-        if not best_clashes:
-            return result  # type: ignore[return-value]
-        clashes = set()
-    if result is None and clashes <= best_clashes:
-        return best
-    merged = _InputsWithClashes(best if result is None else result)
-    merged.clashes = best_clashes | frozenset(clashes)
-    return merged
-
-
-def input_name_clashes(expr: GraphNode) -> frozenset[str]:
-    """The names shared by distinct (equal) inputs in the graph of *expr*
-    (empty for a graph whose inputs of one name are one object)."""
-    return getattr(expr._pt_inputs,  # type: ignore[attr-defined]
-                   "clashes", frozenset())
-
-
-def same_input_objects(a: Array, b: Array) -> bool:
-    """Whether the equal arrays *a* and *b* read the same input objects
-    (so that one may stand for the other): false if their graphs hold
-    distinct (equal) inputs of one name."""
-    ia = a._pt_inputs  # type: ignore[attr-defined]
-    ib = b._pt_inputs  # type: ignore[attr-defined]
-    if ia is ib:
-        return True
-    if type(ia) is _InputsWithClashes or type(ib) is _InputsWithClashes:
-        return False
-    get = ib.get
-    return all(v is get(k) for k, v in ia.items())
-
-
-def _short(ary: Any) -> str:
-    return (f"{type(ary).__name__}(shape={getattr(ary, 'shape', None)}, "
-            f"dtype={getattr(ary, 'dtype', None)})")
 
 
 _FIELD_NAMES_CACHE: dict[type, tuple[str, ...]] = {}
@@ -444,8 +212,21 @@ class _SuppliedAxesAndTagsMixin:
     __slots__ = ()
 
 
-def array_dataclass(cls: type | None = None, /, *, hash: bool = True
-                    ) -> Any:
+_T = TypeVar("_T")
+
+
+@overload
+def array_dataclass(cls: type[_T], /, *, hash: bool = True) -> type[_T]: ...
+
+
+@overload
+def array_dataclass(cls: None = None, /, *, hash: bool = True
+                    ) -> Callable[[type[_T]], type[_T]]: ...
+
+
+@dataclass_transform(frozen_default=True, eq_default=False)
+def array_dataclass(cls: type[_T] | None = None, /, *, hash: bool = True
+                    ) -> type[_T] | Callable[[type[_T]], type[_T]]:
     """Decorator for node classes: a frozen dataclass keeping the structural
     ``__eq__``/``__hash__`` of :class:`Array`. Used bare (``@array_dataclass``)
     or, as in the reference pytato, called (``@array_dataclass()``).
@@ -495,9 +276,11 @@ def _check_size(ary: Array, shape: ShapeType) -> None:
 class DerivedShapeMixin:
     """For nodes whose shape is computed from their children (once)."""
 
+    _pt_shape: ShapeType  # (set at construction)
+
     @property
     def shape(self) -> ShapeType:
-        return self._pt_shape  # type: ignore[attr-defined,no-any-return]
+        return self._pt_shape
 
 
 # {{{ Array
@@ -581,8 +364,8 @@ class Array(GraphNode, _TaggableMixin):
             raise InvalidArgumentError(
                 f"{type(self).__name__}: got {len(self.axes)} axes for an array "
                 f"of {len(shape)} dimensions")
-        kids: list[Array] = []
-        skel_fields = []
+        kids: list[ChildNode] = []
+        skel_fields: list[object] = []
         identity_fields = self._identity_fields
         get_kind = _KIND_OF_TYPE.get
         names = _FIELD_NAMES_CACHE.get(type(self))
@@ -627,7 +410,7 @@ class Array(GraphNode, _TaggableMixin):
 
     def _pt_compute_shape(self) -> ShapeType | None:
         try:
-            return self.shape  # type: ignore[attr-defined,no-any-return]
+            return self.shape
         except AttributeError:
             if hasattr(type(self), "shape"):
                 raise   # (a shape property failing)
@@ -638,7 +421,7 @@ class Array(GraphNode, _TaggableMixin):
     # {{{ identity, equality, pickling
 
     def __hash__(self) -> int:
-        return self._pt_hash  # type: ignore[attr-defined,no-any-return]
+        return self._pt_hash
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -650,7 +433,7 @@ class Array(GraphNode, _TaggableMixin):
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         return reduce_array(self)
 
     def copy(self, **kwargs: Any) -> Self:
@@ -664,8 +447,6 @@ class Array(GraphNode, _TaggableMixin):
     # }}}
 
     # {{{ properties
-
-    # ``shape`` and ``dtype`` are fields or properties of each node class.
 
     @property
     def ndim(self) -> int:
@@ -691,7 +472,7 @@ class Array(GraphNode, _TaggableMixin):
             "the truth value of a lazy pytato array is unknown at graph "
             "construction; use pytato.any/pytato.all or evaluate it first")
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Array]:
         raise UnsupportedOperationError("lazy pytato arrays cannot be iterated")
 
     __array_priority__ = 10**6  # make numpy defer to our reflected operators
@@ -719,6 +500,13 @@ class Array(GraphNode, _TaggableMixin):
         return self
 
     if TYPE_CHECKING:
+        # ``shape`` and ``dtype`` are fields or properties of each node
+        # class (a shape given or derived, a dtype given or promoted):
+        @property
+        def shape(self) -> ShapeType: ...
+        @property
+        def dtype(self) -> np.dtype[np.generic]: ...
+
         # The numpy-like methods and operators that call the front end
         # (``a + b``, ``a[i]``, :meth:`sum`, :attr:`T`, ...) are attached by
         # :mod:`pytato.frontend.array_methods` when the front end is
@@ -732,48 +520,48 @@ class Array(GraphNode, _TaggableMixin):
         def imag(self) -> Array: ...
         def conj(self) -> Array: ...
         def conjugate(self) -> Array: ...
-        def __getitem__(self, idx: Any) -> Array: ...
-        def astype(self, dtype: Any) -> Array: ...
-        def reshape(self, *shape: Any, order: str = "C") -> Array: ...
-        def transpose(self, *axes: Any) -> Array: ...
+        def __getitem__(self, idx: object) -> Array: ...
+        def astype(self, dtype: npt.DTypeLike) -> Array: ...
+        def reshape(self, *shape: ShapeLike, order: str = "C") -> Array: ...
+        def transpose(self, *axes: int | Sequence[int]) -> Array: ...
         def __abs__(self) -> Array: ...
         def __neg__(self) -> Array: ...
         def __invert__(self) -> Array: ...
-        def __matmul__(self, other: Any) -> Array: ...
-        def __rmatmul__(self, other: Any) -> Array: ...
-        def sum(self, axis: Any = None) -> Array: ...
-        def max(self, axis: Any = None) -> Array: ...
-        def min(self, axis: Any = None) -> Array: ...
+        def __matmul__(self, other: Operand) -> Array: ...
+        def __rmatmul__(self, other: Operand) -> Array: ...
+        def sum(self, axis: AxesLike = None) -> Array: ...
+        def max(self, axis: AxesLike = None) -> Array: ...
+        def min(self, axis: AxesLike = None) -> Array: ...
         def all(self, axis: int | tuple[int, ...] | None = None) -> Array: ...
         def any(self, axis: int | tuple[int, ...] | None = None) -> Array: ...
-        def __add__(self, other: Any) -> Array: ...
-        def __radd__(self, other: Any) -> Array: ...
-        def __sub__(self, other: Any) -> Array: ...
-        def __rsub__(self, other: Any) -> Array: ...
-        def __mul__(self, other: Any) -> Array: ...
-        def __rmul__(self, other: Any) -> Array: ...
-        def __truediv__(self, other: Any) -> Array: ...
-        def __rtruediv__(self, other: Any) -> Array: ...
-        def __floordiv__(self, other: Any) -> Array: ...
-        def __rfloordiv__(self, other: Any) -> Array: ...
-        def __mod__(self, other: Any) -> Array: ...
-        def __rmod__(self, other: Any) -> Array: ...
-        def __pow__(self, other: Any) -> Array: ...
-        def __rpow__(self, other: Any) -> Array: ...
-        def __and__(self, other: Any) -> Array: ...
-        def __rand__(self, other: Any) -> Array: ...
-        def __or__(self, other: Any) -> Array: ...
-        def __ror__(self, other: Any) -> Array: ...
-        def __xor__(self, other: Any) -> Array: ...
-        def __rxor__(self, other: Any) -> Array: ...
-        def __lshift__(self, other: Any) -> Array: ...
-        def __rlshift__(self, other: Any) -> Array: ...
-        def __rshift__(self, other: Any) -> Array: ...
-        def __rrshift__(self, other: Any) -> Array: ...
-        def __lt__(self, other: Any) -> Array: ...
-        def __le__(self, other: Any) -> Array: ...
-        def __gt__(self, other: Any) -> Array: ...
-        def __ge__(self, other: Any) -> Array: ...
+        def __add__(self, other: Operand) -> Array: ...
+        def __radd__(self, other: Operand) -> Array: ...
+        def __sub__(self, other: Operand) -> Array: ...
+        def __rsub__(self, other: Operand) -> Array: ...
+        def __mul__(self, other: Operand) -> Array: ...
+        def __rmul__(self, other: Operand) -> Array: ...
+        def __truediv__(self, other: Operand) -> Array: ...
+        def __rtruediv__(self, other: Operand) -> Array: ...
+        def __floordiv__(self, other: Operand) -> Array: ...
+        def __rfloordiv__(self, other: Operand) -> Array: ...
+        def __mod__(self, other: Operand) -> Array: ...
+        def __rmod__(self, other: Operand) -> Array: ...
+        def __pow__(self, other: Operand) -> Array: ...
+        def __rpow__(self, other: Operand) -> Array: ...
+        def __and__(self, other: Operand) -> Array: ...
+        def __rand__(self, other: Operand) -> Array: ...
+        def __or__(self, other: Operand) -> Array: ...
+        def __ror__(self, other: Operand) -> Array: ...
+        def __xor__(self, other: Operand) -> Array: ...
+        def __rxor__(self, other: Operand) -> Array: ...
+        def __lshift__(self, other: Operand) -> Array: ...
+        def __rlshift__(self, other: Operand) -> Array: ...
+        def __rshift__(self, other: Operand) -> Array: ...
+        def __rrshift__(self, other: Operand) -> Array: ...
+        def __lt__(self, other: Operand) -> Array: ...
+        def __le__(self, other: Operand) -> Array: ...
+        def __gt__(self, other: Operand) -> Array: ...
+        def __ge__(self, other: Operand) -> Array: ...
 
     # }}}
 
@@ -782,11 +570,12 @@ class Array(GraphNode, _TaggableMixin):
 
 def flatten_for_pickle(ary: Array) -> tuple[tuple[str, ...], tuple[Any, ...]]:
     """Names and skeletons of the equality-relevant fields of *ary*."""
-    return _skeleton_field_names(type(ary)), ary._pt_skel  # type: ignore[attr-defined]
+    return _skeleton_field_names(type(ary)), ary._pt_skel
 
 
-def unflatten(cls: type[Array], names: tuple[str, ...], skel: tuple[Any, ...],
-              kids: tuple[Array, ...], non_equality_tags: frozenset[Tag]) -> Array:
+def unflatten(cls: type[Array], names: tuple[str, ...], skel: tuple[object, ...],
+              kids: tuple[ChildNode, ...], non_equality_tags: frozenset[Tag]
+              ) -> Array:
     """Rebuild a node of type *cls* from its skeleton and children."""
     kwargs = {}
     for name, s in zip(names, skel, strict=True):
@@ -814,7 +603,7 @@ def topological_order(roots: Iterable[GraphNode]) -> list[GraphNode]:
         keep_alive.append(root)
         while stack:
             node, i = stack[-1]
-            kids = node._pt_kids  # type: ignore[attr-defined]
+            kids = node._pt_kids
             if i < len(kids):
                 stack[-1] = (node, i + 1)
                 kid = kids[i]
@@ -835,46 +624,46 @@ def reduce_array(root: Array) -> tuple[Any, ...]:
     return (_rebuild, (_records([root]),))
 
 
-def _records(roots: list[Array]) -> list[Any]:
+def _records(roots: list[Array]) -> list[object]:
     order = topological_order(roots)
     index = {id(n): i for i, n in enumerate(order)}
-    records = []
+    records: list[object] = []
     for node in order:
         if isinstance(node, Array):
             names, skel = flatten_for_pickle(node)
             records.append((type(node), names, skel,
-                            tuple(index[id(k)] for k in node._pt_kids),  # type: ignore
+                            tuple(index[id(k)] for k in node._pt_kids),
                             node.non_equality_tags))
         elif hasattr(type(node), "_pt_from_kids"):
             # a node that rebuilds itself from its skeleton and children
             # (e.g. a DictOfNamedArrays inside a graph)
-            records.append((type(node), node._pt_skel,  # type: ignore
-                            tuple(index[id(k)] for k in node._pt_kids),  # type: ignore
+            records.append((type(node), node._pt_skel,
+                            tuple(index[id(k)] for k in node._pt_kids),
                             None))
         elif _is_flat_dataclass_node(node):
             # e.g. a distributed send: rebuilt from its fields, its children
             # shared with the rest of the graph
-            records.append((type(node), node._pt_skel,  # type: ignore
-                            tuple(index[id(k)] for k in node._pt_kids)))  # type: ignore
+            records.append((type(node), node._pt_skel,
+                            tuple(index[id(k)] for k in node._pt_kids)))
         else:
             # another non-array node (e.g. a call): its own __reduce__
             records.append(node)
     return records
 
 
-def _is_flat_dataclass_node(node: Any) -> bool:
+def _is_flat_dataclass_node(node: object) -> bool:
     """Whether *node* is a dataclass whose skeleton is its flattened fields
     (so that it can be rebuilt from skeleton and children)."""
     return (dataclasses.is_dataclass(node) and hasattr(node, "_pt_skel")
             and len(node._pt_skel) == len(dataclasses.fields(node)))
 
 
-def _rebuild(records: list[Any]) -> Array:
-    return _build(records)[-1]  # type: ignore[no-any-return]
+def _rebuild(records: list[object]) -> Array:
+    return _build(records)[-1]
 
 
-def _build(records: list[Any]) -> list[Any]:
-    built: list[Any] = []
+def _build(records: list[object]) -> list[Any]:
+    built: list[object] = []
     for rec in records:
         if isinstance(rec, tuple) and len(rec) == 5:
             cls, names, skel, kid_idx, net = rec

@@ -15,12 +15,14 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import numpy.typing as npt
 from pytools.tag import Tag
 
 from pytato.array.base import (
     Array,
     Axis,
     ReductionDescriptor,
+    ShapeLike,
     check_unique_tags,
     normalize_tags,
 )
@@ -34,7 +36,12 @@ from pytato.diagnostic import (
     InvalidArgumentTypeError,
     NameClashError,
 )
-from pytato.scalar_expr import SCALAR_CLASSES, get_reduction_induction_variables, parse
+from pytato.scalar_expr import (
+    SCALAR_CLASSES,
+    ScalarExpression,
+    get_reduction_induction_variables,
+    parse,
+)
 from pytato.tags import CreatedAt, traceback_tag_enabled
 
 
@@ -45,7 +52,8 @@ if TYPE_CHECKING:
 SUPPORTED_DTYPE_KINDS = "biufc"
 
 
-def check_dtype(dtype: Any, argname: str = "dtype") -> np.dtype[Any]:
+def check_dtype(dtype: npt.DTypeLike | None, argname: str = "dtype"
+                ) -> np.dtype[np.generic]:
     """Normalize *dtype*; raise :class:`~pytato.diagnostic.DTypeError`
     (naming *argname*) for dtypes arrays cannot hold."""
     try:
@@ -86,7 +94,7 @@ RESERVED_NAMES = frozenset(
        for n in (2, 3, 4, 8, 16)})
 
 
-def check_identifier(name: Any, argname: str = "name") -> str:
+def check_identifier(name: object, argname: str = "name") -> str:
     if not isinstance(name, str) or not name.isidentifier():
         raise InvalidArgumentError(
             f"'{argname}' must be a valid Python identifier, got {name!r}")
@@ -127,7 +135,7 @@ def _creation_tags(tags: frozenset[Tag]) -> tuple[frozenset[Tag], frozenset[Tag]
     return tags, frozenset()
 
 
-def make_placeholder(name: str, shape: Any, dtype: Any = np.float64,
+def make_placeholder(name: str, shape: ShapeLike, dtype: npt.DTypeLike = np.float64,
                      tags: Tag | Iterable[Tag] = frozenset(),
                      axes: Iterable[Axis] | None = None) -> Placeholder:
     """A named input of shape *shape* and dtype *dtype*, supplied when the
@@ -149,8 +157,8 @@ def make_size_param(name: str, tags: Tag | Iterable[Tag] = frozenset()
     return SizeParam(name, axes=(), tags=tags)
 
 
-def make_data_wrapper(data: Any, *, name: str | None = None,
-                      shape: Any = None,
+def make_data_wrapper(data: object, *, name: str | None = None,
+                      shape: ShapeLike | None = None,
                       tags: Tag | Iterable[Tag] = frozenset(),
                       axes: Iterable[Axis] | None = None) -> DataWrapper:
     """Wrap concrete *data* (a :class:`numpy.ndarray`, a
@@ -179,7 +187,7 @@ def make_data_wrapper(data: Any, *, name: str | None = None,
                        non_equality_tags=net)
 
 
-def as_array(x: Any, argname: str) -> Array:
+def as_array(x: object, argname: str) -> Array:
     """Return *x* if it is an :class:`~pytato.array.Array`; wrap numpy arrays
     and scalars as :class:`~pytato.array.DataWrapper`\\ s; raise
     :class:`TypeError` naming *argname* for anything else."""
@@ -214,10 +222,10 @@ def make_dict_of_named_arrays(data: Mapping[str, Array],
 
 
 def make_index_lambda(
-        expression: Any,
+        expression: ScalarExpression | str,
         bindings: Mapping[str, Array],
-        shape: Any,
-        dtype: Any,
+        shape: ShapeLike,
+        dtype: npt.DTypeLike,
         var_to_reduction_descr: Mapping[str, ReductionDescriptor] | None = None,
         ) -> IndexLambda:
     """An :class:`~pytato.array.IndexLambda` computing *expression* (a

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 import numpy as np
 
@@ -19,8 +19,11 @@ from pytato.array.base import Array, DerivedShapeMixin, ShapeType, array_datacla
 class DataInterface(Protocol):
     """What concrete data wrapped by :class:`DataWrapper` must provide."""
 
-    shape: Any
-    dtype: np.dtype[Any]
+    @property
+    def shape(self) -> tuple[int, ...]: ...
+
+    @property
+    def dtype(self) -> np.dtype[np.generic]: ...
 
 
 class InputArgumentBase(Array):
@@ -37,7 +40,7 @@ class Placeholder(InputArgumentBase):
     """
 
     shape: ShapeType
-    dtype: np.dtype[Any]
+    dtype: np.dtype[np.generic]
     name: str
 
     _mapper_method: ClassVar[str] = "map_placeholder"
@@ -60,7 +63,7 @@ class SizeParam(DerivedShapeMixin, InputArgumentBase):
         return ()
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return np.dtype(np.int64)
 
 
@@ -89,5 +92,5 @@ class DataWrapper(InputArgumentBase):
         return self.name is not None
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return np.dtype(self.data.dtype)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from constantdict import constantdict
@@ -62,7 +62,7 @@ class IndexLambda(Array):
     """
 
     shape: ShapeType
-    dtype: np.dtype[Any]
+    dtype: np.dtype[np.generic]
     expr: ScalarExpression
     bindings: Mapping[str, Array]
     var_to_reduction_descr: Mapping[str, ReductionDescriptor] = constantdict()
@@ -104,11 +104,11 @@ class IndexLambda(Array):
                 reduction_variable: descr.tagged(tags)}))
 
 
-class _ReductionVariableCollector(WalkMapper):
+class _ReductionVariableCollector(WalkMapper[[]]):
     def __init__(self) -> None:
         self.names: set[str] = set()
 
-    def map_reduce(self, expr: Reduce, *args: Any, **kwargs: Any) -> None:
+    def map_reduce(self, expr: Reduce, *args: object, **kwargs: object) -> None:
         self.names.update(expr.bounds)
         super().map_reduce(expr, *args, **kwargs)
 
@@ -244,5 +244,5 @@ class Einsum(DerivedShapeMixin, Array):
         return self._axis_length(axis)
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return np.result_type(*(a.dtype for a in self.args))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from pytato.array.base import GraphNode, _flatten, _merge_inputs
+from pytato.array.base import ChildNode, GraphNode, _flatten, _merge_inputs
 from pytato.equality import EqualityComparer
 
 
@@ -38,7 +38,7 @@ class DataclassGraphNode(GraphNode):
 
     def __post_init__(self) -> None:
         self._pt_validate()
-        kids: list[Any] = []
+        kids: list[ChildNode] = []
         skel = tuple(_flatten(getattr(self, f.name), kids)
                      for f in dataclasses.fields(self))  # type: ignore[arg-type]
         setattr_ = object.__setattr__
@@ -56,7 +56,7 @@ class DataclassGraphNode(GraphNode):
         """Hook for further caches computed after the common ones."""
 
     def __hash__(self) -> int:
-        return self._pt_hash  # type: ignore[attr-defined,no-any-return]
+        return self._pt_hash
 
     def __eq__(self, other: object) -> bool:
         if self is other:
@@ -68,17 +68,17 @@ class DataclassGraphNode(GraphNode):
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         # rebuilt from its fields: the cached hash is recomputed when
         # unpickling (string hashes differ between processes)
         return (_rebuild, (type(self), {
             f.name: getattr(self, f.name)
             for f in dataclasses.fields(self)}))  # type: ignore[arg-type]
 
-    def copy(self, **kwargs: Any) -> Any:
+    def copy(self, **kwargs: object) -> Any:
         """A copy of *self* with the fields in *kwargs* replaced."""
         return dataclasses.replace(self, **kwargs)  # type: ignore[type-var]
 
 
-def _rebuild(cls: type, fields: dict[str, Any]) -> Any:
+def _rebuild(cls: type, fields: dict[str, object]) -> object:
     return cls(**fields)

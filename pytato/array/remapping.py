@@ -40,7 +40,7 @@ class IndexRemappingBase(DerivedShapeMixin, Array):
     array: Array
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return self.array.dtype
 
 
@@ -58,7 +58,7 @@ class Stack(DerivedShapeMixin, Array):
         return (*s[:self.axis], len(self.arrays), *s[self.axis:])
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return np.result_type(*(a.dtype for a in self.arrays))
 
 
@@ -79,7 +79,7 @@ class Concatenate(DerivedShapeMixin, Array):
         return (*s[:self.axis], total, *s[self.axis + 1:])
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return np.result_type(*(a.dtype for a in self.arrays))
 
 
@@ -126,7 +126,7 @@ class Reshape(IndexRemappingBase):
         return self.newshape
 
 
-def _constant_if_known(c: Array) -> ShapeComponent:
+def _constant_if_known(c: ShapeComponent) -> ShapeComponent:
     """*c* as an int if its expression simplifies to a constant."""
 
     expr = DistributeMapper()(shape_component_to_expr(c))
@@ -151,14 +151,14 @@ class NormalizedSlice:
         start, stop, step = self.start, self.stop, self.step
         if is_integral_scalar(start) and is_integral_scalar(stop):
             if step > 0:
-                return max(0, -(-(stop - start) // step))  # type: ignore
-            return max(0, -(-(start - stop) // (-step)))  # type: ignore
+                return max(0, -(-(stop - start) // step))
+            return max(0, -(-(start - stop) // (-step)))
         if step == 1:
             if is_integral_scalar(start) and start == 0:
                 return stop
-            return _constant_if_known(stop - start)  # type: ignore[operator]
+            return _constant_if_known(stop - start)
         if step == -1:
-            return _constant_if_known(start - stop)  # type: ignore[operator]
+            return _constant_if_known(start - stop)
         raise UnsupportedFeatureError("slices with steps other than +-1 over "
                                       "symbolic extents")
 
@@ -190,7 +190,7 @@ class BasicIndex(IndexBase):
                      if isinstance(i, NormalizedSlice))
 
 
-def _array_index_shape(indices: tuple[Any, ...]) -> ShapeType:
+def _array_index_shape(indices: tuple[object, ...]) -> ShapeType:
     return broadcast_shapes(*(i.shape for i in indices if isinstance(i, Array)))
 
 
@@ -208,8 +208,12 @@ class AdvancedIndexInContiguousAxes(IndexBase):
         adv = [i for i, idx in enumerate(self.indices)
                if not isinstance(idx, NormalizedSlice)]
         first, last = adv[0], adv[-1]
-        pre = tuple(i.length for i in self.indices[:first])  # type: ignore
-        post = tuple(i.length for i in self.indices[last + 1:])  # type: ignore
+        # (the indices before the first and after the last array index
+        # are slices)
+        pre = tuple(i.length for i in self.indices[:first]
+                    if isinstance(i, NormalizedSlice))
+        post = tuple(i.length for i in self.indices[last + 1:]
+                     if isinstance(i, NormalizedSlice))
         return (*pre, *_array_index_shape(self.indices), *post)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 from constantdict import constantdict
@@ -86,6 +86,11 @@ class DictOfNamedArrays(AbstractResultWithNamedArrays):
         object.__setattr__(self, "_pt_inputs", _merge_inputs(self._pt_kids, None))
         object.__setattr__(self, "_pt_named", {})
 
+    if TYPE_CHECKING:
+        # (set at construction)
+        @property
+        def _pt_named(self) -> dict[str, NamedArray]: ...
+
     @classmethod
     def _pt_from_kids(cls, skel: tuple[Any, ...], kids: tuple[Array, ...]
                       ) -> DictOfNamedArrays:
@@ -101,22 +106,22 @@ class DictOfNamedArrays(AbstractResultWithNamedArrays):
         # refers to this container (its .expr is the array itself); one
         # node per name, so that graphs built from it share it
         try:
-            return self._pt_named[name]  # type: ignore[attr-defined,no-any-return]
+            return self._pt_named[name]
         except KeyError:
             pass
         ary = self._data[name]
-        result = self._pt_named.setdefault(  # type: ignore[attr-defined]
+        result = self._pt_named.setdefault(
             name, NamedArray(self, name, axes=ary.axes, tags=ary.tags,
                              non_equality_tags=ary.non_equality_tags))
-        return result  # type: ignore[no-any-return]
+        return result
 
     def _get_result_shape(self, name: str) -> ShapeType:
         return self._data[name].shape
 
-    def _get_result_dtype(self, name: str) -> np.dtype[Any]:
+    def _get_result_dtype(self, name: str) -> np.dtype[np.generic]:
         return self._data[name].dtype
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         # one flat record list for all outputs keeps shared nodes shared
         return reduce_dict_of_named_arrays(self)
 
@@ -130,13 +135,13 @@ class DictOfNamedArrays(AbstractResultWithNamedArrays):
         return name in self._data
 
     def __hash__(self) -> int:
-        return self._pt_hash  # type: ignore[attr-defined,no-any-return]
+        return self._pt_hash
 
     def __eq__(self, other: object) -> bool:
         if self is other:
             return True
         return (isinstance(other, DictOfNamedArrays)
-                and self._pt_hash == other._pt_hash  # type: ignore[attr-defined]
+                and self._pt_hash == other._pt_hash
                 and self.tags == other.tags
                 and dict(self._data) == dict(other._data))
 
@@ -177,7 +182,7 @@ class NamedArray(DerivedShapeMixin, Array):
             f"not of a {type(self._container).__name__}")
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return self._container._get_result_dtype(self.name)
 
 

@@ -16,16 +16,17 @@ A shape component is an :class:`int` or a 0-d integer
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pymbolic.primitives as prim
-from pymbolic.mapper.distributor import DistributeMapper
+from pymbolic.typing import ArithmeticExpression
 
 # is_one, normalize_axis(es) and shape_product are defined in
 # pytato.array.base (the node classes need them) and re-exported here
 from pytato.array.base import (  # noqa: F401 (re-exported)
     Array,
+    ShapeLike,
     is_one,
     normalize_axes,
     normalize_axis,
@@ -39,27 +40,35 @@ from pytato.diagnostic import (
     InvalidArgumentTypeError,
     NonAffineShapeError,
 )
-from pytato.scalar_expr import evaluate, is_integral_scalar, substitute
+from pytato.scalar_expr import (
+    distribute_arithmetic,
+    evaluate,
+    is_integral_scalar,
+    substitute,
+)
 
 
 if TYPE_CHECKING:
+    from pymbolic.typing import ArithmeticExpression
+
     from pytato.array.base import ShapeComponent, ShapeType
 
 
-def shape_component_to_expr(c: ShapeComponent) -> Any:
+def shape_component_to_expr(c: ShapeComponent) -> ArithmeticExpression:
     """A :mod:`pymbolic` expression of *c* in size parameter names."""
     if is_integral_scalar(c):
-        return int(c)  # type: ignore[arg-type]
+        return int(c)
     if isinstance(c, SizeParam):
         return prim.Variable(c.name)
     if isinstance(c, IndexLambda) and c.shape == ():
-        return substitute(c.expr, {
-            name: shape_component_to_expr(b) for name, b in c.bindings.items()})
+        # (an affine expression of the sizes of its bindings)
+        return cast("ArithmeticExpression", substitute(c.expr, {
+            name: shape_component_to_expr(b) for name, b in c.bindings.items()}))
     raise NonAffineShapeError(
         f"shape component {c!r} is not an affine expression in size parameters")
 
 
-def _check_affine(expr: Any, what: str) -> None:
+def _check_affine(expr: object, what: str) -> None:
     if is_integral_scalar(expr) or isinstance(expr, prim.Variable):
         return
     if isinstance(expr, prim.Sum):
@@ -82,7 +91,7 @@ def _check_affine(expr: Any, what: str) -> None:
                               "size parameters")
 
 
-def normalize_shape(shape: Any, argname: str = "shape") -> ShapeType:
+def normalize_shape(shape: ShapeLike, argname: str = "shape") -> ShapeType:
     """Check and normalize a user-supplied shape (an int, or a sequence of
     ints and affine integer 0-d arrays)."""
 
@@ -112,14 +121,14 @@ def normalize_shape(shape: Any, argname: str = "shape") -> ShapeType:
 def are_shape_components_equal(a: ShapeComponent, b: ShapeComponent) -> bool:
     """Whether two shape components are (provably) equal."""
     if is_integral_scalar(a) and is_integral_scalar(b):
-        return int(a) == int(b)  # type: ignore[arg-type]
+        return int(a) == int(b)
     if is_integral_scalar(a) or is_integral_scalar(b):
         return False
     if a == b:
         return True
-    ea = DistributeMapper()(shape_component_to_expr(a))
-    eb = DistributeMapper()(shape_component_to_expr(b))
-    diff = DistributeMapper()(ea - eb)
+    ea = distribute_arithmetic(shape_component_to_expr(a))
+    eb = distribute_arithmetic(shape_component_to_expr(b))
+    diff = distribute_arithmetic(ea - eb)
     return bool(diff == 0)
 
 
@@ -186,7 +195,7 @@ def concrete_shape(shape: ShapeType, context: dict[str, int]) -> tuple[int, ...]
                  for c in shape)
 
 
-def shape_is_int_only(shape: tuple[Any, ...], /) -> tuple[int, ...]:
+def shape_is_int_only(shape: tuple[object, ...], /) -> tuple[int, ...]:
     """*shape* as a tuple of :class:`int`.
 
     :raises TypeError: if a component is symbolic (a size expression),

@@ -44,6 +44,8 @@ from pytato.array.base import (
     Axis,
     DerivedShapeMixin,
     ReductionDescriptor,
+    ShapeComponent,
+    ShapeLike,
     ShapeType,
     _TaggableMixin,
     array_dataclass,
@@ -93,7 +95,7 @@ class SparseMatrix(DataclassGraphNode, _TaggableMixin):
     """
 
     shape: ShapeType
-    dtype: np.dtype[Any]
+    dtype: np.dtype[np.generic]
     _: KW_ONLY
     axes: tuple[Axis, ...] = (Axis(), Axis())
     tags: frozenset[Tag] = frozenset()
@@ -103,15 +105,15 @@ class SparseMatrix(DataclassGraphNode, _TaggableMixin):
     def ndim(self) -> int:
         return 2
 
-    def __matmul__(self, other: Any) -> Array:
+    def __matmul__(self, other: object) -> Array:
         return sparse_matmul(self, other)
 
-    def __rmatmul__(self, other: Any) -> Array:
+    def __rmatmul__(self, other: object) -> Array:
         raise UnsupportedOperationError(
             "dense @ sparse is not supported; compute (A.T @ x.T).T with a "
             "sparse matrix of the transpose instead")
 
-    def __array_ufunc__(self, *args: Any, **kwargs: Any) -> Any:
+    def __array_ufunc__(self, *args: object, **kwargs: object) -> Any:
         # numpy must not try to treat a sparse matrix as an object array
         return NotImplemented
 
@@ -123,7 +125,7 @@ class SparseMatrix(DataclassGraphNode, _TaggableMixin):
             with an identity matrix)."""
 
 
-def _as_index_vector(x: Any, argname: str) -> Array:
+def _as_index_vector(x: object, argname: str) -> Array:
     x = as_array(x, argname)
     if x.ndim != 1:
         raise ShapeMismatchError(f"'{argname}' must be 1-d, got shape "
@@ -164,7 +166,7 @@ class CSRMatrix(SparseMatrix):
         object.__setattr__(self, "dtype", dtype)
 
     @property
-    def nnz(self) -> Any:
+    def nnz(self) -> ShapeComponent:
         """The number of stored elements (an int or a symbolic size)."""
         return self.elem_values.shape[0]
 
@@ -237,11 +239,11 @@ class CSRMatmul(DerivedShapeMixin, SparseMatmul):
         return (self.matrix.shape[0], *self.array.shape[1:])
 
     @property
-    def dtype(self) -> np.dtype[Any]:
+    def dtype(self) -> np.dtype[np.generic]:
         return np.result_type(self.matrix.dtype, self.array.dtype)
 
 
-def _check_concrete_indices(shape: ShapeType, nnz: Any, cols: Array,
+def _check_concrete_indices(shape: ShapeType, nnz: object, cols: Array,
                             row_starts: Array) -> None:
     """Check index data that is concrete (numpy data in data wrappers)."""
     if isinstance(cols, DataWrapper) and isinstance(cols.data, np.ndarray):
@@ -271,8 +273,8 @@ def _check_concrete_indices(shape: ShapeType, nnz: Any, cols: Array,
                 f"the {nnz} stored elements")
 
 
-def make_csr_matrix(shape: Any, elem_values: Any, elem_col_indices: Any,
-                    row_starts: Any, tags: Tag | Iterable[Tag] = frozenset(),
+def make_csr_matrix(shape: ShapeLike, elem_values: object, elem_col_indices: object,
+                    row_starts: object, tags: Tag | Iterable[Tag] = frozenset(),
                     axes: Iterable[Axis | ToTagSetConvertible] | None = None
                     ) -> CSRMatrix:
     """A :class:`CSRMatrix` of *shape* (see the module documentation).
@@ -352,7 +354,7 @@ def _csr_axes(axes: Iterable[Axis | ToTagSetConvertible] | None
     return tuple(result)
 
 
-def sparse_matmul(x1: SparseMatrix, x2: Any) -> Array:
+def sparse_matmul(x1: SparseMatrix, x2: object) -> Array:
     """The dense product ``x1 @ x2`` of the sparse matrix *x1* with the 1-d
     or 2-d array *x2* (numpy arrays are wrapped as data).
 

@@ -1,14 +1,19 @@
 """Tags of arrays, axes and reductions: normalizing and checking them, and
 the mixin that makes pytato's frozen dataclasses taggable.
 
+The metadata of axes and reductions, which carry tags, are here too.
+
 .. autofunction:: normalize_tags
 .. autofunction:: check_unique_tags
+.. autoclass:: Axis
+.. autoclass:: ReductionDescriptor
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pytools.tag import Tag, Taggable, UniqueTag
@@ -20,7 +25,7 @@ if TYPE_CHECKING:
     from typing import Self
 
 
-__all__ = ["check_unique_tags", "normalize_tags"]
+__all__ = ["Axis", "ReductionDescriptor", "check_unique_tags", "normalize_tags"]
 
 def normalize_tags(tags: Tag | Iterable[Tag] | None,
                    argname: str = "argument 'tags'") -> frozenset[Tag]:
@@ -93,7 +98,7 @@ class _TaggableMixin(Taggable):
     def _with_new_tags(self, tags: frozenset[Tag]) -> Self:
         return dataclasses.replace(self, tags=tags)  # type: ignore[type-var]
 
-    def tagged(self, tags: Tag | Iterable[Tag]) -> Self:
+    def tagged(self, tags: Tag | Iterable[Tag] | None) -> Self:
         """Return a copy of *self* with *tags* added. Raises
         :class:`~pytato.diagnostic.NonUniqueTagError` if two unique tags of
         one type result."""
@@ -103,7 +108,7 @@ class _TaggableMixin(Taggable):
         return self._with_new_tags(check_unique_tags(self.tags | new,
                                                      type(self).__name__))
 
-    def without_tags(self, tags: Tag | Iterable[Tag],
+    def without_tags(self, tags: Tag | Iterable[Tag] | None,
                      verify_existence: bool = True) -> Self:
         """Return a copy of *self* without *tags*."""
         rm = normalize_tags(tags, "without_tags(), argument 'tags'")
@@ -121,7 +126,7 @@ class _TaggableMixin(Taggable):
         """The tags of *self* that are not instances of *tag_t*."""
         return frozenset(t for t in self.tags if not isinstance(t, tag_t))
 
-    def replace_if_different(self, **kwargs: Any) -> Self:
+    def replace_if_different(self, **kwargs: object) -> Self:
         """*self* if each field named in *kwargs* already holds (is) the
         given object, else a copy of *self* with those fields replaced (as
         :func:`dataclasses.replace`). Lets transforms keep nodes whose
@@ -129,4 +134,26 @@ class _TaggableMixin(Taggable):
         if all(getattr(self, name) is value for name, value in kwargs.items()):
             return self
         return dataclasses.replace(self, **kwargs)  # type: ignore[type-var]
+
+
+
+@dataclass(frozen=True)
+class Axis(_TaggableMixin):
+    """Metadata of one axis of an array.
+
+    .. attribute:: tags
+    """
+
+    tags: frozenset[Tag] = frozenset()
+
+
+@dataclass(frozen=True)
+class ReductionDescriptor(_TaggableMixin):
+    """Metadata of one reduction (an index summed over, say).
+
+    .. attribute:: tags
+    """
+
+    tags: frozenset[Tag] = frozenset()
+
 

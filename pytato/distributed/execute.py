@@ -28,6 +28,7 @@ from pytato.target.loopy import generate_loopy
 if TYPE_CHECKING:
     import mpi4py.MPI
     import pyopencl
+    from pyopencl.typing import Allocator
 
 
 _ProgramT = TypeVar("_ProgramT")
@@ -94,13 +95,13 @@ class _PartRunner:
     host arrays."""
 
     def __init__(self, queue: pyopencl.CommandQueue | None,
-                 allocator: object) -> None:
+                 allocator: Allocator | None) -> None:
         self.queue = queue
         self.allocator = allocator
         # user inputs given as numpy arrays, transferred once
-        self._on_device: dict[str, Any] = {}
+        self._on_device: dict[str, object] = {}
 
-    def on_device(self, value: Any, *, zero_dim: bool = True) -> Any:
+    def on_device(self, value: object, *, zero_dim: bool = True) -> object:
         """*value* as an array on the queue if it is a :mod:`numpy` array
         (of one axis or more, unless *zero_dim*); else *value*."""
         assert self.queue is not None
@@ -111,7 +112,7 @@ class _PartRunner:
                                       allocator=self.allocator)
         return value
 
-    def user_input(self, name: str, value: Any, device: bool) -> Any:
+    def user_input(self, name: str, value: object, device: bool) -> object:
         if not device:
             return (_to_host(value, self.queue)
                     if _is_device_array(value) else value)
@@ -123,8 +124,8 @@ class _PartRunner:
                                                             zero_dim=False)
             return result
 
-    def run(self, prg: Callable[..., Any], part_inputs: Mapping[str, Any],
-            user_inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+    def run(self, prg: Callable[..., object], part_inputs: Mapping[str, object],
+            user_inputs: Mapping[str, object]) -> Mapping[str, object]:
         device = self.queue is not None and _takes_queue(prg)
         inputs = {
             name: (value if device or not _is_device_array(value)
@@ -192,11 +193,11 @@ def _size_param_values(input_args: Mapping[str, object]) -> dict[str, int]:
 
 def execute_distributed_partition(
         partition: DistributedGraphPartition,
-        prg_per_partition: Mapping[PartId, Callable[..., Any]],
+        prg_per_partition: Mapping[PartId, Callable[..., object]],
         queue: pyopencl.CommandQueue | None,
         mpi_communicator: mpi4py.MPI.Comm, *,
-        allocator: object = None,
-        input_args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        allocator: Allocator | None = None,
+        input_args: Mapping[str, object] | None = None) -> dict[str, Any]:
     """Run the parts of *partition* with the programs in
     *prg_per_partition* (see :func:`generate_code_for_partition`) and
     return the overall outputs by name.
@@ -265,7 +266,7 @@ def execute_distributed_partition(
 
     # }}}
 
-    context: dict[str, Any] = {}
+    context: dict[str, object] = {}
 
     def received(i: int) -> None:
         name = recv_names[i]

@@ -32,13 +32,16 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import numpy.typing as npt
 from pytools.tag import Tag
 
 from pytato.array.base import (
     Array,
     Axis,
+    ChildNode,
     DerivedShapeMixin,
     GraphNode,
+    ShapeLike,
     ShapeType,
     _flatten,
     _merge_inputs,
@@ -63,7 +66,7 @@ __all__ = [
 ]
 
 
-def _check_rank(rank: Any, argname: str) -> int:
+def _check_rank(rank: object, argname: str) -> int:
     if isinstance(rank, bool) or not isinstance(rank, numbers.Integral):
         raise InvalidArgumentTypeError(
             f"'{argname}' must be an integer rank, got {rank!r}")
@@ -72,13 +75,13 @@ def _check_rank(rank: Any, argname: str) -> int:
     return int(rank)
 
 
-def _check_comm_tag(comm_tag: Any) -> Hashable:
+def _check_comm_tag(comm_tag: object) -> Hashable:
     try:
         hash(comm_tag)
     except TypeError as e:
         raise InvalidArgumentTypeError(
             f"'comm_tag' must be hashable, got {comm_tag!r}") from e
-    return comm_tag  # type: ignore[no-any-return]
+    return comm_tag
 
 
 # {{{ send
@@ -107,7 +110,7 @@ class DistributedSend(GraphNode, _TaggableMixin):
 
     def __post_init__(self) -> None:
         setattr_ = object.__setattr__
-        kids: list[Array] = []
+        kids: list[ChildNode] = []
         skel = tuple(_flatten(getattr(self, f.name), kids)
                      for f in dataclasses.fields(self))
         setattr_(self, "_pt_kids", tuple(kids))
@@ -118,20 +121,20 @@ class DistributedSend(GraphNode, _TaggableMixin):
         setattr_(self, "_pt_inputs", _merge_inputs(kids, None))
 
     def __hash__(self) -> int:
-        return self._pt_hash  # type: ignore[attr-defined,no-any-return]
+        return self._pt_hash
 
     def __eq__(self, other: object) -> bool:
         if self is other:
             return True
         return (isinstance(other, DistributedSend)
-                and self._pt_hash == other._pt_hash  # type: ignore[attr-defined]
-                and self._pt_skel == other._pt_skel  # type: ignore[attr-defined]
+                and self._pt_hash == other._pt_hash
+                and self._pt_skel == other._pt_skel
                 and self.data == other.data)
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
 
-    def __reduce__(self) -> Any:
+    def __reduce__(self) -> tuple[object, ...]:
         # the cached hash must be recomputed in the unpickling process
         return (_make_send, (self.data, self.dest_rank, self.comm_tag,
                              self.tags))
@@ -259,8 +262,8 @@ def make_distributed_send_ref_holder(send: DistributedSend,
                                     axes=passthrough_data.axes)
 
 
-def make_distributed_recv(src_rank: int, comm_tag: Hashable, shape: Any,
-                          dtype: Any, axes: Iterable[Axis] | None = None,
+def make_distributed_recv(src_rank: int, comm_tag: Hashable, shape: ShapeLike,
+                          dtype: npt.DTypeLike, axes: Iterable[Axis] | None = None,
                           tags: Tag | Iterable[Tag] = frozenset()
                           ) -> DistributedRecv:
     """A :class:`DistributedRecv`: an array of *shape* and *dtype* received

@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple, overload
 import pymbolic.primitives as prim
 from constantdict import constantdict
 
-from pytato.array.base import Array, GraphNode, get_children, topological_order
+from pytato.array.base import (
+    Array,
+    ChildNode,
+    GraphNode,
+    get_children,
+    topological_order,
+)
 from pytato.array.constructors import make_dict_of_named_arrays
 from pytato.array.inputs import DataWrapper, InputArgumentBase, Placeholder, SizeParam
 from pytato.array.lambdas import IndexLambda
@@ -279,12 +285,12 @@ def _resolve(node: GraphNode) -> GraphNode:
     return node
 
 
-def _value_children(node: GraphNode) -> tuple[GraphNode, ...]:
+def _value_children(node: GraphNode) -> tuple[ChildNode, ...]:
     """The children whose values *node*'s value depends on: those of a send
     holder's passthrough data, not its send (a side effect)."""
     if isinstance(node, DistributedSendRefHolder):
         return (node.passthrough_data,)
-    return get_children(node)  # type: ignore[arg-type]
+    return get_children(node)
 
 
 def _normalize_outputs(outputs: DictOfNamedArrays | Mapping[str, Array]
@@ -344,8 +350,8 @@ def _local_comm_ops(rank: int, nodes: Sequence[GraphNode],
     needs = {}
     for send in sends:
         cid = CommunicationOpIdentifier(rank, send.dest_rank, send.comm_tag)
-        other = sends_by_id.setdefault(cid, send)
-        if other is not send and other.data != send.data:
+        other_send = sends_by_id.setdefault(cid, send)
+        if other_send is not send and other_send.data != send.data:
             raise DuplicateSendError(
                 f"rank {rank}: two sends of different data to rank "
                 f"{send.dest_rank} with tag {send.comm_tag!r}")
@@ -435,19 +441,19 @@ def _copy_of(ary: Array) -> IndexLambda:
     return IndexLambda(ary.shape, ary.dtype, expr, {name: ary}, axes=ary.axes)
 
 
-def _bounded_topological_order(roots: Iterable[Array],
+def _bounded_topological_order(roots: Iterable[ChildNode],
                                is_stop: Callable[[GraphNode], bool]
-                               ) -> list[Array]:
+                               ) -> list[ChildNode]:
     """The nodes reachable from *roots* without going through nodes for
     which *is_stop* holds, children first (stop nodes excluded, roots
     included)."""
-    order: list[Array] = []
+    order: list[ChildNode] = []
     visited: set[int] = set()
     for root in roots:
         if id(root) in visited:
             continue
         visited.add(id(root))
-        stack: list[tuple[Array, int]] = [(root, 0)]
+        stack: list[tuple[ChildNode, int]] = [(root, 0)]
         while stack:
             node, i = stack[-1]
             kids = _value_children(node)
@@ -722,7 +728,7 @@ def _build_partition(rank: int, outputs: DictOfNamedArrays,
 
         user_inputs: set[str] = set()
         for ary in built:
-            for name, inp in ary._pt_inputs.items():  # type: ignore[attr-defined]
+            for name, inp in ary._pt_inputs.items():
                 if (isinstance(inp, (Placeholder, SizeParam))
                         and name not in placeholders):
                     user_inputs.add(name)

@@ -81,7 +81,7 @@ def _describe_shape(shape: ShapeType) -> tuple[Any, ...]:
                  for c in shape)
 
 
-def _fmt_shape(shape: tuple[Any, ...]) -> str:
+def _fmt_shape(shape: tuple[object, ...]) -> str:
     return "(" + ", ".join(str(c) for c in shape) + ("," if len(shape) == 1
                                                       else "") + ")"
 

@@ -61,7 +61,7 @@ def _mul(a: Poly, b: Poly) -> Poly:
     return _clean(result)
 
 
-def expr_poly(expr: Any) -> Poly:
+def expr_poly(expr: object) -> Poly:
     """Expand the size expression *expr* into a polynomial."""
     if is_integral_scalar(expr):
         return _clean({(): int(expr)})
@@ -139,7 +139,7 @@ def poly_to_component(p: Poly, size_params: Mapping[str, SizeParam],
         result = result + t
     if p.get((), 0):
         result = result + p[()]
-    return result  # type: ignore[no-any-return]
+    return result
 
 
 def _poly_str(p: Poly) -> str:
@@ -148,13 +148,13 @@ def _poly_str(p: Poly) -> str:
     return " + ".join(terms) or "0"
 
 
-def size_params_of(components: Iterable[Any]) -> dict[str, SizeParam]:
+def size_params_of(components: Iterable[object]) -> dict[str, SizeParam]:
     """The size parameters that the array components of *components*
     depend on, by name."""
     result: dict[str, SizeParam] = {}
     for c in components:
         if isinstance(c, Array):
-            for name, inp in c._pt_inputs.items():  # type: ignore[attr-defined]
+            for name, inp in c._pt_inputs.items():
                 if isinstance(inp, SizeParam):
                     result[name] = inp
     return result

@@ -19,12 +19,12 @@ from pytato.array.base import Array, ShapeComponent, same_input_objects
 from pytato.scalar_expr import SCALAR_CLASSES, is_integral_scalar
 
 
-def is_scalar(x: Any) -> bool:
+def is_scalar(x: object) -> bool:
     """Whether *x* is a Python or numpy scalar (booleans included)."""
     return isinstance(x, SCALAR_CLASSES)
 
 
-def cast_scalar(value: Any, dtype: np.dtype[Any], *, wrap: bool = False) -> Any:
+def cast_scalar(value: Any, dtype: np.dtype[np.generic], *, wrap: bool = False) -> Any:
     """*value* converted to a scalar of *dtype* the way numpy fills arrays
     (unsafe casting, so ``2.7 -> 2`` for integers). Python integers out of
     the range of *dtype* raise :class:`OverflowError`, as in
@@ -89,10 +89,10 @@ class BindingCollector:
         clash (:class:`~pytato.diagnostic.NameClashError`)."""
         return bind_array(ary, self.bindings, self._names, self._names_by_id)
 
-    def shape_expr(self, c: ShapeComponent) -> Any:
+    def shape_expr(self, c: ShapeComponent) -> int | prim.Variable:
         """A scalar expression for the shape component *c*: an integer, or
         the (bare) variable bound to the 0-d size array."""
         if is_integral_scalar(c):
-            return int(c)  # type: ignore[arg-type]
+            return int(c)
         assert isinstance(c, Array)
         return prim.Variable(self.bind(c))

@@ -19,12 +19,14 @@ and :meth:`~pytato.array.sparse.SparseMatrix.to_dense` to sparse matrices.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 
 import pytato.array as _array_pkg
-from pytato.array.base import Array
+from pytato.array.base import Array, ArrayOrScalar, AxesLike, Operand, ShapeLike
 from pytato.array.sparse import SparseMatrix, sparse_matmul
 from pytato.frontend import (
     creation,
@@ -47,36 +49,36 @@ def _T(self: Array) -> Array:
 
 def _real(self: Array) -> Array:
     """The real part (see :func:`pytato.real`)."""
-    return pt_math.real(self)  # type: ignore[no-any-return]
+    return cast("Array", pt_math.real(self))
 
 
 def _imag(self: Array) -> Array:
     """The imaginary part (see :func:`pytato.imag`)."""
-    return pt_math.imag(self)  # type: ignore[no-any-return]
+    return cast("Array", pt_math.imag(self))
 
 
 def conj(self: Array) -> Array:
     """The complex conjugate."""
-    return pt_math.conj(self)  # type: ignore[no-any-return]
+    return cast("Array", pt_math.conj(self))
 
 
-def __getitem__(self: Array, idx: Any) -> Array:
+def __getitem__(self: Array, idx: object) -> Array:
     return indexing.index(self, idx)
 
 
-def astype(self: Array, dtype: Any) -> Array:
+def astype(self: Array, dtype: npt.DTypeLike) -> Array:
     """Element-wise conversion to *dtype*."""
-    return pt_math.astype(self, dtype)  # type: ignore[no-any-return]
+    return cast("Array", pt_math.astype(self, dtype))
 
 
-def reshape(self: Array, *shape: Any, order: str = "C") -> Array:
+def reshape(self: Array, *shape: ShapeLike, order: str = "C") -> Array:
     """Reshape to *shape* (which may contain one -1)."""
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     return shape_ops.reshape(self, shape, order=order)
 
 
-def transpose(self: Array, *axes: Any) -> Array:
+def transpose(self: Array, *axes: AxesLike) -> Array:
     """Permute axes (reverse them if none are given)."""
     if len(axes) == 1 and isinstance(axes[0], (tuple, list)):
         axes = tuple(axes[0])
@@ -84,57 +86,58 @@ def transpose(self: Array, *axes: Any) -> Array:
 
 
 def __abs__(self: Array) -> Array:
-    return pt_math.abs(self)  # type: ignore[no-any-return]
+    return cast("Array", pt_math.abs(self))
 
 
 def __neg__(self: Array) -> Array:
-    return elementwise.negative(self)  # type: ignore[no-any-return]
+    return cast("Array", elementwise.negative(self))
 
 
 def __invert__(self: Array) -> Array:
-    return elementwise.invert(self)  # type: ignore[no-any-return]
+    return cast("Array", elementwise.invert(self))
 
 
-def __matmul__(self: Array, other: Any) -> Array:
+def __matmul__(self: Array, other: Operand) -> Array:
     return linalg.matmul(self, other)
 
 
-def __rmatmul__(self: Array, other: Any) -> Array:
+def __rmatmul__(self: Array, other: Operand) -> Array:
     return linalg.matmul(other, self)
 
 
-def sum(self: Array, axis: Any = None) -> Array:
+def sum(self: Array, axis: AxesLike = None) -> Array:
     return reductions.sum(self, axis)
 
 
-def max(self: Array, axis: Any = None) -> Array:
+def max(self: Array, axis: AxesLike = None) -> Array:
     return reductions.amax(self, axis)
 
 
-def min(self: Array, axis: Any = None) -> Array:
+def min(self: Array, axis: AxesLike = None) -> Array:
     return reductions.amin(self, axis)
 
 
 def all(self: Array, axis: int | tuple[int, ...] | None = None) -> Array:
     """Whether all elements over *axis* are nonzero (see
     :func:`pytato.all`)."""
-    return reductions.all(self, axis)  # type: ignore[no-any-return]
+    return reductions.all(self, axis)
 
 
 def any(self: Array, axis: int | tuple[int, ...] | None = None) -> Array:
     """Whether any element over *axis* is nonzero (see
     :func:`pytato.any`)."""
-    return reductions.any(self, axis)  # type: ignore[no-any-return]
+    return reductions.any(self, axis)
 
 # }}}
 
 
 # {{{ operators
 
-def _binary(op: str, reflected: bool = False) -> Any:
+def _binary(op: str, reflected: bool = False
+            ) -> Callable[[Array, Operand], ArrayOrScalar | np.ndarray]:
     fn = getattr(elementwise, op)
 
-    def method(self: Array, other: Any) -> Any:
+    def method(self: Array, other: Operand) -> ArrayOrScalar | np.ndarray:
         if not elementwise.is_operand(other):
             return NotImplemented
         if isinstance(other, np.ndarray) and other.dtype == object:
@@ -165,19 +168,19 @@ _COMPARISONS = (
 _power = _binary("power")
 
 
-def __pow__(self: Array, other: Any) -> Any:
+def __pow__(self: Array, other: Operand) -> ArrayOrScalar | np.ndarray:
     # numpy's ``**`` computes ``b ** 2`` as ``square(b)``: int8 for booleans,
     # and for complex numbers the product z*z (whose signs of zeros differ
     # from power(z, 2)'s)
     if self.dtype.kind in "bfc" and type(other) is int and other == 2:
-        return pt_math.square(self)
+        return cast("Array", pt_math.square(self))
     # and ``x ** 0.5`` as ``sqrt(x)`` (they differ at -0.0 and infinities)
     if self.dtype.kind in "fc" and type(other) is float and other == 0.5:
-        return pt_math.sqrt(self)
+        return cast("Array", pt_math.sqrt(self))
     # and ``x ** -1`` as ``reciprocal(x)`` (for complex x they differ at
     # infinities: numpy's power multiplies by 1 first)
     if self.dtype.kind in "fc" and type(other) is int and other == -1:
-        return pt_math.reciprocal(self)
+        return cast("Array", pt_math.reciprocal(self))
     return _power(self, other)
 
 # }}}
@@ -217,12 +220,12 @@ def install() -> None:
             ("__abs__", __abs__), ("__neg__", __neg__),
             ("__invert__", __invert__), ("__matmul__", __matmul__),
             ("__rmatmul__", __rmatmul__), ("sum", sum), ("max", max),
-            ("min", min), ("all", all), ("any", any)]:
+            ("min", min), ("all", all), ("any", any), ("__pow__", __pow__)]:
         setattr(Array, name, value)
     for op, fname in _ARITHMETIC:
-        setattr(Array, f"__{op}__", _binary(fname))
+        if op != "pow":  # (numpy's special cases of ``**``: __pow__ above)
+            setattr(Array, f"__{op}__", _binary(fname))
         setattr(Array, f"__r{op}__", _binary(fname, reflected=True))
-    Array.__pow__ = __pow__  # type: ignore[method-assign]
     for op, fname in _COMPARISONS:
         setattr(Array, f"__{op}__", _binary(fname))
 

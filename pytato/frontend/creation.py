@@ -21,9 +21,11 @@ import math
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pymbolic.primitives as prim
+from pymbolic.typing import ArithmeticExpression
 
-from pytato.array.base import Array, ShapeType
+from pytato.array.base import Array, ShapeComponent, ShapeLike, ShapeType
 from pytato.array.constructors import check_dtype
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import normalize_shape
@@ -34,10 +36,10 @@ from pytato.diagnostic import (
     UnsupportedFeatureError,
 )
 from pytato.frontend._utils import cast_scalar, is_scalar
-from pytato.scalar_expr import TypeCast, is_integral_scalar
+from pytato.scalar_expr import ScalarExpression, TypeCast, is_integral_scalar
 
 
-def _check_order(order: Any, func: str) -> None:
+def _check_order(order: object, func: str) -> None:
     if order == "C":
         return
     if order in ("F", "A", "K"):
@@ -48,13 +50,14 @@ def _check_order(order: Any, func: str) -> None:
         f"{order!r}")
 
 
-def _constant(shape: ShapeType, value: Any, dtype: np.dtype[Any]) -> IndexLambda:
+def _constant(shape: ShapeType, value: ScalarExpression,
+              dtype: np.dtype[np.generic]) -> IndexLambda:
     return IndexLambda(shape, dtype, value, {})
 
 
 # {{{ constant arrays
 
-def full(shape: Any, fill_value: Any, dtype: Any = None,
+def full(shape: ShapeLike, fill_value: object, dtype: npt.DTypeLike | None = None,
          order: str = "C") -> Array:
     """An array of shape *shape* filled with *fill_value*, like
     :func:`numpy.full`.
@@ -78,7 +81,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None,
                 "full: 'fill_value' must be a scalar or a 0-d "
                 f"array, got an array of shape {fill_value.shape}")
         dtype = fill_value.dtype if dtype is None else check_dtype(dtype)
-        expr: Any = prim.Variable("_in0")
+        expr: ScalarExpression = prim.Variable("_in0")
         if dtype != fill_value.dtype:
             expr = TypeCast(dtype, expr)
         return IndexLambda(shape, dtype, expr, {"_in0": fill_value})
@@ -93,7 +96,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None,
     return _constant(shape, cast_scalar(fill_value, dtype), dtype)
 
 
-def zeros(shape: Any, dtype: Any = float, order: str = "C") -> Array:
+def zeros(shape: ShapeLike, dtype: npt.DTypeLike = float, order: str = "C") -> Array:
     """An array of zeros, like :func:`numpy.zeros`.
 
     :arg shape: an int or a sequence of ints and symbolic sizes.
@@ -104,7 +107,7 @@ def zeros(shape: Any, dtype: Any = float, order: str = "C") -> Array:
     return full(shape, 0, dtype)
 
 
-def ones(shape: Any, dtype: Any = float, order: str = "C") -> Array:
+def ones(shape: ShapeLike, dtype: npt.DTypeLike = float, order: str = "C") -> Array:
     """An array of ones, like :func:`numpy.ones`.
 
     :arg shape: an int or a sequence of ints and symbolic sizes.
@@ -115,15 +118,15 @@ def ones(shape: Any, dtype: Any = float, order: str = "C") -> Array:
     return full(shape, 1, dtype)
 
 
-def _like(a: Any, dtype: Any, shape: Any) -> tuple[Any, np.dtype[Any]]:
+def _like(a: object, dtype: Any, shape: Any) -> tuple[Any, np.dtype[np.generic]]:
     if not (hasattr(a, "shape") and hasattr(a, "dtype")):
         a = np.asarray(a)
     return (a.shape if shape is None else shape,
             np.dtype(a.dtype) if dtype is None else dtype)
 
 
-def full_like(a: Any, fill_value: Any, dtype: Any = None,
-              shape: Any = None) -> Array:
+def full_like(a: object, fill_value: object, dtype: npt.DTypeLike | None = None,
+              shape: ShapeLike | None = None) -> Array:
     """An array like *a* (same shape and, by default, dtype) filled with
     *fill_value*, like :func:`numpy.full_like`.
 
@@ -136,7 +139,8 @@ def full_like(a: Any, fill_value: Any, dtype: Any = None,
     return full(shape, fill_value, dtype)
 
 
-def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
+def zeros_like(a: object, dtype: npt.DTypeLike | None = None,
+               shape: ShapeLike | None = None) -> Array:
     """Zeros of the shape and dtype of *a*, like :func:`numpy.zeros_like`.
 
     :arg dtype: overrides the dtype of *a*.
@@ -145,7 +149,8 @@ def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
     return full_like(a, 0, dtype, shape)
 
 
-def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
+def ones_like(a: object, dtype: npt.DTypeLike | None = None,
+              shape: ShapeLike | None = None) -> Array:
     """Ones of the shape and dtype of *a*, like :func:`numpy.ones_like`.
 
     :arg dtype: overrides the dtype of *a*.
@@ -157,7 +162,7 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> Array:
 
 
 def eye(N: Any, M: Any = None, k: int = 0,
-        dtype: Any = np.float64, order: str = "C") -> Array:
+        dtype: npt.DTypeLike = np.float64, order: str = "C") -> Array:
     """A 2-d array with ones on the *k*-th diagonal and zeros elsewhere, like
     :func:`numpy.eye`.
 
@@ -174,7 +179,7 @@ def eye(N: Any, M: Any = None, k: int = 0,
     if not is_integral_scalar(k):
         raise InvalidArgumentTypeError(f"eye: 'k' must be an integer, got {k!r}")
     dtype = check_dtype(dtype)
-    row: Any = prim.Variable("_0")
+    row: ArithmeticExpression = prim.Variable("_0")
     if k:
         row = prim.Sum((row, int(k)))
     expr = prim.If(prim.Comparison(prim.Variable("_1"), "==", row),
@@ -184,7 +189,7 @@ def eye(N: Any, M: Any = None, k: int = 0,
 
 # {{{ arange
 
-def _arange_args(args: tuple[Any, ...], kwargs: dict[str, Any]
+def _arange_args(args: tuple[object, ...], kwargs: dict[str, object]
                  ) -> tuple[Any, Any, Any]:
     """Return ``(start, stop, step)`` from numpy's calling
     conventions ``arange([start,] stop[, step])``."""
@@ -210,7 +215,8 @@ def _arange_args(args: tuple[Any, ...], kwargs: dict[str, Any]
     return given.get("start", 0), given["stop"], 1 if step is None else step
 
 
-def arange(*args: Any, dtype: Any = None, **kwargs: Any) -> Array:
+def arange(*args: object, dtype: npt.DTypeLike | None = None,
+           **kwargs: object) -> Array:
     """Evenly spaced values in ``[start, stop)``, like :func:`numpy.arange`:
     ``arange(stop)``, ``arange(start, stop)``, ``arange(start, stop, step)``.
 
@@ -261,7 +267,7 @@ def arange(*args: Any, dtype: Any = None, **kwargs: Any) -> Array:
     with np.errstate(over="ignore"):
         second = cast_scalar(start + step, dtype)
 
-    expr: Any
+    expr: object
     if dtype.kind == "b":
         if length > 2:
             raise DTypeError(
@@ -280,7 +286,8 @@ def arange(*args: Any, dtype: Any = None, **kwargs: Any) -> Array:
     return _constant((length,), expr, dtype)
 
 
-def _symbolic_arange(start: Any, stop: Any, step: Any, dtype: Any) -> Array:
+def _symbolic_arange(start: object, stop: object, step: object,
+                     dtype: npt.DTypeLike | None) -> Array:
     if not (is_integral_scalar(start) and is_integral_scalar(step)
             and step == 1 and isinstance(stop, Array)):
         raise UnsupportedFeatureError(
@@ -291,9 +298,9 @@ def _symbolic_arange(start: Any, stop: Any, step: Any, dtype: Any) -> Array:
     if dtype.kind == "b":
         raise DTypeError("arange: a boolean result with a symbolic length is "
                          "not supported (it may have at most 2 elements)")
-    length = stop - start if start else stop
+    length: ShapeComponent = stop - start if start else stop
     (length,) = normalize_shape((length,), "stop - start")
-    expr: Any = TypeCast(dtype, prim.Variable("_0"))
+    expr: ArithmeticExpression = TypeCast(dtype, prim.Variable("_0"))
     if start:
         expr = prim.Sum((cast_scalar(start, dtype), expr))
     return _constant((length,), expr, dtype)

@@ -57,12 +57,19 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pymbolic.primitives as prim
+from pymbolic.typing import ArithmeticExpression
 
-from pytato.array.base import Array
+from pytato.array.base import (
+    Array,
+    ArrayOrScalar,
+    Operand,
+    ShapeComponent,
+    ShapeType,
+)
 from pytato.array.constructors import check_dtype, make_data_wrapper
 from pytato.array.inputs import DataWrapper
 from pytato.array.lambdas import IndexLambda
@@ -76,25 +83,33 @@ from pytato.diagnostic import (
 )
 from pytato.frontend._utils import bind_array
 from pytato.frontend.creation import full
-from pytato.scalar_expr import SCALAR_CLASSES, TypeCast, negated
+from pytato.scalar_expr import (
+    SCALAR_CLASSES,
+    Scalar,
+    ScalarExpression,
+    TypeCast,
+    integer_dtype_info,
+    negated,
+    scalar_literal,
+)
 
 
 SCALAR_TYPES = (*SCALAR_CLASSES,)
 
 
-def is_operand(x: Any) -> bool:
+def is_operand(x: object) -> bool:
     """Whether *x* can take part in element-wise arithmetic with arrays."""
     return isinstance(x, (Array, np.ndarray, *SCALAR_TYPES))
 
 
-def _as_operand(x: Any, argname: str) -> Any:
+def _as_operand(x: object, argname: str) -> ArrayOrScalar:
     if isinstance(x, Array):
         return x
     if isinstance(x, (bool, int, float, complex)):
         return x
     if isinstance(x, (np.generic)):
         check_dtype(x.dtype, argname)
-        return x
+        return cast("Scalar", x)  # (of a dtype of arrays: checked)
     if isinstance(x, np.ndarray):
         return make_data_wrapper(x)
     raise InvalidArgumentTypeError(f"'{argname}' must be an array or a scalar, got "
@@ -103,10 +118,11 @@ def _as_operand(x: Any, argname: str) -> Any:
 
 # empty arrays of each dtype, standing for arrays in numpy's dtype rules
 # (never written: shared)
-_PROXIES: dict[np.dtype[Any], np.ndarray[Any, Any]] = {}
+_PROXIES: dict[np.dtype[np.generic],
+               np.ndarray[tuple[int], np.dtype[np.generic]]] = {}
 
 
-def _proxy(x: Any) -> Any:
+def _proxy(x: ArrayOrScalar) -> Scalar | np.ndarray:
     if isinstance(x, Array):
         proxy = _PROXIES.get(x.dtype)
         if proxy is None:
@@ -139,11 +155,11 @@ def _binding_variable(name: str) -> prim.Variable:
 
 # the expressions of index_expr_for by name and integer shapes (immutable,
 # so shared: their hashes are computed once)
-_INDEX_EXPRS: dict[tuple[Any, ...], prim.Subscript] = {}
+_INDEX_EXPRS: dict[tuple[object, ...], prim.Subscript] = {}
 _MAX_INDEX_EXPRS = 4096
 
 
-def _int_shape(shape: Any) -> bool:
+def _int_shape(shape: Sequence[ShapeComponent]) -> bool:
     for n in shape:
         if type(n) is not int:
             return False
@@ -151,7 +167,8 @@ def _int_shape(shape: Any) -> bool:
 
 
 def index_expr_for(ary: Array, name: str, out_ndim: int,
-                   out_shape: Sequence[Any] | None = None) -> Any:
+                   out_shape: Sequence[ShapeComponent] | None = None
+                   ) -> ArithmeticExpression:
     """The expression reading *ary* (bound as *name*) broadcast to an output
     of *out_ndim* axes indexed by ``_0, _1, ...``."""
     shape = ary.shape
@@ -169,10 +186,10 @@ def index_expr_for(ary: Array, name: str, out_ndim: int,
     return expr
 
 
-def _index_expr(shape: Sequence[Any], name: str, out_ndim: int,
-                out_shape: Sequence[Any] | None) -> prim.Subscript:
+def _index_expr(shape: Sequence[ShapeComponent], name: str, out_ndim: int,
+                out_shape: Sequence[ShapeComponent] | None) -> prim.Subscript:
     offset = out_ndim - len(shape)
-    idx = []
+    idx: list[int | prim.Variable] = []
     for i, n in enumerate(shape):
         if is_one(n) and (out_shape is None or not is_one(out_shape[i + offset])):
             idx.append(0)
@@ -181,12 +198,7 @@ def _index_expr(shape: Sequence[Any], name: str, out_ndim: int,
     return prim.Subscript(_binding_variable(name), tuple(idx))
 
 
-def scalar_literal(x: Any, dtype: np.dtype[Any]) -> Any:
-    """*x* as a numpy scalar of *dtype*."""
-    return dtype.type(x)
-
-
-def _overflow(operands: Sequence[Any], argnames: Sequence[str], what: str,
+def _overflow(operands: Sequence[object], argnames: Sequence[str], what: str,
               err: OverflowError) -> ScalarOverflowError:
     """The error for Python integer operands that do not fit the integer
     dtype of the arrays they are combined with (numpy 2's rule, NEP 50)."""
@@ -195,7 +207,8 @@ def _overflow(operands: Sequence[Any], argnames: Sequence[str], what: str,
     culprits = []
     for x, n in zip(operands, argnames, strict=True):
         if type(x) is int and any(
-                dt.kind != "b" and not (np.iinfo(dt).min <= x <= np.iinfo(dt).max)
+                dt.kind != "b" and not (integer_dtype_info(dt).min <= x
+                                         <= integer_dtype_info(dt).max)
                 for dt in int_dtypes):
             culprits.append(f"'{n}' ({x})")
     if not culprits:    # e.g. beyond int64, the dtype of bool arithmetic
@@ -213,13 +226,13 @@ def _overflow(operands: Sequence[Any], argnames: Sequence[str], what: str,
 
 def elementwise(ufunc: Callable[..., Any] | None,
                 operands: Sequence[Any],
-                make_expr: Callable[..., Any],
+                make_expr: Callable[..., ScalarExpression],
                 *,
                 argnames: Sequence[str] | None = None,
-                op_dtype: str | np.dtype[Any] = "out",
-                out_dtype: np.dtype[Any] | None = None,
-                eager: Callable[..., Any] | None = None,
-                what: str = "operation") -> Any:
+                op_dtype: str | np.dtype[np.generic] = "out",
+                out_dtype: np.dtype[np.generic] | None = None,
+                eager: Callable[..., ArrayOrScalar] | None = None,
+                what: str = "operation") -> ArrayOrScalar:
     """Build the element-wise application of *make_expr* to *operands*.
 
     :arg ufunc: the numpy function whose dtype rules (and errors) apply; it
@@ -254,7 +267,7 @@ def elementwise(ufunc: Callable[..., Any] | None,
             except OverflowError as e:
                 raise _overflow(operands, argnames, what, e) from None
         if op_dtype == "out":
-            cast_dtype: np.dtype[Any] | None = out_dtype
+            cast_dtype: np.dtype[np.generic] | None = out_dtype
         elif op_dtype == "common":
             cast_dtype = np.result_type(*proxies)
         elif op_dtype == "none":
@@ -282,7 +295,7 @@ def elementwise(ufunc: Callable[..., Any] | None,
 
     shapes = [x.shape for x in arrays]
     try:
-        out_shape: tuple[Any, ...] | None = broadcast_shapes(*shapes)
+        out_shape: ShapeType | None = broadcast_shapes(*shapes)
     except CannotBroadcastError:
         out_shape = None
     if out_shape is None:
@@ -301,7 +314,8 @@ def elementwise(ufunc: Callable[..., Any] | None,
 
 # the dtypes (of the result, and the one operands are cast to) of
 # element-wise operations found by the general path, by _rule_key
-_DTYPE_RULES: dict[tuple[Any, ...], tuple[np.dtype[Any], np.dtype[Any] | None]] = {}
+_DTYPE_RULES: dict[tuple[object, ...],
+                   tuple[np.dtype[np.generic], np.dtype[np.generic] | None]] = {}
 _MAX_DTYPE_RULES = 4096
 
 # Python scalars whose numpy dtype rules (NEP 50) depend on their type
@@ -309,13 +323,13 @@ _MAX_DTYPE_RULES = 4096
 _WEAK_SCALARS = (float, complex, bool)
 
 
-def _rule_key(ufunc: Any, operands: Sequence[Any], op_dtype: Any,
-              out_dtype: Any) -> tuple[Any, ...] | None:
+def _rule_key(ufunc: object, operands: Sequence[object], op_dtype: object,
+              out_dtype: object) -> tuple[object, ...] | None:
     """The key of the dtypes of an element-wise operation whose operands
     are arrays of one shape of integer extents and Python floats, complex
     numbers or bools (their dtypes and types decide the result dtype);
     None for any other."""
-    parts: list[Any] = [ufunc, op_dtype, out_dtype]
+    parts: list[object] = [ufunc, op_dtype, out_dtype]
     shape = None
     for x in operands:
         tp = type(x)
@@ -337,9 +351,9 @@ def _rule_key(ufunc: Any, operands: Sequence[Any], op_dtype: Any,
 
 
 def _same_shape_elementwise(operands: Sequence[Any],
-                            make_expr: Callable[..., Any],
-                            out_dt: np.dtype[Any],
-                            cast_dtype: np.dtype[Any] | None) -> IndexLambda:
+                            make_expr: Callable[..., ScalarExpression],
+                            out_dt: np.dtype[np.generic],
+                            cast_dtype: np.dtype[np.generic] | None) -> IndexLambda:
     """:func:`elementwise` of operands that :func:`_rule_key` accepts, with
     the dtypes the general path found for operands of their kinds: the
     same node as the general path builds."""
@@ -349,7 +363,7 @@ def _same_shape_elementwise(operands: Sequence[Any],
 
 
 def _bindings_and_exprs(operands: Sequence[Any], out_shape: Sequence[Any],
-                        cast_dtype: np.dtype[Any] | None
+                        cast_dtype: np.dtype[np.generic] | None
                         ) -> tuple[dict[str, Array], list[Any]]:
     """The bindings of the array operands (``_in0, _in1, ...``, one per
     distinct array) and the scalar expression of each operand (read at the
@@ -358,8 +372,9 @@ def _bindings_and_exprs(operands: Sequence[Any], out_shape: Sequence[Any],
     bindings: dict[str, Array] = {}
     name_of: dict[Array, str] = {}
     name_of_id: dict[int, str] = {}
-    exprs = []
+    exprs: list[ArithmeticExpression] = []
     for x in operands:
+        e: ArithmeticExpression
         if isinstance(x, Array):
             name = bind_array(x, bindings, name_of, name_of_id)
             e = index_expr_for(x, name, out_ndim, out_shape)
@@ -376,9 +391,12 @@ def _bindings_and_exprs(operands: Sequence[Any], out_shape: Sequence[Any],
 
 # {{{ arithmetic
 
-def _binop(ufunc: Any, make: Callable[[Any, Any], Any], what: str,
-           op_dtype: str = "out") -> Callable[[Any, Any], Any]:
-    def fn(x1: Any, x2: Any) -> Any:
+def _binop(ufunc: np.ufunc,
+           make: Callable[[ArithmeticExpression, ArithmeticExpression],
+                          ScalarExpression],
+           what: str, op_dtype: str = "out"
+           ) -> Callable[[Operand, Operand], ArrayOrScalar]:
+    def fn(x1: Operand, x2: Operand) -> ArrayOrScalar:
         return elementwise(ufunc, [x1, x2], make, argnames=["x1", "x2"],
                            op_dtype=op_dtype, what=what)
     fn.__name__ = ufunc.__name__
@@ -399,7 +417,7 @@ mod = remainder
 _power = _binop(np.power, lambda a, b: prim.Power(a, b), "power")
 
 
-def _has_negative_constant(x: Any) -> bool:
+def _has_negative_constant(x: object) -> bool:
     if isinstance(x, DataWrapper):
         x = x.data
     if isinstance(x, Array) or isinstance(x, (bool, np.bool_)):
@@ -408,7 +426,7 @@ def _has_negative_constant(x: Any) -> bool:
     return data.dtype.kind == "i" and bool((data < 0).any())
 
 
-def power(x1: Any, x2: Any) -> Any:
+def power(x1: Operand, x2: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.power` of *x1* and *x2*.
 
     As in numpy, integers to negative integer powers are refused when the
@@ -438,7 +456,7 @@ _PYTHON_COMPARISONS: dict[str, Callable[[int, int], bool]] = {
     "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
-def _out_of_range_comparison(op: str, x1: Any, x2: Any) -> Array | None:
+def _out_of_range_comparison(op: str, x1: Operand, x2: Operand) -> Array | None:
     """The result of comparing an integer array with a Python integer
     outside the range of its dtype, as numpy 2 defines it (the same for
     every element: ``int8_array < 1000`` is all true), or None for other
@@ -446,7 +464,7 @@ def _out_of_range_comparison(op: str, x1: Any, x2: Any) -> Array | None:
     for arr, value, swapped in ((x1, x2, False), (x2, x1, True)):
         if isinstance(arr, Array) and type(value) is int \
                 and arr.dtype.kind in "iu":
-            info = np.iinfo(arr.dtype)
+            info = integer_dtype_info(arr.dtype)
             if info.min <= value <= info.max:
                 return None
             # every element is between the bounds: like the nearer one
@@ -457,11 +475,11 @@ def _out_of_range_comparison(op: str, x1: Any, x2: Any) -> Array | None:
     return None
 
 
-def _cmp(ufunc: Any, op: str) -> Callable[[Any, Any], Any]:
+def _cmp(ufunc: np.ufunc, op: str) -> Callable[[Operand, Operand], ArrayOrScalar]:
     compare = _binop(ufunc, lambda a, b: prim.Comparison(a, op, b),
                      f"comparison '{op}'", op_dtype="common")
 
-    def fn(x1: Any, x2: Any) -> Any:
+    def fn(x1: Operand, x2: Operand) -> ArrayOrScalar:
         if type(x1) is int or type(x2) is int:
             result = _out_of_range_comparison(op, x1, x2)
             if result is not None:
@@ -483,7 +501,9 @@ greater = _cmp(np.greater, ">")
 greater_equal = _cmp(np.greater_equal, ">=")
 
 
-def _logical(ufunc: Any, cls: Any) -> Callable[[Any, Any], Any]:
+def _logical(ufunc: np.ufunc,
+             cls: type[prim.LogicalAnd] | type[prim.LogicalOr]
+             ) -> Callable[[Operand, Operand], ArrayOrScalar]:
     return _binop(ufunc, lambda a, b: cls((a, b)), ufunc.__name__,
                   op_dtype="none")
 
@@ -492,7 +512,7 @@ logical_and = _logical(np.logical_and, prim.LogicalAnd)
 logical_or = _logical(np.logical_or, prim.LogicalOr)
 
 
-def logical_xor(x1: Any, x2: Any) -> Any:
+def logical_xor(x1: Operand, x2: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.logical_xor`."""
     return elementwise(np.logical_xor, [x1, x2],
                        lambda a, b: prim.Comparison(prim.LogicalNot(a), "!=",
@@ -500,19 +520,19 @@ def logical_xor(x1: Any, x2: Any) -> Any:
                        argnames=["x1", "x2"], op_dtype="none", what="logical_xor")
 
 
-def logical_not(x: Any) -> Any:
+def logical_not(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.logical_not`."""
     return elementwise(np.logical_not, [x], prim.LogicalNot, argnames=["x"],
                        op_dtype="none", what="logical_not")
 
 
-def negative(x: Any) -> Any:
+def negative(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.negative`."""
     return elementwise(np.negative, [x], negated,
                        argnames=["x"], what="negation")
 
 
-def invert(x: Any) -> Any:
+def invert(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.invert` (logical not for booleans)."""
     if isinstance(x, Array) and x.dtype.kind == "b":
         return logical_not(x)
@@ -520,17 +540,19 @@ def invert(x: Any) -> Any:
                        what="bitwise inversion")
 
 
-def _isnan(e: Any) -> Any:
+def _isnan(e: ArithmeticExpression) -> ScalarExpression:
     return prim.Call(prim.Variable("pytato.c99.isnan"), (e,))
 
 
-def _extremum(ufunc: Any, op: str) -> Callable[[Any, Any], Any]:
-    def fn(x1: Any, x2: Any) -> Any:
-        def make(a: Any, b: Any) -> Any:
+def _extremum(ufunc: np.ufunc, op: str) -> Callable[[Operand, Operand], ArrayOrScalar]:
+    def fn(x1: Operand, x2: Operand) -> ArrayOrScalar:
+        def make(a: ArithmeticExpression, b: ArithmeticExpression
+                 ) -> ScalarExpression:
             return prim.If(prim.LogicalOr((prim.Comparison(a, op, b),
                                            _isnan(a))), a, b)
 
-        def make_int(a: Any, b: Any) -> Any:
+        def make_int(a: ArithmeticExpression, b: ArithmeticExpression
+                     ) -> ScalarExpression:
             return prim.If(prim.Comparison(a, op, b), a, b)
 
         probe = elementwise(ufunc, [x1, x2], make_int, argnames=["x1", "x2"],

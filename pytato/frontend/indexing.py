@@ -36,6 +36,7 @@ by :func:`~pytato.frontend.shape_ops.expand_dims`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -87,7 +88,7 @@ class _NewAxis:
 
 # {{{ classifying index entries
 
-def _index_data(x: Any, k: int) -> Any:
+def _index_data(x: object, k: int) -> int | Array | np.ndarray:
     """Classify a non-scalar, non-slice index entry: returns an int, an
     :class:`Array` or a :class:`numpy.ndarray` of integers."""
     if isinstance(x, Array):
@@ -122,7 +123,7 @@ def _index_data(x: Any, k: int) -> Any:
     return data
 
 
-def _classify(x: Any, k: int) -> Any:
+def _classify(x: object, k: int) -> Any:
     if x is None:
         return _NewAxis
     if x is Ellipsis:
@@ -149,13 +150,13 @@ def _len_str(n: ShapeComponent) -> str:
 
 def _normalize_int(i: int, n: ShapeComponent, axis: int) -> int | Array:
     if is_integral_scalar(n):
-        if not -n <= i < n:  # type: ignore[operator]
+        if not -n <= i < n:
             raise IndexOutOfBoundsError(
                 f"index {i} is out of bounds for axis {axis} with size {n}")
-        return i % n  # type: ignore[operator]
+        return i % int(n)
     if i >= 0:
         return i
-    return n + i  # type: ignore[no-any-return,operator]
+    return n + i
 
 
 # no axis is longer than this (lengths are int64): a slice bound beyond it
@@ -163,7 +164,7 @@ def _normalize_int(i: int, n: ShapeComponent, axis: int) -> int | Array:
 _MAX_LENGTH = 2**63 - 1
 
 
-def _slice_bound(b: Any, n: ShapeComponent, axis: int, what: str,
+def _slice_bound(b: object, n: ShapeComponent, axis: int, what: str,
                  step: int = 1) -> Any:
     """A bound of a slice of step *step* on an axis of length *n*, negative
     values counted from the end. Integer bounds outside the axis are
@@ -181,10 +182,10 @@ def _slice_bound(b: Any, n: ShapeComponent, axis: int, what: str,
         raise InvalidIndexError(f"axis {axis}: slice {what} must be an integer or "
                                 f"None, got {b!r}")
     b = int(b)
-    past_end = n if step > 0 else n - 1  # type: ignore[operator]
+    past_end = n if step > 0 else n - 1
     before_start = 0 if step > 0 else -1
     if is_integral_scalar(n):
-        length = int(n)  # type: ignore[arg-type]
+        length = int(n)
         if b >= length:
             return past_end
         if b < -length:
@@ -196,13 +197,13 @@ def _slice_bound(b: Any, n: ShapeComponent, axis: int, what: str,
     return b if b >= 0 else n + b
 
 
-def _beyond(b: Any, n: ShapeComponent) -> int:
+def _beyond(b: object, n: ShapeComponent) -> int:
     """1 for an integer bound *b* at or past the end of every axis of
     length *n* (known, else any length), -1 for one before its start, 0
     otherwise (also for array bounds)."""
     if not is_integral_scalar(b) or isinstance(b, (bool, np.bool_)):
         return 0
-    limit = int(n) if is_integral_scalar(n) else _MAX_LENGTH  # type: ignore[arg-type]
+    limit = int(n) if is_integral_scalar(n) else _MAX_LENGTH
     if int(b) >= limit:
         return 1
     if int(b) < -limit:
@@ -222,12 +223,14 @@ def _normalize_slice(s: slice, n: ShapeComponent, axis: int) -> NormalizedSlice:
             isinstance(s.stop, Array)):
         for b, what in [(s.start, "start"), (s.stop, "stop")]:
             if b is not None:
-                _slice_bound(b, n, axis, what)
-        start, stop, step = slice(s.start, s.stop, step).indices(int(n))  # type: ignore[arg-type]
+                _slice_bound(b, int(n), axis, what)
+        start: ShapeComponent
+        stop: ShapeComponent
+        start, stop, step = slice(s.start, s.stop, step).indices(int(n))
         # a step longer than the axis takes (at most) its first element, as
         # a step of the axis' length does: clipped, so that no constant too
         # large for the generated code stays
-        step = max(-max(int(n), 1), min(step, max(int(n), 1)))  # type: ignore[arg-type]
+        step = max(-max(int(n), 1), min(step, max(int(n), 1)))
         if not len(range(start, stop, step)):
             return NormalizedSlice(0, 0, step)
         return NormalizedSlice(start, stop, step)
@@ -257,7 +260,7 @@ def _constant_index_array(data: np.ndarray[Any, Any], n: ShapeComponent,
 
     if data.size:
         if is_integral_scalar(n):
-            bad = data[(data >= n) | (data < -n)]  # type: ignore[operator]
+            bad = data[(data >= n) | (data < -n)]
             if bad.size:
                 raise IndexOutOfBoundsError(
                     f"index {bad.flat[0]} is out of bounds for axis {axis} "
@@ -271,25 +274,26 @@ def _constant_index_array(data: np.ndarray[Any, Any], n: ShapeComponent,
     return make_data_wrapper(data)
 
 
-def _normalize(entry: Any, n: ShapeComponent, axis: int) -> IndexExpr:
+def _normalize(entry: int | slice | np.ndarray | Array, n: ShapeComponent,
+               axis: int) -> IndexExpr:
     if isinstance(entry, int):
         return _normalize_int(entry, n, axis)
     if isinstance(entry, slice):
         return _normalize_slice(entry, n, axis)
     if isinstance(entry, np.ndarray):
         return _constant_index_array(entry, n, axis)
-    return entry  # type: ignore[no-any-return]
+    return entry
 
 # }}}
 
 
-def _is_full_slice(e: Any, n: ShapeComponent) -> bool:
+def _is_full_slice(e: object, n: ShapeComponent) -> bool:
     return (isinstance(e, NormalizedSlice) and e.step == 1
             and is_integral_scalar(e.start) and e.start == 0
             and are_shape_components_equal(e.stop, n))
 
 
-def _known_size(shape: Any) -> int | None:
+def _known_size(shape: Iterable[ShapeComponent]) -> int | None:
     size = 1
     for n in shape:
         if not is_integral_scalar(n):
@@ -328,7 +332,7 @@ def _advanced_index(array: Array, norm: list[Any]) -> Array:
     return AdvancedIndexInNoncontiguousAxes(array, tuple(norm))
 
 
-def index(array: Any, idx: Any) -> Array:
+def index(array: object, idx: object) -> Array:
     """``array[idx]`` with numpy's semantics (see the module documentation).
 
     :raises IndexOutOfBoundsError: for a constant index outside its axis.

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pytato.array.base import Array, ReductionDescriptor
+from pytato.array.base import Array, ArrayOrScalar, ReductionDescriptor
 from pytato.array.lambdas import (
     Einsum,
     EinsumAxisDescriptor,
@@ -123,7 +123,7 @@ def _index_lengths(subscripts: str, specs: list[str],
             length.setdefault(idx, (n, k))
 
 
-def einsum(subscripts: str, *operands: Any,
+def einsum(subscripts: str, *operands: object,
            index_to_redn_descr: Mapping[str, ReductionDescriptor] | None = None
            ) -> Einsum:
     """Einstein summation over *operands*, like :func:`numpy.einsum`.
@@ -251,7 +251,7 @@ def _check_contracted(a: Array, ia: int, b: Array, ib: int, what: str,
             f"({_fmt_len(a.shape[ia])} != {_fmt_len(b.shape[ib])})")
 
 
-def matmul(x1: Any, x2: Any) -> Array:
+def matmul(x1: object, x2: object) -> Array:
     """The matrix product ``x1 @ x2`` (:pep:`465`, :func:`numpy.matmul`):
     1-d operands are promoted to matrices (and the added axis removed from
     the result), leading axes broadcast as batch dimensions.
@@ -280,7 +280,7 @@ def matmul(x1: Any, x2: Any) -> Array:
     return einsum("...ij,...jk->...ik", x1, x2)
 
 
-def dot(a: Any, b: Any) -> Any:
+def dot(a: Any, b: Any) -> ArrayOrScalar:
     """The dot product with :func:`numpy.dot`'s semantics: a product if
     either operand is 0-d, the inner product of 1-d operands, the matrix
     product of 2-d operands, and otherwise a sum over the last axis of *a*
@@ -308,7 +308,7 @@ def dot(a: Any, b: Any) -> Any:
     return einsum(f"{sa}{k},{bidx}->{sa}{sb}", a, b)
 
 
-def vdot(a: Any, b: Any) -> Array:
+def vdot(a: object, b: object) -> Array:
     """:func:`numpy.vdot`: the inner product of the flattened operands,
     conjugating *a* if it is complex.
 
@@ -326,7 +326,7 @@ def vdot(a: Any, b: Any) -> Array:
     return einsum("i,i->", a, b)
 
 
-def outer(a: Any, b: Any) -> Array:
+def outer(a: object, b: object) -> Array:
     """:func:`numpy.outer`: ``result[i, j] = a.ravel()[i] * b.ravel()[j]``."""
 
     return einsum("i,j->ij", ravel(as_array(a, "a")), ravel(as_array(b, "b")))

@@ -47,32 +47,34 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
-from typing import Any
+from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 import pymbolic.primitives as prim
+from pymbolic.typing import ArithmeticExpression, Expression
 
-from pytato.array.base import Array
+from pytato.array.base import Array, ArrayOrScalar, Operand
 from pytato.array.constructors import check_dtype, make_data_wrapper
 from pytato.array.lambdas import IndexLambda
 from pytato.diagnostic import DTypeError, InvalidArgumentTypeError
 from pytato.frontend.creation import full_like, zeros_like
 from pytato.frontend.elementwise import elementwise, index_expr_for
-from pytato.scalar_expr import TypeCast
+from pytato.scalar_expr import Scalar, ScalarExpression, TypeCast, scalar_literal
 
 
-def c99_call(name: str, *args: Any) -> prim.Call:
+def c99_call(name: str, *args: Expression) -> prim.Call:
     """The scalar expression calling the function ``pytato.c99.<name>``."""
     return prim.Call(prim.Variable(f"pytato.c99.{name}"), args)
 
 
-def _as_array_or_scalar(x: Any) -> Any:
+def _as_array_or_scalar(x: Operand) -> ArrayOrScalar:
     if isinstance(x, np.ndarray):
         return make_data_wrapper(x)
     return x
 
 
-def _dtype_of(x: Any) -> np.dtype[Any]:
+def _dtype_of(x: Operand) -> np.dtype[np.generic]:
     if isinstance(x, Array):
         return x.dtype
     return np.result_type(x)
@@ -80,10 +82,10 @@ def _dtype_of(x: Any) -> np.dtype[Any]:
 
 # {{{ functions of one argument with a direct scalar function
 
-def _unary(name: str, doc: str) -> Callable[[Any], Any]:
+def _unary(name: str, doc: str) -> Callable[[Operand], ArrayOrScalar]:
     ufunc = getattr(np, name)
 
-    def fn(x: Any) -> Any:
+    def fn(x: Operand) -> ArrayOrScalar:
         return elementwise(ufunc, [x], lambda a: c99_call(name, a),
                            argnames=["x"], what=name)
 
@@ -108,10 +110,10 @@ cosh = _unary("cosh", "the hyperbolic cosine")
 tanh = _unary("tanh", "the hyperbolic tangent")
 
 
-def _rounding(name: str, doc: str) -> Callable[[Any], Any]:
+def _rounding(name: str, doc: str) -> Callable[[Operand], ArrayOrScalar]:
     ufunc = getattr(np, name)
 
-    def fn(x: Any) -> Any:
+    def fn(x: Operand) -> ArrayOrScalar:
         x = _as_array_or_scalar(x)
         if isinstance(x, Array) and x.dtype.kind in "iub":
             # numpy keeps the dtype of integers and rounds bools to int8
@@ -132,7 +134,7 @@ floor = _rounding("floor", "rounding towards minus infinity")
 ceil = _rounding("ceil", "rounding towards plus infinity")
 
 
-def arctan2(y: Any, x: Any) -> Any:
+def arctan2(y: Operand, x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.arctan2`: the angle of the point
     ``(x, y)``, with numpy's broadcasting and dtype rules.
 
@@ -148,7 +150,7 @@ def arctan2(y: Any, x: Any) -> Any:
 
 # {{{ absolute value and complex parts
 
-def abs(x: Any) -> Any:
+def abs(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.abs`. The absolute value of a complex
     number is real (``abs(complex64) -> float32``); booleans and unsigned
     integers are returned unchanged.
@@ -162,7 +164,7 @@ def abs(x: Any) -> Any:
                        argnames=["x"], op_dtype="none", what="abs")
 
 
-def real(x: Any) -> Any:
+def real(x: Operand) -> ArrayOrScalar:
     """The real part, like :func:`numpy.real`: arrays of real dtype are
     returned unchanged; ``real(complex128) -> float64``.
 
@@ -175,7 +177,7 @@ def real(x: Any) -> Any:
                        argnames=["x"], op_dtype="none", what="real")
 
 
-def imag(x: Any) -> Any:
+def imag(x: Operand) -> ArrayOrScalar:
     """The imaginary part, like :func:`numpy.imag`: zeros of the same dtype
     for arrays of real dtype; ``imag(complex128) -> float64``.
 
@@ -191,7 +193,7 @@ def imag(x: Any) -> Any:
                        argnames=["x"], op_dtype="none", what="imag")
 
 
-def conj(x: Any) -> Any:
+def conj(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.conjugate`. For real dtypes this is the
     identity (booleans become ``int8``, as in numpy).
 
@@ -202,10 +204,10 @@ def conj(x: Any) -> Any:
     if dtype.kind in "iuf" and isinstance(x, Array):
         return x
     if dtype.kind == "c":
-        def make(a: Any) -> Any:
+        def make(a: ArithmeticExpression) -> ScalarExpression:
             return c99_call("conj", a)
     else:
-        def make(a: Any) -> Any:
+        def make(a: ArithmeticExpression) -> ScalarExpression:
             return a
     return elementwise(np.conjugate, [x], make, argnames=["x"], what="conj")
 
@@ -217,12 +219,18 @@ conjugate = conj
 
 # {{{ classification
 
-def _inf_check(e: Any, dtype: np.dtype[Any]) -> Any:
-    return prim.Comparison(c99_call("abs", e), "==", dtype.type(np.inf))
+def _inf_check(e: ArithmeticExpression, dtype: np.dtype[np.generic]
+               ) -> ScalarExpression:
+    return prim.Comparison(c99_call("abs", e), "==",
+                           scalar_literal(np.inf, dtype))
 
 
-def _classify(name: str, x: Any, real_part: Callable[[Any, np.dtype[Any]], Any],
-              combine: Callable[[Any, Any], Any], int_value: bool) -> Any:
+def _classify(name: str, x: Operand,
+              real_part: Callable[[ArithmeticExpression, np.dtype[np.generic]],
+                                  ScalarExpression],
+              combine: Callable[[ScalarExpression, ScalarExpression],
+                                ScalarExpression],
+              int_value: bool) -> ArrayOrScalar:
     x = _as_array_or_scalar(x)
     ufunc = getattr(np, name)
     dtype = _dtype_of(x)
@@ -231,17 +239,17 @@ def _classify(name: str, x: Any, real_part: Callable[[Any, np.dtype[Any]], Any],
     if dtype.kind == "c":
         real_dtype = np.empty((0,), dtype).real.dtype
 
-        def make(a: Any) -> Any:
+        def make(a: ArithmeticExpression) -> ScalarExpression:
             return combine(real_part(c99_call("real", a), real_dtype),
                            real_part(c99_call("imag", a), real_dtype))
     else:
-        def make(a: Any) -> Any:
+        def make(a: ArithmeticExpression) -> ScalarExpression:
             return real_part(a, dtype)
     return elementwise(ufunc, [x], make, argnames=["x"], op_dtype="none",
                        what=name)
 
 
-def isnan(x: Any) -> Any:
+def isnan(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.isnan` (a boolean array; a complex number
     is NaN if either part is).
 
@@ -251,7 +259,7 @@ def isnan(x: Any) -> Any:
                      lambda a, b: prim.LogicalOr((a, b)), False)
 
 
-def isinf(x: Any) -> Any:
+def isinf(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.isinf` (a boolean array; a complex number
     is infinite if either part is).
 
@@ -261,13 +269,14 @@ def isinf(x: Any) -> Any:
                      lambda a, b: prim.LogicalOr((a, b)), False)
 
 
-def isfinite(x: Any) -> Any:
+def isfinite(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.isfinite` (a boolean array; a complex
     number is finite if both parts are).
 
     :arg x: an array or a scalar.
     """
-    def finite(e: Any, dtype: np.dtype[Any]) -> Any:
+    def finite(e: ArithmeticExpression, dtype: np.dtype[np.generic]
+               ) -> ScalarExpression:
         return prim.LogicalNot(prim.LogicalOr((c99_call("isnan", e),
                                                _inf_check(e, dtype))))
 
@@ -279,7 +288,7 @@ def isfinite(x: Any) -> Any:
 
 # {{{ arithmetic shorthands
 
-def sign(x: Any) -> Any:
+def sign(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.sign`: -1, 0 or 1 for real numbers (NaN for
     NaN), ``x/abs(x)`` for nonzero complex numbers.
 
@@ -288,8 +297,8 @@ def sign(x: Any) -> Any:
     x = _as_array_or_scalar(x)
     dtype = _dtype_of(x)
 
-    def make(a: Any) -> Any:
-        zero, one = dtype.type(0), dtype.type(1)
+    def make(a: ArithmeticExpression) -> ScalarExpression:
+        zero, one = scalar_literal(0, dtype), scalar_literal(1, dtype)
         if dtype.kind == "c":
             # numpy's z/abs(z), with its values at zeros and infinities
             return c99_call("sign", a)
@@ -304,7 +313,7 @@ def sign(x: Any) -> Any:
     return elementwise(np.sign, [x], make, argnames=["x"], what="sign")
 
 
-def square(x: Any) -> Any:
+def square(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.square` (``x*x``; booleans become
     ``int8``, as in numpy).
 
@@ -314,7 +323,7 @@ def square(x: Any) -> Any:
                        argnames=["x"], what="square")
 
 
-def reciprocal(x: Any) -> Any:
+def reciprocal(x: Operand) -> ArrayOrScalar:
     """Element-wise :func:`numpy.reciprocal` (``1/x``) of a floating point
     or complex operand. Integer reciprocals (which numpy truncates) are not
     supported: convert to a floating dtype first.
@@ -329,18 +338,18 @@ def reciprocal(x: Any) -> Any:
     if dtype.kind == "c":
         # numpy's algorithm, whose special values differ from 1/x's
         # (reciprocal(0j) is nan+nanj)
-        def make(a: Any) -> Any:
+        def make(a: ArithmeticExpression) -> ScalarExpression:
             return c99_call("reciprocal", a)
     else:
-        def make(a: Any) -> Any:
-            return prim.Quotient(dtype.type(1), a)
+        def make(a: ArithmeticExpression) -> ScalarExpression:
+            return prim.Quotient(scalar_literal(1, dtype), a)
     return elementwise(np.reciprocal, [x], make,
                        argnames=["x"], what="reciprocal")
 
 # }}}
 
 
-def astype(a: Any, dtype: Any) -> Any:
+def astype(a: Operand, dtype: npt.DTypeLike) -> ArrayOrScalar:
     """*a* converted element-wise to *dtype* (like
     :meth:`numpy.ndarray.astype` with unsafe casting). Arrays that already
     have *dtype* are returned unchanged.
@@ -355,7 +364,7 @@ def astype(a: Any, dtype: Any) -> Any:
             raise InvalidArgumentTypeError(
                 f"astype: 'a' must be an array or a scalar, got "
                 f"{type(a).__name__}")
-        return np.asarray(a).astype(dtype)[()]
+        return cast("Scalar", np.asarray(a).astype(dtype)[()])
     if a.dtype == dtype:
         return a
     return IndexLambda(a.shape, dtype,

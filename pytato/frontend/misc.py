@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 import pymbolic.primitives as prim
+from pymbolic.typing import ArithmeticExpression
 
-from pytato.array.base import Array, ShapeComponent
+from pytato.array.base import Array, ArrayOrScalar, ShapeComponent
 from pytato.array.constructors import make_data_wrapper
 from pytato.array.lambdas import IndexLambda
 from pytato.diagnostic import (
@@ -24,12 +25,17 @@ from pytato.diagnostic import (
 )
 from pytato.frontend._utils import BindingCollector, cast_scalar, is_scalar
 from pytato.frontend.elementwise import elementwise
-from pytato.scalar_expr import TypeCast, is_integral_scalar
+from pytato.scalar_expr import (
+    ScalarExpression,
+    TypeCast,
+    is_integral_scalar,
+    scalar_literal,
+)
 
 
 # {{{ where
 
-def where(condition: Any, x: Any = None, y: Any = None) -> Any:
+def where(condition: Any, x: Any = None, y: Any = None) -> ArrayOrScalar:
     """Elements of *x* where *condition* holds and of *y* elsewhere, like
     :func:`numpy.where` with three arguments: the three operands broadcast
     together and the result has numpy's common dtype of *x* and *y* (Python
@@ -54,7 +60,7 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
             "where: either both or neither of 'x' and 'y' must be "
             "given")
 
-    def proxy(v: Any) -> Any:
+    def proxy(v: object) -> Any:
         if isinstance(v, (Array, np.ndarray)):
             return np.empty((0,), v.dtype)
         return v
@@ -77,16 +83,17 @@ def where(condition: Any, x: Any = None, y: Any = None) -> Any:
             v = cast_scalar(v, out_dtype, wrap=True)
         operands.append(v)
 
-    def operand_dtype(v: Any) -> np.dtype[Any]:
+    def operand_dtype(v: object) -> np.dtype[np.generic]:
         return v.dtype if isinstance(v, (Array, np.ndarray)) else out_dtype
 
     cond_dtype = (condition.dtype if isinstance(condition, (Array, np.ndarray))
                   else np.result_type(condition))
     x_dtype, y_dtype = (operand_dtype(v) for v in operands)
 
-    def make(c: Any, a: Any, b: Any) -> Any:
+    def make(c: ScalarExpression, a: ScalarExpression, b: ScalarExpression
+             ) -> ScalarExpression:
         if cond_dtype.kind != "b":
-            c = prim.Comparison(c, "!=", cond_dtype.type(0))
+            c = prim.Comparison(c, "!=", scalar_literal(0, cond_dtype))
         if x_dtype != out_dtype:
             a = TypeCast(out_dtype, a)
         if y_dtype != out_dtype:
@@ -107,7 +114,7 @@ _NUMPY_PAD_MODES = frozenset({
     "reflect", "symmetric", "wrap"})
 
 
-def _as_pairs(value: Any, ndim: int, argname: str, integral: bool
+def _as_pairs(value: object, ndim: int, argname: str, integral: bool
               ) -> list[tuple[Any, Any]]:
     """Broadcast *value* to ``ndim`` (before, after) pairs, as numpy does for
     ``pad_width`` and ``constant_values``."""
@@ -136,7 +143,8 @@ def _as_pairs(value: Any, ndim: int, argname: str, integral: bool
     return [(pairs[i, 0].item(), pairs[i, 1].item()) for i in range(ndim)]
 
 
-def _extent_expr(binder: BindingCollector, before: int, n: ShapeComponent) -> Any:
+def _extent_expr(binder: BindingCollector, before: int, n: ShapeComponent
+                 ) -> ArithmeticExpression:
     """``before + n`` as an expression (the end of the original data)."""
     n_expr = binder.shape_expr(n)
     if isinstance(n_expr, int):
@@ -192,8 +200,9 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant",
     binder = BindingCollector()
     name = "" if empty else binder.bind(array)
     idx = []
-    below: list[Any] = []  # per axis: condition of the 'before' region
-    above: list[Any] = []  # per axis: condition of the 'after' region
+    # per axis: the conditions of the 'before' and 'after' regions
+    below: list[prim.Comparison | None] = []
+    above: list[prim.Comparison | None] = []
     out_shape: list[ShapeComponent] = []
     for i, ((before, after), n) in enumerate(zip(widths, array.shape,
                                                  strict=True)):
@@ -206,22 +215,23 @@ def pad(array: Any, pad_width: Any, mode: Any = "constant",
 
     if empty:
         # no element of the array is ever read: the result is all padding
-        read: Any = values[0][0]
+        read: ScalarExpression = values[0][0]
     else:
         read = (prim.Subscript(prim.Variable(name), tuple(idx)) if ndim
                 else prim.Variable(name))
     if len({v for pair in values for v in pair}) == 1:
         outside = [c for c in below + above if c is not None]
         cond = outside[0] if len(outside) == 1 else prim.LogicalOr(tuple(outside))
-        expr: Any = prim.If(cond, values[0][0], read)
+        expr: ScalarExpression = prim.If(cond, values[0][0], read)
     else:
         expr = read
         for i in range(ndim):
             # later axes wrap earlier ones: where regions meet, the last wins
-            if above[i] is not None:
-                expr = prim.If(above[i], values[i][1], expr)
-            if below[i] is not None:
-                expr = prim.If(below[i], values[i][0], expr)
+            cond_above, cond_below = above[i], below[i]
+            if cond_above is not None:
+                expr = prim.If(cond_above, values[i][1], expr)
+            if cond_below is not None:
+                expr = prim.If(cond_below, values[i][0], expr)
     return IndexLambda(tuple(out_shape), array.dtype, expr, binder.bindings)
 
 # }}}

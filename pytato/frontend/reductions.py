@@ -33,9 +33,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pymbolic.primitives as prim
 
-from pytato.array.base import Array, ReductionDescriptor, ShapeComponent
+from pytato.array.base import (
+    Array,
+    ArrayOrScalar,
+    AxesLike,
+    ReductionDescriptor,
+    ShapeComponent,
+)
 from pytato.array.constructors import check_dtype, make_data_wrapper
 from pytato.array.lambdas import IndexLambda
 from pytato.array.shape import format_shape, normalize_axes, normalize_axis
@@ -55,9 +62,12 @@ from pytato.scalar_expr import (
     ProductReductionOperation,
     Reduce,
     ReductionOperation,
+    Scalar,
+    ScalarExpression,
     SumReductionOperation,
     TypeCast,
     is_integral_scalar,
+    scalar_literal,
 )
 from pytato.tags import ReductionWithoutIdentity
 
@@ -69,10 +79,10 @@ class _NoValue:
         return "<no value>"
 
 
-_NO_VALUE: Any = _NoValue()
+_NO_VALUE = _NoValue()
 
 
-def _normalize_reduction_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+def _normalize_reduction_axes(axis: AxesLike, ndim: int) -> tuple[int, ...]:
     if not (axis is None or is_integral_scalar(axis)
             or isinstance(axis, (tuple, list))):
         raise InvalidArgumentTypeError("'axis' must be None, an integer or a tuple of "
@@ -99,10 +109,12 @@ def _normalize_descrs(descrs: Mapping[int, ReductionDescriptor] | None,
     return result
 
 
-def _reduce(func: str, a: Any, axis: Any, keepdims: bool,
+def _reduce(func: str, a: Array, axis: AxesLike, keepdims: bool,
             axis_to_reduction_descr: Mapping[int, ReductionDescriptor] | None,
-            op: ReductionOperation, dtype: np.dtype[Any],
-            combine_initial: Callable[[Any, Any], Any] | None, initial: Any,
+            op: ReductionOperation, dtype: np.dtype[np.generic],
+            combine_initial: Callable[[ScalarExpression, ScalarExpression],
+                                      ScalarExpression] | None,
+            initial: object,
             ) -> Array:
     """Build the reduction of *a* with *op* in *dtype* over *axis*, combining
     the result with *initial* (if given) by *combine_initial*."""
@@ -112,8 +124,8 @@ def _reduce(func: str, a: Any, axis: Any, keepdims: bool,
 
     binder = BindingCollector()
     in_name = binder.bind(a)
-    idx: list[Any] = []
-    bounds: dict[str, tuple[Any, Any]] = {}
+    idx: list[prim.Variable] = []
+    bounds: dict[str, tuple[ScalarExpression, ScalarExpression]] = {}
     var_to_descr: dict[str, ReductionDescriptor] = {}
     out_shape: list[ShapeComponent] = []
     for i, n in enumerate(a.shape):
@@ -128,11 +140,12 @@ def _reduce(func: str, a: Any, axis: Any, keepdims: bool,
             idx.append(prim.Variable(f"_{len(out_shape)}"))
             out_shape.append(n)
 
-    inner: Any = (prim.Subscript(prim.Variable(in_name), tuple(idx)) if ndim
-                  else prim.Variable(in_name))
+    inner: ScalarExpression = (
+        prim.Subscript(prim.Variable(in_name), tuple(idx)) if ndim
+        else prim.Variable(in_name))
     if isinstance(op, (AnyReductionOperation, AllReductionOperation)):
         if a.dtype.kind != "b":
-            inner = prim.Comparison(inner, "!=", a.dtype.type(0))
+            inner = prim.Comparison(inner, "!=", scalar_literal(0, a.dtype))
     elif a.dtype != dtype:
         inner = TypeCast(dtype, inner)
     expr = Reduce(inner, op, bounds) if bounds else inner
@@ -142,7 +155,7 @@ def _reduce(func: str, a: Any, axis: Any, keepdims: bool,
                        var_to_reduction_descr=var_to_descr)
 
 
-def _prepare(a: Any, func: str) -> Any:
+def _prepare(a: object, func: str) -> Array | None:
     if isinstance(a, Array):
         return a
     if isinstance(a, np.ndarray):
@@ -153,14 +166,14 @@ def _prepare(a: Any, func: str) -> Any:
                                    f"{type(a).__name__}")
 
 
-def _check_initial(initial: Any, func: str) -> None:
+def _check_initial(initial: object, func: str) -> None:
     if initial is not _NO_VALUE and not is_scalar(initial):
         raise InvalidArgumentTypeError(f"{func}: 'initial' must be a scalar, got "
                                        f"{type(initial).__name__}")
 
 
-def _eager_kwargs(axis: Any, keepdims: bool, initial: Any,
-                  **kwargs: Any) -> dict[str, Any]:
+def _eager_kwargs(axis: AxesLike, keepdims: bool, initial: object,
+                  **kwargs: object) -> dict[str, Any]:
     result = {"axis": axis, "keepdims": keepdims, **kwargs}
     if initial is not _NO_VALUE:
         result["initial"] = initial
@@ -172,10 +185,11 @@ def _eager_kwargs(axis: Any, keepdims: bool, initial: Any,
 def _arith_reduction(func: str, np_func: Callable[..., Any],
                      op: ReductionOperation,
                      combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
-    def reduction(a: Any, axis: Any = None, initial: Any = _NO_VALUE,
+    def reduction(a: object, axis: AxesLike = None, initial: object = _NO_VALUE,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                   | None = None, *,
-                  keepdims: bool = False, dtype: Any = None) -> Any:
+                  keepdims: bool = False, dtype: npt.DTypeLike | None = None
+                  ) -> ArrayOrScalar:
         _check_initial(initial, func)
         ary = _prepare(a, func)
         if ary is None:
@@ -245,24 +259,24 @@ def _without_identity(
         for ax in symbolic}}
 
 
-def _extremum_reduction(func: str, np_func: Callable[..., Any],
+def _extremum_reduction(func: str, np_func: Callable[..., Scalar],
                         op: ReductionOperation, np_name: str, *,
                         keyword_only: bool = False) -> Callable[..., Any]:
-    def reduction(a: Any, axis: Any = None, initial: Any = _NO_VALUE,
+    def reduction(a: object, axis: AxesLike = None, initial: object = _NO_VALUE,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                   | None = None, *,
-                  keepdims: bool = False) -> Any:
+                  keepdims: bool = False) -> ArrayOrScalar:
         return _extremum(a, axis, initial, axis_to_reduction_descr, keepdims)
 
-    def reduction_kw(a: Any, axis: Any = None, *, initial: Any = _NO_VALUE,
+    def reduction_kw(a: object, axis: AxesLike = None, *, initial: object = _NO_VALUE,
                      axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
                      | None = None,
-                     keepdims: bool = False) -> Any:
+                     keepdims: bool = False) -> ArrayOrScalar:
         return _extremum(a, axis, initial, axis_to_reduction_descr, keepdims)
 
-    def _extremum(a: Any, axis: Any, initial: Any,
+    def _extremum(a: object, axis: AxesLike, initial: object,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
-                  | None, keepdims: bool) -> Any:
+                  | None, keepdims: bool) -> ArrayOrScalar:
         _check_initial(initial, func)
         ary = _prepare(a, func)
         if ary is None:
@@ -334,13 +348,13 @@ amin.__doc__ = """The minimum of the elements of *a* over *axis*, like
 
 # {{{ any, all
 
-def _logical_reduction(func: str, np_func: Callable[..., Any],
-                       op: ReductionOperation, np_combine: Callable[..., Any],
+def _logical_reduction(func: str, np_func: Callable[..., Scalar],
+                       op: ReductionOperation, np_combine: Callable[..., Scalar],
                        combine: Callable[[Any, Any], Any]) -> Callable[..., Any]:
-    def reduction(a: Any, axis: Any = None,
+    def reduction(a: object, axis: AxesLike = None,
                   axis_to_reduction_descr: Mapping[int, ReductionDescriptor]
-                  | None = None, *, initial: Any = _NO_VALUE,
-                  keepdims: bool = False) -> Any:
+                  | None = None, *, initial: object = _NO_VALUE,
+                  keepdims: bool = False) -> ArrayOrScalar:
         _check_initial(initial, func)
         ary = _prepare(a, func)
         if ary is None:

@@ -26,11 +26,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from pytato.array.base import Array
+from pytato.array.base import Array, AxesLike, ShapeLike
 from pytato.array.lambdas import IndexLambda
 from pytato.array.remapping import AxisPermutation, Concatenate, Reshape, Roll, Stack
 from pytato.array.shape import (
@@ -94,7 +94,7 @@ def _reshape_error(old: ShapeType, new: Sequence[Any], why: str = "") -> Reshape
 
 
 def _infer_unknown(old: ShapeType, known: list[ShapeComponent],
-                   newshape: Sequence[Any]) -> ShapeComponent:
+                   newshape: Sequence[object]) -> ShapeComponent:
     rest_old, rest_known = _cancel_common(old, known)
     symbolic = any(isinstance(c, Array) for c in (*old, *known))
     why = (": the size of the -1 axis cannot be inferred symbolically; give "
@@ -113,7 +113,7 @@ def _infer_unknown(old: ShapeType, known: list[ShapeComponent],
 def _check_same_size(old: ShapeType, new: ShapeType) -> None:
     if all(type(c) is int for c in old) and all(type(c) is int for c in new):
         # fast path: concrete sizes
-        if math.prod(old) != math.prod(new):  # type: ignore[arg-type]
+        if math.prod(old) != math.prod(new):
             raise _reshape_error(old, new, "")
         return
     rest_old, rest_new = _cancel_common(old, new)
@@ -127,7 +127,7 @@ def _check_same_size(old: ShapeType, new: ShapeType) -> None:
                              if symbolic else "")
 
 
-def reshape(array: Any, newshape: Any, order: str = "C") -> Array:
+def reshape(array: object, newshape: object, order: str = "C") -> Array:
     """Return *array* with shape *newshape* (like :func:`numpy.reshape`).
 
     :arg newshape: an int or a sequence of ints and symbolic sizes; one
@@ -169,7 +169,7 @@ def reshape(array: Any, newshape: Any, order: str = "C") -> Array:
     return Reshape(array, new, order)
 
 
-def ravel(a: Any, order: str = "C") -> Array:
+def ravel(a: object, order: str = "C") -> Array:
     """*a* flattened to one dimension (like :func:`numpy.ravel`)."""
     return reshape(a, (-1,), order=order)
 
@@ -178,7 +178,7 @@ def ravel(a: Any, order: str = "C") -> Array:
 
 # {{{ broadcasting, adding and removing unit axes
 
-def broadcast_to(array: Any, shape: Any) -> Array:
+def broadcast_to(array: object, shape: ShapeLike) -> Array:
     """*array* broadcast to *shape* (like :func:`numpy.broadcast_to`).
 
     :raises ShapeMismatchError: if *array* cannot be broadcast to *shape*.
@@ -201,14 +201,15 @@ def broadcast_to(array: Any, shape: Any) -> Array:
                        {"_in0": array})
 
 
-def expand_dims(array: Any, axis: Any) -> Array:
+def expand_dims(array: object, axis: int | Sequence[int]) -> Array:
     """Insert unit axes at the positions *axis* (an int or a sequence of
     ints) of the result (like :func:`numpy.expand_dims`). The result is a
     :class:`~pytato.array.Reshape` tagged with
     :class:`~pytato.tags.ExpandedDimsReshape`."""
 
     array = as_array(array, "array")
-    axes = (axis,) if is_integral_scalar(axis) else tuple(axis)
+    axes = ((axis,) if is_integral_scalar(axis)
+            else tuple(cast("Sequence[int]", axis)))
     if not axes:
         return array
     out_ndim = array.ndim + len(axes)
@@ -219,7 +220,7 @@ def expand_dims(array: Any, axis: Any) -> Array:
                    tags=frozenset({ExpandedDimsReshape(new_dims)}))
 
 
-def squeeze(array: Any, axis: Any = None) -> Array:
+def squeeze(array: object, axis: AxesLike = None) -> Array:
     """Remove unit axes: those in *axis*, or all of (known) length 1 if
     *axis* is None (like :func:`numpy.squeeze`).
 
@@ -247,7 +248,7 @@ def squeeze(array: Any, axis: Any = None) -> Array:
 
 # {{{ axis permutations
 
-def transpose(a: Any, axes: Any = None) -> Array:
+def transpose(a: object, axes: Any = None) -> Array:
     """Permute the axes of *a* (like :func:`numpy.transpose`): output axis
     ``i`` is axis ``axes[i]`` of *a*; *axes* defaults to reversing them.
 
@@ -271,15 +272,16 @@ def transpose(a: Any, axes: Any = None) -> Array:
     return AxisPermutation(a, perm)
 
 
-def _axis_tuple(x: Any, ndim: int, argname: str) -> tuple[int, ...]:
-    axes = (x,) if is_integral_scalar(x) else tuple(x)
+def _axis_tuple(x: int | Sequence[int], ndim: int, argname: str
+                ) -> tuple[int, ...]:
+    axes = (x,) if is_integral_scalar(x) else tuple(cast("Sequence[int]", x))
     result = tuple(normalize_axis(ax, ndim, argname) for ax in axes)
     if len(set(result)) != len(result):
         raise AxisError(f"'{argname}' {x!r} repeats an axis")
     return result
 
 
-def moveaxis(a: Any, source: Any, destination: Any) -> Array:
+def moveaxis(a: object, source: Any, destination: Any) -> Array:
     """Move axes *source* of *a* to positions *destination* (like
     :func:`numpy.moveaxis`)."""
     a = as_array(a, "a")
@@ -294,7 +296,7 @@ def moveaxis(a: Any, source: Any, destination: Any) -> Array:
     return transpose(a, order)
 
 
-def swapaxes(a: Any, axis1: Any, axis2: Any) -> Array:
+def swapaxes(a: object, axis1: object, axis2: object) -> Array:
     """Exchange axes *axis1* and *axis2* of *a* (like
     :func:`numpy.swapaxes`)."""
     a = as_array(a, "a")
@@ -309,7 +311,7 @@ def swapaxes(a: Any, axis1: Any, axis2: Any) -> Array:
 
 # {{{ joining
 
-def _as_arrays(arrays: Any, what: str) -> tuple[Array, ...]:
+def _as_arrays(arrays: object, what: str) -> tuple[Array, ...]:
     if isinstance(arrays, Array) or not isinstance(arrays, Sequence):
         raise InvalidArgumentTypeError(
             f"{what}: 'arrays' must be a sequence of arrays, got "
@@ -320,7 +322,7 @@ def _as_arrays(arrays: Any, what: str) -> tuple[Array, ...]:
     return result
 
 
-def stack(arrays: Sequence[Any], axis: int = 0) -> Array:
+def stack(arrays: Sequence[object], axis: int = 0) -> Array:
     """Join *arrays* (all of one shape) along a new axis *axis* (like
     :func:`numpy.stack`). The result dtype is numpy's common dtype.
 
@@ -339,7 +341,7 @@ def stack(arrays: Sequence[Any], axis: int = 0) -> Array:
     return Stack(arys, axis)
 
 
-def concatenate(arrays: Sequence[Any], axis: int | None = 0) -> Array:
+def concatenate(arrays: Sequence[object], axis: int | None = 0) -> Array:
     """Join *arrays* along their existing axis *axis* (like
     :func:`numpy.concatenate`; *axis* None joins the flattened arrays). The
     result dtype is numpy's common dtype.
@@ -379,7 +381,7 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0) -> Array:
 
 # {{{ roll
 
-def _int_tuple(x: Any, argname: str) -> tuple[int, ...]:
+def _int_tuple(x: object, argname: str) -> tuple[int, ...]:
     if is_integral_scalar(x):
         return (int(x),)
     if isinstance(x, Sequence) and all(is_integral_scalar(v) for v in x):
@@ -388,7 +390,7 @@ def _int_tuple(x: Any, argname: str) -> tuple[int, ...]:
                                    f"integers, got {x!r}")
 
 
-def roll(a: Any, shift: Any, axis: Any = None) -> Array:
+def roll(a: object, shift: object, axis: AxesLike = None) -> Array:
     """Shift the elements of *a* cyclically by *shift* along *axis* (like
     :func:`numpy.roll`). With *axis* None, the flattened array is rolled and
     the original shape restored. *shift* and *axis* may be sequences (of
@@ -427,7 +429,7 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Array:
     if is_integral_scalar(n):
         if n == 0:
             return a
-        shift %= int(n)  # type: ignore[arg-type]
+        shift %= int(n)
     if shift == 0:
         return a
     return Roll(a, shift, ax)

@@ -26,7 +26,7 @@ argument.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeAlias, TypeGuard
+from typing import Literal, TypeAlias, TypeGuard, cast
 
 import numpy as np
 import pyopencl as cl
@@ -59,17 +59,18 @@ WorkSize: TypeAlias = int | Sequence[int]
 #: :class:`numpy.dtype` accepts, such as ``np.float32``) for scalar
 #: arguments, or a class (or tuple of classes) such as :class:`pyopencl.Buffer`
 #: or :class:`pyopencl.array.Array` for memory arguments.
-ParameterType: TypeAlias = "np.dtype[Any] | type | tuple[type, ...] | str"
+ParameterType: TypeAlias = "np.dtype[np.generic] | type | tuple[type, ...] | str"
 
 #: A normalized parameter type (see :func:`normalize_parameter_type`): a
 #: :class:`numpy.dtype` for scalar arguments, a tuple of classes for memory.
-ParameterSpec: TypeAlias = "np.dtype[Any] | tuple[type, ...]"
+ParameterSpec: TypeAlias = "np.dtype[np.generic] | tuple[type, ...]"
 
 #: The wait list accepted by launchers: events (``None`` entries are ignored).
 WaitFor: TypeAlias = "Sequence[cl.Event | None] | None"
 
 #: A value that :meth:`pyopencl.Kernel.set_arg` takes.
-KernelArg: TypeAlias = "np.generic | cl.LocalMemory | cl.MemoryObjectHolder | None"
+KernelArg: TypeAlias = ("np.generic | cl.LocalMemory | cl.MemoryObjectHolder "
+                        "| cl.SVMPointer | None")
 
 #: Device memory that launchers copy from and to.
 DeviceMemory: TypeAlias = "cl.Buffer | cla.Array"
@@ -131,7 +132,7 @@ def convert_kernel_arg(arg: object, what: str) -> KernelArg:
                 "pass a buffer of its own or an offset argument")
         return arg.base_data
     if isinstance(arg, np.ndarray) and arg.ndim == 0:
-        return arg[()]
+        return cast("np.generic", arg[()])
     if isinstance(arg, bool | int | float | complex):
         raise InvalidArgumentTypeError(
             f"{what}: got a Python {type(arg).__name__} ({arg!r}); pass a "
@@ -162,7 +163,8 @@ def normalize_parameter_type(
         "expected a numpy dtype or a class (or tuple of classes)")
 
 
-def _convert_scalar(value: object, dtype: np.dtype[Any], what: str) -> np.generic:
+def _convert_scalar(value: object, dtype: np.dtype[np.generic],
+                    what: str) -> np.generic:
     if isinstance(value, np.ndarray) and value.ndim == 0:
         value = value[()]
     if isinstance(value, np.generic):
@@ -175,7 +177,8 @@ def _convert_scalar(value: object, dtype: np.dtype[Any], what: str) -> np.generi
     elif isinstance(value, int):
         ok = dtype.kind in "fc"
         if dtype.kind in "iu":
-            info = np.iinfo(dtype)
+            # (an integer dtype: its kind says so)
+            info = np.iinfo(cast("np.dtype[np.integer]", dtype))
             ok = info.min <= value <= info.max
     elif isinstance(value, float):
         ok = dtype.kind in "fc"
@@ -210,7 +213,8 @@ def check_parameter(value: object, spec: ParameterSpec,
 
 
 def device_region(mem: object, offset: int | None,
-                  what: str) -> tuple[cl.MemoryObjectHolder, int, int]:
+                  what: str
+                  ) -> tuple[cl.MemoryObjectHolder | cl.SVMPointer, int, int]:
     """Return ``(buffer, byte offset, bytes available)`` of the device
     memory *mem* (a :class:`pyopencl.Buffer` or contiguous
     :class:`pyopencl.array.Array`) from the byte *offset* on."""
@@ -252,7 +256,7 @@ def host_region(ary: object, byte_count: int | None, writeable: bool,
     if not 0 <= byte_count <= ary.nbytes:
         raise InvalidArgumentError(f"{what}: byte_count {byte_count} is outside the "
                                    f"host array's {ary.nbytes} bytes")
-    order = "C" if ary.flags.c_contiguous else "F"
+    order: Literal["C", "F"] = "C" if ary.flags.c_contiguous else "F"
     return ary.reshape(-1, order=order).view(np.uint8)[:byte_count]
 
 

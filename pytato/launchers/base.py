@@ -74,7 +74,7 @@ class LauncherI(ABC):
     """
 
     def __init__(self, name: str, profiler: KernelProfiler | None = None,
-                 **kwds: Any) -> None:
+                 **kwds: object) -> None:
         super().__init__(**kwds)
         if not isinstance(name, str) or not name:
             raise InvalidArgumentError(f"launcher name must be a non-empty str, "
@@ -217,7 +217,7 @@ class HostLauncherI(LauncherI):
         super().__init__(name, **kwds)
 
     @abstractmethod
-    def apply(self, **kwds: Any) -> None:
+    def apply(self, **kwds: object) -> None:
         """Do the host work, with the parameters *kwds* (those of
         :attr:`~LauncherI.parameters`)."""
 
@@ -226,7 +226,7 @@ class HostLauncherI(LauncherI):
         return True
 
     def __call__(self, queue: cl.CommandQueue | None = None,
-                 wait_for: WaitFor = None, **kwds: Any) -> cl.Event | None:
+                 wait_for: WaitFor = None, **kwds: object) -> cl.Event | None:
         """Run :meth:`apply` after *wait_for* and the work enqueued on
         *queue* (if given); return *None* (there is no device event)."""
         expected = self.parameters

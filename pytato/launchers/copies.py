@@ -10,7 +10,7 @@ documenting these names.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, NamedTuple, TypedDict, Unpack
+from typing import ClassVar, NamedTuple, TypedDict, Unpack
 
 import numpy as np
 import pyopencl as cl
@@ -79,8 +79,8 @@ def _check_direction(direction: str, varname: str, src: object,
 class _CopyPlan(NamedTuple):
     """What :func:`pyopencl.enqueue_copy` is given: destination, source,
     keyword arguments; and the number of bytes copied."""
-    dst: np.ndarray | cl.MemoryObjectHolder
-    src: np.ndarray | cl.MemoryObjectHolder
+    dst: np.ndarray | cl.MemoryObjectHolder | cl.SVMPointer
+    src: np.ndarray | cl.MemoryObjectHolder | cl.SVMPointer
     kwargs: dict[str, int | bool]
     nbytes: int
 
@@ -218,7 +218,7 @@ class OpenClCopyBuffer(LauncherI):
         return True
 
     def __call__(self, queue: cl.CommandQueue | None = None,
-                 wait_for: WaitFor = None, **kwds: Any) -> cl.Event:
+                 wait_for: WaitFor = None, **kwds: object) -> cl.Event:
         """Enqueue the copy on *queue* after *wait_for*, return its event."""
         if kwds:
             raise InvalidArgumentTypeError(
@@ -228,9 +228,11 @@ class OpenClCopyBuffer(LauncherI):
         if self._nbytes == 0:
             evt = cl.enqueue_marker(queue, wait_for=wait_list(wait_for))
         else:
-            evt = cl.enqueue_copy(queue, self._dst, self._src,
+            # (pyopencl's overloads of enqueue_copy type each kind of copy
+            # apart; the kind of this one is chosen at construction)
+            evt = cl.enqueue_copy(queue, self._dst, self._src,  # type: ignore[arg-type]
                                   wait_for=wait_list(wait_for),
-                                  **self._copy_kwargs)
+                                  **self._copy_kwargs)  # type: ignore[arg-type]
         self._record_event(queue, evt)
         return evt
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, Self
+from typing import Any, Self, cast
 
 import numpy as np
 import pyopencl as cl
@@ -87,7 +87,8 @@ def _normalize_args_list(args_list: Sequence[object] | None
                   and isinstance(item[0], int | np.integer)
                   for item in items)
     if indexed:
-        return tuple((int(idx), value) for idx, value in items)
+        pairs = cast("tuple[tuple[int | np.integer, object], ...]", items)
+        return tuple((int(idx), value) for idx, value in pairs)
     return tuple(enumerate(items))
 
 
@@ -142,7 +143,9 @@ class OpenClKernelLauncher(OpenClKernelLauncherI):
         for idx, value in _normalize_args_list(args_list):
             self._check_arg_index(idx, seen)
             arg = self.check_kernel_arg(value, idx, f"{name}[{idx}]")
-            self._kernel.set_arg(idx, arg)
+            # (pyopencl's KernelArg omits the LocalMemory and MemoryObjectHolder
+            # that set_arg takes)
+            self._kernel.set_arg(idx, arg)  # type: ignore[arg-type]
             args.append((idx, value))
         self._args_list = tuple(args)
         self._fixed_indices = frozenset(seen)
@@ -238,7 +241,7 @@ class OpenClKernelLauncher(OpenClKernelLauncherI):
                  wait_for: WaitFor = None,
                  global_work_size: WorkSize | None = None,
                  local_work_size: WorkSize | None = None,
-                 **kwds: Any) -> cl.Event:
+                 **kwds: Any) -> cl.Event | None:
         """Enqueue the kernel on *queue* (default: :attr:`default_queue`)
         with the given work sizes (default: the configured ones) after the
         events *wait_for*, return its event.
@@ -276,7 +279,7 @@ class OpenClParametrizedKernelLauncher(OpenClKernelLauncher):
                  default_global_work_size: WorkSize | None = None,
                  default_local_work_size: WorkSize | None = None,
                  default_queue: cl.CommandQueue | None = None,
-                 **kwds: Any) -> None:
+                 **kwds: object) -> None:
         super().__init__(name, kernel, args_list,
                          default_global_work_size=default_global_work_size,
                          default_local_work_size=default_local_work_size,
@@ -317,13 +320,15 @@ class OpenClParametrizedKernelLauncher(OpenClKernelLauncher):
                 values[pname], ptype,
                 f"{self.name}: parameter {pname!r} (kernel argument {idx})")))
         for idx, arg in converted:
-            self._kernel.set_arg(idx, arg)
+            # (pyopencl's KernelArg omits the LocalMemory and MemoryObjectHolder
+            # that set_arg takes)
+            self._kernel.set_arg(idx, arg)  # type: ignore[arg-type]
 
     def __call__(self, queue: cl.CommandQueue | None = None,
                  wait_for: WaitFor = None,
                  global_work_size: WorkSize | None = None,
                  local_work_size: WorkSize | None = None,
-                 **kwds: Any) -> cl.Event:
+                 **kwds: Any) -> cl.Event | None:
         """Set the parameters given as keyword arguments *kwds* (all of
         :attr:`parameters` are required), then enqueue the kernel like
         :meth:`OpenClKernelLauncher.__call__`.
@@ -459,7 +464,7 @@ class OpenClIterativeKernelLauncher(OpenClParametrizedKernelLauncher):
         last_evt = None
         for values in self.iter_parameters():
             for (pname, idx, ptype), value in zip(iterated, values, strict=True):
-                self._kernel.set_arg(idx, check_parameter(
+                self._kernel.set_arg(idx, check_parameter(  # type: ignore[arg-type]
                     value, ptype,
                     f"{self.name}: iterated parameter {pname!r} "
                     f"(kernel argument {idx})"))
@@ -662,7 +667,7 @@ class OpenClKernelListLauncher(LauncherI):
             launcher.clear_statistics()
 
     def __call__(self, queue: cl.CommandQueue | None = None,
-                 wait_for: WaitFor = None, **kwds: Any) -> cl.Event | None:
+                 wait_for: WaitFor = None, **kwds: object) -> cl.Event | None:
         """Enqueue all launchers in order on *queue* (default:
         :attr:`default_queue`); the first waits for *wait_for*.  Each
         launcher receives the parameters among *kwds* it takes.
@@ -714,10 +719,10 @@ def launcher_from_kernels(
     result = OpenClKernelListLauncher(name, default_queue=queue)
     for entry in kernels:
         if len(entry) == 2:
-            kernel, gsize = entry  # type: ignore[misc]
+            kernel, gsize = entry
             lsize = None
         elif len(entry) == 3:
-            kernel, gsize, lsize = entry  # type: ignore[misc]
+            kernel, gsize, lsize = entry
         else:
             raise InvalidArgumentError(f"{name}: expected (kernel, global_size[, "
                                        f"local_size]) tuples, got {entry!r}")

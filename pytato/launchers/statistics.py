@@ -13,7 +13,7 @@ import logging
 import math
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Self
+from typing import Self, cast
 
 import pyopencl as cl
 
@@ -50,8 +50,10 @@ def event_duration(evt: cl.Event) -> float:
     """Return the execution time of the finished event *evt* in seconds,
     read from its profiling ``START`` and ``END`` counters.
     """
-    return (evt.get_profiling_info(_END)
-            - evt.get_profiling_info(_START)) * 1e-9
+    # (pyopencl types profiling counters as objects: they are integers)
+    end = cast("int", evt.get_profiling_info(_END))
+    start = cast("int", evt.get_profiling_info(_START))
+    return (end - start) * 1e-9
 
 
 _START = cl.profiling_info.START

@@ -26,7 +26,7 @@ class Target:
     """
 
     def bind_program(self, program: Any,
-                     bound_arguments: Mapping[str, Any]) -> BoundProgram:
+                     bound_arguments: Mapping[str, object]) -> BoundProgram:
         """Create a :class:`BoundProgram` for this target.
 
         :arg program: the generated program, in the representation of this

@@ -35,9 +35,9 @@ class IdentityCachedCopyMapper(CopyMapper):
                                           deduplicate_results=False)
         super().__init__(err_on_collision, err_on_created_duplicate, _cache,
                          _function_cache)
-        self._keep_alive: list[Any] = []
+        self._keep_alive: list[object] = []
 
-    def get_cache_key(self, expr: Any, *args: Any, **kwargs: Any) -> Hashable:
+    def get_cache_key(self, expr: object, *args: object, **kwargs: object) -> Hashable:
         if args or kwargs:
             return (id(expr), args, tuple(sorted(kwargs.items())))
         return id(expr)

@@ -189,9 +189,9 @@ class Mapper(Generic[ResultT, FunctionResultT, P]):
             if isinstance(expr, Array):
                 fallback = getattr(self, "map_array", None)
                 if fallback is not None:
-                    return fallback(expr, *args, **kwargs)  # type: ignore[no-any-return]
+                    return fallback(expr, *args, **kwargs)
             return self.handle_unsupported_array(expr, *args, **kwargs)
-        return method(expr, *args, **kwargs)  # type: ignore[no-any-return]
+        return method(expr, *args, **kwargs)
 
     def rec_function_definition(self, expr: FunctionDefinition,
                                 *args: P.args, **kwargs: P.kwargs
@@ -201,7 +201,7 @@ class Mapper(Generic[ResultT, FunctionResultT, P]):
         method = getattr(self, "map_function_definition", None)
         if method is None:
             raise _no_method(self, expr)
-        return method(expr, *args, **kwargs)  # type: ignore[no-any-return]
+        return method(expr, *args, **kwargs)
 
     def __call__(self, expr: ArrayOrNames, *args: P.args,
                  **kwargs: P.kwargs) -> ResultT:
@@ -259,7 +259,7 @@ class CachedMapperCache(Generic[CacheExprT, CacheResultT, P]):
                 **kwargs: P.kwargs) -> Hashable:
         """The key of *expr* mapped with *args* and *kwargs*."""
         if not args and not kwargs:
-            return expr  # type: ignore[return-value]
+            return expr
         return (expr, args, tuple(sorted(kwargs.items())))
 
     def add(self, inputs: CacheInputsWithKey[CacheExprT, Hashable, P],

@@ -117,10 +117,10 @@ class _BodySubstitutor(CallInliner):
 def _apply(mapper: CopyMapper, expr: ArrayOrNamesOrDictTc
            ) -> ArrayOrNamesOrDictTc:
     if isinstance(expr, (Array, DictOfNamedArrays)):
-        return mapper(expr)  # type: ignore[return-value]
+        return mapper(expr)
     if isinstance(expr, Mapping):
         new = mapper(DictOfNamedArrays(dict(expr)))
-        return (type(expr)(new._data)  # type: ignore[return-value]
+        return (type(expr)(new._data)
                 if isinstance(expr, dict) else new)
     raise InvalidArgumentTypeError(
         "expected an Array, a DictOfNamedArrays or a dict of "
@@ -199,8 +199,8 @@ class InlineMarker(CopyMapper):
     def map_call(self, expr: Call) -> Call:
         new = super().map_call(expr)
         if new.tags_of_type(InlineCallTag):
-            return new  # type: ignore[no-any-return]
-        return new.tagged(InlineCallTag())  # type: ignore[no-any-return]
+            return new
+        return new.tagged(InlineCallTag())
 
 
 def tag_all_calls_to_be_inlined(expr: ArrayOrNamesOrDictTc

@@ -180,12 +180,12 @@ class CombineMapper(CachedMapper[ResultT, FunctionResultT, P]):
 
     def map_loopy_call(self, expr: LoopyCall, *args: P.args,
                        **kwargs: P.kwargs) -> ResultT:
-        return self.combine(*(self.rec(k, *args, **kwargs)  # type: ignore[arg-type]
+        return self.combine(*(self.rec(k, *args, **kwargs)
                               for k in get_children(expr)))
 
     def map_csr_matrix(self, expr: CSRMatrix, *args: P.args,
                        **kwargs: P.kwargs) -> ResultT:
-        return self.combine(*(self.rec(k, *args, **kwargs)  # type: ignore[arg-type]
+        return self.combine(*(self.rec(k, *args, **kwargs)
                               for k in get_children(expr)))
 
 # }}}

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic, Self, TypeVar, overload
+from typing import TYPE_CHECKING, Generic, Self, TypeVar, cast, overload
 
 from pytato.array.base import (
     Array,
+    ChildNode,
     _unflatten,
     flatten_for_pickle,
     get_children,
@@ -80,14 +81,14 @@ _DataclassNodeT = TypeVar("_DataclassNodeT", bound=DataclassGraphNode)
 
 # {{{ copy mappers
 
-def _rebuild_non_array(expr: _DataclassNodeT, new_kids: tuple[Array, ...]
+def _rebuild_non_array(expr: _DataclassNodeT, new_kids: tuple[ChildNode, ...]
                        ) -> _DataclassNodeT:
     """Rebuild a non-array node (a dataclass with a per-field skeleton, see
     :class:`~pytato.array.nonarray.DataclassGraphNode`) with new children."""
     return type(expr)(**{
         f.name: _unflatten(s, new_kids)
         for f, s in zip(dataclasses.fields(expr),  # type: ignore[arg-type]
-                        expr._pt_skel,  # type: ignore[attr-defined]
+                        expr._pt_skel,
                         strict=True)})
 
 
@@ -106,8 +107,8 @@ class TransformMapper(CachedMapper[ArrayOrNames, FunctionDefinition, []]):
     """A :class:`CachedMapper` mapping graphs to graphs, with a
     :class:`TransformMapperCache`."""
 
-    _cache: TransformMapperCache[ArrayOrNames, []]  # type: ignore[assignment]
-    _function_cache: TransformMapperCache[  # type: ignore[assignment]
+    _cache: TransformMapperCache[ArrayOrNames, []]
+    _function_cache: TransformMapperCache[
         FunctionDefinition, []]
 
     def __init__(
@@ -130,8 +131,8 @@ class TransformMapperWithExtraArgs(
         CachedMapper[ArrayOrNames, FunctionDefinition, P]):
     """A :class:`TransformMapper` whose methods take extra arguments."""
 
-    _cache: TransformMapperCache[ArrayOrNames, P]  # type: ignore[assignment]
-    _function_cache: TransformMapperCache[  # type: ignore[assignment]
+    _cache: TransformMapperCache[ArrayOrNames, P]
+    _function_cache: TransformMapperCache[
         FunctionDefinition, P]
 
     def __init__(
@@ -178,8 +179,29 @@ class _CopyMethods(Generic[P]):
         def clone_for_callee(self, function: FunctionDefinition
                              ) -> Self: ...
 
+        @overload
+        def __call__(self, expr: Array, *args: P.args, **kwargs: P.kwargs
+                     ) -> Array: ...
+
+        @overload
+        def __call__(self, expr: DictOfNamedArrays, *args: P.args,
+                     **kwargs: P.kwargs) -> DictOfNamedArrays: ...
+
+        @overload
+        def __call__(self, expr: AbstractResultWithNamedArrays, *args: P.args,
+                     **kwargs: P.kwargs) -> AbstractResultWithNamedArrays: ...
+
+        @overload
+        def __call__(self, expr: FunctionDefinition, *args: P.args,
+                     **kwargs: P.kwargs) -> FunctionDefinition: ...
+
+        @overload
         def __call__(self, expr: ArrayOrNames, *args: P.args,
                      **kwargs: P.kwargs) -> ArrayOrNames: ...
+
+        def __call__(self, expr: ArrayOrNames | FunctionDefinition,
+                     *args: P.args, **kwargs: P.kwargs
+                     ) -> ArrayOrNames | FunctionDefinition: ...
 
     def map_array(self, expr: Array, *args: P.args, **kwargs: P.kwargs
                   ) -> Array:
@@ -293,8 +315,8 @@ class _CopyMethods(Generic[P]):
         mapper = self.clone_for_callee(expr)
         if not args and not kwargs:
             # (P is [] here: the call has no extra arguments)
-            new = {k: mapper(v)  # type: ignore[call-arg]
-                   for k, v in expr.returns.items()}
+            call = cast("Callable[[Array], Array]", mapper)
+            new = {k: call(v) for k, v in expr.returns.items()}
         else:
             new = {k: mapper.rec(v, *args, **kwargs)
                    for k, v in expr.returns.items()}
@@ -303,7 +325,7 @@ class _CopyMethods(Generic[P]):
         return expr.copy(returns=new)
 
     def map_call(self, expr: Call, *args: P.args, **kwargs: P.kwargs
-                 ) -> AbstractResultWithNamedArrays:
+                 ) -> Call:
         fn = self.rec_function_definition(expr.function, *args, **kwargs)
         bindings = {k: self.rec(v, *args, **kwargs)
                     for k, v in expr.bindings.items()}
@@ -314,7 +336,7 @@ class _CopyMethods(Generic[P]):
 
     def _map_non_array_node(self, expr: _DataclassNodeT, *args: P.args,
                             **kwargs: P.kwargs) -> _DataclassNodeT:
-        kids = get_children(expr)  # type: ignore[arg-type]
+        kids = get_children(expr)
         new_kids = tuple(self.rec(k, *args, **kwargs) for k in kids)
         if all(a is b for a, b in zip(kids, new_kids, strict=True)):
             return expr
@@ -376,7 +398,7 @@ def map_and_copy(expr: ArrayOrNamesTc,
                  ) -> ArrayOrNamesTc:
     """Copy the graph of *expr*, applying *map_fn* to each node before its
     children are copied."""
-    return CachedMapAndCopyMapper(map_fn)(expr)  # type: ignore[return-value]
+    return CachedMapAndCopyMapper(map_fn)(expr)
 
 # }}}
 

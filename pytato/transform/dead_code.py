@@ -33,6 +33,7 @@ from pytato.transform._identity_cache import IdentityCachedCopyMapper
 
 
 if TYPE_CHECKING:
+    from pytato.array.base import Array
     from pytato.scalar_expr import ScalarExpression
     from pytato.transform.base import ArrayOrNamesOrDictTc
 
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["DeadCodeEliminator", "eliminate_dead_code"]
 
 
-class _ReductionIndexCollector(WalkMapper):  # type: ignore[misc]
+class _ReductionIndexCollector(WalkMapper[[]]):
     def __init__(self) -> None:
         self.names: set[str] = set()
 
@@ -87,12 +88,12 @@ class DeadCodeEliminator(IdentityCachedCopyMapper):
         return expr.copy(bindings=bindings, var_to_reduction_descr=redn_descrs,
                          shape=shape)
 
-    def map_einsum(self, expr: Einsum) -> Einsum:
+    def map_einsum(self, expr: Einsum) -> Array:
         new = self.map_array(expr)
         present = set(expr.reduction_axes)
         if set(expr.redn_axis_to_redn_descr) <= present:
-            return new  # type: ignore[no-any-return]
-        return new.copy(redn_axis_to_redn_descr={  # type: ignore[no-any-return]
+            return new
+        return new.copy(redn_axis_to_redn_descr={
             k: v for k, v in expr.redn_axis_to_redn_descr.items()
             if k in present})
 
@@ -105,6 +106,6 @@ def eliminate_dead_code(expr: ArrayOrNamesOrDictTc) -> ArrayOrNamesOrDictTc:
     """
     mapper = DeadCodeEliminator()
     if isinstance(expr, dict):
-        return {k: mapper(v)  # type: ignore[misc]
-                for k, v in expr.items()}  # type: ignore[return-value]
-    return mapper(expr)  # type: ignore[return-value]
+        return {k: mapper(v)
+                for k, v in expr.items()}
+    return mapper(expr)

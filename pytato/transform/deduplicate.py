@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Hashable, Sequence
-from typing import Any
+from typing import Any, cast
 
 from pytato.array.base import (
     Array,
+    ChildNode,
     GraphNode,
     _unflatten,
     flatten_for_pickle,
@@ -53,7 +54,7 @@ __all__ = [
 
 
 def _structure_key(node: GraphNode, kid_keys: tuple[Hashable, ...]) -> Hashable:
-    return (type(node), node._pt_skel, kid_keys)  # type: ignore[attr-defined]
+    return (type(node), node._pt_skel, kid_keys)
 
 
 def structural_class_ids(order: Sequence[GraphNode]) -> dict[int, int]:
@@ -69,7 +70,7 @@ def structural_class_ids(order: Sequence[GraphNode]) -> dict[int, int]:
     key_to_cls: dict[Hashable, int] = {}
     for node in order:
         key = _structure_key(node, tuple(
-            cls_of[id(k)] for k in node._pt_kids))  # type: ignore[attr-defined]
+            cls_of[id(k)] for k in node._pt_kids))
         cls = key_to_cls.get(key)
         if cls is None:
             cls = len(key_to_cls)
@@ -78,30 +79,32 @@ def structural_class_ids(order: Sequence[GraphNode]) -> dict[int, int]:
     return cls_of
 
 
-def _rebuild(node: GraphNode, new_kids: tuple[GraphNode, ...]) -> GraphNode:
+def _rebuild(node: GraphNode, new_kids: tuple[ChildNode, ...]) -> GraphNode:
     """*node* with its children replaced by *new_kids* (same order)."""
     if isinstance(node, Array):
         names, skel = flatten_for_pickle(node)
-        return unflatten(type(node), names, skel, new_kids,  # type: ignore
+        return unflatten(type(node), names, skel, new_kids,
                          node.non_equality_tags)
     if isinstance(node, DictOfNamedArrays):
-        return DictOfNamedArrays(dict(zip(node.keys(), new_kids, strict=True)),
+        # (the children of a dictionary of named arrays are its arrays)
+        arrays = cast("tuple[Array, ...]", new_kids)
+        return DictOfNamedArrays(dict(zip(node.keys(), arrays, strict=True)),
                                  tags=node.tags)
     rebuild = getattr(node, "_pt_with_new_kids", None)
     if rebuild is None and dataclasses.is_dataclass(node):
         # a non-array node (e.g. a distributed send) whose skeleton is its
         # fields, flattened
         fields = dataclasses.fields(node)
-        skel = node._pt_skel  # type: ignore[attr-defined]
+        skel = node._pt_skel
         if len(skel) == len(fields):
-            return type(node)(**{  # type: ignore[no-any-return]
+            return type(node)(**{
                 f.name: _unflatten(s, new_kids)
                 for f, s in zip(fields, skel, strict=True)})
     if rebuild is None:
         raise UnsupportedFeatureError(
             f"cannot rebuild a node of type {type(node).__name__}: it needs a "
             "'_pt_with_new_kids(kids)' method")
-    return rebuild(new_kids)  # type: ignore[no-any-return]
+    return rebuild(new_kids)
 
 
 class Deduplicator(CopyMapper):
@@ -130,7 +133,7 @@ class Deduplicator(CopyMapper):
         # keeps the nodes whose ids are keys of _rep_of alive
         self._seen: list[GraphNode] = []
 
-    def __call__(self, expr: Any) -> Any:  # type: ignore[override]
+    def __call__(self, expr: Any) -> Any:
         """Return *expr* (an array, a :class:`~pytato.DictOfNamedArrays` or
         another graph node) with its duplicates merged."""
         if isinstance(expr, dict):
@@ -142,8 +145,9 @@ class Deduplicator(CopyMapper):
         for node in topological_order([expr]):
             if id(node) in rep_of:
                 continue
-            kids = node._pt_kids  # type: ignore[attr-defined]
-            new_kids = tuple(rep_of[id(k)] for k in kids)
+            kids = node._pt_kids
+            # (the representative of a child is a child)
+            new_kids = tuple(cast("ChildNode", rep_of[id(k)]) for k in kids)
             key = _structure_key(node, tuple(id(k) for k in new_kids))
             rep = key_to_rep.get(key)
             if rep is None:
@@ -156,7 +160,7 @@ class Deduplicator(CopyMapper):
             self._seen.append(node)
         return rep_of[id(expr)]
 
-    def rec(self, expr: Any) -> Any:  # type: ignore[override]
+    def rec(self, expr: object) -> Any:
         return self(expr)
 
     def clone_for_callee(self, function: FunctionDefinition) -> Deduplicator:
@@ -173,7 +177,7 @@ def deduplicate(expr: ArrayOrNamesOrFunctionDefTc
     return Deduplicator()(expr)
 
 
-def _data_key(data: Any) -> Hashable:
+def _data_key(data: object) -> Hashable:
     """Identifies the memory of an array's data: ``(pointer, offset)`` of a
     :mod:`pyopencl` array's buffer or a numpy array's data, else the data
     object itself (by identity). Arrays without elements have no memory
@@ -227,4 +231,4 @@ def deduplicate_data_wrappers(array_or_names: ArrayOrNamesOrFunctionDefTc
     nodes that wrap the same memory merged into one (see
     :class:`DataWrapperDeduplicator`), so that the data is passed to
     generated code once."""
-    return DataWrapperDeduplicator()(array_or_names)  # type: ignore[no-any-return]
+    return DataWrapperDeduplicator()(array_or_names)

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -221,9 +221,9 @@ def rewrite_einsums_with_no_broadcasts(expr: ArrayOrNamesOrDictTc
     graph."""
     mapper = EinsumBroadcastRemover()
     if isinstance(expr, dict):
-        return {k: mapper(v)  # type: ignore[misc]
-                for k, v in expr.items()}  # type: ignore[return-value]
-    return mapper(expr)  # type: ignore[return-value]
+        return {k: mapper(v)
+                for k, v in expr.items()}
+    return mapper(expr)
 
 # }}}
 
@@ -272,7 +272,8 @@ def _split_operand(operand: Array) -> _Split | None:
         for scalar, ary, op in ((x1, x2, "lmul"), (x2, x1, "rmul")):
             if not (isinstance(scalar, SCALAR_CLASSES) and like(ary)):
                 continue
-            if unsigned and not scalar >= 0:    # (negative coefficients)
+            # (negative coefficients; those of unsigned operations are real)
+            if unsigned and not cast("float", scalar) >= 0:
                 continue
             if op == "lmul" and type(scalar) is int and scalar == -1:
                 # (how the front end builds -x)
@@ -291,7 +292,7 @@ def _combine(split: _Split, parts: list[Array]) -> Array:
     if split.op == "neg":
         return -parts[0]
     if split.op == "lmul":
-        return split.scalar * parts[0]  # type: ignore[no-any-return]
+        return split.scalar * parts[0]
     return parts[0] * split.scalar
 
 
@@ -457,8 +458,8 @@ def apply_distributive_property_to_einsums(
     else:
         mapper = EinsumDistributor(should_distribute or _always)
     if isinstance(expr, dict):
-        return {k: mapper(v)  # type: ignore[misc]
-                for k, v in expr.items()}  # type: ignore[return-value]
-    return mapper(expr)  # type: ignore[return-value]
+        return {k: mapper(v)
+                for k, v in expr.items()}
+    return mapper(expr)
 
 # }}}

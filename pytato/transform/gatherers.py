@@ -66,7 +66,7 @@ class DependencyMapper(CombineMapper[frozenset[Array], frozenset[Array], []]):
                                 ) -> frozenset[Array]:
         return frozenset()
 
-    def __call__(self, expr: ArrayOrNames) -> frozenset[Array]:  # type: ignore[override]
+    def __call__(self, expr: ArrayOrNames) -> frozenset[Array]:
         if type(self) is DependencyMapper and isinstance(expr, GraphNode):
             # linear (the per-node sets of the general mapper are quadratic
             # on chains)
@@ -129,7 +129,7 @@ class InputGatherer(CombineMapper[frozenset[InputArgumentBase],
                                 ) -> frozenset[InputArgumentBase]:
         return frozenset()
 
-    def __call__(self, expr: ArrayOrNames  # type: ignore[override]
+    def __call__(self, expr: ArrayOrNames
                  ) -> frozenset[InputArgumentBase]:
         if type(self) is InputGatherer and isinstance(expr, GraphNode):
             return frozenset(DependencyMapper._gather(expr, InputArgumentBase))
@@ -202,7 +202,7 @@ class SizeParamGatherer(CombineMapper[frozenset[SizeParam],
                                 ) -> frozenset[SizeParam]:
         return frozenset()
 
-    def __call__(self, expr: ArrayOrNames  # type: ignore[override]
+    def __call__(self, expr: ArrayOrNames
                  ) -> frozenset[SizeParam]:
         if type(self) is SizeParamGatherer and isinstance(expr, GraphNode):
             return frozenset(DependencyMapper._gather(expr, SizeParam))
@@ -224,11 +224,11 @@ class UsersCollector(CachedMapper[None, None, []]):
         super().__init__()
         self.node_to_users: dict[ArrayOrNames, set[ArrayOrNames]] = {}
 
-    def __call__(self, expr: ArrayOrNames) -> None:  # type: ignore[override]
+    def __call__(self, expr: ArrayOrNames) -> None:
         users = self.node_to_users
         for node in topological_order([expr]):
             users.setdefault(node, set())  # type: ignore[arg-type]
-            for k in get_children(node):  # type: ignore[arg-type]
+            for k in get_children(node):
                 users.setdefault(k, set()).add(node)  # type: ignore[arg-type]
 
     def map_array(self, expr: Array) -> None:

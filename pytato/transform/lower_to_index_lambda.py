@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Generic, ParamSpec, TypeVar
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -61,8 +61,10 @@ from pytato.scalar_expr import (
     Reduce,
     SumReductionOperation,
     TypeCast,
+    integer_dtype_info,
     is_integral_scalar,
     negated,
+    scalar_literal,
 )
 from pytato.transform.mappers import (
     ArrayOrNamesTc,
@@ -125,7 +127,7 @@ class _Bindings:
     def size(self, c: ShapeComponent) -> ArithmeticExpression:
         """A shape component as an expression (ints stay ints)."""
         if is_integral_scalar(c):
-            return int(c)  # type: ignore[arg-type]
+            return int(c)
         return prim.Variable(self.bind(c))  # type: ignore[arg-type]
 
 
@@ -162,7 +164,7 @@ def _select(selector: ArithmeticExpression,
 
 
 def _clamped_index(index: ArithmeticExpression, length: ArithmeticExpression,
-                   dtype: np.dtype[Any]) -> ArithmeticExpression:
+                   dtype: np.dtype[np.generic]) -> ArithmeticExpression:
     """An entry *index* (of integer *dtype*) of a runtime index array as a
     position in ``[0, length)``: negative entries count from the end once
     (as in numpy), then what is still out of range is clamped to the
@@ -182,14 +184,14 @@ def _clamped_index(index: ArithmeticExpression, length: ArithmeticExpression,
     elif dtype.itemsize < 4:
         value = TypeCast(
             np.dtype(np.int32) if is_integral_scalar(length)
-            and int(length) < 2**31  # type: ignore[arg-type]
+            and int(length) < 2**31
             else np.dtype(np.int64), index)
     # (the conditions compare the entry itself: C compares integers of
     # different types by their values, and loopy's simplification of
     # indices cannot read conditions holding conversions)
     # no comparison that the type's range decides (compilers warn of them)
-    info = np.iinfo(dtype)
-    known = int(length) if is_integral_scalar(length) else None  # type: ignore[arg-type]
+    info = integer_dtype_info(dtype)
+    known = int(length) if is_integral_scalar(length) else None
     # (an entry always in range is used as it is: loopy's simplification of
     # indices cannot read a conversion there either)
     upper: ArithmeticExpression = (
@@ -214,11 +216,11 @@ class NotLowerableToIndexLambdaError(CannotBeLoweredToIndexLambda,
     and a :class:`NotImplementedError`) as other mappers raise."""
 
 
-class _ToIndexLambda(Mapper):
+class _ToIndexLambda(Mapper[IndexLambda, None, []]):
     def handle_unsupported_array(self, expr: object, *args: object,
                                  **kwargs: object) -> IndexLambda:
         if not hasattr(expr, "_mapper_method"):
-            return super().handle_unsupported_array(  # type: ignore[no-any-return]
+            return super().handle_unsupported_array(
                 expr, *args, **kwargs)
         raise NotLowerableToIndexLambdaError(
             f"a {type(expr).__name__} cannot be lowered to an IndexLambda (it "
@@ -266,7 +268,7 @@ class _ToIndexLambda(Mapper):
             if len(factors) > 1 and expr.dtype.kind in "fc":
                 # numpy's einsum of several operands adds each product to
                 # a zero, also without a sum: a product -0.0 is +0.0
-                inner = prim.Sum((expr.dtype.type(0), inner))
+                inner = prim.Sum((scalar_literal(0, expr.dtype), inner))
             return self._finish(expr, inner, b)
         bounds = {redn_name[ax]: (0, b.size(expr.reduction_axis_length(ax)))
                   for ax in redn_axes}
@@ -299,7 +301,7 @@ class _ToIndexLambda(Mapper):
             indices: list[ArithmeticExpression] = [
                 _idx(i) for i in range(expr.ndim)]
             indices[ax] = _sum([_idx(ax),
-                                negated(offset)])  # type: ignore[list-item]
+                                negated(offset)])
             choices.append(b.read(a, indices, expr.dtype))
             running.append(b.size(a.shape[ax]))
         return self._finish(expr, _select(_idx(ax), offsets, choices), b)
@@ -314,7 +316,7 @@ class _ToIndexLambda(Mapper):
         n = expr.shape[ax]
         i = _idx(ax)
         if is_integral_scalar(n):
-            n = int(n)  # type: ignore[arg-type]
+            n = int(n)
             shift = expr.shift % n if n else 0
             rolled: ArithmeticExpression = (
                 prim.Remainder(i + (n - shift), n) if shift else i)
@@ -413,7 +415,7 @@ class _ToIndexLambda(Mapper):
         if maybe_empty:
             cond = (maybe_empty[0] if len(maybe_empty) == 1
                     else prim.LogicalAnd(tuple(maybe_empty)))
-            value = prim.If(cond, value, expr.dtype.type(0))
+            value = prim.If(cond, value, scalar_literal(0, expr.dtype))
         return self._finish(expr, value, b)
 
     def map_contiguous_advanced_index(self, expr: AdvancedIndexInContiguousAxes
@@ -457,7 +459,7 @@ def _reshape_groups(in_shape: Sequence[ShapeComponent], in_axes: list[int],
                 or c == 0:
             break
         gi, gj = [in_axes[i]], [out_axes[j]]
-        pa, pc = int(a), int(c)  # type: ignore[arg-type]
+        pa, pc = int(a), int(c)
         i += 1
         j += 1
         while pa != pc:
@@ -557,7 +559,7 @@ def to_index_lambda(expr: Array) -> IndexLambda:
         :class:`NotImplementedError`) for nodes without an element-wise
         definition (inputs, results of calls, ...).
     """
-    return _LOWERER(expr)  # type: ignore[no-any-return]
+    return _LOWERER(expr)
 
 
 _LOWERABLE = frozenset({
@@ -578,4 +580,4 @@ def lower_to_index_lambdas(expr: ArrayOrNamesTc) -> ArrayOrNamesTc:
     """Return a copy of the graph *expr* (an array or a
     :class:`~pytato.DictOfNamedArrays`) in which every node that
     :func:`to_index_lambda` can rewrite is rewritten."""
-    return _LowerAll()(expr)  # type: ignore[return-value]
+    return _LowerAll()(expr)

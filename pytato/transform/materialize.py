@@ -35,10 +35,11 @@ predecessors, unless computing it again at each read is cheap (at most
 :data:`MAX_SHARED_RECOMPUTE` operations per element in all, no function
 calls, no reductions: ``a + 0.5*b`` read twice is computed twice). Every
 stored node is an instruction of the generated kernel, and the code
-generator's passes take time per instruction (issue 20: about 1.5 ms each
-in :mod:`loopy` for the random DAGs of ``benchmarks/bench_codegen.py``),
-while recomputing a few operations where the operands are loaded anyway
-costs memory-bound kernels nothing. Storing is cheap where it does not
+generator's passes take time per instruction (issue 20: :mod:`loopy`'s
+passes walk every instruction; the time per instruction is in the "Code
+generation" section of ``benchmarks/README.md``), while recomputing a few
+operations where the operands are loaded anyway costs memory-bound kernels
+nothing. Storing is cheap where it does not
 leave a loop: the loopy code generator fuses the loop nests of stored
 arrays of one shape that read each other elementwise
 (:mod:`pytato.target.loopy.lower.fusion`) and keeps a stored value read only
@@ -68,7 +69,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pymbolic.primitives as prim
 
@@ -135,10 +136,10 @@ MAX_INLINE_COST = 64
 """A node whose expression, with the nodes inlined into it, costs more
 than this (in the operations of :data:`MAX_SHARED_RECOMPUTE`) is stored:
 this bounds the size of each generated expression, and with it the time
-device compilers take on one statement (NVIDIA's compiler took seconds on
-a statement of 90 ``sin`` calls, the sum of the unused nodes of the
-10 000-node random DAG), and it leaves the parts of such a sum to the
-loop nests of their own operands."""
+device compilers take on one statement (the sum of the unused nodes of
+the 10 000-node random DAG had become one statement of 90 ``sin`` calls,
+slow to compile: ``benchmarks/README.md``, "Code generation"), and it
+leaves the parts of such a sum to the loop nests of their own operands."""
 
 CALL_COST = 16
 """The cost of a function call (``sin``, ``exp``, a non-integer power, ...)
@@ -159,7 +160,7 @@ def _is_index_name(name: str) -> bool:
     return name[:1] == "_" and name[1:].isdigit()
 
 
-class _UseCounter(WalkMapper):
+class _UseCounter(WalkMapper[[frozenset[str]]]):
     """Counts the references to bindings and output indices, and finds the
     bindings read *expansively* (at an access whose indices do not involve
     every loop variable in scope there: the lambda's non-unit output indices
@@ -290,7 +291,7 @@ def _is_size_expression(expr: Array) -> bool:
     if expr.shape != () or expr.dtype.kind not in "iu":
         return False
     return all(isinstance(inp, SizeParam)
-               for inp in expr._pt_inputs.values())  # type: ignore[attr-defined]
+               for inp in expr._pt_inputs.values())
 
 # }}}
 
@@ -466,8 +467,8 @@ def materialize_with_mpms(expr: Array | DictOfNamedArrays
         return expr
     result = _Tagger(to_tag)(outputs)
     if isinstance(expr, Array):
-        return result._data["_pt_out"]  # type: ignore[no-any-return]
-    return result  # type: ignore[no-any-return]
+        return result._data["_pt_out"]
+    return result
 
 # }}}
 
@@ -516,13 +517,13 @@ class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, None, []]):
             "MPMSMaterializer does not map the bodies of called functions")
 
     def map_array(self, expr: Array) -> MPMSMaterializerAccumulator:
-        kids = expr._pt_kids  # type: ignore[attr-defined]
+        kids = expr._pt_kids
         accs = [self.rec(k) for k in kids]
         new_kids = tuple(a.expr for a in accs)
         new: Array = expr
         if any(a is not b for a, b in zip(kids, new_kids, strict=True)):
             names, skel = flatten_for_pickle(expr)
-            new = unflatten(type(expr), names, skel, new_kids,  # type: ignore[arg-type]
+            new = unflatten(type(expr), names, skel, new_kids,
                             expr.non_equality_tags)
         if isinstance(expr, InputArgumentBase):
             return MPMSMaterializerAccumulator(frozenset([new]), new)
@@ -537,7 +538,9 @@ class MPMSMaterializer(CachedMapper[MPMSMaterializerAccumulator, None, []]):
 
     def map_dict_of_named_arrays(self, expr: DictOfNamedArrays
                                  ) -> MPMSMaterializerAccumulator:
-        new = {k: self.rec(v).expr for k, v in expr._data.items()}
+        # (the arrays of the dictionary map to arrays)
+        new = {k: cast("Array", self.rec(v).expr)
+               for k, v in expr._data.items()}
         result = (expr if all(new[k] is v for k, v in expr._data.items())
                   else DictOfNamedArrays(new, tags=expr.tags))
         return MPMSMaterializerAccumulator(frozenset(), result)

@@ -83,7 +83,7 @@ def _find_constants(roots: list[GraphNode]) -> tuple[list[GraphNode],
         if _is_constant_leaf(node) or (
                 isinstance(node, _COMPUTING_NODES)
                 and all(id(k) in const
-                        for k in node._pt_kids)):  # type: ignore[attr-defined]
+                        for k in node._pt_kids)):
             const.add(id(node))
     return order, const
 
@@ -93,7 +93,7 @@ class _Replacer(IdentityCachedCopyMapper):
         super().__init__()
         self.replacements = replacements
 
-    def rec(self, expr: Any, *args: Any, **kwargs: Any) -> Any:
+    def rec(self, expr: object, *args: object, **kwargs: object) -> Any:
         new = self.replacements.get(id(expr))
         if new is not None:
             return new
@@ -123,8 +123,9 @@ def precompute_subexpressions(expr: Any,
     for node in order:
         if id(node) in const:
             continue
-        for k in node._pt_kids:  # type: ignore[attr-defined]
-            if id(k) in const:
+        for k in node._pt_kids:
+            # (constants are arrays)
+            if id(k) in const and isinstance(k, Array):
                 frontier[id(k)] = k
     to_compute = {i: n for i, n in frontier.items()
                   if not isinstance(n, DataWrapper)}

@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 
 import pymbolic.primitives as prim
 from constantdict import constantdict
-from pymbolic.mapper.distributor import DistributeMapper
 from pytools.tag import Tag
 
 from pytato.array.base import (
@@ -68,6 +67,7 @@ from pytato.array.remapping import (
     AxisPermutation,
     BasicIndex,
     Concatenate,
+    IndexBase,
     NormalizedSlice,
     Reshape,
     Roll,
@@ -83,7 +83,7 @@ from pytato.diagnostic import (
     NonAffineShapeError,
     NonUniqueTagError,
 )
-from pytato.scalar_expr import WalkMapper
+from pytato.scalar_expr import WalkMapper, distribute_arithmetic
 from pytato.transform._identity_cache import IdentityCachedCopyMapper
 from pytato.transform.mappers import ArrayOrNames, ArrayOrNamesOrDictTc, Mapper
 
@@ -102,7 +102,7 @@ __all__ = ["AxesTagsEquationCollector", "AxisEquivalenceCollector",
            "unify_axes_tags"]
 
 
-class BindingSubscriptsCollector(WalkMapper):  # type: ignore[misc]
+class BindingSubscriptsCollector(WalkMapper[[]]):
     """Called on a scalar expression, returns, for each variable that is
     subscripted in it, the set of index tuples it is subscripted with
     (used to relate the axes of an :class:`~pytato.array.IndexLambda`'s
@@ -110,7 +110,7 @@ class BindingSubscriptsCollector(WalkMapper):  # type: ignore[misc]
 
     def __init__(self) -> None:
         super().__init__()
-        self._result: dict[str, set[tuple[Any, ...]]] = {}
+        self._result: dict[str, set[tuple[object, ...]]] = {}
 
     rec = WalkMapper.__call__
 
@@ -120,17 +120,17 @@ class BindingSubscriptsCollector(WalkMapper):  # type: ignore[misc]
         WalkMapper.__call__(self, expr)
         return self._result
 
-    def map_subscript(self, expr: prim.Subscript, *args: Any) -> None:
+    def map_subscript(self, expr: prim.Subscript, *args: object) -> None:
         if isinstance(expr.aggregate, prim.Variable):
             self._result.setdefault(expr.aggregate.name, set()).add(
                 expr.index_tuple)
         for i in expr.index_tuple:
             self.rec(i)
 
-    def map_foreign(self, expr: Any, *args: Any) -> None:
+    def map_foreign(self, expr: object, *args: object) -> None:
         pass
 
-    def map_constant(self, expr: Any, *args: Any) -> None:
+    def map_constant(self, expr: object, *args: object) -> None:
         pass
 
 
@@ -171,7 +171,7 @@ def _eq(a: ShapeComponent, b: ShapeComponent) -> bool:
         return False
 
 
-class _SubscriptCollector(WalkMapper):  # type: ignore[misc]
+class _SubscriptCollector(WalkMapper[[]]):
     """Collects ``(binding name, index tuple)`` of subscripted bindings."""
 
     def __init__(self, names: Iterable[str]) -> None:
@@ -198,7 +198,7 @@ def _index_name(i: object) -> str | None:
     return i.name if isinstance(i, prim.Variable) else None
 
 
-class AxisEquivalenceCollector(Mapper):
+class AxisEquivalenceCollector(Mapper[None, None, []]):
     """Records which axes of a node equal axes of its children. Each
     ``map_<node>(expr)`` calls :meth:`unify` for the equal axes it knows
     of; the default for other node types records nothing."""
@@ -208,7 +208,7 @@ class AxisEquivalenceCollector(Mapper):
         self.unify = unify
         self.skip_node_types = skip_node_types
 
-    def rec(self, expr: ArrayOrNames, *args: Any, **kwargs: Any) -> None:
+    def rec(self, expr: ArrayOrNames, *args: object, **kwargs: object) -> None:
         if isinstance(expr, self.skip_node_types):
             return None
         return super().rec(expr, *args, **kwargs)
@@ -282,13 +282,13 @@ class AxisEquivalenceCollector(Mapper):
                                        expr.order):
             self.unify(expr.array, j, expr, i)
 
-    def _slice_axes(self, expr: Array, indices: Sequence[IndexExpr],
+    def _slice_axes(self, expr: IndexBase, indices: Sequence[IndexExpr],
                     positions: Iterable[tuple[int, int]]) -> None:
         for j, i in positions:
             idx = indices[j]
             assert isinstance(idx, NormalizedSlice)
-            if _is_full_slice(idx, expr.array.shape[j]):  # type: ignore
-                self.unify(expr.array, j, expr, i)  # type: ignore
+            if _is_full_slice(idx, expr.array.shape[j]):
+                self.unify(expr.array, j, expr, i)
 
     def _index_array_axes(self, expr: Array, indices: Sequence[IndexExpr],
                           first_out: int, nadv: int) -> None:
@@ -347,7 +347,7 @@ def _expr(c: ShapeComponent) -> ArithmeticExpression:
 def _same_size(a: ArithmeticExpression, b: ArithmeticExpression) -> bool:
     if isinstance(a, int) and isinstance(b, int):
         return a == b
-    return bool(DistributeMapper()(a - b) == 0)
+    return bool(distribute_arithmetic(a - b) == 0)
 
 
 def _faster_products(shape: Sequence[ShapeComponent], order: str
@@ -438,7 +438,7 @@ class _AxesRetagger(IdentityCachedCopyMapper):
         return _AxesRetagger({}, {})
 
     def map_array(self, expr: Array) -> Array:
-        kids = expr._pt_kids  # type: ignore[attr-defined]
+        kids = expr._pt_kids
         new_kids = tuple(self.rec(k) for k in kids)
         axes = self.new_axes.get(id(expr), expr.axes)
         redn = self.new_redns.get(id(expr))
@@ -583,10 +583,10 @@ def unify_axes_tags(
     for n in order:
         base = offset[id(n)]
         for i, ax in enumerate(n.axes):
-            tags = [t for t in ax.tags
-                    if isinstance(t, tag_t) and not isinstance(t, no_prop)]
-            if tags:
-                class_tags.setdefault(uf.find(base + i), set()).update(tags)
+            ax_tags = [t for t in ax.tags
+                       if isinstance(t, tag_t) and not isinstance(t, no_prop)]
+            if ax_tags:
+                class_tags.setdefault(uf.find(base + i), set()).update(ax_tags)
     if not class_tags:
         return expr
     frozen: dict[int, frozenset[Tag]] = {}
@@ -627,11 +627,11 @@ def unify_axes_tags(
         axes = []
         changed = False
         for i, ax in enumerate(n.axes):
-            extra = frozen.get(uf.find(base + i))
-            if extra is not None and not extra <= ax.tags:
-                ax = Axis(ax.tags | extra)
+            more = frozen.get(uf.find(base + i))
+            if more is not None and not more <= ax.tags:
+                ax = Axis(ax.tags | more)
                 changed = True
             axes.append(ax)
         if changed:
             new_axes[id(n)] = tuple(axes)
-    return _AxesRetagger(new_axes, new_redns)(expr)  # type: ignore[return-value]
+    return _AxesRetagger(new_axes, new_redns)(expr)

@@ -111,7 +111,7 @@ class WalkMapper(Mapper[None, None, P]):
                     *args, **kwargs)
             stack.append((node, True))
             stack.extend((k, False) for k in reversed(
-                get_children(node)))  # type: ignore[arg-type]
+                get_children(node)))
 
     def map_array(self, expr: GraphNode, *args: P.args, **kwargs: P.kwargs
                   ) -> None:
@@ -119,7 +119,7 @@ class WalkMapper(Mapper[None, None, P]):
         post-visit."""
         if not self.visit(expr, *args, **kwargs):
             return
-        for k in get_children(expr):  # type: ignore[arg-type]
+        for k in get_children(expr):
             self.rec(k, *args, **kwargs)
         self.post_visit(expr, *args, **kwargs)
 
@@ -362,7 +362,7 @@ class CachedWalkMapper(WalkMapper[P]):
             if mm is None:
                 self.rec(node, *args, **kwargs)  # type: ignore[arg-type]
                 continue
-            kids = get_children(node)  # type: ignore[arg-type]
+            kids = get_children(node)
             if not self._is_default_method(mm):
                 stack.append((node, _exit_override))
             else:

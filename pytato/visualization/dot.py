@@ -41,9 +41,11 @@ import shutil
 import subprocess
 import tempfile
 import warnings
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
+
+from pytools.tag import Tag
 
 from pytato.array.base import Array, GraphNode, topological_order
 from pytato.array.inputs import Placeholder
@@ -55,7 +57,7 @@ from pytato.diagnostic import (
     InvalidArgumentError,
     InvalidArgumentTypeError,
 )
-from pytato.distributed.partition import DistributedGraphPartition
+from pytato.distributed.partition import DistributedGraphPartition, PartId
 from pytato.visualization.labels import (
     describe_array,
     format_tags,
@@ -89,7 +91,7 @@ def stringify_shape(shape: Iterable[Any]) -> str:
     return format_shape(tuple(shape))
 
 
-def stringify_tags(tags: Iterable[Any]) -> str:
+def stringify_tags(tags: Iterable[object]) -> str:
     """*tags* as text: a sorted, comma-separated list of their reprs in
     braces (``{}`` for none); *None* entries are skipped."""
     return "{" + format_tags(t for t in tags if t is not None) + "}"
@@ -164,7 +166,7 @@ def _h(s: str, limit: int) -> str:
     return html.escape(s, quote=True)
 
 
-def _is_shape_path(path: tuple[Any, ...]) -> bool:
+def _is_shape_path(path: tuple[object, ...]) -> bool:
     return path[0] in _SHAPE_FIELDS or path[-1] in ("start", "stop")
 
 
@@ -185,7 +187,7 @@ class DotGraphBuilder:
         self.lines: list[str] = []
         self._counter = 0
         self._function_clusters: dict[int, dict[str, str]] = {}
-        self._keep: list[Any] = []
+        self._keep: list[object] = []
 
     def fresh_id(self, prefix: str = "n") -> str:
         self._counter += 1
@@ -194,7 +196,7 @@ class DotGraphBuilder:
     # {{{ nodes
 
     def node_label(self, node: GraphNode, kid_names: list[str],
-                   paths: list[tuple[Any, ...]] | None = None) -> str:
+                   paths: list[tuple[object, ...]] | None = None) -> str:
         """The HTML-like label of *node* (see
         :func:`~pytato.visualization.labels.node_operation` for the
         arguments)."""
@@ -206,7 +208,7 @@ class DotGraphBuilder:
             rows.append(f"<TR><TD>{_h(describe_array(node), lim)}</TD></TR>")
         op = node_operation(node, kid_names, paths)
         rows.append(f'<TR><TD ALIGN="LEFT">{_h(op, lim)}</TD></TR>')
-        tags = getattr(node, "tags", frozenset())
+        tags: frozenset[Tag] = getattr(node, "tags", frozenset())
         if tags:
             rows.append(f"<TR><TD>tags: {_h(format_tags(tags), lim)}</TD></TR>")
         for i, ax in enumerate(getattr(node, "axes", ())):
@@ -267,7 +269,7 @@ class DotGraphBuilder:
             nid = self.fresh_id()
             ids[id(node)] = nid
             self._keep.append(node)
-            kid_ids = [ids.get(id(k), "") for k in node._pt_kids]  # type: ignore
+            kid_ids = [ids.get(id(k), "") for k in node._pt_kids]
             emit = getattr(self, "emit_" + getattr(node, "_mapper_method", ""),
                            self.emit_default)
             emit(node, nid, kid_ids)
@@ -291,7 +293,7 @@ class DotGraphBuilder:
             *self.lines, "}"])
 
 
-def _outputs_of(result: Any) -> dict[str, GraphNode]:
+def _outputs_of(result: object) -> dict[str, GraphNode]:
     if isinstance(result, DictOfNamedArrays):
         return dict(result._data)
     if isinstance(result, Mapping):
@@ -303,7 +305,7 @@ def _outputs_of(result: Any) -> dict[str, GraphNode]:
         f"dict of arrays, got {type(result).__name__}")
 
 
-def get_dot_graph(result: Any, *, max_label_length: int = 160) -> str:
+def get_dot_graph(result: object, *, max_label_length: int = 160) -> str:
     """The graph of *result* (an array, a :class:`~pytato.DictOfNamedArrays`
     or a :class:`dict` of arrays) as Graphviz dot source. A
     :class:`~pytato.DistributedGraphPartition` is drawn by
@@ -445,7 +447,8 @@ class PartLike(Protocol):
     ``name_to_recv_node`` and ``name_to_send_nodes`` (objects with
     ``src_rank``/``dest_rank`` and ``comm_tag``)."""
 
-    output_names: Iterable[str]
+    @property
+    def output_names(self) -> Iterable[str]: ...
 
 
 class PartitionLike(Protocol):
@@ -454,8 +457,11 @@ class PartitionLike(Protocol):
     parts by id, and the expression of each part output by name, in terms of
     placeholders named like the values the part gets from elsewhere."""
 
-    parts: Mapping[Hashable, PartLike]
-    name_to_output: Mapping[str, Array]
+    @property
+    def parts(self) -> Mapping[PartId, PartLike]: ...
+
+    @property
+    def name_to_output(self) -> Mapping[str, Array]: ...
 
 
 def get_dot_graph_from_partition(partition: PartitionLike, *,

@@ -30,7 +30,7 @@ __all__ = ["get_fancy_placeholder_data_flow_dot",
            "show_fancy_placeholder_data_flow"]
 
 
-def _is_stored(node: Any) -> bool:
+def _is_stored(node: object) -> bool:
     return isinstance(node, Array) and any(isinstance(t, ImplStored)
                                            for t in node.tags)
 
@@ -40,7 +40,7 @@ def _q_lines(*lines: str) -> str:
     return '"' + "\\n".join(_q(line)[1:-1] for line in lines) + '"'
 
 
-def _input_label(node: InputArgumentBase) -> str:
+def _input_label(node: Array) -> str:
     if isinstance(node, (Placeholder, SizeParam)):
         name = node.name
     elif isinstance(node, DataWrapper):
@@ -50,7 +50,7 @@ def _input_label(node: InputArgumentBase) -> str:
     return _q_lines(name, describe_array(node))
 
 
-def get_fancy_placeholder_data_flow_dot(dag: Any) -> str:
+def get_fancy_placeholder_data_flow_dot(dag: object) -> str:
     """Dot source of the flow of data from the inputs of *dag* (an array, a
     :class:`~pytato.DictOfNamedArrays` or a :class:`dict` of arrays)
     through its stored intermediates to its outputs."""
@@ -58,14 +58,14 @@ def get_fancy_placeholder_data_flow_dot(dag: Any) -> str:
     out_ids = {id(a) for a in outputs.values()}
     # for each node: {interesting node id: set of operation kinds on the way}
     sources: dict[int, dict[int, frozenset[str]]] = {}
-    interesting: dict[int, Any] = {}
+    interesting: dict[int, object] = {}
     lines = []
     for node in topological_order(outputs.values()):
         if not isinstance(node, Array):
             sources[id(node)] = {}
             continue
         merged: dict[int, frozenset[str]] = {}
-        for k in node._pt_kids:  # type: ignore[attr-defined]
+        for k in node._pt_kids:
             for src, kinds in sources[id(k)].items():
                 merged[src] = merged.get(src, frozenset()) | kinds
         if not isinstance(node, InputArgumentBase):
@@ -108,7 +108,7 @@ def get_fancy_placeholder_data_flow_dot(dag: Any) -> str:
 
 
 def show_fancy_placeholder_data_flow(
-        dag: Any, *, output_to: str | os.PathLike[str] | None = None,
+        dag: object, *, output_to: str | os.PathLike[str] | None = None,
         **kwargs: Any) -> Path:
     """Render :func:`get_fancy_placeholder_data_flow_dot` of *dag* with
     :func:`~pytato.visualization.show_dot_graph` (see there for

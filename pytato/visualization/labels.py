@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import string
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import pymbolic.primitives as prim
@@ -33,7 +33,12 @@ from pytato.scalar_expr import Reduce, TypeCast
 
 if TYPE_CHECKING:
     from pytato.array.base import ShapeComponent
-    from pytato.array.lambdas import Einsum, EinsumAxisDescriptor, IndexLambda
+    from pytato.array.lambdas import (
+        Einsum,
+        EinsumAxisDescriptor,
+        EinsumReductionAxis,
+        IndexLambda,
+    )
     from pytato.array.remapping import Concatenate, IndexBase, Stack
     from pytato.scalar_expr import ScalarExpression
 
@@ -69,7 +74,7 @@ def kid_paths(node: GraphNode) -> list[Path]:
     """For each child of *node* (in the order of ``node._pt_kids``), the
     path of field names, tuple positions and mapping keys leading to it,
     e.g. ``("bindings", "_in0")`` or ``("args", 1)``."""
-    kids = node._pt_kids  # type: ignore[attr-defined]
+    kids = node._pt_kids
     out: list[Path] = []
     if dataclasses.is_dataclass(node):
         identity = getattr(node, "_identity_fields", frozenset())
@@ -99,7 +104,7 @@ def path_label(path: Path) -> str:
 
 # {{{ scalar expressions
 
-class _ScalarStringifier(StringifyMapper):  # type: ignore[misc]
+class _ScalarStringifier(StringifyMapper[[]]):
     def __init__(self, rename: Mapping[str, str] | None = None) -> None:
         super().__init__()
         self.rename = rename or {}
@@ -108,7 +113,7 @@ class _ScalarStringifier(StringifyMapper):  # type: ignore[misc]
                      ) -> str:
         if isinstance(expr, np.generic):
             expr = expr.item()
-        return super().map_constant(expr, enclosing_prec)  # type: ignore
+        return super().map_constant(expr, enclosing_prec)
 
     def map_variable(self, expr: prim.Variable, enclosing_prec: int,
                      *args: object) -> str:
@@ -140,7 +145,7 @@ def scalar_expr_to_str(expr: ScalarExpression, rename: Mapping[str, str] | None 
                        ) -> str:
     """*expr* as text (reductions as ``sum[_r0=0:4](...)``, casts as
     ``float32(...)``), with the variables in *rename* renamed."""
-    return _ScalarStringifier(rename)(expr, PREC_NONE)  # type: ignore
+    return _ScalarStringifier(rename)(expr, PREC_NONE)
 
 # }}}
 
@@ -154,7 +159,8 @@ def einsum_subscripts(expr: Einsum) -> str:
     nout = expr.ndim
 
     def letter(d: EinsumAxisDescriptor) -> str:
-        k = d.dim if isinstance(d, EinsumElementwiseAxis) else nout + d.dim
+        k = (d.dim if isinstance(d, EinsumElementwiseAxis)
+             else nout + cast("EinsumReductionAxis", d).dim)
         return letters[k] if k < len(letters) else f"<{k}>"
 
     ins = ",".join("".join(letter(d) for d in acc)

@@ -108,10 +108,9 @@ class DeviceInfo:
         work-groups' worth) are not tiled on GPUs: what staging saves there
         is negligible, and each tiled nest brings hardware inames of its
         own, which made :mod:`loopy`'s code generation superlinear in their
-        number (the 10^4-node random DAG of
+        number (as for the 10^4-node random DAG of
         ``benchmarks/bench_codegen.py``, whose 16 x 16 reductions were all
-        tiled, took 152 s of code generation with the GPU schedule on the
-        H100 machine).
+        tiled with the GPU schedule).
 
     .. attribute:: local_mem_size
 
@@ -206,7 +205,8 @@ class DeviceInfo:
         (:attr:`pytato.target.loopy.schedule.tiling_plan.TilingPlan.elements_per_item`):
         :attr:`local_mem_size` less
         :data:`ITEM_LOCAL_MEMORY_RESERVE`, at most
-        :data:`ITEM_LOCAL_MEMORY_BUDGET` (46 KiB of an H100's 48 KiB)."""
+        :data:`ITEM_LOCAL_MEMORY_BUDGET` (nearly all of the local memory
+        that NVIDIA's GPUs give a work-group)."""
         return min(ITEM_LOCAL_MEMORY_BUDGET,
                    self.local_mem_size - ITEM_LOCAL_MEMORY_RESERVE)
 
@@ -226,8 +226,8 @@ class DeviceInfo:
         inside a work-item (see
         :mod:`pytato.target.loopy.schedule.accumulators`): 4 on a CPU, where
         compilers vectorize across work-items and a single accumulator's
-        updates wait for each other (PoCL, 2 cores: the 4096 x 4096 matvec
-        2.3x, the row sums 1.8x faster), 1 on a GPU, whose many work-items
+        updates wait for each other (interleaved accumulators made PoCL's
+        matvec and row sums faster), 1 on a GPU, whose many work-items
         hide the wait."""
         return 1 if self.is_gpu else 4
 
@@ -240,10 +240,9 @@ class DeviceInfo:
         a GPU. Each block is a loop over its lanes, which a CPU compiler
         turns into one vector register, and the blocks are unrolled: so
         several vector updates are in flight, where one block's updates
-        each wait for the previous one (on PoCL, 2 cores, the 4096 x 4096
-        matvec, hand-written kernels in interleaved runs under load 3: one
-        block of 4 lanes 8.0 ms, 2, 4 and 8 blocks 4.1 to 4.7 ms, 16 lanes in
-        one loop 6.4 ms: its accumulators stayed in memory)."""
+        each wait for the previous one (on PoCL, for the matvec, several
+        blocks beat one block of 4 lanes and one loop of 16 lanes, whose
+        accumulators stayed in memory)."""
         return 1 if self.is_gpu else 4
 
     @property
@@ -264,10 +263,9 @@ class DeviceInfo:
     def reduction_num_groups(self) -> int:
         """Work-groups of the first stage of a two-stage (full)
         reduction: 2 per compute unit on a GPU, 4 on a CPU (see
-        :meth:`two_stage_groups`). On an H100 (the sum of 2**24 doubles,
-        2026-11-23), 2 groups of 1024 per unit (one full wave: 2048
-        work-items per unit) took 0.054 ms; 2, 4 or 8 groups of 256, 512
-        or 1024 per unit took 0.055 to 0.062 ms."""
+        :meth:`two_stage_groups`). On NVIDIA GPUs, 2 groups of 1024 per
+        unit (one full wave of work-items per unit) were the fastest of
+        the sizes and counts tried for the sum of a long vector."""
         return (2 if self.is_gpu else 4) * self.compute_units
 
     def two_stage_groups(self, extent: int | None) -> int:
@@ -277,9 +275,8 @@ class DeviceInfo:
         :attr:`reduction_num_groups` for which the groups' work-items
         take the same whole number of elements each, if there is one: then
         no element needs a bounds check, and the steps of each work-item
-        are unrolled (on an H100, the first stage over 2**24 doubles went
-        from 0.052 to 0.050 ms with 256 groups of 1024, 4 steps
-        unrolled)."""
+        are unrolled, which made the first stage a little faster on NVIDIA
+        GPUs."""
         default = self.reduction_num_groups
         if not self.is_gpu or extent is None:
             return default
@@ -309,9 +306,8 @@ class DeviceInfo:
         """Whether two-stage reductions run as one kernel, the last group
         to finish stage 1 computing stage 2 (``single_launch`` of
         :func:`~pytato.target.loopy.schedule.reductions.split_reduction_two_stage`):
-        on GPUs, where the second kernel's launch was 6 % of the sum of
-        2**24 doubles on an H100 (0.0527 against 0.0496 ms per call, back to
-        back; torch 0.0507 ms), unless :attr:`single_launch` is off."""
+        on GPUs, where the second kernel's launch is a visible part of the
+        time of a long sum, unless :attr:`single_launch` is off."""
         return self.is_gpu and self.single_launch
 
     @property
@@ -321,10 +317,10 @@ class DeviceInfo:
         contiguous part, so a group reads as many streams at once as it has
         work-items, where CPU OpenCL compilers run them side by side; a few
         streams per core are what caches and prefetchers follow well. On
-        PoCL (2 cores, the sum of 2**24 doubles in parts), 4, 8, 16 and 32
-        work-items took 3.6 to 4.1 ms under load, within noise of each
-        other (the earlier two-stage tree kernel, each work-item reading a
-        strided sequence: 10.5 ms with 32 work-items, 2.5 ms with 8)."""
+        PoCL, 4 to 32 work-items were within noise of each other for the
+        sum of a long vector in parts (for the earlier two-stage tree
+        kernel, each work-item reading a strided sequence, 8 work-items
+        were much faster than 32)."""
         return self._clamped(8)
 
     @property

@@ -1,6 +1,6 @@
 """Bounding :mod:`loopy`'s global memos in long-running processes, shared
 by the stages of the loopy backend (the lowering trims them at each code
-generation, :mod:`pytato.target.loopy.run.program_store` when releasing
+generation, :mod:`pytato.target.loopy.store.program_store` when releasing
 cache memory). Imports no stage.
 
 .. autodata:: LOOPY_MEMO_LIMIT
@@ -53,8 +53,9 @@ def trim_loopy_memos(limit: int | None = None) -> None:
         memo.clear()
     # pytools puts the source of each piece of generated Python code (the
     # invoker of every program) in linecache, for tracebacks, and never
-    # removes it: about 33 KB per program run. The oldest go, beyond
-    # GENERATED_SOURCE_LIMIT (their tracebacks then show no source lines).
+    # removes it, so that it grows with every program run. The oldest go,
+    # beyond GENERATED_SOURCE_LIMIT (their tracebacks then show no source
+    # lines).
     source_limit = GENERATED_SOURCE_LIMIT if limit == LOOPY_MEMO_LIMIT \
         else min(limit, GENERATED_SOURCE_LIMIT)
     generated = [name for name in linecache.cache

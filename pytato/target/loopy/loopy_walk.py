@@ -28,7 +28,7 @@ __all__ = ["CHILDREN", "UncachedLoopyWalkMapper", "expression_names",
 
 #: The common node types of the expressions of pytato's kernels that bind
 #: no name, each with a function giving its children (for walks by a
-#: stack, several times faster than a mapper's visits; what is not here
+#: stack, much faster than a mapper's visits; what is not here
 #: is left to a mapper by the walks below).
 CHILDREN: dict[type, Callable[[Any], Iterable[Any]]] = {
     prim.Variable: lambda e: (),

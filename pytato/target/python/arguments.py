@@ -36,7 +36,7 @@ def _fmt_shape(shape: tuple[object, ...]) -> str:
         ",)" if len(shape) == 1 else ")")
 
 
-def _size_param_value(name: str, value: Any) -> int:
+def _size_param_value(name: str, value: object) -> int:
     if isinstance(value, np.ndarray) and value.shape == ():
         value = value[()]
     if not is_integral_scalar(value):
@@ -50,8 +50,8 @@ def _size_param_value(name: str, value: Any) -> int:
     return value
 
 
-def _array_value(spec: ArgumentSpec, value: Any,
-                 convert: Callable[[Any], Any]) -> Any:
+def _array_value(spec: ArgumentSpec, value: object,
+                 convert: Callable[[object], object]) -> object:
     if type(value) in _PY_SCALAR_KINDS:
         kind = _PY_SCALAR_KINDS[type(value)]
         if spec.shape != ():
@@ -117,9 +117,9 @@ def _infer_size_params(specs: Mapping[str, ArgumentSpec],
 
 
 def process_arguments(specs: Mapping[str, ArgumentSpec],
-                      bound_arguments: Mapping[str, Any],
-                      kwargs: Mapping[str, Any],
-                      convert: Callable[[Any], Any] = lambda x: x,
+                      bound_arguments: Mapping[str, object],
+                      kwargs: Mapping[str, object],
+                      convert: Callable[[object], object] = lambda x: x,
                       ) -> dict[str, Any]:
     """Check *kwargs* against *specs* and return the values of all
     arguments (bound ones included) by parameter name (``var_name``).
@@ -176,8 +176,8 @@ def process_arguments(specs: Mapping[str, ArgumentSpec],
 
     for name, shape in shapes.items():
         spec = specs[name]
-        expected = tuple(int(evaluate(e, sizes)) for e in spec.shape)
-        if expected != shape:
+        expected_shape = tuple(int(evaluate(e, sizes)) for e in spec.shape)
+        if expected_shape != shape:
             params = sorted({p for e in spec.shape
                              for p in get_dependencies(e)})
             detail = ""
@@ -187,7 +187,7 @@ def process_arguments(specs: Mapping[str, ArgumentSpec],
                                          " (inferred)") for p in params)
             raise ArgumentShapeError(
                 f"argument '{name}': expected shape {_fmt_shape(spec.shape)}"
-                f" = {expected}{detail}, got {shape}")
+                f" = {expected_shape}{detail}, got {shape}")
 
     result = {}
     for name, spec in specs.items():

@@ -202,14 +202,14 @@ class PythonCallsMixin:
         rtype = expr._container.function.return_type
         if rtype == ReturnType.ARRAY:
             if not (expr.tags_of_type(Named) or expr.tags_of_type(PrefixNamed)):
-                return call_var  # type: ignore[no-any-return]
-            return self._assign(expr, call_var)  # type: ignore[no-any-return]
+                return call_var
+            return self._assign(expr, call_var)
         if rtype == ReturnType.TUPLE_OF_ARRAYS:
             key: int | str = list(
                 expr._container.function.returns).index(expr.name)
         else:
             key = expr.name
-        return self._assign(expr, f"{call_var}[{key!r}]")  # type: ignore[no-any-return]
+        return self._assign(expr, f"{call_var}[{key!r}]")
 
     def map_loopy_call(self, expr: LoopyCall) -> NoReturn:
         raise UnsupportedByTargetError(
@@ -230,7 +230,7 @@ class PythonCallsMixin:
         shape = self.shape_code(expr.matrix.shape)  # type: ignore[attr-defined]
         check = bool(expr.matrix.tags_of_type(CheckIndexBounds))
         helper = "__import__('pytato.target.python.calls', fromlist=['_'])"
-        return self._assign(  # type: ignore[no-any-return]
+        return self._assign(
             expr, f"{helper}.csr_matmul({self.np}, {vals}, {cols}, {starts}, "
                   f"{x}, {shape}, {np.dtype(expr.dtype).str!r}, {check})")
 

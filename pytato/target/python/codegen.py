@@ -159,7 +159,7 @@ def _data_children(node: GraphNode) -> tuple[GraphNode, ...]:
         if isinstance(node._container, DictOfNamedArrays):
             return (node._container[node.name],)
         return ()  # map_named_array reports the unsupported container
-    return get_children(node)  # type: ignore[arg-type]
+    return get_children(node)
 
 
 def _needed_nodes(roots: list[GraphNode]) -> set[int]:
@@ -175,7 +175,7 @@ def _needed_nodes(roots: list[GraphNode]) -> set[int]:
     return needed
 
 
-class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
+class PythonCodeGenMapper(PythonCallsMixin, CachedMapper[str, None, []]):
     """Emits Python statements computing each node; ``rec(node)`` returns
     the name of the variable holding the node's value.
 
@@ -340,7 +340,7 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
                         else self.size_code(idx.stop))
             else:
                 start = ("" if are_shape_components_equal(
-                    idx.start + 1, length)  # type: ignore[operator]
+                    idx.start + 1, length)
                          else self.size_code(idx.start))
                 stop = ("" if is_integral_scalar(idx.stop) and int(idx.stop) < 0
                         else self.size_code(idx.stop))
@@ -362,7 +362,7 @@ class PythonCodeGenMapper(PythonCallsMixin, CachedMapper):
                         f".astype({int64})")
             elif idx.dtype.itemsize < 8 and not (
                     idx.dtype == np.int32 and is_integral_scalar(length)
-                    and int(length) < 2**31):  # type: ignore[arg-type]
+                    and int(length) < 2**31):
                 code = f"({code}).astype({int64})"
             if idx.dtype.kind != "u":
                 code = f"{self.np}.where({code} < 0, {code} + ({n}), {code})"
@@ -430,11 +430,11 @@ def generate_python_code(outputs: DictOfNamedArrays, target: PythonTarget, *,
 
     specs: dict[str, ArgumentSpec] = {}
     data_names: dict[DataWrapper, str] = {}
-    bound: dict[str, Any] = {}
+    bound: dict[str, object] = {}
     ndata = 0
-    inputs = []
+    inputs: list[tuple[str, InputArgumentBase]] = []
     taken = NameGenerator(
-        set(outputs._pt_inputs) | set(outputs))  # type: ignore[attr-defined]
+        set(outputs._pt_inputs) | set(outputs))
     for node in order:
         if isinstance(node, (Placeholder, SizeParam)):
             inputs.append((node.name, node))

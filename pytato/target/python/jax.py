@@ -53,14 +53,14 @@ class JAXPythonTarget(NumpyLikePythonTarget):
     def output_code(self, var: str, dtype: np.dtype[np.generic]) -> str:
         return f"_pt_jnp.asarray({var}, dtype={dtype_code('_pt_jnp', dtype)})"
 
-    def convert_bound_argument(self, data: Any) -> Any:
+    def convert_bound_argument(self, data: object) -> Any:
         # jax is an optional dependency
         import jax.numpy as jnp
         if hasattr(data, "get") and hasattr(data, "queue"):  # pyopencl arrays
             data = data.get()
         return jnp.asarray(data)
 
-    def convert_call_argument(self, value: Any) -> Any:
+    def convert_call_argument(self, value: object) -> Any:
         if hasattr(value, "get") and hasattr(value, "queue"):
             return value.get()
         return value

@@ -80,17 +80,18 @@ class PythonTarget(Target):
         """Code turning the value in *var* into an output of *dtype*."""
         raise NotImplementedError
 
-    def convert_bound_argument(self, data: Any) -> Any:
+    def convert_bound_argument(self, data: object) -> object:
         """The value passed for the data of a
         :class:`~pytato.array.DataWrapper`."""
         return data
 
-    def convert_call_argument(self, value: Any) -> Any:
+    def convert_call_argument(self, value: object) -> object:
         """The value passed for an array argument given at call time."""
         return value
 
     def compile(self, source: str, entrypoint: str,
-                specs: Mapping[str, ArgumentSpec] | None) -> Callable[..., Any]:
+                specs: Mapping[str, ArgumentSpec] | None
+                ) -> Callable[..., object]:
         """Execute *source* and return its function *entrypoint*."""
         filename = f"<pytato generated code of {entrypoint} {id(source):x}>"
         # so that tracebacks show the generated lines
@@ -98,13 +99,13 @@ class PythonTarget(Target):
                                      source.splitlines(keepends=True), filename)
         namespace: dict[str, Any] = {}
         exec(compile(source, filename, "exec"), namespace)
-        return namespace[entrypoint]  # type: ignore[no-any-return]
+        return namespace[entrypoint]
 
-    def run(self, function: Callable[..., Any], args: Mapping[str, Any]) -> Any:
+    def run(self, function: Callable[..., object], args: Mapping[str, object]) -> Any:
         """Call the compiled *function* with *args* (by parameter name)."""
         return function(**args)
 
-    def bind_program(self, program: Any, bound_arguments: Mapping[str, Any],
+    def bind_program(self, program: object, bound_arguments: Mapping[str, object],
                      expected_arguments: frozenset[str] | None = None,
                      entrypoint: str = "_pt_kernel", *,
                      arg_specs: Mapping[str, ArgumentSpec] | None = None
@@ -184,7 +185,7 @@ class BoundPythonProgram(BoundProgram):
         """Return a copy of *self* whose source is ``f(self.program)``."""
         return self.copy(program=f(self.program))
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         """Run the program on the inputs in *kwargs*; return the array (for
         an array result) or a dict of arrays.
 
@@ -205,15 +206,15 @@ class BoundPythonProgram(BoundProgram):
                     raise BoundArgumentError(f"argument '{name}' is bound")
                 if name not in self.expected_arguments:
                     raise UnknownArgumentError(f"unknown argument '{name}'")
-            args = {**self.bound_arguments, **kwargs}
-            missing = self.expected_arguments - set(args)
+            arguments = {**self.bound_arguments, **kwargs}
+            missing = self.expected_arguments - set(arguments)
             if missing:
                 raise MissingArgumentError(
                     f"missing argument(s): {', '.join(sorted(missing))}")
         else:
-            args = process_arguments(self.arg_specs, self.bound_arguments,
-                                     kwargs, target.convert_call_argument)
-        return target.run(self._fn, args)  # type: ignore[attr-defined]
+            arguments = process_arguments(self.arg_specs, self.bound_arguments,
+                                          kwargs, target.convert_call_argument)
+        return target.run(self._fn, arguments)  # type: ignore[attr-defined]
 
     def show_code(self, colorize: bool = False) -> None:
         """Print the generated source to :data:`sys.stdout` (with syntax
@@ -277,20 +278,20 @@ class NumpyTarget(NumpyLikePythonTarget):
     def output_code(self, var: str, dtype: np.dtype[np.generic]) -> str:
         return f"_pt_np.array({var}, dtype={dtype_code('_pt_np', dtype)})"
 
-    def convert_bound_argument(self, data: Any) -> Any:
+    def convert_bound_argument(self, data: object) -> object:
         return _to_numpy(data)
 
-    def convert_call_argument(self, value: Any) -> Any:
+    def convert_call_argument(self, value: object) -> object:
         return _to_numpy(value)
 
-    def run(self, function: Callable[..., Any], args: Mapping[str, Any]) -> Any:
+    def run(self, function: Callable[..., object], args: Mapping[str, object]) -> Any:
         # as in generated OpenCL code, invalid operations (e.g. in branches
         # that np.where discards) give inf/nan without warnings
         with np.errstate(all="ignore"):
             return function(**args)
 
 
-def _to_numpy(data: Any) -> Any:
+def _to_numpy(data: object) -> Any:
     if isinstance(data, np.ndarray):
         return data
     if hasattr(data, "get") and hasattr(data, "queue"):  # pyopencl arrays
@@ -301,7 +302,7 @@ def _to_numpy(data: Any) -> Any:
 NumpyTarget.bound_program_class = BoundPythonProgram
 
 
-def normalize_outputs(result: Any) -> tuple[DictOfNamedArrays, str | None]:
+def normalize_outputs(result: object) -> tuple[DictOfNamedArrays, str | None]:
     """*result* (an array, a :class:`~pytato.DictOfNamedArrays` or a dict of
     arrays) as a :class:`~pytato.DictOfNamedArrays`, and the name of the
     single output if *result* is an array."""
@@ -320,7 +321,7 @@ def normalize_outputs(result: Any) -> tuple[DictOfNamedArrays, str | None]:
         f"of arrays, got {type(result).__name__}")
 
 
-def generate_python_program(result: Any, target: PythonTarget, *,
+def generate_python_program(result: object, target: PythonTarget, *,
                             function_name: str = "_pt_kernel",
                             show_code: bool = False,
                             colorize_show_code: bool = False,

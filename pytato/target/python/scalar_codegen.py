@@ -28,12 +28,12 @@ import keyword
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsInt, cast
 
 import numpy as np
 import pymbolic.primitives as prim
 from pymbolic.mapper import Mapper as _PMapper
-from pymbolic.mapper.distributor import DistributeMapper
+from pymbolic.typing import ArithmeticExpression
 
 from pytato.array.base import Array
 from pytato.array.inputs import SizeParam
@@ -47,8 +47,11 @@ from pytato.scalar_expr import (
     MinReductionOperation,
     ProductReductionOperation,
     Reduce,
+    ScalarExpression,
     SumReductionOperation,
+    TypeCast,
     WalkMapper,
+    distribute_arithmetic,
     get_dependencies,
     is_integral_scalar,
     substitute,
@@ -93,7 +96,7 @@ def _float_code(np_name: str, x: float) -> str:
     return repr(float(x))
 
 
-def literal_code(np_name: str, value: Any) -> tuple[str, bool]:
+def literal_code(np_name: str, value: object) -> tuple[str, bool]:
     """Code for a scalar literal, and whether it is a plain Python scalar."""
     if isinstance(value, np.generic):
         dt = value.dtype
@@ -154,15 +157,15 @@ class Value:
 
 # {{{ size expressions
 
-class SizeCodeMapper(_PMapper):
+class SizeCodeMapper(_PMapper[str, []]):
     """Renders an integer expression in size parameter names (or other
     variables, renamed by *var_code*) as Python code."""
 
     def __init__(self, var_code: Callable[[str], str]) -> None:
         self.var_code = var_code
 
-    def map_constant(self, expr: Any) -> str:
-        return repr(int(expr))
+    def map_constant(self, expr: object) -> str:
+        return repr(int(cast("SupportsInt", expr)))  # (sizes are integers)
 
     def map_variable(self, expr: prim.Variable) -> str:
         return self.var_code(expr.name)
@@ -196,7 +199,7 @@ class SizeCodeMapper(_PMapper):
         return f"({self.rec(expr.numerator)} // {self.rec(expr.denominator)})"
 
 
-def _negated_size(e: Any) -> Any | None:
+def _negated_size(e: object) -> ArithmeticExpression | None:
     """If *e* is a negative integer or ``-1 * x``, return its negation."""
     if is_integral_scalar(e) and int(e) < 0:
         return -int(e)
@@ -216,7 +219,8 @@ def size_exprs_equal(a: Any, b: Any) -> bool:
     if is_integral_scalar(a) and is_integral_scalar(b):
         return int(a) == int(b)
     try:
-        diff = DistributeMapper()(DistributeMapper()(a) - DistributeMapper()(b))
+        diff = distribute_arithmetic(
+            distribute_arithmetic(a) - distribute_arithmetic(b))
     except Exception:
         return False
     return is_integral_scalar(diff) and int(diff) == 0
@@ -224,11 +228,11 @@ def size_exprs_equal(a: Any, b: Any) -> bool:
 # }}}
 
 
-class _ReductionCollector(WalkMapper):
+class _ReductionCollector(WalkMapper[[]]):
     def __init__(self) -> None:
         self.reductions: list[Reduce] = []
 
-    def map_reduce(self, expr: Reduce, *args: Any, **kwargs: Any) -> None:
+    def map_reduce(self, expr: Reduce, *args: object, **kwargs: object) -> None:
         self.reductions.append(expr)
         super().map_reduce(expr, *args, **kwargs)
 
@@ -241,7 +245,7 @@ class _GridAxis:
     start_is_zero: bool = True
 
 
-class LambdaCodeGenerator(_PMapper):
+class LambdaCodeGenerator(_PMapper[Value, []]):
     """Translates the expression of one :class:`~pytato.array.IndexLambda`.
 
     :arg np_name: the name of the array module in generated code.
@@ -290,7 +294,7 @@ class LambdaCodeGenerator(_PMapper):
                 self.iname_to_axis[iname] = len(self.axes)
                 lo_e, hi_e = self._bound_expr(lo), self._bound_expr(hi)
                 if lo_e is not None and hi_e is not None:
-                    length = DistributeMapper()(hi_e - lo_e)
+                    length = distribute_arithmetic(hi_e - lo_e)
                     self.axes.append(_GridAxis(
                         self.size_code(length), length, self.size_code(lo_e),
                         is_integral_scalar(lo_e) and int(lo_e) == 0))
@@ -306,12 +310,14 @@ class LambdaCodeGenerator(_PMapper):
 
     # {{{ helpers
 
-    def _bound_expr(self, e: Any) -> Any:
+    def _bound_expr(self, e: ScalarExpression) -> ArithmeticExpression | None:
         """*e* (a reduction bound) in size parameter names, or None."""
         deps = get_dependencies(e)
         if not deps <= set(self._binding_size_exprs):
             return None
-        return substitute(e, {n: self._binding_size_exprs[n] for n in deps})
+        # (bounds are arithmetic)
+        return cast("ArithmeticExpression", substitute(
+            e, {n: self._binding_size_exprs[n] for n in deps}))
 
     def grid_shape(self, full_axes: frozenset[int], ndim: int | None = None
                    ) -> str:
@@ -339,7 +345,7 @@ class LambdaCodeGenerator(_PMapper):
         self._index_vars[iaxis] = name
         return name
 
-    def _grid_axis_of(self, e: Any) -> int | None:
+    def _grid_axis_of(self, e: object) -> int | None:
         if not isinstance(e, prim.Variable):
             return None
         name = e.name
@@ -390,7 +396,7 @@ class LambdaCodeGenerator(_PMapper):
 
     # {{{ leaves
 
-    def map_constant(self, expr: Any) -> Value:
+    def map_constant(self, expr: object) -> Value:
         code, is_py = literal_code(self.np, expr)
         return Value(code, frozenset(), is_py, atomic=not code.startswith("-"))
 
@@ -492,7 +498,7 @@ class LambdaCodeGenerator(_PMapper):
                      ndim=max(v.ndim for v in values))
 
     @staticmethod
-    def _negated(e: Any) -> Any | None:
+    def _negated(e: object) -> ArithmeticExpression | None:
         """If *e* is ``-1 * x``, return x."""
         if isinstance(e, prim.Product) and len(e.children) >= 2:
             c = e.children[0]
@@ -555,7 +561,7 @@ class LambdaCodeGenerator(_PMapper):
         return self._call("right_shift", [self.rec(expr.shiftee),
                                           self.rec(expr.shift)])
 
-    def _fold(self, func: str, children: tuple[Any, ...]) -> Value:
+    def _fold(self, func: str, children: tuple[ScalarExpression, ...]) -> Value:
         vals = [self.rec(c) for c in children]
         acc = vals[0]
         for v in vals[1:]:
@@ -607,7 +613,7 @@ class LambdaCodeGenerator(_PMapper):
                      frozenset().union(*(a.axes for a in args)),
                      ndim=max((a.ndim for a in args), default=0))
 
-    def map_type_cast(self, expr: Any) -> Value:
+    def map_type_cast(self, expr: TypeCast) -> Value:
         dt = dtype_code(self.np, np.dtype(expr.dtype))
         inner = expr.inner_expr
         if isinstance(inner, (int, float, complex, bool, np.generic)):

@@ -26,8 +26,11 @@ function definition.
 * :mod:`~pytato.target.loopy.lower.index_checks`: the graph rewrite behind
   ``check_indices=True``.
 
-The stage imports neither :mod:`pytato.target.loopy.schedule` nor
-:mod:`pytato.target.loopy.run`; it shares
-:mod:`pytato.target.loopy.loopy_walk` and
+* :mod:`~pytato.target.loopy.lower.numpy_arith`: the parts of scalar
+  expressions with numpy's semantics that C lacks (integer division,
+  powers, complex quotients).
+
+The stage imports no other stage (see :mod:`pytato.target.loopy`); it
+shares :mod:`pytato.target.loopy.loopy_walk` and
 :mod:`pytato.target.loopy.loopy_memos` with them.
 """

@@ -5,8 +5,8 @@
 strings, arguments and temporaries to be guessed, inames to be found from
 expressions, dependencies given as patterns, common subexpressions to
 expand. It runs a pass over all instructions for each of these (about
-fifteen), which took a third of :func:`~pytato.target.loopy.generate_loopy`
-for a graph of 10^4 nodes (2.4 s). The lowering in
+fifteen), which took a large part of
+:func:`~pytato.target.loopy.generate_loopy` for large graphs. The lowering in
 :mod:`pytato.target.loopy.lower.graph` gives all of it explicitly: instruction
 objects with their loops and dependencies, every argument and temporary
 with its shape and type, every instruction with its dependencies on the

@@ -13,6 +13,32 @@ the checks of the arguments, transfers from the host and the reading of
 results to the host run outside it, and calls of different executors
 (programs, contexts) never wait for each other.
 
+.. rubric:: Calls from several threads
+
+A program (:class:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram`)
+or an executable
+(:class:`~pytato.target.loopy.run.programs.BoundPyOpenCLExecutable`) may be
+called from any number of threads at once, on one queue shared by them or on
+queues of their own, with the results of calls made one after the other. Its
+kernels are shared by its calls, so each call sets their arguments and
+enqueues them holding the lock of the program's executor (one per context,
+see :mod:`pytato.target.loopy.run.call_locks`); what a call keeps for the
+next one (the global temporaries kept on an in-order queue, the events of
+the inputs) is taken and kept under that lock too. The lock is held for no
+more than that: the argument checks, transfers of numpy inputs and results,
+and the device's work are not serialized, and the fast path of
+single-threaded calls costs the same (one uncontended lock). The first call
+on a context (or, for a deferred schedule, a device) schedules and builds
+the program once: threads calling at once wait for the first. Calls that go
+through :mod:`loopy`'s invoker (the first call and calls that the fast path
+does not handle) run whole under the executor's lock. The statistics of
+calls on queues with profiling enabled count every call's kernels, and may
+be read while other threads call the program.
+
+A :class:`~pytato.target.loopy.run.launcher.ProgramLauncher`
+(:meth:`BoundPyOpenCLProgram.launcher`) has kernels of its own with its
+arguments set: make one launcher per thread rather than sharing one.
+
 .. autofunction:: executor_lock
 """
 

@@ -13,8 +13,70 @@ a transformation leaves as they were are split again afterwards
 reductions, flat output indices) need each store's and each reduction's
 domain on its own, so that a transformation that only tags the kernel or
 its inames (as arraycontext's compiled functions do) gets the schedule of
-the untransformed program. See "Scheduling for the
-device that runs the program" in :mod:`pytato.target.loopy.run.programs`.
+the untransformed program.
+
+.. rubric:: Scheduling for the device that runs the program
+
+The default schedule (:mod:`pytato.target.loopy.schedule.default`) maps the
+loops of a kernel onto work-groups and work-items with sizes and strategies
+that depend on the device (a GPU gets groups of 256 and parallel reductions
+where a CPU gets groups of 32 and interleaved accumulators). When
+:func:`~pytato.generate_loopy` is given the device (``cl_device=``, or a
+target with a device), it schedules for it right away. Otherwise (the usual
+``prog = pt.generate_loopy(y)``) the
+:class:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram` keeps the
+lowered, unscheduled translation unit as
+:attr:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram.program`
+(:attr:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram.schedule_per_device`
+is true) and
+
+* schedules it at its first call on a queue for ``queue.device``, and
+  keeps the scheduled unit and its executor per device (one schedule per
+  :class:`~pytato.target.loopy.device.DeviceInfo`, one executor per
+  context; in a context of devices of different kinds, one per device),
+  so that later calls cost what they cost before: repeated calls (see
+  :mod:`~pytato.target.loopy.run.fast_call`) check nothing more (but in a
+  context of devices of different kinds, whose calls are all checked, to
+  find the device's executor).
+  The kernels are those of ``generate_loopy(y, cl_device=queue.device)``;
+* in
+  :meth:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram.bind_to_context`,
+  schedules it for the context's first device; the
+  :class:`~pytato.target.loopy.run.programs.BoundPyOpenCLExecutable` keeps
+  the lowered unit
+  (:attr:`~pytato.target.loopy.run.programs.BoundPyOpenCLExecutable.lowered_program`);
+* lets the user's :mod:`loopy` transformations work on the lowered unit:
+  :meth:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram.with_transformed_program`
+  and
+  :meth:`~pytato.target.loopy.run.programs.BoundPyOpenCLExecutable.with_transformed_translation_unit`
+  apply the transformation to it first, then the default schedule maps only
+  the loop nests the transformation left unmapped (see "Kernels the user
+  mapped" in :mod:`pytato.target.loopy.schedule.default`: a fully
+  hand-mapped kernel runs as the user wrote it). The lowered unit's loops
+  are named as documented in :func:`~pytato.generate_loopy`
+  (``_pt_out_dim0``, ...);
+* shows the code for a device:
+  :meth:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram.get_code`,
+  :meth:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram.show_code`
+  and
+  :meth:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram.program_for`
+  take a :class:`pyopencl.Device` (by default the device of the last call,
+  else the conservative schedule of an unknown device).
+
+In the persistent program store
+(:mod:`pytato.target.loopy.store.program_store`) the lowered unit has a key
+without a device
+(:attr:`~pytato.target.loopy.run.programs.BoundPyOpenCLProgram.store_key`),
+and the unit scheduled for each device, with its compiled code, a key naming
+the device (:func:`~pytato.target.loopy.store.program_store.scheduled_key`).
+
+For example, with an arraycontext-style transformation::
+
+    prog = pt.generate_loopy(y)      # not scheduled yet
+    prog = prog.with_transformed_program(lambda t: lp.split_iname(
+        t, "_pt_out_dim0", 128, outer_tag="g.0", inner_tag="l.0"))
+    _, (out,) = prog(queue, x=x)     # scheduled for queue.device here
+    prog.show_code(queue.device)
 """
 
 from __future__ import annotations
@@ -23,17 +85,17 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-import pytato.target.loopy.run.program_store as program_store
-from pytato.codegen import FewerCollections, PhaseTimer
+import pytato.target.loopy.store.program_store as program_store
 from pytato.lazy_imports import lazy_module
+from pytato.target.loopy.build.split_build import prestart_merged_workers
 from pytato.target.loopy.device import DeviceInfo
-from pytato.target.loopy.run.split_build import prestart_merged_workers
 from pytato.target.loopy.run.stored_unit import (
     StoredUnit,
     loaded,
     save_unit,
     stored_unit,
 )
+from pytato.timing import FewerCollections, PhaseTimer
 
 
 if TYPE_CHECKING:
@@ -214,7 +276,7 @@ def _schedule_for(lowered: lp.TranslationUnit | StoredUnit,
     from the store where it is there. *to_run*: the unit is for an
     executor (not only to show its code), which may start a worker
     process of merged sub-units while the unit is scheduled
-    (:func:`~pytato.target.loopy.run.split_build.prestart_merged_workers`).
+    (:func:`~pytato.target.loopy.build.split_build.prestart_merged_workers`).
     A unit from the store may be a
     :class:`~pytato.target.loopy.run.stored_unit.StoredUnit` (see
     :func:`~pytato.target.loopy.run.stored_unit.loaded`)."""

@@ -25,7 +25,6 @@ import pyopencl as cl
 import pyopencl.array as cla
 from pyopencl.tools import DeferredAllocator
 
-from pytato.codegen import PhaseTimer
 from pytato.diagnostic import UnsupportedByTargetError
 from pytato.target.loopy.run.call_locks import executor_lock
 from pytato.target.loopy.run.fast_call import _FAST_CALLS, _fast_call
@@ -39,6 +38,7 @@ from pytato.target.loopy.run.launcher import (
     supports_instrumented_run,
     zeroed_temporaries,
 )
+from pytato.timing import PhaseTimer
 
 
 if TYPE_CHECKING:

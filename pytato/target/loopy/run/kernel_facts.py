@@ -1,7 +1,7 @@
 """What running a scheduled kernel needs of it, as plain data.
 
 The executor of the split path
-(:class:`~pytato.target.loopy.run.split_build.SplitExecutor`) and its
+(:class:`~pytato.target.loopy.run.split_executor.SplitExecutor`) and its
 launch plan read a kernel's arguments, temporaries and options, not its
 instructions. :func:`kernel_facts` takes those from a
 :class:`loopy.LoopKernel` as :class:`KernelFacts`: numpy types, pymbolic
@@ -205,7 +205,7 @@ def kernel_facts(t_unit: lp.TranslationUnit, entrypoint: str
     from loopy.kernel import KernelState
     from loopy.kernel.array import get_strides
 
-    from pytato.target.loopy.run.preprocessing import _single_kernel
+    from pytato.target.loopy.build.preprocessing import _single_kernel
 
     knl = t_unit[entrypoint]
     options = OptionFacts(**{

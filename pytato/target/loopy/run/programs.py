@@ -5,56 +5,6 @@
 .. autoclass:: BoundPyOpenCLProgram
 .. autoclass:: BoundPyOpenCLExecutable
 
-.. rubric:: Scheduling for the device that runs the program
-
-The default schedule (:mod:`pytato.target.loopy.schedule.default`) maps the loops
-of a kernel onto work-groups and work-items with sizes and strategies that
-depend on the device (a GPU gets groups of 256 and parallel reductions
-where a CPU gets groups of 32 and interleaved accumulators). When
-:func:`~pytato.generate_loopy` is given the device (``cl_device=``, or a
-target with a device), it schedules for it right away. Otherwise (the usual
-``prog = pt.generate_loopy(y)``) the :class:`BoundPyOpenCLProgram` keeps
-the lowered, unscheduled translation unit as :attr:`~BoundPyOpenCLProgram.program`
-(:attr:`~BoundPyOpenCLProgram.schedule_per_device` is true) and
-
-* schedules it at its first call on a queue for ``queue.device``, and
-  keeps the scheduled unit and its executor per device (one schedule per
-  :class:`~pytato.target.loopy.device.DeviceInfo`, one executor per
-  context; in a context of devices of different kinds, one per device),
-  so that later calls cost what they cost before: the repeated calls
-  below check nothing more (but in a context of devices of different
-  kinds, whose calls are all checked, to find the device's executor).
-  The kernels are those of ``generate_loopy(y, cl_device=queue.device)``;
-* in :meth:`~BoundPyOpenCLProgram.bind_to_context`, schedules it for the
-  context's first device; the :class:`BoundPyOpenCLExecutable` keeps the
-  lowered unit (:attr:`~BoundPyOpenCLExecutable.lowered_program`);
-* lets the user's :mod:`loopy` transformations work on the lowered unit:
-  :meth:`~BoundPyOpenCLProgram.with_transformed_program` and
-  :meth:`~BoundPyOpenCLExecutable.with_transformed_translation_unit` apply
-  the transformation to it first, then the default schedule maps only the
-  loop nests the transformation left unmapped (see "Kernels the user
-  mapped" in :mod:`pytato.target.loopy.schedule.default`: a fully hand-mapped
-  kernel runs as the user wrote it). The lowered unit's loops are named
-  as documented in :func:`~pytato.generate_loopy` (``_pt_out_dim0``, ...);
-* shows the code for a device: :meth:`~BoundPyOpenCLProgram.get_code`,
-  :meth:`~BoundPyOpenCLProgram.show_code` and
-  :meth:`~BoundPyOpenCLProgram.program_for` take a
-  :class:`pyopencl.Device` (by default the device of the last call, else
-  the conservative schedule of an unknown device).
-
-In the persistent program store (:mod:`pytato.target.loopy.run.program_store`)
-the lowered unit has a key without a device (:attr:`~BoundPyOpenCLProgram.store_key`),
-and the unit scheduled for each device, with its compiled code, a key
-naming the device (:func:`~pytato.target.loopy.run.program_store.scheduled_key`).
-
-For example, with an arraycontext-style transformation::
-
-    prog = pt.generate_loopy(y)      # not scheduled yet
-    prog = prog.with_transformed_program(lambda t: lp.split_iname(
-        t, "_pt_out_dim0", 128, outer_tag="g.0", inner_tag="l.0"))
-    _, (out,) = prog(queue, x=x)     # scheduled for queue.device here
-    prog.show_code(queue.device)
-
 .. rubric:: Memory of outputs and temporaries
 
 Called without an *allocator*, programs, executables and launchers allocate
@@ -65,51 +15,12 @@ their outputs, global temporaries and transferred inputs from a
 the pools off; both can be imported from here too): see "Memory of outputs
 and temporaries" in :mod:`pytato.target.loopy.run.queues`.
 
-.. rubric:: Repeated calls
-
-Each call checks its arguments (see :mod:`pytato.target.loopy.run.arguments`)
-unless they repeat those of one of the last few calls that passed the
-checks on the same context: the same names, the same types (exactly
-:class:`numpy.ndarray` or :class:`pyopencl.array.Array`), shapes, dtypes
-and strides of the arrays, and the same Python :class:`int`\\ s as size
-parameters. Such a call passes the same checks, with the same size
-parameters, and runs straight through the cached launch plan of the
-program (prebuilt kernels, precomputed sizes); a device array that is not
-of the call's queue is looked at once more (of another context, the
-checked call refuses it: see
-:meth:`~pytato.target.loopy.run.arguments.ArgumentSpec.check_device`).
-Any other call is checked, so a wrong argument raises the same error
-after as before; calls on queues with profiling enabled, or with kernel
-tracing or profiling switched on in the environment, are checked and run
-as before as well.
-Such calls wait for the events of their input arrays (as loopy's invoker
-does), but for those that had completed by the previous call with the
-same input events (kept until the next call).
-
-.. rubric:: Calls from several threads
-
-A program (:class:`BoundPyOpenCLProgram`) or an executable
-(:class:`BoundPyOpenCLExecutable`) may be called from any number of
-threads at once, on one queue shared by them or on queues of their own,
-with the results of calls made one after the other. Its kernels are
-shared by its calls, so each call sets their arguments and enqueues them
-holding the lock of the program's executor (one per context, see
-:mod:`pytato.target.loopy.run.call_locks`); what a call keeps for the next
-one (the global temporaries kept on an in-order queue, the events of the
-inputs) is taken and kept under that lock too. The lock is held for no
-more than that: the argument checks, transfers of numpy inputs and
-results, and the device's work are not serialized, and the fast path of
-single-threaded calls costs the same (one uncontended lock). The first
-call on a context (or, for a deferred schedule, a device) schedules and
-builds the program once: threads calling at once wait for the first.
-Calls that go through :mod:`loopy`'s invoker (the first call and calls
-that the fast path does not handle) run whole under the executor's lock.
-The statistics of calls on queues with profiling enabled count every
-call's kernels, and may be read while other threads call the program.
-
-A :class:`~pytato.target.loopy.run.launcher.ProgramLauncher`
-(:meth:`BoundPyOpenCLProgram.launcher`) has kernels of its own with its
-arguments set: make one launcher per thread rather than sharing one.
+How a program generated without a device is scheduled for the device
+of its first call, how repeated calls skip the argument checks and how
+programs are called from several threads is told in
+:mod:`~pytato.target.loopy.run.deferred_schedule`,
+:mod:`~pytato.target.loopy.run.fast_call` and
+:mod:`~pytato.target.loopy.run.call_locks`.
 """
 
 from __future__ import annotations
@@ -117,7 +28,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import threading
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -125,10 +36,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyopencl as cl
 
-from pytato.codegen import FewerCollections
-from pytato.launchers import LauncherStatistics
 from pytato.lazy_imports import lazy_module
 from pytato.target import BoundProgram, Target
+from pytato.target.loopy.build.target_parameters import (
+    loopy_target_key,
+    loopy_target_parameters,
+    out_of_line_math_enabled,
+)
 from pytato.target.loopy.device import DeviceInfo
 from pytato.target.loopy.run.arguments import ArgumentSpec
 from pytato.target.loopy.run.deferred_schedule import (
@@ -142,13 +56,15 @@ from pytato.target.loopy.run.dispatch import (
     _to_host,
     _without_offset,
 )
+from pytato.target.loopy.run.executors import (
+    _make_executor,
+)
 from pytato.target.loopy.run.fast_call import (
     _RepeatedCalls,
 )
-from pytato.target.loopy.run.kernel_facts import kernel_facts
-from pytato.target.loopy.run.launcher import (
-    ProgramLauncher,
-    make_program_launcher,
+from pytato.target.loopy.run.launched import (
+    _all_on_host,
+    _LaunchedAndProfiled,
 )
 from pytato.target.loopy.run.pickling import (
     executable_not_picklable,
@@ -162,26 +78,12 @@ from pytato.target.loopy.run.queues import (
     default_allocator,
     set_default_memory_pool,
 )
-from pytato.target.loopy.run.split import split_enabled
-from pytato.target.loopy.run.split_build import (
+from pytato.target.loopy.run.split_executor import (
     SplitExecutor,
-    discard_prestarted_workers,
-    make_split_executor,
-    merged_split_groups,
-)
-from pytato.target.loopy.run.statistics import (
-    clear_executors_statistics,
-    executors_statistics,
 )
 from pytato.target.loopy.run.stored_unit import (
     LazyUnitField,
     StoredUnit,
-    loaded,
-)
-from pytato.target.loopy.run.target_parameters import (
-    loopy_target_key,
-    loopy_target_parameters,
-    out_of_line_math_enabled,
 )
 
 
@@ -198,53 +100,6 @@ __all__ = [
 ]
 
 
-
-def _make_executor(t_unit: lp.TranslationUnit | StoredUnit,
-                   context: cl.Context, *, store_key: str | None = None
-                   ) -> Any:
-    """:func:`~pytato.target.loopy.run.executor.make_executor`, or the
-    executor of the split path
-    (:func:`~pytato.target.loopy.run.split_build.make_split_executor`)
-    where :func:`~pytato.target.loopy.run.split.split_enabled` and the
-    kernel can be split. A
-    :class:`~pytato.target.loopy.run.stored_unit.StoredUnit` with its
-    :class:`~pytato.target.loopy.run.stored_unit.RunFacts` is unpickled
-    only where the split executor needs it (see
-    :mod:`~pytato.target.loopy.run.stored_unit`)."""
-    run = t_unit.run if type(t_unit) is StoredUnit else None
-    if run is not None:
-        pyopencl_target = run.kernel.pyopencl_target
-        ninstructions = run.kernel.ninstructions
-    else:
-        unit = loaded(t_unit)
-        pyopencl_target = (len(unit.entrypoints) == 1
-                           and isinstance(unit.target, lp.PyOpenCLTarget))
-        ninstructions = (len(unit.default_entrypoint.instructions)
-                         if pyopencl_target else 0)
-    if pyopencl_target:
-        groups = None
-        if split_enabled(context.devices) or (
-                groups := merged_split_groups(context.devices,
-                                              ninstructions)):
-            if run is not None:
-                facts, full_unit = run.kernel, t_unit.load
-            else:
-                facts = kernel_facts(unit, unit.default_entrypoint.name)
-
-                def full_unit() -> lp.TranslationUnit:
-                    return unit
-            with FewerCollections():  # (the split of a large kernel)
-                executor = make_split_executor(
-                    facts, context, store_key=store_key, groups=groups,
-                    full_unit=full_unit)
-            if executor is not None:
-                return executor
-    # (a worker process started ahead for merged sub-units is not needed)
-    discard_prestarted_workers()
-    # (loopy's executor: imported here, not by a process that runs
-    # programs from the store on the split path)
-    from pytato.target.loopy.run.executor import make_executor
-    return make_executor(loaded(t_unit), context, store_key=store_key)
 
 
 class LoopyTarget(Target):
@@ -289,17 +144,17 @@ class LoopyPyOpenCLTarget(LoopyTarget):
         return loopy_target_parameters(gpu, out_of_line_math_enabled())
 
     def get_loopy_target(self) -> lp.PyOpenCLTarget:
-        """A :class:`~pytato.target.loopy.run.cl_target.PytatoPyOpenCLTarget`:
+        """A :class:`~pytato.target.loopy.build.cl_target.PytatoPyOpenCLTarget`:
         :class:`loopy.PyOpenCLTarget` whose kernels of many arguments
         declare their pointers without ``restrict`` (faster to compile;
         with a higher limit for a GPU :attr:`device`)."""
         # (loopy's target class: imported where a unit is generated)
-        from pytato.target.loopy.run.cl_target import PytatoPyOpenCLTarget
+        from pytato.target.loopy.build.cl_target import PytatoPyOpenCLTarget
         return PytatoPyOpenCLTarget(**self._loopy_target_parameters())
 
     def loopy_target_key(self) -> tuple[Any, ...]:
         """What the program store's keys name :meth:`get_loopy_target` by
-        (see :func:`~pytato.target.loopy.run.target_parameters.loopy_target_key`;
+        (see :func:`~pytato.target.loopy.build.target_parameters.loopy_target_key`;
         computed without :mod:`loopy`)."""
         return loopy_target_key(self._loopy_target_parameters())
 
@@ -341,52 +196,6 @@ def _loopy_target_for(target: Target, info: DeviceInfo
     return device_target
 
 
-def _all_on_host(bound_arguments: Mapping[str, Any]) -> bool:
-    return all(isinstance(v, np.ndarray) for v in bound_arguments.values())
-
-
-class _LaunchedAndProfiled:
-    """The launcher and the profiling statistics of a program or an
-    executable, from the executors it runs (:meth:`_executors`) and, on a
-    queue, the executor and the bound data on the device
-    (:meth:`_launched_executor`, :meth:`_launched_bound`)."""
-
-    _arg_spec: ArgumentSpec
-
-    def _launched_executor(self, queue: cl.CommandQueue) -> PyOpenCLExecutor:
-        raise NotImplementedError
-
-    def _launched_bound(self, queue: cl.CommandQueue) -> Mapping[str, Any]:
-        raise NotImplementedError
-
-    def _executors(self) -> list[PyOpenCLExecutor]:
-        raise NotImplementedError
-
-    def launcher(self, queue: cl.CommandQueue, *,
-                 per_call: Collection[str] = (), name: str | None = None,
-                 allocator: Any = None, **inputs: Any) -> ProgramLauncher:
-        """A :class:`~pytato.target.loopy.run.launcher.ProgramLauncher` of the
-        kernels on *queue* (for an executable, a queue of its
-        :attr:`~BoundPyOpenCLExecutable.cl_context`), with all arguments set
-        once (see :func:`pytato.target.loopy.run.launcher.make_program_launcher`;
-        *allocator* as for :meth:`BoundPyOpenCLProgram.__call__`)."""
-        return make_program_launcher(
-            self._launched_executor(queue), queue, self._arg_spec,
-            self._launched_bound(queue), inputs, per_call=per_call, name=name,
-            allocator=_allocator_for(queue, allocator))
-
-    @property
-    def statistics(self) -> LauncherStatistics:
-        """Per-kernel execution time statistics of the calls on queues with
-        profiling enabled (a
-        :class:`~pytato.launchers.launchers.LauncherStatistics`; finished
-        events are consumed)."""
-        return executors_statistics(self._executors())
-
-    def clear_statistics(self) -> None:
-        """Forget the profiling statistics and events."""
-        clear_executors_statistics(self._executors())
-
 
 @dataclass(frozen=True, repr=False)
 class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
@@ -405,7 +214,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
 
         Whether :attr:`program` is scheduled for each device at the first
         call there (see "Scheduling for the device that runs the program"
-        in :mod:`pytato.target.loopy.run.programs`).
+        in :mod:`pytato.target.loopy.run.deferred_schedule`).
 
     .. automethod:: __call__
     .. automethod:: copy
@@ -427,7 +236,7 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
     _processed_bound_args_cache: dict[cl.Context, Mapping[str, Any]] = field(
         default_factory=dict, compare=False, repr=False)
     #: The key of :attr:`program` in the persistent program store
-    #: (:mod:`pytato.target.loopy.run.program_store`), under which the first
+    #: (:mod:`pytato.target.loopy.store.program_store`), under which the first
     #: call finds or saves the compiled program; None for programs not
     #: generated by :func:`~pytato.generate_loopy` as they are (e.g.
     #: transformed ones).
@@ -667,7 +476,8 @@ class BoundPyOpenCLProgram(_LaunchedAndProfiled, BoundProgram):
             (when the program's options set ``return_dict``).
 
         Calls that repeat the arguments of an earlier call skip their
-        checks (see "Repeated calls" above).
+        checks (see "Repeated calls" in
+        :mod:`pytato.target.loopy.run.fast_call`).
         """
         repeated = self._recent_repeated_calls
         if repeated is not None:
@@ -904,7 +714,7 @@ class BoundPyOpenCLExecutable(_LaunchedAndProfiled, BoundProgram):
 
         Calls that repeat the arguments of an earlier call skip their
         checks (see "Repeated calls" in
-        :mod:`pytato.target.loopy.run.programs`)."""
+        :mod:`pytato.target.loopy.run.fast_call`)."""
         result = self._repeated_call(  # type: ignore[attr-defined]
             queue, allocator, wait_for, None, kwargs)
         if result is not None:

@@ -20,6 +20,19 @@ kernel on one queue still writes to a kernel on another; pyopencl's
 Out-of-order queues get no pool. As with any pool, an array used on another
 queue must be synchronized with before it is dropped.
 
+The pool creates its buffers as :class:`pyopencl.tools.DeferredAllocator`
+does (the device memory is taken at the buffer's first use), not through
+an :class:`~pyopencl.tools.ImmediateAllocator`, which enqueues a migration
+of each new buffer on the queue: NVIDIA's OpenCL driver crashed (a
+segmentation fault in a driver thread, or a hang) when that migration was
+enqueued on a queue on which another thread was in a blocking transfer,
+which a program called from several threads on one queue does (so did
+pyopencl alone, with a ``MemoryPool(ImmediateAllocator(queue))`` shared
+by threads). So a device out of memory is reported when a kernel is
+enqueued (:class:`pyopencl.MemoryError`) rather than when the pool
+allocates; ``default_allocator(queue).free_held()`` releases the memory
+the pool holds.
+
 To opt out, pass ``allocator=False`` to a call (fresh buffers, as
 ``allocator=None`` gave before pools were the default), or switch the pools
 off for all calls with :func:`set_default_memory_pool`. Any other
@@ -34,9 +47,9 @@ that call runs after the kernels of this one. They go back to the pool
 when a call on another queue, with other sizes or with another allocator
 takes their place, or with the executor. With any other allocator, and
 on out-of-order queues, each call allocates its temporaries and releases
-them once its kernels are enqueued. (A program, or an executable, must
-not be called from several threads at once: the calls share the prebuilt
-kernels of the program and their arguments.)
+them once its kernels are enqueued. (Programs and executables may be called
+from several threads at once, on one queue or on several: see
+:mod:`pytato.target.loopy.run.call_locks`.)
 
 .. autofunction:: default_allocator
 .. autofunction:: set_default_memory_pool
@@ -44,10 +57,12 @@ kernels of the program and their arguments.)
 
 from __future__ import annotations
 
+import threading
+import warnings
 from typing import Any
 
 import pyopencl as cl
-from pyopencl.tools import ImmediateAllocator, MemoryPool
+from pyopencl.tools import DeferredAllocator, MemoryPool
 
 from pytato.diagnostic import InvalidArgumentTypeError
 from pytato.launchers import has_profiling, is_out_of_order
@@ -108,6 +123,8 @@ _POOL_ATTR = "_pytato_default_memory_pool"
 # read by the fast calls as ``queues._USE_DEFAULT_POOL`` (see
 # set_default_memory_pool)
 _USE_DEFAULT_POOL = True
+# one pool per queue, also when threads ask for it at once
+_POOL_CREATION_LOCK = threading.Lock()
 
 
 def set_default_memory_pool(enabled: bool) -> bool:
@@ -127,7 +144,8 @@ def set_default_memory_pool(enabled: bool) -> bool:
 def default_allocator(queue: cl.CommandQueue) -> MemoryPool | None:
     """The :class:`pyopencl.tools.MemoryPool` that programs use on *queue*
     when called without an *allocator* (created on first use, over a
-    :class:`pyopencl.tools.ImmediateAllocator` of *queue*, and kept as long
+    :class:`pyopencl.tools.DeferredAllocator` of its context (see the
+    module's docstring for why not an immediate one), and kept as long
     as the *queue* object), or *None* for out-of-order queues (and queue
     objects that cannot hold it). Its ``held_blocks``, ``active_blocks``
     and ``free_held()`` inspect and release the pooled memory. Ignores
@@ -136,16 +154,24 @@ def default_allocator(queue: cl.CommandQueue) -> MemoryPool | None:
         return getattr(queue, _POOL_ATTR)  # type: ignore[no-any-return]
     except AttributeError:
         pass
-    try:
-        setattr(queue, _POOL_ATTR, None)
-    except (AttributeError, TypeError):
-        return None
-    pool = None
-    if not (queue.properties
-            & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE):
-        pool = MemoryPool(ImmediateAllocator(queue))
-    setattr(queue, _POOL_ATTR, pool)
-    return pool
+    with _POOL_CREATION_LOCK:
+        try:
+            return getattr(queue, _POOL_ATTR)  # type: ignore[no-any-return]
+        except AttributeError:
+            pass
+        pool = None
+        if not (queue.properties
+                & cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE):
+            with warnings.catch_warnings():
+                # pyopencl warns that pools expect immediate allocators
+                # (for the reason in the module's docstring, not this one)
+                warnings.simplefilter("ignore", UserWarning)
+                pool = MemoryPool(DeferredAllocator(queue.context))
+        try:
+            setattr(queue, _POOL_ATTR, pool)
+        except (AttributeError, TypeError):
+            return None
+        return pool
 
 
 def _allocator_for(queue: cl.CommandQueue, allocator: Any) -> Any:

@@ -15,7 +15,7 @@ a per-kernel table)::
 
 Calls on such a queue take the same fast path as calls on other queues
 (prebuilt kernels and argument lists, see "Repeated calls" in
-:mod:`pytato.target.loopy.run.programs`): the events of a call's kernels are
+:mod:`pytato.target.loopy.run.fast_call`): the events of a call's kernels are
 kept as one batch (:class:`EventStatistics`, a
 :class:`~pytato.launchers.KernelProfiler`) and their profiling
 counters are only read when ``statistics`` is fetched (or, in long loops,

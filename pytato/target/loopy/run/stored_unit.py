@@ -1,7 +1,7 @@
 """Translation units from the program store, unpickled when first needed.
 
 A process that finds a program in the program store
-(:mod:`~pytato.target.loopy.run.program_store`) runs it from the compiled
+(:mod:`~pytato.target.loopy.store.program_store`) runs it from the compiled
 code of its scheduled unit, also stored:
 
 * the lowered unit of a program generated without a device
@@ -9,14 +9,14 @@ code of its scheduled unit, also stored:
   is needed only for the user's transformations, for a device whose
   schedule is not stored, or to show it;
 * of the scheduled unit, the executor of the split path
-  (:class:`~pytato.target.loopy.run.split_build.SplitExecutor`) reads the
+  (:class:`~pytato.target.loopy.run.split_executor.SplitExecutor`) reads the
   arguments, temporaries and options of its kernel
   (:class:`~pytato.target.loopy.run.kernel_facts.KernelFacts`, stored as
   plain data: no :mod:`loopy` needed), unless a compiled sub-unit is
   missing from the store.
 
-Unpickling each took 0.08 s of a warm process of the 10 000-node DAG of
-``benchmarks/bench_codegen.py`` (PoCL machine). Programs hold a
+Unpickling each was a visible part of a warm process's first call for the
+10 000-node DAG of ``benchmarks/bench_codegen.py``. Programs hold a
 :class:`StoredUnit` instead, with the few facts their calls need
 (:class:`UnitFacts`, :class:`RunFacts`), and unpickle it at the first
 access of the attribute (:class:`LazyUnitField`), where it then stays.
@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import pytato.target.loopy.run.program_store as program_store
+import pytato.target.loopy.store.program_store as program_store
 from pytato.target.loopy.run.arguments import ArgumentSpec
 from pytato.target.loopy.run.kernel_facts import KernelFacts, kernel_facts
 

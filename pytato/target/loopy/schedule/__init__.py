@@ -22,15 +22,20 @@ accumulators, and the global barriers between dependent nests.
   :mod:`~pytato.target.loopy.schedule.tiling`: tiles of small reductions
   (planned, then written);
 * :mod:`~pytato.target.loopy.schedule.reductions`: long reductions split
-  in stages, columns and parts;
+  in stages, columns and parts (with what it reads of a reduction
+  instruction in :mod:`~pytato.target.loopy.schedule.reduction_parts`);
 * :mod:`~pytato.target.loopy.schedule.accumulators`: sequential reductions
   with interleaved accumulators;
 * :mod:`~pytato.target.loopy.schedule.vector_calls`: elementwise nests
-  calling math functions as OpenCL vector code (CPU devices).
+  calling math functions as OpenCL vector code (CPU devices), written by
+  the build stage's emitter (:mod:`pytato.target.loopy.build.vector_code`).
 * :mod:`~pytato.target.loopy.schedule.contraction_split` and
   :mod:`~pytato.target.loopy.schedule.small_contractions`: small
   contractions shared across many elements (DG operators) as OpenCL
   vector code (CPU devices).
+
+The stage imports the lowering stage and, for that emitter, the build
+stage; not the run stage nor the pipeline.
 """
 
 from __future__ import annotations

@@ -3,8 +3,9 @@
 :mod:`loopy` turns each :class:`loopy.symbolic.Reduction` into instructions
 during preprocessing (``realize_reduction``), rebuilding the whole kernel
 once per reduction, so that a kernel with thousands of reductions takes
-time quadratic in its size (42 s of loopy preprocessing for the 483
-reductions of a 10^4-node graph). The default schedule does the same
+time quadratic in its size (the preprocessing of the hundreds of
+reductions of a 10^4-node graph took most of its code generation). The
+default schedule does the same
 rewrite itself for the reductions that run sequentially inside a
 work-item, all of them in one pass over the kernel:
 
@@ -252,11 +253,10 @@ class _Realizer(_LoopyIdentityMapper):
                 getattr(acc_dtype, "numpy_dtype", None) is not None
                 and acc_dtype.numpy_dtype.kind == "f")):
             # the lanes of the update of floats a loop, which device
-            # compilers vectorize (unrolled, PoCL kept them scalar: on 2
-            # cores, the 4096 x 4096 matvec 5.6 -> 3.2 ms and row sums 5.5
-            # -> 3.7 ms in interleaved runs; the amax of 2**24 doubles 13.1
-            # -> 4.3 ms with the update below; but `any` of 2**24 booleans,
-            # whose update was a short-circuit ||, 3.0 -> 14 ms: any/all
+            # compilers vectorize (unrolled, PoCL kept them scalar, and
+            # the matvec, row sums and amax were much slower; but `any`
+            # of booleans, whose update was a short-circuit ||, became
+            # much slower in a loop: any/all
             # are updated with a bitwise operation instead, other types
             # keep unrolled lanes); where the steps do not cover the extent
             # exactly, loopy's code generation fails on a loop whose bounds
@@ -267,10 +267,8 @@ class _Realizer(_LoopyIdentityMapper):
             if bitwise is not None:
                 # any/all: acc | (v != 0), acc & (v != 0), without the
                 # short-circuit of || and && (whose conditional loads kept
-                # the lanes scalar: on PoCL, 2 cores, any(x > 2) of 2**24
-                # doubles in hand-written kernels, interleaved at load 3.7:
-                # 5.4 ms unrolled with ||, 3.5 ms in a loop with |; numpy
-                # 4.7 ms)
+                # the lanes scalar: on PoCL, a loop with | was faster than
+                # unrolled lanes with ||, and than numpy)
                 update: Expression = bitwise((acc[q], _truth_value(body)))
             else:
                 update, _ = op([acc_dtype], acc[q], body,
@@ -350,10 +348,10 @@ def _float_extremum(op: ScalarReductionOperation, dtype: LoopyType
     accumulators keeps the last NaN met (``nan = v != v ? v : nan``); the
     result is that NaN, if any. The update of the operation itself
     (``acc > v || acc != acc ? acc : v``) is one dependent chain of two
-    comparisons per element. On PoCL (2 cores; interleaved runs of the
-    kernels, load 3), the ``amax`` of 2**24 doubles in parts took 13.1 ms
-    with the operation's update or this one with unrolled lanes, 3.1 ms
-    with this update and a loop over the lanes (numpy about 3.7 ms)."""
+    comparisons per element. On PoCL, the ``amax`` of a long vector in
+    parts was much faster with this update and a loop over the
+    lanes than with the operation's update or with unrolled lanes (and a
+    little faster than numpy)."""
     if not isinstance(op, _NumpyExtremumMixin):
         return None
     if getattr(dtype, "numpy_dtype", None) is None \

@@ -220,7 +220,7 @@ def split_reduction_row_blocks(kernel: lp.LoopKernel, insn_id: str, *,
     :func:`split_reduction_columns`) read one element per cache line and
     per row; on PoCL, whose compiler vectorizes across the work-items of a
     group only where a loop has no iterations in the work-items, that
-    kernel stayed 2 to 3 times slower than numpy (``benchmarks/README.md``).
+    kernel stayed much slower than numpy.
 
     :arg dtype: the type of the reduced expression (the accumulators get
         the operation's result type for it).

@@ -81,7 +81,7 @@ loops: one assignment computing all elements of a stored array, as
   GPUs (``vload8``, ``sin(double8)``, ``vstore8``, and a scalar tail for
   the last partial chunk): PoCL calls its scalar math functions once per
   element, which its compiler does not vectorize, where the vector
-  functions are about 7 times faster; NVIDIA's compiler does not load an
+  functions are much faster; NVIDIA's compiler does not load an
   element before the math of the previous one, which a vector load per
   work-item does (:mod:`pytato.target.loopy.schedule.vector_calls`). Such
   a nest is one :class:`loopy.CInstruction` over ``ceil(n / W)``
@@ -182,10 +182,10 @@ work-group sizes the user's kernel does not expect).
 Work-group sizes come from a :class:`~pytato.target.loopy.device.DeviceInfo`:
 
 * GPU: 256 work-items per group on the (coalesced) innermost axis.
-* CPU (PoCL): 32 work-items per group. Measured on PoCL with 2 cores
-  (``benchmarks/README.md``): 8 was slowest; 32, 64 and 256 were within
-  5 % of each other on the elementwise chain (256 best) and the stencil
-  (32 best). PoCL vectorizes across the work-items of a group.
+* CPU (PoCL): 32 work-items per group. On PoCL (the elementwise chain
+  and the stencil of ``benchmarks/bench_kernels.py``), 8 was slowest;
+  32, 64 and 256 were close to each other, none best on both. PoCL
+  vectorizes across the work-items of a group.
 * Unknown device (``None``): the CPU schedule with 32 work-items per group,
   which every OpenCL device we know accepts, so that the code runs
   anywhere.

@@ -182,8 +182,8 @@ class _IndexVariables:
         ``mod*(flat // (stride*mod)) + this`` then folds back to ``flat //
         stride`` in the device compiler. PoCL vectorizes across work-items
         only where it sees consecutive addresses: the stencil of
-        ``bench_kernels.py`` was 7 to 14 % slower with ``%`` there, while
-        the shared-matrix DG einsum was twice as slow with this form as a
+        ``bench_kernels.py`` was slower with ``%`` there, while
+        the shared-matrix DG einsum was much slower with this form as a
         row index (``D[i, j]``), so each form is used where it helps."""
         key = (stride, mod, "contiguous")
         var = self._vars.get(key)

@@ -90,27 +90,25 @@ MIN_LANE_EXTENT = 64
 MIN_PART_ELEMENTS = 256
 
 #: Columns (``l.0``) and rows (``l.1``) of the work-groups of a column
-#: reduction in one kernel on a GPU (:func:`_column_tree`). On an H100
-#: (``sum(x, axis=0)``, 4096 x 4096 doubles, 2026-11-23): 32 x 16 0.052
-#: ms, 32 x 32 0.051 ms, 16 x 16 0.052 ms, 32 x 8 0.060 ms, 64 x 8
-#: 0.060 ms, against 0.059 ms for two kernels (chunks, then their sum).
+#: reduction in one kernel on a GPU (:func:`_column_tree`). On NVIDIA
+#: GPUs (``sum(x, axis=0)`` of a large square matrix), groups of 16 or
+#: more rows were faster than two kernels (chunks, then their sum), and
+#: groups of 8 rows no faster.
 COLUMN_TREE_COLUMNS = 32
 COLUMN_TREE_ROWS = 16
 
 #: Rows per chunk of a column reduction on a CPU: at least
 #: :data:`MIN_LANE_EXTENT`, so that a chunk covering its rows exactly gets
-#: interleaved accumulators (PoCL, 2 cores, ``sum(x, axis=0)`` of 4096 x
-#: 4096 doubles, separate processes at load 1.5: 10.5 ms with runs of 32
-#: rows and one accumulator, 8.7 ms with runs of 16 rows and 4
-#: accumulators; numpy 4.7 ms).
+#: interleaved accumulators (on PoCL, for ``sum(x, axis=0)`` of a large
+#: square matrix, short runs with one accumulator were slower than runs
+#: with interleaved accumulators).
 CPU_COLUMN_RUN = 64
 
 #: Blocks of rows per compute unit of a column reduction on a CPU
 #: (:func:`~pytato.target.loopy.schedule.cpu_reductions.split_reduction_row_blocks`):
 #: enough blocks for the threads of the device to balance their work
-#: (PoCL, 2 cores, ``sum(x, axis=0)`` of 4096 x 4096 doubles, hand-written
-#: kernels, best of 10 in 5 interleaved rounds at load 1.3: 2 blocks in
-#: all 2.9 ms, 16 3.0 ms, 32 3.3 ms; one block 4.8 ms; numpy 5.2 ms).
+#: (on PoCL, for ``sum(x, axis=0)`` of a large square matrix, one block
+#: was much slower than a few per core, and many blocks a little slower).
 CPU_ROW_BLOCKS = 8
 
 #: The least number of rows of a block of
@@ -129,10 +127,9 @@ CPU_ROW_ACCUMULATOR_BYTES = 256 * 1024
 #: contiguous axis on a CPU (row sums, a matvec:
 #: :func:`~pytato.target.loopy.schedule.cpu_reductions.split_reduction_row_tiles`):
 #: the operands that do not depend on the output (the vector of a matvec)
-#: are read once for all of them. Hand-written 4096 x 4096 matvec kernels
-#: on PoCL (one thread, interleaved, load 4.5): one row per work-item 4.01
-#: ms, 2 rows 3.74-4.52 ms, 4 rows 3.28-3.34 ms; numpy's BLAS on one
-#: thread 3.57-3.93 ms.
+#: are read once for all of them. In hand-written matvec kernels on PoCL,
+#: 4 rows per work-item were faster than 1 or 2, and as fast as numpy's
+#: BLAS on one thread.
 CPU_TILE_ROWS = 4
 
 
@@ -341,7 +338,7 @@ def _row_tiles(kernel: lp.LoopKernel, insns: list[lp.Assignment],
         return None
     if not _has_shared_operand(red.expr, out_inames[0], red.inames[0]):
         # (row sums: each output reads its own row only; 4 rows at once
-        # were 5-15 % slower on one thread of PoCL)
+        # were slower on one thread of PoCL)
         return None
     dtype = _reduced_dtype(kernel, red, callables_table)
     if dtype is None or getattr(dtype, "numpy_dtype", None) is None \
@@ -380,7 +377,7 @@ def _column_reduction(kernel: lp.LoopKernel, insns: list[lp.Assignment],
     unit; a second kernel reduces the chunks). On a CPU in two, by
     blocks of whole rows (:func:`_row_blocks`) where it can, else with runs
     of :data:`CPU_COLUMN_RUN` rows per chunk (a work-item walking a whole
-    strided column was 5 to 9 times slower than numpy). A
+    strided column was much slower than numpy). A
     reduction over several strided axes (``sum(x, axis=(0, 1))`` of a 3-D
     array) is first made one over all their rows
     (:func:`~pytato.target.loopy.schedule.reductions.flatten_reduction_inames`)."""
@@ -463,10 +460,10 @@ def _full_reduction(kernel: lp.LoopKernel, insn: lp.Assignment,
       (:func:`~pytato.target.loopy.schedule.reductions.flatten_reduction_inames`),
       reduced in two stages over all compute units
       (:func:`~pytato.target.loopy.schedule.reductions.split_reduction_two_stage`);
-      without the flattening, the groups would share one axis only (a
-      4096 x 4096 sum ran as one work-group on an H100). A single iname
-      with outputs is split likewise (one output after the other in each
-      group).
+      without the flattening, the groups would share one axis only (the
+      full sum of a matrix ran as one work-group on NVIDIA GPUs). A single
+      iname with outputs is split likewise (one output after the other in
+      each group).
     * CPU: the first reduction iname (or, where its extent has no fit
       divisor, all of them flattened) is cut into
       :attr:`~pytato.target.loopy.device.DeviceInfo.reduction_parts`

@@ -5,11 +5,11 @@ of every element ``e``: the local operator of discontinuous Galerkin
 codes (differentiation, mass and lift matrices). With one output per
 work-item (the ordinary schedule), PoCL runs the sum over ``j`` of each
 output as a scalar loop reading ``D[i, j]`` and ``u[e, j]`` at strides of
-the reduction's extent: 7 to 9 ms for ``2**16`` elements of 20 x 20
-doubles on 2 cores, where ``jax.jit`` (a small GEMM) takes 0.9 ms at the
-memory's bandwidth. PoCL vectorizes across the work-items of a group only
+the reduction's extent, far from the memory's bandwidth that a small
+GEMM reaches: PoCL vectorizes across the work-items of a group only
 loops without inner loops, and the gathers and scatters it makes then
-(elements on the lanes, rows of 20 doubles apart) are slow too.
+(elements on the lanes, rows of the reduction's extent apart) are slow
+too.
 
 Here the nest is computed as the small dense product it is: each
 work-item computes :data:`ELEMENTS_PER_ITEM` consecutive elements, a
@@ -38,17 +38,15 @@ and, for each element of the block, one vector ``fma`` with
 then stored with ``vstoreW`` (contiguous). A work-item's elements read
 and write consecutive memory, the matrix stays in the L1 cache, each load
 of it serves the elements of a block, and all arithmetic is vector
-arithmetic. Hand-written kernels of this structure on PoCL (2 cores,
-``2**16`` elements, 4 rounds in one run, 2026-12-02): 20 x 20 doubles,
-0.64 ms with blocks of 4 elements and the matrix in lane order, 0.9 ms
-with the matrix gathered into registers before the loop (spilled), 0.95
-ms with one element at a time, ``jax.jit`` 1.27 ms; 35 x 35 (a 3-D
-simplex of order 4), 1.4 ms with blocks of 2 against 3 to 7.7 ms for the
-other variants and ``jax.jit`` 3.1 ms. Before, one output per work-item
-took 7 to 16 ms (the sum a scalar loop; elements on the lanes with ``i``
-and ``j`` unrolled: 4 ms, gathers and scatters). Of the work-items per
-group (:data:`GROUP_SIZE`) and elements per work-item, 4 and 64 were best
-(1, 4, 16 and 16, 64 measured).
+arithmetic. Why each part (hand-written variants measured against each
+other on PoCL, ``benchmarks/README.md``, "DG einsums and reductions"):
+the vectors over the outputs keep the loads and stores contiguous; the
+matrix in lane order makes each of its vectors one load from the L1
+cache, where gathering it into registers once per work-item spills them
+and the compiler reloads them lane by lane; blocks of elements reuse each
+such load, the accumulators of a block staying in the vector registers;
+64 elements per work-item and 4 work-items per group amortize the
+work-item's start and leave enough groups for the cores.
 
 The code carries the reduction's structure, not its spelling:
 ``ij,ej->ei``, ``ji,ej->ei``, ``ij,ejk->eik`` (outputs ``(i, k)`` flat),
@@ -125,18 +123,20 @@ from loopy.kernel.array import FixedStrideArrayDimTag
 from loopy.library.reduction import SumReductionOperation
 from loopy.symbolic import Reduction as LoopyReduction
 
+from pytato.target.loopy.build.vector_code import (
+    _BASE,
+    _INDEX_TYPES,
+    _NotVectorizable,
+)
 from pytato.target.loopy.schedule.analysis import (
     _box_length,
     _has_impl_tag,
     _own_domain,
 )
 from pytato.target.loopy.schedule.vector_calls import (
-    _BASE,
-    _INDEX_TYPES,
     VectorNest,
     _c_size,
     _is_box,
-    _NotVectorizable,
     _size_params,
     _vector_domain,
 )

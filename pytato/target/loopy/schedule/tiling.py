@@ -25,22 +25,20 @@ stages such operands in faster memory, per work-group:
   of ``D`` ``M`` times per block; the loads of a block are unrolled too,
   so that each work-item has ``M`` loads in flight before the barrier.
   ``M`` is as large as the block's local arrays fit in the device's local
-  memory less 2 KiB (at most
+  memory less
+  :data:`~pytato.target.loopy.device.ITEM_LOCAL_MEMORY_RESERVE` (at most
   :data:`~pytato.target.loopy.schedule.tiling_plan.MAX_ELEMENTS_PER_ITEM`), with one
-  block per group. On an H100 (``einsum("ij,ej->ei")``, ``2**20 x 20``
-  doubles, hand-written kernels of this structure, 2026-11-23): one
-  element per work-item and 16 blocks per group 0.200 ms; ``M = 4`` with
-  4 or 8 blocks 0.148 ms; ``M = 8``, 12, 16, 20 with one block 0.147,
-  0.148, 0.136, 0.132 ms (86 % of the copy bandwidth; torch's GEMM 0.157
-  ms); several blocks of 8 or 16 elements per work-item were slower
-  (0.16 to 0.22 ms). Where the last block is cut at the end of the batch,
-  only the stores are guarded: each work-item's sums go to a private
-  array first (unguarded, one straight-line block). The generated kernel
-  took 0.167 ms with the sums guarded, 0.150 to 0.152 ms without
-  (``M = 16``, ``benchmarks/bench_kernels.py``), against 0.237 ms before.
-  With ``M`` capped at 16, 20 and 22 it took 0.150 ms, with 23 (44 of the
-  H100's 48 KiB, the most that fits) 0.138 to 0.141 ms in four runs
-  (2026-11-24): hence the budget of all the local memory but a reserve.
+  block per group. On NVIDIA GPUs (``einsum("ij,ej->ei")`` of many
+  elements, hand-written kernels of this structure), many elements per
+  work-item in one block were faster than one element per work-item in
+  many blocks, and than several blocks of many elements each. Where the
+  last block is cut at the end of the batch, only the stores are
+  guarded: each work-item's sums go to a private array first
+  (unguarded, one straight-line block), which was faster than guarding
+  the sums. The largest ``M`` that fits was the fastest, hence the
+  budget of all the local memory but a reserve
+  (``benchmarks/bench_kernels.py`` and ``benchmarks/bench_tiling.py``
+  time these variants).
 * **Staged operands.** An array access in the reduction that depends on the
   reduction iname, and whose indices are plain inames, is staged when it
   is re-read by several work-items of a group or by several blocks:
@@ -71,11 +69,10 @@ stages such operands in faster memory, per work-group:
     work-items. The block (contiguous in memory) is copied into a local
     array with coalesced loads, once per block, when it fits the local
     memory budget next to the other staged operands (else it stays in
-    global memory). On an H100 (``benchmarks/bench_kernels.py``, 2**16
-    elements of 20 x 20 doubles, 2026-11-23) this took the batched
-    ``eij,ej->ei`` from 0.107 ms (73 % of the copy bandwidth, one output
-    per work-item) to 0.086 ms (91 %) with 4 elements per group (16 KiB);
-    12 elements per group (45 KiB) took the same time, several blocks
+    global memory). On NVIDIA GPUs (the batched ``eij,ej->ei`` of
+    ``benchmarks/bench_kernels.py``) this brought the kernel close to the
+    copy bandwidth, from well below it with one output per work-item;
+    a few or many elements per group were as fast, several blocks
     per group were slower.
 
   Other accesses depending on all output axes are read by one work-item
@@ -97,15 +94,12 @@ stages such operands in faster memory, per work-group:
   guarded by predicates, as are elements past it.
 
 Why blocks and rows: with ``D`` in local memory and one block per group,
-``D`` (3.2 KB) was copied by every group of only 12 elements, and every
+all of ``D`` was copied by every group of only a few elements, and every
 term of ``ij,ej->ei`` read two doubles from local memory (``D_local[i,
 j]`` at ``N`` distinct addresses per warp, ``u_local[e, j]`` broadcast).
-Measured on an H100 (``benchmarks/bench_tiling.py``, ``2**20 x 20``
-doubles): one block per group 0.297 ms, 8 blocks with ``D`` in local
-memory 0.257 ms, 8 blocks with rows in registers 0.251 ms, 16 blocks with
-rows 0.237 ms (torch's GEMM: 0.18 to 0.21 ms): most of the gain is from the
-blocks, which amortize the copy of ``D`` and the group's start, a little
-from the rows, which halve the local memory reads.
+On NVIDIA GPUs (``benchmarks/bench_tiling.py``), most of the gain is from
+the blocks, which amortize the copy of ``D`` and the group's start, a
+little from the rows, which halve the local memory reads.
 ``K`` (:data:`~pytato.target.loopy.schedule.tiling_plan.DEFAULT_BLOCKS`) is lowered
 for small batches so that at least
 :data:`~pytato.target.loopy.schedule.tiling_plan.MIN_GROUPS_PER_UNIT` groups per
@@ -126,10 +120,10 @@ at 0, reductions with other operations or several inames) is left to the
 caller.
 
 The default schedule (:mod:`pytato.target.loopy.schedule.default`) applies it on
-GPUs only. On PoCL (CPU, 2 cores), the tiled ``ij,ej->ei`` of
+GPUs only. On PoCL (CPU), the tiled ``ij,ej->ei`` of
 ``benchmarks/bench_kernels.py`` (``D`` in local memory, one block per
-group) was 1.6 times slower than one output per work-item, with groups of
-32 to 1024 work-items (see ``benchmarks/README.md``): there, the rows of
+group) was slower than one output per work-item, whatever the size of
+the groups: there, the rows of
 ``D`` are cache hits, and the work-group barrier splits PoCL's work-item
 loops. ``benchmarks/bench_tiling.py`` times the variants (flat, local,
 private rows with several ``K``) against each other.

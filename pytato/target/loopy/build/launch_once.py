@@ -1,5 +1,5 @@
 """Each device kernel of a program launched once, so that the device
-compiles it (see :mod:`pytato.target.loopy.run.jit_primer`), and how a
+compiles it (see :mod:`pytato.target.loopy.build.jit_primer`), and how a
 process finds the device of another.
 
 This module imports nothing but :mod:`pyopencl`: the primer's second

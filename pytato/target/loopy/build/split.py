@@ -4,8 +4,8 @@ The default schedule (:mod:`pytato.target.loopy.schedule.default`)
 separates the loop nests of a program's single :mod:`loopy` kernel with
 global barriers; :mod:`loopy` then preprocesses, linearizes and generates
 code for the whole kernel at once, and splits it into device kernels at
-those barriers. Its cost grows with the number of instructions (about
-4.7 ms each for the 10 000-node random DAG of
+those barriers. Its cost grows with the number of instructions (as for
+the 10 000-node random DAG of
 ``benchmarks/bench_codegen.py``), and the nests of an application often
 repeat (the same operator applied to many fields).
 
@@ -19,15 +19,15 @@ of its instructions, domains and declarations with every argument,
 temporary, iname and instruction id renamed by order of first appearance)
 and is keyed by a hash of it: sub-units with equal keys compute the same
 thing on other arrays, so they need one code generation and one device
-build (:mod:`pytato.target.loopy.run.split_build`).
+build (:mod:`pytato.target.loopy.build.split_build`).
 
 In its canonical form, a sub-unit's *sizes* are value arguments: the
 extents of its loops over work groups, the guards of a loop nest fused
 with longer ones and the outermost size of its global arrays become
 arguments named after their values
-(:func:`~pytato.target.loopy.run.split_sizes.hoisted_name`), which the
+(:func:`~pytato.target.loopy.build.split_sizes.hoisted_name`), which the
 host side passes at launch
-(:class:`~pytato.target.loopy.run.split_build.SplitKernelPlan`), so that
+(:class:`~pytato.target.loopy.run.split_executor.SplitKernelPlan`), so that
 the same operator on element groups of other sizes is one sub-unit. What
 the schedule chose stays constant: work-group sizes, sequential loop
 bounds (reductions, unrolled or vectorized loops), strides, and the
@@ -38,7 +38,7 @@ This path is taken by default on devices that are not CPUs
 (:func:`split_enabled`, :data:`SPLIT_ENV`). On CPUs, large kernels are cut
 into a few *merged* sub-units instead, one per usable CPU (the *groups*
 of :func:`split_kernel`, see
-:func:`~pytato.target.loopy.run.split_build.merged_split_groups`).
+:func:`~pytato.target.loopy.build.split_build.merged_split_groups`).
 
 .. autodata:: SPLIT_ENV
 .. autodata:: SPLIT_WORKERS_ENV
@@ -52,15 +52,13 @@ of :func:`split_kernel`, see
 .. autoexception:: SplitNotPossible
 .. autofunction:: split_kernel
 
-The hoisting itself is in :mod:`pytato.target.loopy.run.split_sizes`.
+The hoisting itself is in :mod:`pytato.target.loopy.build.split_sizes`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
-import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -71,14 +69,25 @@ import pyopencl as cl
 from constantdict import constantdict
 
 from pytato.lazy_imports import lazy_module
-from pytato.target.loopy.run.split_sizes import (
+
+# (the names moved to split_canonical are importable from here as before)
+from pytato.target.loopy.build.split_canonical import (  # noqa: F401
+    _FIELDS,
+    _IDENT,
+    _INSN_SKIP,
+    _canonical,
+    _declaration_text,
+    _fields,
+    _is_global_barrier,
+    _phases,
+    _unit_priorities,
+)
+from pytato.target.loopy.build.split_sizes import (
     _NAMES,
     _arg_dict,
-    _expr_text,
     _hoist,
     _Hoisted,
     _insn_names,
-    hoisted_value,
 )
 
 
@@ -129,24 +138,22 @@ SPLIT_WORKERS_ENV = "PYTATO_SPLIT_WORKERS"
 #: The weight of a function call (``sin``, ``exp``, ...) in
 #: :func:`unit_weight`, by which the worker processes share the sub-units:
 #: device compilers take long on them (NVIDIA's expands the ``double`` ones
-#: inline: a sub-unit of 121 instructions and 32 ``sin`` calls took 1.8 s
-#: of :mod:`loopy` and 2.5 s to build on the H100 machine), where
-#: :mod:`loopy` takes a few milliseconds an instruction.
+#: inline: in a sub-unit of ``sin`` calls, each call cost as much of
+#: :mod:`loopy`'s time and NVIDIA's build as some twenty instructions).
 CALL_WEIGHT = 20
 
 #: The weight of a function call in merged sub-units (the *groups* of
-#: :func:`split_kernel`), which are for CPUs: on PoCL (2 cores, the
-#: sub-units of the 10 000-node random DAG) :mod:`loopy` took about 1.3 ms
-#: an instruction and 4 ms a call, and PoCL about 0.2 and 3.5 ms to
-#: build and compile the kernels for their launch.
+#: :func:`split_kernel`), which are for CPUs: on PoCL (the sub-units of
+#: the 10 000-node random DAG), a call cost about five times as much as
+#: an instruction of :mod:`loopy`'s time and PoCL's build and compilation
+#: of the kernels for their launch.
 MERGED_CALL_WEIGHT = 5
 
 #: A nest that repeats in the program is a sub-unit of its own in merged
 #: sub-units if its copies after the first weigh this much
 #: (:func:`unit_weight` with :data:`MERGED_CALL_WEIGHT`) or more in all:
-#: a sub-unit costs about 0.25 s of code generation, build and first
-#: launch (:mod:`loopy`'s and PoCL's constant costs), what about 160 of
-#: weight do.
+#: a sub-unit has constant costs of code generation, build and first
+#: launch (:mod:`loopy`'s and PoCL's), about what this much weight costs.
 MERGED_MIN_REPEATED_WEIGHT = 160
 
 
@@ -181,17 +188,18 @@ def split_enabled(devices: Sequence[cl.Device] = ()) -> bool:
     """Whether programs on *devices* take the split path: as
     :data:`SPLIT_ENV` says, else when none of *devices* is a CPU.
 
-    On GPUs the split path cuts a fresh process's time to the first
-    result of the 10 000-node random DAG of ``benchmarks/bench_codegen.py``
-    on the H100 machine from 43-63 s to 19-21 s: :mod:`loopy` runs on the
-    distinct sub-units in worker processes, which also build their code
-    (NVIDIA's compiler took 19 s over the program's kernels in threads of
-    one process). With PoCL on a 2-core CPU it gains little cold (27 s
-    against 29-31 s) and loses warm (a first call from the store of 1.4 s
-    against 0.4 s: PoCL compiles each program's kernels at their first
-    launch), so CPUs do not take it (``benchmarks/README.md`` has the
-    figures): their large kernels are merged sub-units instead
-    (:func:`~pytato.target.loopy.run.split_build.merged_split_groups`)."""
+    On GPUs the split path more than halves a fresh process's time to
+    the first result of the 10 000-node random DAG of
+    ``benchmarks/bench_codegen.py``: :mod:`loopy` runs on the distinct
+    sub-units in worker processes, which also build their code (NVIDIA's
+    compiler alone took about as long as the whole split path over the
+    program's kernels in threads of one process). With PoCL on a CPU of
+    few cores it gains little cold and loses warm (a first call from the
+    store is slower: PoCL compiles each program's kernels at their first
+    launch), so CPUs do not take it (``benchmarks/README.md``, section
+    "Code generation", has the figures): their large kernels are merged
+    sub-units instead
+    (:func:`~pytato.target.loopy.build.split_build.merged_split_groups`)."""
     flag = os.environ.get(SPLIT_ENV, "").strip()
     if flag:
         return flag != "0"
@@ -238,162 +246,6 @@ class SplitNotPossible(ValueError):
 
 class _KernelNeeded(LookupError):
     """A sub-unit without its kernel is not in the program store."""
-
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def _is_global_barrier(insn: Any) -> bool:
-    return (isinstance(insn, _kinsn.BarrierInstruction)
-            and insn.synchronization_kind == "global")
-
-
-def _phases(knl: lp.LoopKernel) -> dict[str, int]:
-    """The phase of each instruction that is not a global barrier: the
-    most global barriers on a dependency path ending in it."""
-    by_id = knl.id_to_insn
-    phase: dict[str, int] = {}
-    # iterative depth-first walk (no recursion)
-    for root in by_id:
-        if root in phase:
-            continue
-        stack = [(root, False)]
-        while stack:
-            iid, done = stack.pop()
-            if iid in phase:
-                continue
-            deps = [d for d in by_id[iid].depends_on if d in by_id]
-            if not done:
-                stack.append((iid, True))
-                stack.extend((d, False) for d in deps if d not in phase)
-                continue
-            p = 0
-            for d in deps:
-                p = max(p, phase[d] + (1 if _is_global_barrier(by_id[d]) else 0))
-            phase[iid] = p
-    return {iid: p for iid, p in phase.items()
-            if not _is_global_barrier(by_id[iid])}
-
-
-def _declaration_text(knl: lp.LoopKernel, name: str, as_arg: bool,
-                      written: bool, dtypes: Mapping[str, Any],
-                      shapes: Mapping[str, tuple[Any, ...]]) -> str:
-    """The declaration of *name* in a sub-unit of *knl* (an argument if
-    *as_arg*, written there if *written*; arrays of *shapes* with that
-    shape)."""
-    if hoisted_value(name) is not None:
-        return f"hoisted value {knl.index_dtype!r}"
-    if name in knl.inames:
-        return f"iname {sorted(map(repr, knl.inames[name].tags))}"
-    var = _arg_dict(knl).get(name)
-    if var is None:
-        var = knl.temporary_variables[name]
-    if isinstance(var, _kdata.ValueArg):
-        return f"value {var.dtype!r}"
-    kind = ("arg" if as_arg else f"temp {var.address_space!r} "
-            f"{getattr(var, 'initializer', None) is not None} "
-            f"{getattr(var, 'read_only', None)!r}")
-    dtype = var.dtype if var.dtype is not None else dtypes.get(name)
-    return (f"{kind} {dtype!r} {shapes.get(name, var.shape)!r} "
-            f"{var.dim_tags!r} {getattr(var, 'offset', None)!r} {written}")
-
-
-_FIELDS: dict[type, list[str]] = {}
-
-
-def _fields(insn: Any) -> list[str]:
-    """The fields of the instruction *insn* that enter its canonical
-    form, sorted."""
-    tp = type(insn)
-    fields = _FIELDS.get(tp)
-    if fields is None:
-        fields = _FIELDS[tp] = sorted(
-            f for f in insn.get_copy_kwargs() if f not in _INSN_SKIP)
-    return fields
-
-
-_INSN_SKIP = frozenset({"id", "depends_on", "happens_after",
-                        "within_inames_is_final", "depends_on_is_final"})
-
-
-def _unit_priorities(priorities: Iterable[tuple[str, ...]],
-                     inames: set[str]) -> frozenset[tuple[str, ...]]:
-    """The loop priorities *priorities* (of a kernel) for its sub-unit
-    with the loops *inames*: each restricted to those inames (in its
-    order), kept where two or more are left."""
-    result = set()
-    for prio in priorities:
-        kept = tuple(n for n in prio if n in inames)
-        if len(kept) > 1:
-            result.add(kept)
-    return frozenset(result)
-
-
-def _canonical(knl: lp.LoopKernel, insns: Sequence[Any],
-               domains: Sequence[Any], names: set[str], as_args: set[str],
-               written: set[str], dtypes: Mapping[str, Any],
-               shapes: Mapping[str, tuple[Any, ...]],
-               priorities: Iterable[tuple[str, ...]] = ()
-               ) -> tuple[str, tuple[str, ...]]:
-    """The hash of the canonical form of the sub-unit of *knl* with the
-    instructions *insns*, *domains* and loop *priorities* (names in
-    *names* renamed by order of first appearance; those in *as_args* are
-    arguments, those in *written* written; arrays of *shapes* with that
-    shape) and the names by canonical position."""
-    canon: dict[str, str] = {}
-    order: list[str] = []
-
-    def rename(text: str) -> str:
-        def sub(m: re.Match[str]) -> str:
-            word = m.group(0)
-            if word not in names:
-                return word
-            c = canon.get(word)
-            if c is None:
-                c = canon[word] = f"n{len(order)}"
-                order.append(word)
-            return c
-        return _IDENT.sub(sub, text)
-
-    ids = {insn.id: f"i{k}" for k, insn in enumerate(insns)}
-    # names are numbered in the order they appear in the instructions'
-    # expressions, then in the domains, then in sets (e.g. within_inames:
-    # set order is not canonical; names first seen there are numbered in
-    # sorted order)
-    parts = []
-    sets = []
-    for insn in insns:
-        fields = []
-        for f in _fields(insn):
-            value = getattr(insn, f)
-            if isinstance(value, (frozenset, set)):
-                sets.append((f, value))
-                continue
-            fields.append(f"{f}={rename(_expr_text(value))}")
-        deps = sorted(ids[d] for d in insn.depends_on if d in ids)
-        parts.append(f"{type(insn).__name__}({';'.join(fields)};deps={deps})")
-    parts.extend(rename(str(dom)) for dom in domains)
-    for f, value in sets:
-        texts = sorted(_expr_text(v) for v in value)
-        parts.append(f"{f}={sorted(rename(t) for t in texts)!r}")
-    # (their inames are in the domains: numbered already)
-    parts.append("priorities="
-                 + repr(sorted(rename(" ".join(p)) for p in priorities)))
-    k = 0
-    while k < len(order):  # declarations may name further names
-        name = order[k]
-        parts.append(f"{canon[name]}:"
-                     + rename(_declaration_text(knl, name, name in as_args,
-                                                name in written, dtypes,
-                                                shapes)))
-        k += 1
-    opts = knl.options
-    parts.append(repr((knl.index_dtype, type(knl.target).__name__,
-                       opts.return_dict, opts.no_numpy,
-                       opts.enforce_variable_access_ordered,
-                       opts.build_options, sorted(knl.silenced_warnings))))
-    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()
-    return digest, tuple(order)
 
 
 def _positive(params: Iterable[str]) -> isl.BasicSet:

@@ -2,9 +2,9 @@
 :mod:`loopy`.
 
 :class:`~pytato.target.loopy.LoopyPyOpenCLTarget` gives a
-:class:`~pytato.target.loopy.run.cl_target.PytatoPyOpenCLTarget` made from
+:class:`~pytato.target.loopy.build.cl_target.PytatoPyOpenCLTarget` made from
 :func:`loopy_target_parameters`; the keys of the program store
-(:mod:`~pytato.target.loopy.run.program_store`) name the loopy target by
+(:mod:`~pytato.target.loopy.store.program_store`) name the loopy target by
 :func:`loopy_target_key`, which a process finding its programs in the
 store computes without importing :mod:`loopy`.
 
@@ -30,14 +30,14 @@ __all__ = ["GPU_MAX_RESTRICT_ARGUMENTS", "MAX_RESTRICT_ARGUMENTS",
 
 
 #: The environment variable that switches out-of-line math functions
-#: (:mod:`~pytato.target.loopy.run.cl_math`) on (``1``), read when a
+#: (:mod:`~pytato.target.loopy.build.cl_math`) on (``1``), read when a
 #: program's loopy target is made.
 OUT_OF_LINE_MATH_ENV = "PYTATO_OUT_OF_LINE_MATH"
 
 
 def out_of_line_math_enabled() -> bool:
     """Whether programs call the functions of
-    :data:`~pytato.target.loopy.run.cl_math.OUT_OF_LINE_FUNCTIONS` out of
+    :data:`~pytato.target.loopy.build.cl_math.OUT_OF_LINE_FUNCTIONS` out of
     line: :data:`OUT_OF_LINE_MATH_ENV` is ``1`` (off by default)."""
     flag = os.environ.get(OUT_OF_LINE_MATH_ENV, "").strip().lower()
     return flag in ("1", "true", "yes", "on")
@@ -45,7 +45,7 @@ def out_of_line_math_enabled() -> bool:
 
 #: Device kernels with more arguments than this declare their pointer
 #: arguments without ``restrict`` (see
-#: :mod:`~pytato.target.loopy.run.cl_target`).
+#: :mod:`~pytato.target.loopy.build.cl_target`).
 MAX_RESTRICT_ARGUMENTS = 32
 
 #: :data:`MAX_RESTRICT_ARGUMENTS` for programs generated for a GPU.
@@ -55,9 +55,9 @@ GPU_MAX_RESTRICT_ARGUMENTS = 128
 def loopy_target_parameters(gpu: bool, out_of_line_math: bool
                             ) -> dict[str, Any]:
     """The keyword arguments of
-    :class:`~pytato.target.loopy.run.cl_target.PytatoPyOpenCLTarget` for a
+    :class:`~pytato.target.loopy.build.cl_target.PytatoPyOpenCLTarget` for a
     GPU (*gpu*) or another device, with or without out-of-line math
-    functions (:mod:`~pytato.target.loopy.run.cl_math`)."""
+    functions (:mod:`~pytato.target.loopy.build.cl_math`)."""
     return {"max_restrict_arguments": (GPU_MAX_RESTRICT_ARGUMENTS if gpu
                                        else MAX_RESTRICT_ARGUMENTS),
             "out_of_line_math": bool(out_of_line_math)}

@@ -32,8 +32,8 @@ without the internals used here, go through :mod:`loopy`'s own functions.
 
 Likewise :func:`loopy.generate_code_v2` first renames callee kernels that
 are also entrypoints, a walk over every expression of the unit that
-changes nothing when the unit has one kernel (12 % of the code
-generation of the 3 000-node DAG). :func:`generate_code` leaves it out
+changes nothing when the unit has one kernel (a noticeable part of the
+code generation of large DAGs). :func:`generate_code` leaves it out
 there, and otherwise does what :func:`loopy.generate_code_v2` does, with
 the same on-disk cache (its entries are :mod:`loopy`'s: keyed by the
 linearized unit); the test suite checks that the code is the same.
@@ -48,8 +48,8 @@ others back (the test suite checks the result against loopy's).
 While these functions run, :mod:`pymbolic`'s memoizing mappers (which
 :mod:`loopy`'s passes are) key their memos without an empty dictionary of
 keyword arguments (:class:`ShorterMapperKeys`): the key of each visit of
-each node built and hashed a new :class:`constantdict.constantdict`, 10
-to 15 % of :mod:`loopy`'s time on pytato's kernels.
+each node built and hashed a new :class:`constantdict.constantdict`, a
+noticeable part of :mod:`loopy`'s time on pytato's kernels.
 
 loopy memoizes the grid sizes of a kernel's instructions with the
 translation unit's table of callables in the key, so linearization and
@@ -308,9 +308,10 @@ def on_calls_only(t_unit: lp.TranslationUnit, name: str,
     of arithmetic, comparisons, subscripts and casts; see :func:`_plain`):
     the passes walk every expression of the kernel and change only calls
     (and the types they find, which are all known here), so the other
-    instructions come out as they went in. For the sub-units of the 10 000-node
-    DAG of ``benchmarks/bench_codegen.py`` (1 809 instructions each), the
-    passes took 1.3 of :mod:`loopy`'s 6 s. Kernels with a variable of
+    instructions come out as they went in. For the sub-units of the
+    10 000-node DAG of ``benchmarks/bench_codegen.py`` (about two thousand
+    instructions each), these passes took a fifth of :mod:`loopy`'s time.
+    Kernels with a variable of
     unknown type, and passes that change anything of the kernel but its
     instructions, go through the whole kernel."""
     knl = t_unit[name]

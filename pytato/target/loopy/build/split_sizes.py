@@ -1,6 +1,6 @@
 """Sizes of the split path's sub-units hoisted into value arguments.
 
-In the canonical form of a sub-unit (:mod:`pytato.target.loopy.run.split`),
+In the canonical form of a sub-unit (:mod:`pytato.target.loopy.build.split`),
 the constants that only size it (the extents of its loops over work
 groups, the guards of a loop nest fused with longer ones, the outermost
 size of its global arrays) become value arguments named after their

@@ -4,29 +4,28 @@ wrappers.
 OpenCL compilers expand every call of a transcendental function of
 ``double`` (``sin``, ``exp``, ...) inline: range reduction, polynomial,
 special cases, a slow path for large arguments. A kernel of many such calls
-is a large function, and its compilation time grows with it. NVIDIA's
-compiler took 3.2-3.5 s to build the 21 kernels of the 1 000-node random
-DAG of ``benchmarks/bench_codegen.py`` (42 ``sin`` calls), 1.6 s with each
-call through ``__attribute__((noinline)) double _pt_sin_f64(double x)
-{ return sin(x); }``, 1.1 s with no ``sin`` at all (H100 machine,
-2026-11-24; see ``benchmarks/README.md``).
+is a large function, and its compilation time grows with it. For the
+kernels of the 1 000-node random DAG of ``benchmarks/bench_codegen.py``,
+NVIDIA's compiler spent most of its build time on the inline ``sin``
+calls, and most of that was saved by calling through
+``__attribute__((noinline)) double _pt_sin_f64(double x) { return sin(x); }``.
 
 :class:`MathFunction` replaces loopy's callables of the functions of
 :data:`OUT_OF_LINE_FUNCTIONS`. Its types and results are those of loopy's
 callables (the same builtin is called, on the same values); where the
 target asks for it (the ``out_of_line_math`` of
-:class:`~pytato.target.loopy.run.cl_target.PytatoPyOpenCLTarget`) and the
+:class:`~pytato.target.loopy.build.cl_target.PytatoPyOpenCLTarget`) and the
 arguments are ``float`` or ``double``, the call goes through a
 wrapper declared ``noinline``: one copy of the function's code per program
 and type instead of one per call. Elsewhere the code is loopy's.
 
 This is off by default: it trades speed for compilation time. The calls
 cost time on GPUs (an ABI call per element): the element-wise
-``sin(x)*2 + x**2 - exp(-x)`` of ``benchmarks/bench_user_path.py`` (2^27
-float32) took 0.527 ms instead of 0.486 ms per call on the H100, and the
-cold 10^4-node random DAG gained only 0.5-0.9 s of its 19-20 s to the first
-result (NVIDIA's build CPU time fell from 52-56 s to 42-46 s over the 16
-worker processes of the split path). Programs are built once and run many
+``sin(x)*2 + x**2 - exp(-x)`` of ``benchmarks/bench_user_path.py`` was
+slower per call on NVIDIA GPUs, and the cold 10^4-node random DAG gained
+little of its time to the first result (the build's CPU time, spread
+over the worker processes of the split path, fell by a fifth). Programs
+are built once and run many
 times, so the default keeps the speed; ``PYTATO_OUT_OF_LINE_MATH=1``
 (:data:`OUT_OF_LINE_MATH_ENV`, read when a program's loopy target is made)
 switches the wrappers on, for graphs whose build time matters more.
@@ -48,7 +47,7 @@ from loopy.target.opencl import OpenCLCallable
 from loopy.target.pyopencl import PyOpenCLCallable
 
 # (defined there, without loopy: the program store's keys read the switch)
-from pytato.target.loopy.run.target_parameters import (
+from pytato.target.loopy.build.target_parameters import (
     OUT_OF_LINE_MATH_ENV,
     out_of_line_math_enabled,
 )

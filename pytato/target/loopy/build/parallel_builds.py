@@ -29,9 +29,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyopencl as cl
 
-from pytato.target.loopy.run.binaries import build_programs
-from pytato.target.loopy.run.child_processes import start_child
-from pytato.target.loopy.run.launch_once import device_index
+from pytato.target.loopy.build.binaries import build_programs
+from pytato.target.loopy.build.child_processes import start_child
+from pytato.target.loopy.build.launch_once import device_index
 
 
 __all__ = [
@@ -271,10 +271,10 @@ def start_processes(script: str, count: int, args: Sequence[str] = ()
     with the arguments *args*; not forked: the calling process may hold an
     OpenCL context), each to read its input on its standard input (see
     :func:`run_in_processes` and
-    :class:`~pytato.target.loopy.run.job_processes.JobProcesses`).
+    :class:`~pytato.target.loopy.build.job_processes.JobProcesses`).
     Starting them early lets them import what they need while the caller
     prepares their inputs. They exit when the calling process does
-    (:mod:`~pytato.target.loopy.run.child_processes`)."""
+    (:mod:`~pytato.target.loopy.build.child_processes`)."""
     return [start_child(script, args, stdin=subprocess.PIPE,
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
             for _ in range(count)]
@@ -377,7 +377,7 @@ def build_kernels(context: cl.Context, code: str,
     *options*, and return its kernels by name.
 
     Programs are built from the binaries of earlier builds where the
-    program store has them (:func:`~pytato.target.loopy.run.binaries.build_programs`).
+    program store has them (:func:`~pytato.target.loopy.build.binaries.build_programs`).
     The kernels may be built as several programs at once (in threads:
     :mod:`pyopencl` releases the GIL while the OpenCL compiler runs): each
     program has some of the kernels, with all the rest of the source

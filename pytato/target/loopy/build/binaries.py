@@ -2,19 +2,19 @@
 
 :mod:`pyopencl` keeps no binaries for devices whose driver caches builds
 from source itself (NVIDIA's, PoCL's). A build from source that hits the
-driver's cache still costs the driver's lookup: on the H100 machine, 3 ms
-a program (the 47 programs of the 10 000-node DAG of
-``benchmarks/bench_codegen.py``: 0.14 s, 0.09 s in 16 threads), against
-0.6 ms from the program's binary (0.03 s).
+driver's cache still costs the driver's lookup, which on NVIDIA's
+driver takes several times as long as a build from the program's binary
+(for the many programs of the 10 000-node DAG of
+``benchmarks/bench_codegen.py``, even in threads).
 :func:`build_programs` builds from the binaries that an earlier build of
 the same source saved in the program store
-(:mod:`~pytato.target.loopy.run.program_store`), for the same device,
+(:mod:`~pytato.target.loopy.store.program_store`), for the same device,
 driver and options, and saves them after builds from source, on the
 devices where reading a program's binary is cheap
 (:func:`binaries_cheap`: GPUs other than PoCL's). On PoCL's CPU device,
-building its two programs took 0.067 s from source, 0.025 s from
-binaries, but reading the binaries of a program just built took 6 s in a
-cold process (PoCL compiles every kernel for them).
+building from binaries saves little, but reading the binaries of a
+program just built is slow in a cold process (PoCL compiles every kernel
+for them).
 
 Programs are built with :func:`device_build_options`: the user's options,
 and correctly rounded ``float`` division and square roots where the
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 import pyopencl as cl
 
-import pytato.target.loopy.run.program_store as program_store
+import pytato.target.loopy.store.program_store as program_store
 
 
 if TYPE_CHECKING:

@@ -1,10 +1,10 @@
 """Jobs handed to worker processes one at a time, each to the first process
 that is free, while more jobs may still be coming.
 
-:func:`~pytato.target.loopy.run.parallel_builds.run_in_processes` gives
+:func:`~pytato.target.loopy.build.parallel_builds.run_in_processes` gives
 each process all of its input at once. For jobs of unequal and roughly
 known cost (the sub-units of a split kernel,
-:mod:`pytato.target.loopy.run.split_build`), a static share per process
+:mod:`pytato.target.loopy.build.split_build`), a static share per process
 leaves some processes idle while others still work, and the first jobs
 wait until the last is known. :class:`JobProcesses` instead keeps a queue
 of jobs, the costliest first, from which a thread per process takes the
@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from typing import IO
 
-from pytato.target.loopy.run.parallel_builds import stop_processes
+from pytato.target.loopy.build.parallel_builds import stop_processes
 
 
 __all__ = ["JobProcessError", "JobProcesses", "read_frame", "write_frame"]
@@ -82,7 +82,7 @@ class JobProcessError(RuntimeError):
 
 class JobProcesses:
     """Jobs run by the worker processes *procs* (started by
-    :func:`~pytato.target.loopy.run.parallel_builds.start_processes`, each
+    :func:`~pytato.target.loopy.build.parallel_builds.start_processes`, each
     running a script that reads *header*, then answers each job frame with
     a frame until the end frame, see the module documentation).
 

@@ -7,19 +7,18 @@ without ``restrict``.
 
 Device compilers take time superlinear in the number of ``restrict``
 pointers of a kernel: each access carries alias information for every
-other pointer. A kernel of 300 pointer arguments, one statement each, took
-PoCL (3.1, LLVM 15) 2.7 s to compile at its first launch with
-``restrict`` and 0.7 s without; 100 arguments 0.43 s and 0.15 s
-(``benchmarks/bench_compile_args.py``). Large
-graphs give such kernels: the device kernels of the 10 000-node random DAG
-of ``benchmarks/bench_codegen.py`` read up to 282 global temporaries, and
-PoCL's compilation of its 58 kernels went from 21 s to 10.5 s without
-``restrict`` on them. Kernels of fewer arguments, where ``restrict``
+other pointer: a kernel of hundreds of pointer arguments, one statement
+each, took PoCL several times as long to compile at its first launch with
+``restrict`` as without (``benchmarks/bench_compile_args.py`` times
+this). Large graphs give such kernels: the device kernels of the
+10 000-node random DAG of ``benchmarks/bench_codegen.py`` read up to a
+few hundred global temporaries, and PoCL compiled them in about half the
+time without ``restrict`` on them. Kernels of fewer arguments, where ``restrict``
 costs little to compile and lets compilers keep loads in read-only
 caches or reorder them, keep it. On GPUs, where ``restrict`` matters more
 to the speed of kernels and less to compile times (NVIDIA's build of the
-same DAG: 19 s without, 21-23 s with ``restrict`` on its large kernels),
-the limit is higher (:data:`GPU_MAX_RESTRICT_ARGUMENTS`).
+same DAG was only a little slower with ``restrict`` on its large
+kernels), the limit is higher (:data:`GPU_MAX_RESTRICT_ARGUMENTS`).
 
 Two more changes make integer floor division exact over the whole range
 of each type, as in numpy: :mod:`loopy`'s ``loopy_floor_div`` and
@@ -61,15 +60,15 @@ from pymbolic.mapper.stringifier import (
 )
 
 from pytato.analysis.graph_key import NotPersistentError
-from pytato.target.loopy.run.cl_complex import COMPLEX_FUNCTIONS, ComplexFunction
-from pytato.target.loopy.run.cl_math import OUT_OF_LINE_FUNCTIONS, MathFunction
-from pytato.target.loopy.run.program_store import _source_digest
+from pytato.target.loopy.build.cl_complex import COMPLEX_FUNCTIONS, ComplexFunction
+from pytato.target.loopy.build.cl_math import OUT_OF_LINE_FUNCTIONS, MathFunction
 
 # (defined there, without loopy: the keys of the program store use them)
-from pytato.target.loopy.run.target_parameters import (
+from pytato.target.loopy.build.target_parameters import (
     GPU_MAX_RESTRICT_ARGUMENTS,
     MAX_RESTRICT_ARGUMENTS,
 )
+from pytato.target.loopy.store.program_store import _source_digest
 from pytato.tuning import record_defaults
 
 
@@ -142,7 +141,7 @@ class _CExpressionToCodeMapper(CExpressionToCodeMapper):  # type: ignore[misc]
 #: numpy's wrap-around to a signed narrow type of a value computed in
 #: ``uint`` (:func:`_unsigned`). C leaves the conversion of an out-of-range
 #: value to a signed type to the implementation, and signed arithmetic
-#: may not overflow. Not inlined: NVIDIA's compiler (H100, 2026-11-25)
+#: may not overflow. Not inlined: NVIDIA's compiler (on an H100)
 #: gave ``(long) (short) (-1 * x)`` for ``x = -32768`` as 32768, and so
 #: it did with the wrap written as these functions inlined (with ``uint``
 #: arithmetic), but not through a call.
@@ -634,7 +633,7 @@ class PytatoPyOpenCLTarget(lp.PyOpenCLTarget):
     The target of :class:`~pytato.target.loopy.LoopyPyOpenCLTarget`
     (which passes :data:`GPU_MAX_RESTRICT_ARGUMENTS` for GPUs).
     With *out_of_line_math*, real calls of the transcendental functions go
-    through ``noinline`` wrappers (:mod:`pytato.target.loopy.run.cl_math`).
+    through ``noinline`` wrappers (:mod:`pytato.target.loopy.build.cl_math`).
 
     .. attribute:: max_restrict_arguments
     .. attribute:: out_of_line_math

@@ -4,9 +4,9 @@ process, on CPU devices.
 PoCL, the CPU OpenCL device, builds a program's source when it is built,
 but compiles each kernel's *work-group function* (the kernel for one
 work-group size) only when the kernel is first launched, one kernel after
-another whatever the number of threads or queues: about 0.13 s a kernel
-for the 10 000-node random DAG of ``benchmarks/bench_codegen.py``, 5.8 s
-of its first call for 45 kernels. PoCL keeps these compiled functions in
+another whatever the number of threads or queues: for the 10 000-node
+random DAG of ``benchmarks/bench_codegen.py``, a large part of its first
+call. PoCL keeps these compiled functions in
 its on-disk kernel cache, keyed by the program, the kernel and its
 work-group size (not by the number of work groups), and so does a
 process that launches the same kernels.
@@ -52,9 +52,9 @@ import numpy as np
 import pyopencl as cl
 
 from pytato.diagnostic import UnsupportedByTargetError
-from pytato.target.loopy.run import launch_once
-from pytato.target.loopy.run.child_processes import start_child
-from pytato.target.loopy.run.launcher import linearized_subkernels
+from pytato.target.loopy.build import launch_once
+from pytato.target.loopy.build.child_processes import start_child
+from pytato.target.loopy.build.subkernels import linearized_subkernels
 
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ _logger = logging.getLogger("pytato.target.loopy")
 PRIME_ENV = "PYTATO_PRIME_KERNELS"
 
 #: Programs of fewer device kernels than this are not primed: a second
-#: process costs about 0.2 s of CPU to start.
+#: process costs more CPU time to start than priming a few kernels saves.
 MIN_KERNELS = 16
 
 #: Programs whose arrays take more bytes than this in all are not primed
@@ -210,7 +210,7 @@ def start_primer(device: cl.Device, sources: Sequence[str],
     *device*; return it (it exits when done; the process is killed at
     the exit of the calling process if it still runs, and exits when the
     calling process dies, see
-    :mod:`~pytato.target.loopy.run.child_processes`), or None if it
+    :mod:`~pytato.target.loopy.build.child_processes`), or None if it
     could not start."""
     platform, index = launch_once.device_index(device)
     _reap()

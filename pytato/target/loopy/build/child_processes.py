@@ -1,8 +1,8 @@
 """Helper processes that do not outlive the process that started them.
 
 Code generation and device builds run in Python processes of their own
-(:func:`~pytato.target.loopy.run.parallel_builds.start_processes`, the
-kernel primer of :mod:`~pytato.target.loopy.run.jit_primer`). A process
+(:func:`~pytato.target.loopy.build.parallel_builds.start_processes`, the
+kernel primer of :mod:`~pytato.target.loopy.build.jit_primer`). A process
 killed during a long first call (``SIGKILL``, the out-of-memory killer)
 runs no clean-up, and a helper busy with a job (loopy, the device
 compiler) does not read the pipe from its parent, so it would not notice

@@ -18,7 +18,7 @@ generated finds the results here, on disk:
 * for programs of many kernels, the compiled function of their fast calls
   (:data:`~pytato.target.loopy.run.fast_call.STORED_RUN_MIN_KERNELS`) is
   kept too, and the device binaries of built programs
-  (:mod:`~pytato.target.loopy.run.binaries`, keyed by source, options,
+  (:mod:`~pytato.target.loopy.build.binaries`, keyed by source, options,
   device and driver).
 
 The key of a program (:func:`program_key`) is a hash of
@@ -53,7 +53,7 @@ variable ``PYTATO_NO_PROGRAM_STORE`` is set to a non-empty value other
 than ``0``. Its folder is ``PYTATO_PROGRAM_STORE_DIR`` if set, else the
 default folder of :mod:`pytools`' persistent dictionaries (in the user's
 cache folder, like :mod:`loopy`'s caches). Entries are never evicted (a
-program of the 10 000-node DAG takes about 16 MB; programs from the store
+program of a large DAG takes megabytes; programs from the store
 no longer go through :mod:`loopy`'s caches); remove the folder's file
 ``pdict-v5-pytato-program-store-*`` to reclaim the space. Processes
 sharing the folder (e.g. MPI ranks) may store the same program
@@ -75,8 +75,8 @@ grows a process's memory through caches, each bounded or boundable:
   each);
 * the page caches of the :mod:`sqlite3` connections behind those on-disk
   caches: :mod:`pytools` sets them to 64 MB each, so that a process's
-  resident memory grows with every program written (about 10 KB per small
-  program) until each reaches 64 MB. When the store is first used, its
+  resident memory grows with every program written until each reaches
+  64 MB. When the store is first used, its
   page cache and those of :mod:`loopy`'s caches are set to
   :data:`SQLITE_CACHE_KIB` (:func:`limit_cache_memory`);
 * a global memo of :mod:`loopy` (the dependencies of each expression seen,
@@ -86,7 +86,7 @@ grows a process's memory through caches, each bounded or boundable:
   code generation) clears it past
   :data:`~pytato.target.loopy.loopy_memos.LOOPY_MEMO_LIMIT` entries;
 * the sources of generated Python code (the invokers of programs) that
-  :mod:`pytools` keeps in :mod:`linecache`, about 33 KB per program run:
+  :mod:`pytools` keeps in :mod:`linecache`, for every program run:
   :func:`~pytato.target.loopy.loopy_memos.trim_loopy_memos` keeps the
   latest :data:`~pytato.target.loopy.loopy_memos.GENERATED_SOURCE_LIMIT`.
 
@@ -127,7 +127,7 @@ from pytools.persistent_dict import KeyBuilder, WriteOncePersistentDict
 
 from pytato.analysis.graph_key import NotPersistentError, _Encoder, graph_key
 from pytato.target.loopy.loopy_memos import LOOPY_MEMO_LIMIT, trim_loopy_memos
-from pytato.target.loopy.run.program_cache import PROGRAM_CACHE
+from pytato.target.loopy.store.program_cache import PROGRAM_CACHE
 from pytato.tuning import changed_constants
 
 
@@ -168,7 +168,7 @@ def _source_digest() -> str:
         digest = hashlib.sha256()
         try:
             # the folder of the package pytato (this module is
-            # pytato/target/loopy/run/program_store.py)
+            # pytato/target/loopy/store/program_store.py)
             root = Path(__file__).resolve().parents[3]
             paths = sorted(root.rglob("*.py"))
             if not paths:
@@ -211,8 +211,9 @@ TUNING_MODULES = (
     "pytato.target.loopy.schedule.tiling_plan",
     "pytato.target.loopy.schedule.vector_calls",
     "pytato.target.loopy.schedule.small_contractions",
-    "pytato.target.loopy.run.cl_target",
-    "pytato.target.loopy.run.target_parameters",
+    "pytato.target.loopy.build.vector_code",
+    "pytato.target.loopy.build.cl_target",
+    "pytato.target.loopy.build.target_parameters",
 )
 
 
@@ -408,13 +409,13 @@ def _dumps(value: object) -> bytes:
     r"""*value* pickled, with :class:`loopy.LoopKernel`\ s pickled by their
     attributes. (:mod:`loopy`'s own pickling of a kernel computes its
     persistent hash first, for its caches, which look kernels up by hash:
-    2.7 s of the 10 000-node DAG's 3 s of pickling. The store looks
+    most of the time of pickling a large DAG's program. The store looks
     programs up by graph, not by kernel.) The garbage collector is off
     meanwhile: pickling makes short-lived objects (the states of records)
     that each 700 of them started a collection, which in a process that
-    has just generated a large program walked millions of objects (0.3 s
-    of the 0.33 s of saving the run facts of the 10 000-node DAG, cold
-    process, PoCL machine)."""
+    has just generated a large program walked millions of objects (most
+    of the time of saving the run facts of the 10 000-node DAG in a cold
+    process)."""
     buf = io.BytesIO()
     pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
     loopy_kernel = sys.modules.get("loopy.kernel")
@@ -434,10 +435,9 @@ def _dumps(value: object) -> bytes:
 def _loads(data: bytes) -> Any:
     """*data* unpickled with Python's garbage collector off. Unpickling
     makes no garbage, only objects that live on, but each 700 of them
-    started a collection, which walked the objects made so far: three
-    quarters of the time of loading the scheduled unit of the 10 000-node
-    DAG of ``benchmarks/bench_codegen.py`` (0.45-0.78 s against 0.12-0.13
-    s without collections, PoCL machine)."""
+    started a collection, which walked the objects made so far: most of
+    the time of loading the scheduled unit of the 10 000-node DAG of
+    ``benchmarks/bench_codegen.py``."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -455,8 +455,8 @@ def _promote_young_objects() -> None:
     unless the process has frozen objects of its own (which this would
     unfreeze). Objects just unpickled live as long as the program that
     holds them; in the young generations each would be walked by two
-    collections before reaching the oldest (0.07-0.1 s after the
-    scheduled unit of the 10 000-node DAG was loaded, PoCL machine).
+    collections before reaching the oldest (a visible cost after the
+    scheduled unit of the 10 000-node DAG was loaded).
     Objects moved there are still collected, by the collector's full
     collections."""
     if gc.get_freeze_count() == 0:
