@@ -29,6 +29,10 @@ accumulators, and the global barriers between dependent nests.
 * :mod:`~pytato.target.loopy.schedule.vector_calls`: elementwise nests
   calling math functions as OpenCL vector code (CPU devices), written by
   the build stage's emitter (:mod:`pytato.target.loopy.build.vector_code`).
+* :mod:`~pytato.target.loopy.schedule.contraction_split` and
+  :mod:`~pytato.target.loopy.schedule.small_contractions`: small
+  contractions shared across many elements (DG operators) as OpenCL
+  vector code (CPU devices).
 
 The stage imports the lowering stage and, for that emitter, the build
 stage; not the run stage nor the pipeline.

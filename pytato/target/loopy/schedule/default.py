@@ -86,6 +86,17 @@ loops: one assignment computing all elements of a stored array, as
   work-item does (:mod:`pytato.target.loopy.schedule.vector_calls`). Such
   a nest is one :class:`loopy.CInstruction` over ``ceil(n / W)``
   work-items.
+* **Small contractions (CPU).** On a CPU device whose
+  :attr:`~pytato.target.loopy.device.DeviceInfo.vector_calls` is on, an
+  einsum-like nest applying a small operand shared by all elements
+  (``ij,ej->ei``, ``ij,ejk->eik``, ``ifj,fej->ei``, ...) is computed in
+  OpenCL vector code, vectors over each element's outputs, several
+  elements per work-item, the shared operand copied once in the order of
+  the vectors' lanes
+  (:mod:`pytato.target.loopy.schedule.small_contractions`); such sums
+  inside larger expressions, with per-element factors computed inline,
+  first get nests of their own
+  (:mod:`pytato.target.loopy.schedule.contraction_split`).
 * **Small reductions (GPU).** An einsum-like nest (one instruction, one sum
   over at most 64 terms) with an operand shared by all elements, or with a
   per-element operand read at a stride of the reduction's extent (``A[e,
@@ -212,6 +223,9 @@ from pytato.target.loopy.schedule.barriers import (
     _user_units,
 )
 from pytato.target.loopy.schedule.callees import inline_callee_kernels
+from pytato.target.loopy.schedule.contraction_split import (
+    split_small_contractions,
+)
 from pytato.target.loopy.schedule.outputs import (
     MAX_GROUPS_FOR_JOIN,
     _apply_output_plans,
@@ -234,6 +248,11 @@ from pytato.target.loopy.schedule.serial_report import (
     _users_reason,
     report_serial_nests,
     serial_nest_reasons,
+)
+from pytato.target.loopy.schedule.small_contractions import (
+    SmallContraction,
+    drop_reduction_inames,
+    plan_small_contraction,
 )
 from pytato.target.loopy.schedule.tiling import apply_tilings
 from pytato.target.loopy.schedule.tiling_plan import TilingPlan, plan_tiling
@@ -406,6 +425,10 @@ def default_schedule(t_unit: lp.TranslationUnit,
     # the bodies of called functions are scheduled with the caller
     t_unit, not_inlined = inline_callee_kernels(t_unit)
     kernel = t_unit.default_entrypoint
+    if not info.is_gpu and info.vector_calls:
+        # sums of small contractions inside larger expressions get nests
+        # of their own (see small_contractions)
+        kernel = split_small_contractions(kernel, user_inames)
     value_args = frozenset(a.name for a in kernel.args
                            if isinstance(a, lp.ValueArg))
     # kernels with instructions other than plain stores (calls, sparse
@@ -472,6 +495,10 @@ def default_schedule(t_unit: lp.TranslationUnit,
             continue
         vector = plan_vector_nest(
             kernel, [kernel.id_to_insn[i] for i in ids], out_inames, info)
+        if vector is None:
+            vector = plan_small_contraction(
+                kernel, [kernel.id_to_insn[i] for i in ids], out_inames,
+                info)
         if vector is not None:
             vector_nests.append((unit, vector))
             continue
@@ -500,6 +527,7 @@ def default_schedule(t_unit: lp.TranslationUnit,
         ids.extend(index_insns.get(ids[0], ()))
     kernel, vector_ids = apply_vector_nests(
         kernel, [plan for _, plan in vector_nests])
+    kernel = drop_reduction_inames(kernel, [plan for _, plan in vector_nests])
     for unit, plan in vector_nests:
         nests[unit] = [vector_ids[plan.insn_ids[0]]]
     # reductions left sequential become accumulator loops (linear here,
@@ -514,8 +542,14 @@ def default_schedule(t_unit: lp.TranslationUnit,
     for ids in nests[:ours]:
         ids.extend(a for iid in list(ids) for a in added.get(iid, ()))
     if any(_has_impl_tag(kernel, i) for i in kernel.all_inames()):
-        kernel = _add_global_barriers(kernel, nests, level,
-                                      alone=frozenset(range(ours, len(nests))))
+        # small contractions get device kernels of their own: in a kernel
+        # shared with other nests (of other work-group sizes), their code
+        # would sit in a branch of the others' work-items
+        contractions = frozenset(unit for unit, plan in vector_nests
+                                 if isinstance(plan, SmallContraction))
+        kernel = _add_global_barriers(
+            kernel, nests, level,
+            alone=frozenset(range(ours, len(nests))) | contractions)
     report_serial_nests(kernel.name, serial)
     return t_unit.with_kernel(_single_writer_races_silenced(kernel))
 
