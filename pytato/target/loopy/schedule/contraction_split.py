@@ -61,6 +61,7 @@ from loopy.symbolic import (
 )
 from pymbolic.mapper.substitutor import make_subst_func
 
+from pytato.target.loopy.lower.expr_types import arithmetic_tuple
 from pytato.target.loopy.schedule.analysis import _box_length, _has_impl_tag
 from pytato.target.loopy.schedule.small_contractions import (
     MAX_OUTPUTS,
@@ -159,6 +160,9 @@ def _arranged(kernel: lp.LoopKernel, shared: list[Expression],
     if len(shared) != 1:
         return False
     factor, = shared
+    # (a shared factor: an array access)
+    assert isinstance(factor, prim.Subscript)
+    assert isinstance(factor.aggregate, prim.Variable)
     if _plain(factor.index) != tuple(axes):
         return False
     var = kernel.arg_dict.get(factor.aggregate.name) \
@@ -207,8 +211,8 @@ def _split_one(kernel: lp.LoopKernel, insn: lp.Assignment,
     lengths = [_box_length(kernel, i) for i in (*out, *red.inames)]
     if any(n is None or n < 1 for n in lengths):
         return None
-    out_len = [int(n) for n in lengths[:len(out)]]
-    red_len = [int(n) for n in lengths[len(out):]]
+    out_len = [int(n) for n in lengths[:len(out)] if n is not None]
+    red_len = [int(n) for n in lengths[len(out):] if n is not None]
     for names in ([*out], *([r] for r in red.inames)):
         home = {kernel.get_home_domain_index(i) for i in names}
         if len(home) != 1 or set(kernel.domains[home.pop()].get_var_names(
@@ -268,7 +272,8 @@ def _split_one(kernel: lp.LoopKernel, insn: lp.Assignment,
         # the shared factors in the order of the vectors' lanes
         axes = [*red.inames, *out[split:]]
         extents = [*red_len, *out_len[split:]]
-        value = shared[0] if len(shared) == 1 else prim.Product(tuple(shared))
+        value = shared[0] if len(shared) == 1 else prim.Product(
+            arithmetic_tuple(shared))
         canonical = SubstitutionMapper(make_subst_func(
             {a: prim.Variable(f"_pt_sc_axis{k}") for k, a in enumerate(axes)}
             ))(value)
@@ -306,7 +311,7 @@ def _split_one(kernel: lp.LoopKernel, insn: lp.Assignment,
         subst = SubstitutionMapper(make_subst_func(
             {a: prim.Variable(f) for a, f in zip(axes, fresh, strict=True)}))
         value = computed[0] if len(computed) == 1 \
-            else prim.Product(tuple(computed))
+            else prim.Product(arithmetic_tuple(computed))
         iid = ids(f"_pt_sc_factor_{insn.id}")
         added.append(lp.Assignment(
             prim.Variable(name)[tuple(prim.Variable(f) for f in fresh)],
@@ -315,8 +320,11 @@ def _split_one(kernel: lp.LoopKernel, insn: lp.Assignment,
         deps.add(iid)
         factors.append(prim.Variable(name)[
             tuple(prim.Variable(a) for a in axes)])
-    new_red = LoopyReduction(red.operation, red.inames,
-                             prim.Product(tuple(factors)),
+    new_red = LoopyReduction(red.operation,
+                             # loopy types the inames of a reduction as a
+                             # sequence, its constructor as a tuple
+                             red.inames,  # type: ignore[arg-type]
+                             prim.Product(arithmetic_tuple(factors)),
                              allow_simultaneous=red.allow_simultaneous)
     if whole:
         return insn.copy(expression=new_red, depends_on=frozenset(deps))

@@ -281,7 +281,8 @@ def _unflatten(flat: int, extents: Sequence[int]) -> list[int]:
 def _strides(kernel: lp.LoopKernel, name: str, dtype: np.dtype
              ) -> tuple[Expression, ...] | None:
     """The strides of the global array *name* (of *dtype*, no offset)."""
-    var = kernel.arg_dict.get(name)
+    var: lp.KernelArgument | lp.TemporaryVariable | None = (
+        kernel.arg_dict.get(name))
     if var is None:
         var = kernel.temporary_variables.get(name)
         if var is None or var.address_space != lp.AddressSpace.GLOBAL \
@@ -304,7 +305,13 @@ def _plain(index: Expression) -> tuple[str, ...] | None:
     idx = index if isinstance(index, tuple) else (index,)
     if not all(isinstance(i, prim.Variable) for i in idx):
         return None
-    return tuple(i.name for i in idx)
+    return tuple(i.name for i in idx if isinstance(i, prim.Variable))
+
+
+def _int(n: Expression) -> int:
+    """The extent *n*, known to be an integer."""
+    assert isinstance(n, (int, np.integer))
+    return int(n)
 
 
 def _factors(expr: Expression) -> list[Expression]:
@@ -402,10 +409,10 @@ def _emit(kernel: lp.LoopKernel, operands: list[_Operand], out: _Operand,
         for k in range(n_el):
             element = e if k == 0 else f"({e} + {k})"
             for d in range(len(batch)):
-                stride = int(np.prod([int(n) for n in batch_extents[d + 1:]]))
+                stride = int(np.prod([_int(n) for n in batch_extents[d + 1:]]))
                 value = element if stride == 1 else f"{element} / {stride}"
                 if d > 0:
-                    value = f"({value}) % {int(batch_extents[d])}"
+                    value = f"({value}) % {_int(batch_extents[d])}"
                 lines.append(f"const {index_c} {_PREFIX}_b{k}_{d} = {value};")
             for op, name in pointer_name.items():
                 offsets = [f"{_PREFIX}_b{k}_{batch.index(i)}*{c_int(st)}"
@@ -433,8 +440,8 @@ def _emit(kernel: lp.LoopKernel, operands: list[_Operand], out: _Operand,
 
         for term in terms:
             for c, (start, w) in enumerate(chunks):
-                shared = []
-                per_element = []
+                shared: list[tuple[_Operand, list[tuple[str, int]]]] = []
+                per_element: list[tuple[_Operand, list[tuple[str, int]]]] = []
                 for op in operands:
                     addrs = [offset(op, {**lanes[start + i], **term})
                              for i in range(w)]
@@ -556,7 +563,7 @@ def plan_small_contraction(kernel: lp.LoopKernel,
     n_terms = int(np.prod(red_extents))
     split = len(inames)
     while split > 1 and isinstance(shape[split - 1], (int, np.integer)) \
-            and int(np.prod([int(n) for n in shape[split - 1:]])) \
+            and int(np.prod([_int(n) for n in shape[split - 1:]])) \
             <= MAX_OUTPUTS:
         split -= 1
     if split == len(inames):
@@ -565,7 +572,7 @@ def plan_small_contraction(kernel: lp.LoopKernel,
     batch_extents = list(shape[:split])
     if not all(isinstance(n, (int, np.integer)) for n in batch_extents[1:]):
         return None
-    inner_extents = [int(n) for n in shape[split:]]
+    inner_extents = [_int(n) for n in shape[split:]]
     n_inner = int(np.prod(inner_extents))
     if n_terms > MAX_TERMS or n_inner * n_terms > MAX_WORK:
         return None
