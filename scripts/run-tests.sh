@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up the environment (see scripts/setup.sh), type-check pytato/ with mypy
-# (scripts/typecheck.py: the packages it lists as not yet typed are counted,
-# not failed on), then run the test suite on two workers.  Extra arguments are
+# (scripts/typecheck.py: any error fails), then run the test suite on two
+# workers.  Extra arguments are
 # passed to pytest, e.g.
 #   bash scripts/run-tests.sh test/test_codegen.py -k einsum
 # The OpenCL device is chosen by test/conftest.py (PYOPENCL_TEST/PYOPENCL_CTX).
