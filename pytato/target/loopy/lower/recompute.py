@@ -19,11 +19,12 @@ and arithmetic collapses into one expression over the arrays stored
 before it:
 
 * **Cheap producers** are plain stores (over at least one axis, no
-  reduction, no substitution rule, no function call: calls such as
-  ``sin`` cost more to recompute, and arithmetic at an array's own indices
-  is what :mod:`~pytato.target.loopy.schedule.vector_calls` vectorizes)
-  of at most :data:`MAX_RECOMPUTE_NODES` expression nodes, that read only
-  stored arrays (no private temporaries, no assignment of a reduction's
+  reduction, no substitution rule, no function call but ``max`` and
+  ``min``: calls such as ``sin`` cost more to recompute, and math at an
+  array's own indices is what
+  :mod:`~pytato.target.loopy.schedule.vector_calls` vectorizes) of at
+  most :data:`MAX_RECOMPUTE_NODES` expression nodes and
+  :data:`MAX_RECOMPUTE_READS` array reads, that read only stored arrays (no private temporaries, no assignment of a reduction's
   bounds) and that no substitution rule reads.
 * **Readers** are plain stores without reductions (a reduction reading a
   recomputed operand would repeat its work for every term that reads the
@@ -41,6 +42,7 @@ value written (the code generator's stores assign the expression of the
 array, of its dtype, as its inlined uses do).
 
 .. autodata:: MAX_RECOMPUTE_NODES
+.. autodata:: MAX_RECOMPUTE_READS
 .. autodata:: MAX_EXPR_NODES
 .. autofunction:: recompute_producers
 """
@@ -74,14 +76,20 @@ if TYPE_CHECKING:
     from pytato.target.loopy.lower.graph import CodeGenState
 
 
-__all__ = ["MAX_EXPR_NODES", "MAX_RECOMPUTE_NODES", "recompute_producers"]
+__all__ = ["MAX_EXPR_NODES", "MAX_RECOMPUTE_NODES", "MAX_RECOMPUTE_READS",
+           "recompute_producers"]
 
 
-MAX_RECOMPUTE_NODES = 48
+MAX_RECOMPUTE_NODES = 96
 """The most expression nodes of a store that its readers recompute (a
 node: a sum, a product, a read, an index, a constant, ...)."""
 
-MAX_EXPR_NODES = 256
+MAX_RECOMPUTE_READS = 4
+"""The most array reads of a store that its readers recompute: each is a
+read per element of each reader instead of one (of the stored array), so
+that stores of many operands stay stored."""
+
+MAX_EXPR_NODES = 384
 """The most expression nodes of a reader after recomputing its producers
 in it (a bound on the work added per element, and on the growth of
 expressions along chains)."""
@@ -95,17 +103,19 @@ _NUMBERS = (int, float, complex)
 _CHEAP_FUNCTIONS = frozenset({"max", "min"})
 
 
-def _count_nodes(expr: Expression) -> tuple[int, bool] | None:
-    """The number of nodes of *expr* and whether it calls a function; None
-    if it holds a reduction or a node of a type not in
-    :data:`~pytato.target.loopy.loopy_walk.CHILDREN`."""
+def _count_nodes(expr: Expression) -> tuple[int, bool, int] | None:
+    """The number of nodes of *expr*, whether it calls a function and its
+    number of array reads; None if it holds a reduction or a node of a
+    type not in :data:`~pytato.target.loopy.loopy_walk.CHILDREN`."""
     count = 0
+    reads = 0
     calls = False
     stack: list[Any] = [expr]
     while stack:
         e = stack.pop()
         count += 1
         t = type(e)
+        reads += t is prim.Subscript
         if t is prim.Call:
             fn = e.function
             calls = calls or not (isinstance(fn, prim.Variable)
@@ -115,7 +125,7 @@ def _count_nodes(expr: Expression) -> tuple[int, bool] | None:
             stack.extend(children(e))
         elif not isinstance(e, _NUMBERS) and not hasattr(e, "dtype"):
             return None
-    return count, calls
+    return count, calls, reads
 
 
 @dataclass(frozen=True)
@@ -238,7 +248,8 @@ def recompute_producers(state: CodeGenState) -> None:
                 or not deps <= by_id.keys():
             continue
         counted = _count_nodes(expr)
-        if counted is None or counted[1] or counted[0] > MAX_RECOMPUTE_NODES:
+        if counted is None or counted[1] or counted[0] > MAX_RECOMPUTE_NODES \
+                or counted[2] > MAX_RECOMPUTE_READS:
             continue
         if not private.isdisjoint(
                 _names_read(state.kernel_data, rules, expr)[0]):
