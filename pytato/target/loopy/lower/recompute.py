@@ -24,8 +24,9 @@ before it:
   array's own indices is what
   :mod:`~pytato.target.loopy.schedule.vector_calls` vectorizes) of at
   most :data:`MAX_RECOMPUTE_NODES` expression nodes and
-  :data:`MAX_RECOMPUTE_READS` array reads, that read only stored arrays (no private temporaries, no assignment of a reduction's
-  bounds) and that no substitution rule reads.
+  :data:`MAX_RECOMPUTE_READS` array reads, that read only stored arrays
+  (no private temporaries, no assignment of a reduction's bounds) and
+  that no substitution rule reads.
 * **Readers** are plain stores without reductions (a reduction reading a
   recomputed operand would repeat its work for every term that reads the
   same element, as in a matrix product, and loses the layouts the
