@@ -24,6 +24,18 @@ SCHEDULES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _recompute_on(monkeypatch):
+    """Recomputation on (off by default, see
+    :data:`~pytato.target.loopy.lower.recompute.RECOMPUTE_PRODUCERS`); the
+    in-memory program cache emptied after each test (its keys do not
+    hold the switch)."""
+    from pytato.target.loopy import PROGRAM_CACHE
+    monkeypatch.setattr(recompute, "RECOMPUTE_PRODUCERS", True)
+    yield
+    PROGRAM_CACHE.clear()
+
+
 def _generate(outputs, info):
     # (no program store: tests change the module's constants, which are
     # not part of its keys)

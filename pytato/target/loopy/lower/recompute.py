@@ -42,6 +42,7 @@ Values are those of the stored arrays: the expression of a store is the
 value written (the code generator's stores assign the expression of the
 array, of its dtype, as its inlined uses do).
 
+.. autodata:: RECOMPUTE_PRODUCERS
 .. autodata:: MAX_RECOMPUTE_NODES
 .. autodata:: MAX_RECOMPUTE_READS
 .. autodata:: MAX_EXPR_NODES
@@ -78,8 +79,18 @@ if TYPE_CHECKING:
 
 
 __all__ = ["MAX_EXPR_NODES", "MAX_RECOMPUTE_NODES", "MAX_RECOMPUTE_READS",
-           "recompute_producers"]
+           "RECOMPUTE_PRODUCERS", "recompute_producers"]
 
+
+RECOMPUTE_PRODUCERS = False
+"""Whether :func:`recompute_producers` runs (called by
+:func:`~pytato.target.loopy.lower.graph.build_translation_unit`). Off for
+now: it drops stores that users may look up in the kernel (named or
+tagged temporaries), grows recomputed chains past the bound of
+:data:`pytato.transform.materialize.MAX_SHARED_RECOMPUTE`, and changes
+the kernels that some tests' fixtures count; on the random DAGs of
+``benchmarks/peers_dags.py`` it saves one kernel in about 30 (their
+stores mostly call ``sin``, ``cos`` or ``exp``, which it leaves)."""
 
 MAX_RECOMPUTE_NODES = 96
 """The most expression nodes of a store that its readers recompute (a
@@ -189,6 +200,8 @@ def recompute_producers(state: CodeGenState) -> None:
     no longer read (see the module documentation), in place: the
     instructions, stores, temporaries and domains of *state* are
     rewritten."""
+    if not RECOMPUTE_PRODUCERS:
+        return
     insns = state.instructions
     if not all(isinstance(i, lp.Assignment) for i in insns):
         return
