@@ -111,6 +111,9 @@ def check(expected: dict[str, Any], got: dict[str, Any], rtol: float) -> bool:
     """Whether each output of *got* equals numpy's *expected* to *rtol*
     (with an absolute tolerance of *rtol* times the output's largest
     value: results that cancel keep the rounding errors of their terms)."""
+    if not isinstance(got, dict) and len(expected) == 1:
+        # (time_call returns a single output as it is)
+        got = {next(iter(expected)): got}
     if set(got) != set(expected):
         return False
     for key, exp in expected.items():
