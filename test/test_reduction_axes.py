@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import pytato as pt
+from pytato.target.loopy.schedule import reduction_plans
 from pytato.target.loopy.schedule.default import DeviceInfo
 
 
@@ -44,6 +45,45 @@ _CASES = [
       for d in ("int32", "float32", "float64", "uint8", "uint32", "uint64")),
     *((op, d) for op in ("any", "all") for d in ("bool", "float64")),
 ]
+
+
+#: the threshold of the CPU's splits as the code sets it
+_CPU_MIN_SPLIT_ELEMENTS = reduction_plans.CPU_MIN_SPLIT_ELEMENTS
+
+
+@pytest.fixture(autouse=True)
+def _split_small_cpu_reductions(monkeypatch):
+    """The layouts of the CPU's split reductions, on arrays small enough
+    for fast tests: below
+    :data:`~pytato.target.loopy.schedule.reduction_plans.CPU_MIN_SPLIT_ELEMENTS`
+    a CPU keeps a reduction in one kernel
+    (:func:`test_small_cpu_reductions_stay_in_one_kernel`)."""
+    monkeypatch.setattr(reduction_plans, "CPU_MIN_SPLIT_ELEMENTS", 0)
+
+
+@pytest.mark.parametrize(("shape", "axis"), [
+    ((64, 64), None), ((64, 64), 0), ((8, 16, 32), None), ((96, 64), 0)])
+def test_small_cpu_reductions_stay_in_one_kernel(queue, monkeypatch, shape,
+                                                  axis):
+    """A CPU reduction of fewer than CPU_MIN_SPLIT_ELEMENTS elements is not
+    split across kernels (parts, row blocks or column chunks, each reduced
+    again by a second kernel): one kernel; a larger one still is."""
+    monkeypatch.setattr(reduction_plans, "CPU_MIN_SPLIT_ELEMENTS",
+                        _CPU_MIN_SPLIT_ELEMENTS)
+    info = SCHEDULES["cpu"]
+    rng = np.random.default_rng(3)
+    for scale, kernels in [(1, 1), (8, 2)]:
+        big = (shape[0] * scale, *shape[1:])
+        # (a name of its own: the in-memory program cache does not key
+        # the constants that the other tests change)
+        x = pt.make_placeholder("x_small", big, np.float64)
+        with lp.CacheMode(False):
+            prg = pt.generate_loopy(pt.sum(x, axis=axis), cl_device=info)
+        code = lp.generate_code_v2(prg.program).device_code()
+        assert code.count("__kernel ") == kernels, (big, axis)
+        xa = rng.random(big)
+        _, (res,) = prg(queue, x_small=xa)
+        np.testing.assert_allclose(res, xa.sum(axis=axis), rtol=1e-12)
 
 
 def _data(rng, dtype, shape, op):

@@ -85,6 +85,7 @@ from pytato.target.loopy.lower.index_width import (
     unify_index_dtypes,
     widen_subscripts,
 )
+from pytato.target.loopy.lower.recompute import recompute_producers
 from pytato.target.loopy.lower.reduction_bounds import emit_bound_assignments
 from pytato.target.loopy.lower.reduction_hoisting import (
     hoist_branching_reductions,
@@ -598,6 +599,7 @@ def build_translation_unit(
         state.store(name, ary, result)
 
     if fuse_loops:
+        recompute_producers(state)
         fuse_loop_nests(state, state.stores)
     hoist_branching_reductions(state)
 

@@ -15,6 +15,7 @@ key.
 .. autodata:: COLUMN_TREE_COLUMNS
 .. autodata:: COLUMN_TREE_ROWS
 .. autodata:: CPU_COLUMN_RUN
+.. autodata:: CPU_MIN_SPLIT_ELEMENTS
 .. autodata:: CPU_ROW_BLOCKS
 .. autodata:: MIN_BLOCK_ROWS
 .. autodata:: CPU_ROW_ACCUMULATOR_BYTES
@@ -75,6 +76,7 @@ __all__ = [
     "COLUMN_TREE_COLUMNS",
     "COLUMN_TREE_ROWS",
     "CPU_COLUMN_RUN",
+    "CPU_MIN_SPLIT_ELEMENTS",
     "CPU_ROW_ACCUMULATOR_BYTES",
     "CPU_ROW_BLOCKS",
     "CPU_TILE_ROWS",
@@ -92,6 +94,17 @@ MIN_LANE_EXTENT = 64
 
 #: The least number of elements per part of a full reduction on a CPU.
 MIN_PART_ELEMENTS = 256
+
+#: The fewest elements (outputs times reduction extent) of a reduction
+#: that a CPU splits across kernels (parts of a full reduction, blocks of
+#: rows or chunks of a column reduction, each then reduced by a second
+#: kernel): a smaller one stays in the loops of its work-items, in one
+#: kernel (that it may share with other loop nests of its level). A
+#: reduction of 64 x 64 doubles takes a few microseconds in one work-item,
+#: about what the second kernel's launch costs on PoCL; the random DAGs of
+#: ``benchmarks/peers_dags.py`` (64 x 64) ran 35 kernels for 100 steps
+#: with the splits.
+CPU_MIN_SPLIT_ELEMENTS = 2**15
 
 #: Columns (``l.0``) and rows (``l.1``) of the work-groups of a column
 #: reduction in one kernel on a GPU (:func:`_column_tree`). On NVIDIA
@@ -420,7 +433,7 @@ def _column_reduction(kernel: lp.LoopKernel, insns: list[lp.Assignment],
         wanted = -(-8 * info.compute_units * info.group_size // n_out)
         chunks = max(1, min(-(-r_len // 32), wanted))
     else:
-        if r_len < 64:
+        if r_len < 64 or n_out * r_len < CPU_MIN_SPLIT_ELEMENTS:
             return None
         blocks = _row_blocks(kernel, insn.id, r_len, n_out, info,
                              callables_table)
@@ -498,7 +511,7 @@ def _full_reduction(kernel: lp.LoopKernel, insn: lp.Assignment,
             final_group_size=info.final_group_size,
             single_launch=info.single_launch_reductions)
     target = min(info.reduction_parts, total // MIN_PART_ELEMENTS)
-    if target < 2:
+    if target < 2 or n_out * total < CPU_MIN_SPLIT_ELEMENTS:
         return None
     iname = red.inames[0]
     assert extents[0] is not None
