@@ -11,7 +11,8 @@ The workloads are the ``WORKLOADS`` of ``peers_dags.py`` (issue 43: random
 DAGs, the five-output workload, elementwise, reductions, matvec, stencil)
 and, where it exists, of ``peers_dg.py`` (issue 44), each a
 :class:`peer_workload.Workload` written once against an array namespace.
-``--only`` keeps those whose name contains its value, ``--list`` prints
+``--only`` keeps those whose name contains its value (or one of its
+``|``-separated values), ``--list`` prints
 their names.
 
 The peers, each where it can run:
@@ -351,7 +352,8 @@ def _fmt(value: float | None, spec: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default=None,
-                        help="run the workloads whose name contains this")
+                        help="run the workloads whose name contains this "
+                        "(alternatives separated by '|')")
     parser.add_argument("--list", action="store_true",
                         help="print the workloads' names")
     parser.add_argument("--runs", type=int, default=10)
@@ -370,8 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.first_result is not None:
         first_result_child(args.first_result, args.peer)
         return 0
+    wanted = None if args.only is None else args.only.split("|")
     workloads = [wl for wl in load_workloads()
-                 if args.only is None or args.only in wl.name]
+                 if wanted is None or any(w in wl.name for w in wanted)]
     if args.list:
         for wl in workloads:
             print(wl.name)

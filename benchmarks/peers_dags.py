@@ -100,7 +100,11 @@ def build_random_dag(xp: Any, arrays: dict[str, Any], nsteps: int, seed: int,
         elif kind == "sin":
             r = xp.sin(a) * c
         elif kind == "row mean":
-            r = (a - o.sum(a, 1, True) * (1. / n)) * (0.5 * c)
+            # (a sum, not a difference: a - mean(a) of a row of equal
+            # values is rounding noise, whose sign a later ``where``
+            # reads, so that each implementation's rounding picked
+            # another branch)
+            r = (a + o.sum(a, 1, True) * (1. / n)) * (0.5 * c)
         elif kind == "transpose":
             r = a.T * c
         elif kind == "flip":
