@@ -69,6 +69,7 @@ from pytato.target.loopy.schedule.small_contractions import (
     MAX_WORK,
     MIN_ELEMENTS,
     _factors,
+    _float_variable,
     _plain,
 )
 from pytato.target.loopy.schedule.tiling import _box_domain
@@ -199,13 +200,10 @@ def _split_one(kernel: lp.LoopKernel, insn: lp.Assignment,
     if out is None or set(out) != set(insn.within_inames) \
             or len(set(out)) != len(out) or len(out) < 2:
         return None
-    out_var = kernel.arg_dict.get(lhs.aggregate.name) \
-        or kernel.temporary_variables.get(lhs.aggregate.name)
-    if out_var is None or out_var.dtype is None or out_var.dtype is lp.auto:
+    found = _float_variable(kernel, lhs.aggregate.name)
+    if found is None:
         return None
-    dtype = out_var.dtype.numpy_dtype
-    if dtype not in (np.float32, np.float64):
-        return None
+    dtype = found[1]
     if not isinstance(red.operation, SumReductionOperation):
         return None
     lengths = [_box_length(kernel, i) for i in (*out, *red.inames)]

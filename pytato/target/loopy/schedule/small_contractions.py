@@ -113,7 +113,7 @@ order of the terms (the same order: reduction indices row-major).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import islpy as isl
 import loopy as lp
@@ -146,6 +146,7 @@ from pytato.tuning import record_defaults
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from loopy.kernel.data import KernelArgument
     from pymbolic.typing import Expression
 
     from pytato.target.loopy.device import DeviceInfo
@@ -276,6 +277,20 @@ def _unflatten(flat: int, extents: Sequence[int]) -> list[int]:
         result.append(flat % n)
         flat //= n
     return result[::-1]
+
+
+def _float_variable(kernel: lp.LoopKernel, name: str
+                    ) -> tuple[KernelArgument | lp.TemporaryVariable,
+                               np.dtype[Any]] | None:
+    """The argument or temporary *name* of *kernel* and its dtype, if that
+    is ``float32`` or ``float64`` (else, or if unknown, *None*)."""
+    var = kernel.arg_dict.get(name) or kernel.temporary_variables.get(name)
+    if var is None or var.dtype is None or var.dtype is lp.auto:
+        return None
+    dtype = var.dtype.numpy_dtype
+    if dtype not in (np.float32, np.float64):
+        return None
+    return var, dtype
 
 
 def _strides(kernel: lp.LoopKernel, name: str, dtype: np.dtype
@@ -537,13 +552,10 @@ def plan_small_contraction(kernel: lp.LoopKernel,
         return None
     if kernel.index_dtype.numpy_dtype not in _INDEX_TYPES:
         return None
-    out_var = kernel.arg_dict.get(lhs.aggregate.name) \
-        or kernel.temporary_variables.get(lhs.aggregate.name)
-    if out_var is None or out_var.dtype is None or out_var.dtype is lp.auto:
+    found = _float_variable(kernel, lhs.aggregate.name)
+    if found is None:
         return None
-    dtype = out_var.dtype.numpy_dtype
-    if dtype not in (np.float32, np.float64):
-        return None
+    out_var, dtype = found
 
     # the extents: the output's shape, the reductions' boxes
     shape = out_var.shape
