@@ -26,9 +26,14 @@ VCPU = DeviceInfo(kind="cpu", compute_units=2, max_work_group_size=4096,
                   name="fake CPU", vector_calls=True)
 
 
+def _gpu_lanes(dtype: Any) -> int:
+    return (vector_calls.GPU_DOUBLE_LANES if np.dtype(dtype) == np.float64
+            else vector_calls.GPU_LANES)
+
+
 def _lanes(dtype: Any, queue: cl.CommandQueue | None = None) -> int:
     if queue is not None and queue.device.type & cl.device_type.GPU:
-        return vector_calls.GPU_LANES
+        return _gpu_lanes(dtype)
     return (vector_calls.DOUBLE_LANES if np.dtype(dtype) == np.float64
             else vector_calls.FLOAT_LANES)
 
@@ -497,8 +502,8 @@ def test_other_devices_unchanged(queue):
     assert "vload" not in code(DeviceInfo.conservative())
     assert "vload" not in code(dataclasses.replace(VCPU, vector_calls=False))
     assert "vload8(" in code(VCPU)
-    # a GPU with the switch on: 4 elements per work-item
-    assert "vload4(" in code(dataclasses.replace(VCPU, kind="gpu"))
+    # a GPU with the switch on: 16 bytes per work-item (2 doubles)
+    assert "vload2(" in code(dataclasses.replace(VCPU, kind="gpu"))
 
 
 def test_switch(queue, monkeypatch):
@@ -606,7 +611,7 @@ def test_show_code(queue, capsys):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("n", [0, 1, 5, 1000, 2**16 + 3])
 def test_gpu_schedule_vector_code(queue, dtype, n):
-    """The GPU schedule's vector code (4 elements per work-item, no PoCL
+    """The GPU schedule's vector code (16 bytes per work-item, no PoCL
     workarounds: ``float`` functions in ``float`` vectors, ``pow`` of whole
     vectors) runs on any device and equals numpy's results."""
     gpu = dataclasses.replace(GPU, vector_calls=True)
@@ -620,7 +625,7 @@ def test_gpu_schedule_vector_code(queue, dtype, n):
     prog = pt.generate_loopy(graph, cl_device=gpu)
     code = prog.get_code()
     if n:
-        assert "vload4(" in code
+        assert f"vload{_gpu_lanes(dtype)}(" in code
         assert "convert_double4" not in code and ".lo" not in code
     _, res = prog(queue, x=xv, y=yv)
     with np.errstate(all="ignore"):
@@ -659,7 +664,8 @@ def test_gpu_many_trig_calls_stay_scalar(queue, dtype):
     for make, vector in ((at_limit, True), (over_limit, False),
                          (many_exp, True)):
         prog = pt.generate_loopy(make(pt, x), cl_device=gpu)
-        assert ("vload4(" in prog.get_code()) == vector, make.__name__
+        assert (f"vload{_gpu_lanes(dtype)}(" in prog.get_code()) == vector, \
+            make.__name__
         _, (out,) = prog(queue, x=xv)
         ref = make(np, xv)
         _check(np.asarray(out), ref.astype(dtype), _rtol(dtype) * 10,
@@ -677,5 +683,5 @@ def test_vector_code_computes_each_store_once():
     graph = {"c": s * 2 + x**2 - pt.exp(-x), "t": s + pt.cos(y)}
     code = pt.generate_loopy(graph, cl_device=gpu).get_code()
     # (n a multiple of the lanes: no scalar rest)
-    assert code.count("vstore4(") == 2, code
+    assert code.count("vstore2(") == 2, code
     assert code.count("sin(") == 1, code

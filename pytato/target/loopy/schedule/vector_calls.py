@@ -27,7 +27,8 @@ them to the loop nests it schedules when the device's
 ``PYTATO_VECTOR_CALLS=0``,
 :data:`~pytato.target.loopy.device.VECTOR_CALLS_ENV`), never for the
 description of an unknown device. On GPUs a work-item computes
-:data:`GPU_LANES` elements (without PoCL's workarounds): NVIDIA's
+:data:`GPU_LANES` floats or :data:`GPU_DOUBLE_LANES` doubles (without
+PoCL's workarounds): NVIDIA's
 compiler does not load an element before the math of the previous one,
 and a vector load per work-item reaches copy bandwidth.
 
@@ -68,6 +69,7 @@ functions and comparisons.
 .. autodata:: DOUBLE_LANES
 .. autodata:: FLOAT_LANES
 .. autodata:: GPU_LANES
+.. autodata:: GPU_DOUBLE_LANES
 .. autodata:: GPU_TRIG_FUNCTIONS
 .. autodata:: GPU_MAX_TRIG_CALLS
 .. autoclass:: VectorNest
@@ -126,6 +128,7 @@ __all__ = [
     "DOUBLE_LANES",
     "FLOAT_LANES",
     "FLOAT_VIA_DOUBLE",
+    "GPU_DOUBLE_LANES",
     "GPU_LANES",
     "GPU_MAX_TRIG_CALLS",
     "GPU_TRIG_FUNCTIONS",
@@ -145,9 +148,17 @@ DOUBLE_LANES = 8
 #: of floats was faster in ``float8`` than in ``float16``).
 FLOAT_LANES = 8
 
-#: Elements per work-item of vector nests on GPUs (on NVIDIA GPUs,
-#: ``sin``/``exp`` of floats were faster in ``float4`` than one by one).
+#: Elements of ``float`` per work-item of vector nests on GPUs (on NVIDIA
+#: GPUs, ``sin``/``exp`` of floats were faster in ``float4`` than one by
+#: one).
 GPU_LANES = 4
+
+#: Elements of ``double`` per work-item of vector nests on GPUs: 16 bytes
+#: per array and work-item, as for floats. With ``double4``, a nest reading
+#: two arrays and writing four (``sin``, ``cos``, ``exp``) ran at about
+#: half the copy bandwidth on NVIDIA GPUs, where ``double2`` and scalar code
+#: reached it.
+GPU_DOUBLE_LANES = 2
 
 #: Functions whose vector code on GPUs is slow where a nest calls many of
 #: them (their range reduction, with a slow path for large arguments, is
@@ -380,8 +391,10 @@ def plan_vector_nest(kernel: lp.LoopKernel, insns: Sequence[lp.Assignment],
     nest = _NestInfo(kernel, index, shape, dtype,
                      "double" if dtype == np.float64 else "float", private,
                      set(), {}, workarounds=not info.is_gpu)
-    lanes = GPU_LANES if info.is_gpu else (
-        DOUBLE_LANES if dtype == np.float64 else FLOAT_LANES)
+    if info.is_gpu:
+        lanes = GPU_DOUBLE_LANES if dtype == np.float64 else GPU_LANES
+    else:
+        lanes = DOUBLE_LANES if dtype == np.float64 else FLOAT_LANES
     size_expr: Expression = shape[0]
     for extent in shape[1:]:
         size_expr = size_expr * extent
