@@ -101,7 +101,13 @@ loops: one assignment computing all elements of a stored array, as
   over at most 64 terms) with an operand shared by all elements, or with a
   per-element operand read at a stride of the reduction's extent (``A[e,
   i, j]`` of a batched ``eij,ej->ei``), is tiled in local and private
-  memory (:mod:`pytato.target.loopy.schedule.tiling`).
+  memory (:mod:`pytato.target.loopy.schedule.tiling`). One whose sum has
+  several reduction inames (``ifj,fej->ei``) or a per-element factor that
+  is no plain array access (the inlined flux of a DG lift), which the
+  tiling would compute once per output, or one that the tiling does not
+  take, is computed one work-item per element, the outputs of an element
+  in private accumulators
+  (:mod:`pytato.target.loopy.schedule.gpu_contractions`).
 * **Kernels.** Loop nests are ordered by dependency level (the longest
   chain of nests reading each other's stored arrays before them) and
   separated by global barriers between levels, so that stored
@@ -112,7 +118,7 @@ loops: one assignment computing all elements of a stored array, as
   are predicated on the flat index being in range. A graph thus becomes
   one device kernel per level, not one per stored array. Other nests
   (symbolic grid sizes, parallel or two-stage reductions, local-memory
-  tiling) get a device kernel each.
+  tiling, small contractions) get a device kernel each.
 * **Sequential reductions** (those left inside a work-item) become
   explicit accumulator loops
   (:func:`~pytato.target.loopy.schedule.accumulators.realize_sequential_reductions`);
@@ -208,7 +214,7 @@ from loopy.kernel.data import ConcurrentTag
 from loopy.translation_unit import CallablesTable
 
 from pytato.target.loopy.device import DeviceInfo
-from pytato.target.loopy.schedule import outputs
+from pytato.target.loopy.schedule import gpu_contractions, outputs
 from pytato.target.loopy.schedule.accumulators import realize_sequential_reductions
 from pytato.target.loopy.schedule.analysis import (
     _constant_length,
@@ -225,6 +231,13 @@ from pytato.target.loopy.schedule.barriers import (
 from pytato.target.loopy.schedule.callees import inline_callee_kernels
 from pytato.target.loopy.schedule.contraction_split import (
     split_small_contractions,
+)
+from pytato.target.loopy.schedule.gpu_contraction_code import (
+    apply_gpu_contractions,
+)
+from pytato.target.loopy.schedule.gpu_contractions import (
+    GpuContraction,
+    plan_gpu_contraction,
 )
 from pytato.target.loopy.schedule.outputs import (
     MAX_GROUPS_FOR_JOIN,
@@ -289,7 +302,8 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[lp.Assignment],
                     batch: list[_OutputPlan] | None = None,
                     level: int = 0,
                     tilings: list[TilingPlan] | None = None,
-                    callables_table: CallablesTable | None = None
+                    callables_table: CallablesTable | None = None,
+                    contractions: list[GpuContraction] | None = None
                     ) -> lp.LoopKernel:
     """Schedule the loop nest *out_inames* shared by the instructions
     *insns* (one instruction, or several fused by
@@ -297,7 +311,9 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[lp.Assignment],
     the output axes alone is appended to it (to be applied by
     :func:`_apply_output_plans`) instead of being applied; likewise a
     tiling with *tilings* given (applied by
-    :func:`~pytato.target.loopy.schedule.tiling.apply_tilings`)."""
+    :func:`~pytato.target.loopy.schedule.tiling.apply_tilings`), and a small
+    contraction on a GPU with *contractions* given (applied by
+    :func:`~pytato.target.loopy.schedule.gpu_contraction_code.apply_gpu_contractions`)."""
     coll = _ReductionCollector()
     for insn in insns:
         coll(insn.expression)
@@ -320,14 +336,24 @@ def _schedule_group(kernel: lp.LoopKernel, insns: list[lp.Assignment],
 
     if info.is_gpu and len(insns) == 1 and (
             n_out is None or n_out >= info.min_tiled_outputs):
-        tiling = plan_tiling(
-            kernel, insns[0].id, info.group_size,
-            compute_units=info.compute_units,
-            item_local_memory_budget=info.item_local_memory_budget)
+        contraction = plan_gpu_contraction(kernel, insns[0], out_inames, info,
+                                           callables_table)
+        tiling = None
+        if contraction is None or not (contraction.over_tiling
+                                       or gpu_contractions.REPLACE_TILING):
+            tiling = plan_tiling(
+                kernel, insns[0].id, info.group_size,
+                compute_units=info.compute_units,
+                item_local_memory_budget=info.item_local_memory_budget)
         if tiling is not None:
             if tilings is None:
                 return apply_tilings(kernel, [tiling])[0]
             tilings.append(tiling)
+            return kernel
+        if contraction is not None:
+            if contractions is None:
+                return apply_gpu_contractions(kernel, [contraction])[0]
+            contractions.append(contraction)
             return kernel
 
     columns = _column_reduction(kernel, insns, coll, out_inames, n_out, info,
@@ -476,6 +502,8 @@ def default_schedule(t_unit: lp.TranslationUnit,
     level = _nest_levels(kernel, nests)
     batch: list[_OutputPlan] = []
     tilings: list[TilingPlan] = []
+    contractions: list[GpuContraction] = []
+    contraction_units: set[int] = set()
     vector_nests: list[tuple[int, VectorNest]] = []
     for k, (insns, out_inames) in enumerate(groups):
         if out_inames is None:
@@ -503,25 +531,29 @@ def default_schedule(t_unit: lp.TranslationUnit,
             vector_nests.append((unit, vector))
             continue
         old = kernel
+        planned = len(contractions)
         try:
             kernel = _schedule_group(
                 kernel, [kernel.id_to_insn[i] for i in ids],
                 out_inames, info, value_args, allow_join, batch, level[unit],
-                tilings, t_unit.callables_table)
+                tilings, t_unit.callables_table, contractions)
         except ValueError as e:
             # a precondition of a layout that its plan did not check (e.g.
             # a domain that a user's transformation changed): the nest
             # keeps its loops, and the warning says why
             serial.append((list(ids), f"its layout failed: {e}"))
             continue
+        if len(contractions) > planned:
+            contraction_units.add(unit)
         if kernel is not old:
             # instructions added for this nest (stages of a reduction) run
             # between the same global barriers as the nest (most nests
             # are only planned here: no scan of the kernel for them)
             ids.extend(sorted(set(kernel.id_to_insn) - set(old.id_to_insn)))
     kernel, loads = apply_tilings(kernel, tilings)
+    kernel, computed = apply_gpu_contractions(kernel, contractions)
     for ids in nests[:ours]:
-        ids.extend(loads.get(ids[0], ()))
+        ids.extend([*loads.get(ids[0], ()), *computed.get(ids[0], ())])
     kernel, index_insns = _apply_output_plans(kernel, batch)
     for ids in nests[:ours]:
         ids.extend(index_insns.get(ids[0], ()))
@@ -545,11 +577,12 @@ def default_schedule(t_unit: lp.TranslationUnit,
         # small contractions get device kernels of their own: in a kernel
         # shared with other nests (of other work-group sizes), their code
         # would sit in a branch of the others' work-items
-        contractions = frozenset(unit for unit, plan in vector_nests
-                                 if isinstance(plan, SmallContraction))
+        alone = frozenset(unit for unit, plan in vector_nests
+                          if isinstance(plan, SmallContraction))
         kernel = _add_global_barriers(
             kernel, nests, level,
-            alone=frozenset(range(ours, len(nests))) | contractions)
+            alone=frozenset(range(ours, len(nests))) | alone
+            | contraction_units)
     report_serial_nests(kernel.name, serial)
     return t_unit.with_kernel(_single_writer_races_silenced(kernel))
 

@@ -67,7 +67,9 @@ A loop nest qualifies (:func:`plan_small_contraction`) when
   :attr:`~pytato.target.loopy.device.DeviceInfo.vector_calls` is on (never
   for an unknown device; on GPUs,
   :mod:`~pytato.target.loopy.schedule.tiling` stages such nests in local
-  and private memory instead);
+  and private memory instead, or
+  :mod:`~pytato.target.loopy.schedule.gpu_contractions` computes them one
+  work-item per element);
 * it is one plain store over exactly its output inames, without
   predicates, whose expression is one sum over reduction inames of
   constant extents (product at most :data:`MAX_TERMS`) of a product of

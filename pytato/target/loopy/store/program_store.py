@@ -211,6 +211,7 @@ TUNING_MODULES = (
     "pytato.target.loopy.schedule.tiling_plan",
     "pytato.target.loopy.schedule.vector_calls",
     "pytato.target.loopy.schedule.small_contractions",
+    "pytato.target.loopy.schedule.gpu_contractions",
     "pytato.target.loopy.build.vector_code",
     "pytato.target.loopy.build.cl_target",
     "pytato.target.loopy.build.target_parameters",
